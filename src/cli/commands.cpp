@@ -1,0 +1,111 @@
+// The command surface (ARCHITECTURE.md, "Commands"). Each command is registered here with its
+// options and help; a command whose implementation has not landed says so and fails with
+// exit status 1, so that no script mistakes it for success.
+
+#include <functional>
+
+#include "cli/options.hpp"
+#include "envbox/util/error.hpp"
+
+namespace envbox::cli {
+namespace {
+
+struct CommandSpec {
+    const char* name;
+    const char* summary;
+    std::function<void(CLI::App&)> options;
+};
+
+[[noreturn]] void not_built(const std::string& name) {
+    throw Error(ErrorCode::generic, "'envbox " + name + "' is not implemented in this build yet");
+}
+
+}  // namespace
+
+void add_global_options(CLI::App& app, GlobalOptions& o) {
+    app.add_option("--home", o.home, "Store and environments root (default: $ENVBOX_HOME, "
+                                     "else $XDG_DATA_HOME/envbox)")
+        ->envname("ENVBOX_HOME");
+    app.add_option("--project", o.project,
+                   "Project root (default: nearest directory upward holding manifests/)");
+    app.add_flag_function("-v,--verbose", [&o](std::int64_t n) { o.verbosity += static_cast<int>(n); },
+                          "More output (repeatable)");
+    app.add_flag_function("-q,--quiet", [&o](std::int64_t n) { o.verbosity -= static_cast<int>(n); },
+                          "Less output");
+    app.add_flag("--json", o.json, "Machine-readable output where a command reports something");
+    app.add_option("--color", o.color, "Colour: auto, always or never (NO_COLOR is honoured)")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
+}
+
+void add_commands(CLI::App& app, GlobalOptions&) {
+    // Option values are held here so the parsed command lines stay valid for the run.
+    static std::vector<std::string> envs;
+    static std::string text_a, text_b, format = "text", link_mode, upgrade_package, to_gen;
+    static bool flag_a = false, flag_b = false, flag_c = false;
+    static int keep = 0;
+    static std::vector<std::string> command_line;
+
+    const std::vector<CommandSpec> specs = {
+        {"lock", "Resolve manifests/ENV.toml and write manifests/pylock.ENV.toml (PEP 751)",
+         [](CLI::App& c) {
+             c.add_option("ENV", envs, "Environments to lock")->required();
+             c.add_flag("--check", flag_a, "Exit 3 if the lock is stale; write nothing");
+             c.add_flag("--upgrade", flag_b, "Ignore locked versions");
+             c.add_option("--upgrade-package", upgrade_package, "Ignore the locked version of P");
+         }},
+        {"create", "Make ENV match its lock: fetch, build a new generation, switch atomically",
+         [](CLI::App& c) {
+             c.add_option("ENV", text_a, "Environment")->required();
+             c.add_flag("--locked", flag_a, "Fail if the lock is missing or stale");
+             c.add_flag("--frozen", flag_b, "Use the lock as is, without checking it");
+             c.add_option("--lock", text_b, "Install this PEP 751 file instead of the ENV lock");
+             c.add_option("--link-mode", link_mode, "hardlink, reflink or copy")
+                 ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));
+             c.add_flag("--offline", flag_c, "Use only the store and caches");
+         }},
+        {"run", "Run a command inside ENV (sandboxed where the kernel allows)",
+         [](CLI::App& c) {
+             c.add_option("ENV", text_a, "Environment")->required();
+             c.add_flag("--no-sandbox", flag_a, "Run without the read-only sandbox");
+             c.add_option("CMD", command_line, "Command and arguments (after --)");
+         }},
+        {"diff", "What changed between two locks or environments",
+         [](CLI::App& c) {
+             c.add_option("A", text_a, "ENV, lock path, ENV@GITREV or ENV#GEN")->required();
+             c.add_option("B", text_b, "Second side (default: A's environment or lock)");
+             c.add_option("--format", format, "text, markdown or json")
+                 ->check(CLI::IsMember({"text", "markdown", "json"}));
+         }},
+        {"verify", "Prove ENV is exactly its lock; report drift",
+         [](CLI::App& c) {
+             c.add_option("ENV", text_a, "Environment")->required();
+             c.add_flag("--deep", flag_a, "Compare file contents by hash, not only inodes");
+         }},
+        {"list", "List environments", [](CLI::App&) {}},
+        {"show", "Show an environment: generations, packages, sizes",
+         [](CLI::App& c) { c.add_option("ENV", text_a, "Environment")->required(); }},
+        {"history", "Generations of ENV with dates and lock digests",
+         [](CLI::App& c) { c.add_option("ENV", text_a, "Environment")->required(); }},
+        {"rollback", "Switch ENV back to an earlier generation, atomically",
+         [](CLI::App& c) {
+             c.add_option("ENV", text_a, "Environment")->required();
+             c.add_option("--to", to_gen, "Generation number (default: the previous one)");
+         }},
+        {"gc", "Delete old generations and unreferenced store content",
+         [](CLI::App& c) {
+             c.add_flag("--dry-run", flag_a, "Report what would be deleted");
+             c.add_option("--keep", keep, "Generations to keep per environment");
+         }},
+        {"doctor", "Interpreters, CUDA driver, store filesystem, index reachability",
+         [](CLI::App&) {}},
+    };
+    for (const auto& spec : specs) {
+        CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
+        spec.options(*sub);
+        std::string name = spec.name;
+        sub->callback([name] { not_built(name); });
+    }
+    app.require_subcommand(0, 1);
+}
+
+}  // namespace envbox::cli

@@ -1,0 +1,46 @@
+// envbox entry point: the only place that catches errors and turns them into output and exit
+// status (README, "Exit codes").
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/options.hpp"
+#include "envbox/util/error.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"envbox: separate, immutable, content-addressed Python environments built from "
+                 "PEP 751 lock files.",
+                 "envbox"};
+    app.set_version_flag("-V,--version", std::string("envbox ") + ENVBOX_VERSION);
+    app.footer(
+        "Exit status: 0 ok, 1 failure, 2 usage, 3 manifest/lock invalid or stale, 4 network or "
+        "index, 5 integrity (hash mismatch, drift), 6 CUDA/driver incompatible, 130 "
+        "interrupted.");
+    envbox::cli::GlobalOptions options;
+    envbox::cli::add_global_options(app, options);
+    envbox::cli::add_commands(app, options);
+
+    try {
+        app.parse(argc, argv);
+        if (argc == 1) {
+            std::cout << app.help();
+            return envbox::exit_status(envbox::ErrorCode::usage);
+        }
+        return 0;
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return envbox::exit_status(envbox::ErrorCode::usage);
+    } catch (const envbox::Error& e) {
+        std::cerr << "error: " << e.describe() << "\n";
+        return envbox::exit_status(e.code());
+    } catch (const std::exception& e) {
+        std::cerr << "error: internal: " << e.what() << "\n";
+        return envbox::exit_status(envbox::ErrorCode::generic);
+    }
+}

@@ -1,0 +1,299 @@
+#include "envbox/pep/specifier.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "envbox/pep/name.hpp"
+#include "pep/text.hpp"
+
+namespace envbox::pep {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, Operator>, 8> kOperators{{
+    {"===", Operator::arbitrary},
+    {"~=", Operator::compatible},
+    {"==", Operator::equal},
+    {"!=", Operator::not_equal},
+    {"<=", Operator::less_equal},
+    {">=", Operator::greater_equal},
+    {"<", Operator::less},
+    {">", Operator::greater},
+}};
+
+Error bad_specifier(std::string_view text, std::string_view why) {
+    return Error(ErrorCode::invalid_input,
+                 "invalid specifier '" + std::string(text) + "': " + std::string(why));
+}
+
+// True when `v`'s release starts with `prefix`'s release (zero-padding `v`), epochs equal.
+// Pre-release, post and dev parts of `v` are ignored: `==2.*` matches `2a1` and `2.post1`.
+bool prefix_match(const Version& v, const Version& prefix) {
+    if (v.epoch() != prefix.epoch()) return false;
+    const auto& r = v.release();
+    const auto& p = prefix.release();
+    for (std::size_t k = 0; k < p.size(); ++k)
+        if ((k < r.size() ? r[k] : 0) != p[k]) return false;
+    return true;
+}
+
+bool equal_public(const Version& v, const Version& spec) {
+    // Without a local label in the clause, the candidate's label is ignored.
+    if (!spec.has_local()) return v.without(false, false, false, true) == spec;
+    return v == spec;
+}
+
+}  // namespace
+
+std::string_view operator_str(Operator op) {
+    for (const auto& [text, o] : kOperators)
+        if (o == op) return text;
+    return "?";
+}
+
+Candidate Candidate::from_text(std::string_view text) {
+    return Candidate{std::string(text), Version::try_parse(text)};
+}
+
+Candidate Candidate::from_version(const Version& v) { return Candidate{v.str(), v}; }
+
+Result<Specifier> Specifier::parse(std::string_view input, std::optional<bool> prereleases) {
+    std::string_view s = strip_ascii_space(input);
+    Specifier spec;
+    spec.configured_ = prereleases;
+    bool found = false;
+    for (const auto& [text, op] : kOperators) {
+        if (s.substr(0, text.size()) == text) {
+            spec.op_ = op;
+            s.remove_prefix(text.size());
+            found = true;
+            break;
+        }
+    }
+    if (!found) return bad_specifier(input, "expected an operator (~=, ==, !=, <=, >=, <, >, ===)");
+    s = strip_ascii_space(s);
+    spec.text_ = std::string(s);
+
+    if (spec.op_ == Operator::arbitrary) {
+        for (char c : s)
+            if (is_ascii_space(c) || c == ';' || c == ')')
+                return bad_specifier(input, "=== takes one word");
+        spec.version_ = Version::try_parse(s);
+        return spec;
+    }
+    if (s.empty()) return bad_specifier(input, "missing version");
+    // The specifier grammar is PEP 440's without surrounding whitespace.
+    if (is_ascii_space(s.front()) || is_ascii_space(s.back()))
+        return bad_specifier(input, "unexpected whitespace");
+
+    std::string_view body = s;
+    if (body.size() >= 2 && body.substr(body.size() - 2) == ".*") {
+        if (spec.op_ != Operator::equal && spec.op_ != Operator::not_equal)
+            return bad_specifier(input, ".* suffix can only be used with `==` or `!=` operators");
+        spec.wildcard_ = true;
+        body.remove_suffix(2);
+    }
+    auto v = Version::try_parse(body);
+    if (!v || strip_ascii_space(body).size() != body.size())
+        return bad_specifier(input, "not a PEP 440 version");
+    if (spec.wildcard_ && (v->pre() || v->post() || v->dev() || v->has_local()))
+        return bad_specifier(
+            input, ".* suffix cannot be used with pre-release, post-release, dev or local versions");
+    if (v->has_local() && spec.op_ != Operator::equal && spec.op_ != Operator::not_equal)
+        return bad_specifier(input, "local version label can only be used with `==` or `!=`");
+    if (spec.op_ == Operator::compatible && v->release().size() < 2)
+        return bad_specifier(input, "~= needs at least two release segments");
+    spec.version_ = std::move(*v);
+    return spec;
+}
+
+bool Specifier::implies_prereleases() const {
+    if (op_ == Operator::not_equal || wildcard_ || !version_) return false;
+    return version_->is_prerelease();
+}
+
+std::optional<bool> Specifier::prereleases() const {
+    if (configured_) return configured_;
+    if (implies_prereleases()) return true;
+    return std::nullopt;
+}
+
+bool Specifier::matches(const Version& v) const {
+    if (!version_) return false;  // non-PEP 440 `===` operand: only string equality can match
+    const Version& spec = *version_;
+    switch (op_) {
+        case Operator::equal:
+            return wildcard_ ? prefix_match(v, spec) : equal_public(v, spec);
+        case Operator::not_equal:
+            return wildcard_ ? !prefix_match(v, spec) : !equal_public(v, spec);
+        case Operator::less_equal:
+            return v.public_version() <= spec;
+        case Operator::greater_equal:
+            return v.public_version() >= spec;
+        case Operator::less: {
+            if (!(v < spec)) return false;
+            // `<V` must not admit pre-releases of V itself unless V is one.
+            // Those are the pre-releases at or above V.dev0 (`<1.0.post1` still admits `1.0a1`).
+            if (!spec.is_prerelease() && v.is_prerelease()) {
+                Version lowest(spec.release(), spec.epoch(), std::nullopt, spec.post(), 0);
+                if (v >= lowest) return false;
+            }
+            return true;
+        }
+        case Operator::greater: {
+            if (!(v > spec)) return false;
+            // `>V` must not admit post-releases of V unless V is one, nor local versions of V.
+            if (!spec.is_postrelease() && v.is_postrelease() &&
+                v.without(false, true, true, true) == spec)
+                return false;
+            if (v.has_local() && v.public_version() == spec) return false;
+            return true;
+        }
+        case Operator::compatible: {
+            // ~=X.Y.Z  ≡  >=X.Y.Z, ==X.Y.*
+            std::vector<std::uint64_t> prefix(spec.release().begin(), spec.release().end() - 1);
+            return v.public_version() >= spec && prefix_match(v, Version(prefix, spec.epoch()));
+        }
+        case Operator::arbitrary:
+            return ascii_lower(v.str()) == ascii_lower(text_);
+    }
+    return false;
+}
+
+bool Specifier::matches(const Candidate& c) const {
+    if (op_ == Operator::arbitrary) return ascii_lower(c.text) == ascii_lower(text_);
+    return c.version && matches(*c.version);
+}
+
+bool Specifier::contains(const Candidate& c, std::optional<bool> prereleases,
+                         bool installed) const {
+    std::optional<bool> allow = prereleases ? prereleases : configured_;
+    if (c.version && c.version->is_prerelease() && allow == false && !installed) return false;
+    return matches(c);
+}
+
+bool Specifier::contains(const Version& v, std::optional<bool> prereleases, bool installed) const {
+    return contains(Candidate::from_version(v), prereleases, installed);
+}
+
+std::string Specifier::str() const { return std::string(operator_str(op_)) + text_; }
+
+std::pair<Operator, std::string> Specifier::canonical_key() const {
+    if (op_ == Operator::arbitrary || wildcard_) return {op_, text_};
+    return {op_, canonicalize_version(text_, op_ != Operator::compatible)};
+}
+
+bool Specifier::operator==(const Specifier& other) const {
+    return canonical_key() == other.canonical_key();
+}
+
+// ---- SpecifierSet -----------------------------------------------------------------------
+
+void SpecifierSet::add(Specifier s) {
+    for (const auto& existing : specs_)
+        if (existing == s) return;
+    specs_.push_back(std::move(s));
+}
+
+Result<SpecifierSet> SpecifierSet::parse(std::string_view text, std::optional<bool> prereleases) {
+    SpecifierSet set;
+    set.configured_ = prereleases;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t comma = text.find(',', start);
+        if (comma == std::string_view::npos) comma = text.size();
+        std::string_view clause = strip_ascii_space(text.substr(start, comma - start));
+        if (!clause.empty()) {
+            auto spec = Specifier::parse(clause);
+            if (!spec) return spec.error();
+            set.add(std::move(*spec));
+        }
+        start = comma + 1;
+    }
+    return set;
+}
+
+std::optional<bool> SpecifierSet::prereleases() const {
+    if (configured_) return configured_;
+    for (const auto& s : specs_)
+        if (s.prereleases() == true) return true;
+    return std::nullopt;
+}
+
+bool SpecifierSet::contains(const Candidate& c, std::optional<bool> prereleases,
+                            bool installed) const {
+    std::optional<bool> allow = prereleases ? prereleases : configured_;
+    if (c.version && c.version->is_prerelease() && allow == false && !installed) return false;
+    for (const auto& s : specs_)
+        if (!s.matches(c)) return false;
+    return true;
+}
+
+bool SpecifierSet::contains(const Version& v, std::optional<bool> prereleases,
+                            bool installed) const {
+    return contains(Candidate::from_version(v), prereleases, installed);
+}
+
+std::vector<std::size_t> SpecifierSet::filter_indices(const std::vector<Candidate>& candidates,
+                                                      std::optional<bool> prereleases) const {
+    std::optional<bool> allow = prereleases ? prereleases : this->prereleases();
+    std::vector<std::size_t> finals, pres;
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
+        const Candidate& c = candidates[k];
+        bool ok = true;
+        for (const auto& s : specs_)
+            if (!s.matches(c)) {
+                ok = false;
+                break;
+            }
+        if (!ok) continue;
+        bool is_pre = c.version && c.version->is_prerelease();
+        (is_pre ? pres : finals).push_back(k);
+    }
+    if (allow == false) return finals;
+    if (allow == true || finals.empty()) {
+        if (finals.empty()) return pres;
+        std::vector<std::size_t> all;
+        std::merge(finals.begin(), finals.end(), pres.begin(), pres.end(), std::back_inserter(all));
+        return all;
+    }
+    return finals;
+}
+
+std::vector<Candidate> SpecifierSet::filter(const std::vector<Candidate>& candidates,
+                                            std::optional<bool> prereleases) const {
+    std::vector<Candidate> out;
+    for (std::size_t k : filter_indices(candidates, prereleases)) out.push_back(candidates[k]);
+    return out;
+}
+
+Result<SpecifierSet> SpecifierSet::intersect(const SpecifierSet& other) const {
+    SpecifierSet out = *this;
+    if (configured_ && other.configured_ && *configured_ != *other.configured_)
+        return Error(ErrorCode::invalid_input,
+                     "cannot combine specifier sets with opposite pre-release settings");
+    if (!out.configured_) out.configured_ = other.configured_;
+    for (const auto& s : other.specs_) out.add(s);
+    return out;
+}
+
+std::string SpecifierSet::str() const {
+    std::vector<std::string> parts;
+    for (const auto& s : specs_) parts.push_back(s.str());
+    std::sort(parts.begin(), parts.end());
+    std::string out;
+    for (const auto& p : parts) {
+        if (!out.empty()) out += ',';
+        out += p;
+    }
+    return out;
+}
+
+bool SpecifierSet::operator==(const SpecifierSet& other) const {
+    if (specs_.size() != other.specs_.size()) return false;
+    for (const auto& s : specs_)
+        if (std::find(other.specs_.begin(), other.specs_.end(), s) == other.specs_.end())
+            return false;
+    return true;
+}
+
+}  // namespace envbox::pep

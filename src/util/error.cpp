@@ -1,0 +1,33 @@
+#include "envbox/util/error.hpp"
+
+#include <algorithm>
+
+namespace envbox {
+
+Error::Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+Error& Error::add_context(std::string line) {
+    context_.push_back(std::move(line));
+    return *this;
+}
+
+std::string Error::describe() const {
+    std::string out = message_;
+    for (const auto& line : context_) {
+        out += "\n  while ";
+        out += line;
+    }
+    return out;
+}
+
+Error parse_error(std::string_view what, std::string_view input, std::size_t pos) {
+    std::string msg(what);
+    msg += "\n    ";
+    msg += input;
+    msg += "\n    ";
+    msg.append(std::min(pos, input.size()), ' ');
+    msg += '^';
+    return Error(ErrorCode::invalid_input, std::move(msg));
+}
+
+}  // namespace envbox

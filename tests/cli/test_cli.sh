@@ -1,0 +1,25 @@
+#!/bin/sh
+# Black-box checks of the envbox binary's shell: help, version, exit codes.
+set -u
+envbox="$1"
+fail=0
+check() { # check NAME EXPECTED_STATUS CMD...
+    name="$1"; want="$2"; shift 2
+    "$@" >/tmp/envbox-cli-test.out 2>&1
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        echo "FAIL $name: exit $got, want $want"; cat /tmp/envbox-cli-test.out; fail=1
+    else
+        echo "ok   $name"
+    fi
+}
+check "--help" 0 "$envbox" --help
+check "--version" 0 "$envbox" --version
+"$envbox" --version | grep -q '^envbox [0-9]' || { echo "FAIL version text"; fail=1; }
+check "no command shows help, usage error" 2 "$envbox"
+check "unknown command" 2 "$envbox" frobnicate
+check "unknown option" 2 "$envbox" --frobnicate
+check "bad --color" 2 "$envbox" --color purple list
+check "create --help" 0 "$envbox" create --help
+"$envbox" --help | grep -q 'rollback' || { echo "FAIL help lists commands"; fail=1; }
+exit $fail

@@ -257,11 +257,13 @@ private:
         skip_ws();
         cmp.rhs = marker_operand();
         skip_ws();
-        // `extra` literals are normalised once, here (PEP 685), so `extra == "Foo_Bar"` prints
-        // and compares as `extra == "foo-bar"`.
+        // Names compared with `extra`, `extras` or `dependency_groups` are normalised once,
+        // here (PEP 685), so `extra == "Foo_Bar"` prints and compares as `extra == "foo-bar"`.
         if (cmp.lhs.is_variable && cmp.lhs.text == "extra" && !cmp.rhs.is_variable)
             cmp.rhs.text = canonicalize_name(cmp.rhs.text);
-        if (cmp.rhs.is_variable && cmp.rhs.text == "extra" && !cmp.lhs.is_variable)
+        if (cmp.rhs.is_variable && !cmp.lhs.is_variable &&
+            (cmp.rhs.text == "extra" || cmp.rhs.text == "extras" ||
+             cmp.rhs.text == "dependency_groups"))
             cmp.lhs.text = canonicalize_name(cmp.lhs.text);
         return cmp;
     }

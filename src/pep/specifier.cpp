@@ -236,7 +236,11 @@ bool SpecifierSet::contains(const Version& v, std::optional<bool> prereleases,
 std::vector<std::size_t> SpecifierSet::filter_indices(const std::vector<Candidate>& candidates,
                                                       std::optional<bool> prereleases) const {
     std::optional<bool> allow = prereleases ? prereleases : this->prereleases();
-    std::vector<std::size_t> finals, pres;
+    // Matching candidates by class; unparsable strings (matched only by `===` or the empty
+    // set) are kept in any case but do not count as final releases.
+    enum Class : char { final_release, pre_release, unparsable };
+    std::vector<std::pair<std::size_t, Class>> matched;
+    bool any_final = false;
     for (std::size_t k = 0; k < candidates.size(); ++k) {
         const Candidate& c = candidates[k];
         bool ok = true;
@@ -246,17 +250,15 @@ std::vector<std::size_t> SpecifierSet::filter_indices(const std::vector<Candidat
                 break;
             }
         if (!ok) continue;
-        bool is_pre = c.version && c.version->is_prerelease();
-        (is_pre ? pres : finals).push_back(k);
+        Class cls = !c.version ? unparsable : c.version->is_prerelease() ? pre_release : final_release;
+        any_final = any_final || cls == final_release;
+        matched.emplace_back(k, cls);
     }
-    if (allow == false) return finals;
-    if (allow == true || finals.empty()) {
-        if (finals.empty()) return pres;
-        std::vector<std::size_t> all;
-        std::merge(finals.begin(), finals.end(), pres.begin(), pres.end(), std::back_inserter(all));
-        return all;
-    }
-    return finals;
+    const bool keep_pre = allow == true || (!allow.has_value() && !any_final);
+    std::vector<std::size_t> out;
+    for (const auto& [k, cls] : matched)
+        if (cls != pre_release || keep_pre) out.push_back(k);
+    return out;
 }
 
 std::vector<Candidate> SpecifierSet::filter(const std::vector<Candidate>& candidates,

@@ -22,6 +22,35 @@ inline std::string_view strip_ascii_space(std::string_view s) {
     return s;
 }
 
+/// Length of the Unicode whitespace character (as Python's `str.isspace`) that `s` starts with
+/// (UTF-8), or 0.
+inline std::size_t leading_unicode_space(std::string_view s) {
+    if (s.empty()) return 0;
+    auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+    if (is_ascii_space(s[0]) || (b(0) >= 0x1c && b(0) <= 0x1f)) return 1;
+    if (s.size() >= 2 && b(0) == 0xc2 && (b(1) == 0x85 || b(1) == 0xa0)) return 2;
+    if (s.size() >= 3) {
+        unsigned cp = ((b(0) & 0x0fu) << 12) | ((b(1) & 0x3fu) << 6) | (b(2) & 0x3fu);
+        if ((b(0) & 0xf0) == 0xe0 &&
+            (cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+             cp == 0x202f || cp == 0x205f || cp == 0x3000))
+            return 3;
+    }
+    return 0;
+}
+
+/// Strips Unicode whitespace (UTF-8) from both ends, as Python's `str.strip()`.
+inline std::string_view strip_unicode_space(std::string_view s) {
+    while (std::size_t n = leading_unicode_space(s)) s.remove_prefix(n);
+    for (;;) {
+        std::size_t n = 0;
+        for (std::size_t len : {1u, 2u, 3u})
+            if (s.size() >= len && leading_unicode_space(s.substr(s.size() - len)) == len) n = len;
+        if (n == 0) return s;
+        s.remove_suffix(n);
+    }
+}
+
 /// Parses ASCII digits at `s[i]` into `out`, advancing `i`; false (i unchanged) when there are
 /// none or the value overflows 64 bits.
 inline bool parse_u64(std::string_view s, std::size_t& i, std::uint64_t& out) {

@@ -84,7 +84,7 @@ bool take_lettered(Cursor& c, TakeLabel take_label, std::uint64_t& number) {
 bool parse_into(std::string_view text, std::uint64_t& epoch, std::vector<std::uint64_t>& release,
                 std::optional<Version::Pre>& pre, std::optional<std::uint64_t>& post,
                 std::optional<std::uint64_t>& dev, std::vector<LocalSegment>& local) {
-    text = strip_ascii_space(text);
+    text = strip_unicode_space(text);
     Cursor c{text};
     c.take('v');
 

@@ -278,6 +278,97 @@ Result<SpecifierSet> SpecifierSet::intersect(const SpecifierSet& other) const {
     return out;
 }
 
+namespace {
+
+// Versions at and around `v`'s boundary. Membership of a version in a clause changes only at the
+// clause's version (and, through the pre/post/local exclusions of `<` and `>`, just around
+// it), so a finite set of such points decides satisfiability and set relations exactly.
+void add_probes_around(const Version& v, std::vector<Version>& out) {
+    const auto& r = v.release();
+    std::vector<std::vector<std::uint64_t>> releases = {r};
+    for (std::size_t len = 1; len <= r.size(); ++len) {
+        std::vector<std::uint64_t> prefix(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(len));
+        releases.push_back(prefix);
+        prefix.back() += 1;
+        releases.push_back(prefix);
+        if (prefix.back() >= 2) {
+            prefix.back() -= 2;
+            releases.push_back(prefix);
+        }
+    }
+    auto longer = r;
+    longer.push_back(1);
+    releases.push_back(longer);
+    longer.back() = 0;
+    longer.push_back(1);
+    releases.push_back(longer);
+
+    using Pre = Version::Pre;
+    const std::uint64_t pn = v.pre() ? v.pre()->number : 0;
+    const std::uint64_t po = v.post().value_or(0);
+    const std::uint64_t dv = v.dev().value_or(0);
+    std::vector<std::optional<Pre>> pres = {std::nullopt, Pre{PreKind::a, 0}, Pre{PreKind::b, 0},
+                                            Pre{PreKind::rc, 0}};
+    if (v.pre()) {
+        pres.push_back(Pre{v.pre()->kind, pn});
+        pres.push_back(Pre{v.pre()->kind, pn + 1});
+        if (pn > 0) pres.push_back(Pre{v.pre()->kind, pn - 1});
+    }
+    std::vector<std::optional<std::uint64_t>> posts = {std::nullopt, 0, po, po + 1};
+    if (po > 0) posts.push_back(po - 1);
+    std::vector<std::optional<std::uint64_t>> devs = {std::nullopt, 0, dv, dv + 1};
+    if (dv > 0) devs.push_back(dv - 1);
+    LocalSegment label{"zzz", 0, false};
+    for (const auto& rel : releases)
+        for (const auto& pre : pres)
+            for (const auto& post : posts)
+                for (const auto& dev : devs) {
+                    out.emplace_back(rel, v.epoch(), pre, post, dev);
+                    out.emplace_back(rel, v.epoch(), pre, post, dev, std::vector{label});
+                }
+    if (v.has_local()) out.push_back(v);
+}
+
+std::vector<Candidate> probes_for(std::initializer_list<const SpecifierSet*> sets) {
+    std::vector<Version> versions = {Version({0}), Version({0}, 0, std::nullopt, std::nullopt, 0)};
+    std::vector<Candidate> out;
+    for (const SpecifierSet* set : sets)
+        for (const auto& spec : set->specifiers()) {
+            if (spec.version()) add_probes_around(*spec.version(), versions);
+            // `===` also matches the literal string, parsable or not.
+            if (spec.op() == Operator::arbitrary) out.push_back(Candidate::from_text(spec.version_text()));
+        }
+    std::sort(versions.begin(), versions.end(),
+              [](const Version& a, const Version& b) { return a.str() < b.str(); });
+    versions.erase(std::unique(versions.begin(), versions.end(),
+                               [](const Version& a, const Version& b) { return a.str() == b.str(); }),
+                   versions.end());
+    for (const auto& v : versions) out.push_back(Candidate::from_version(v));
+    return out;
+}
+
+}  // namespace
+
+bool SpecifierSet::is_satisfiable() const {
+    if (specs_.empty()) return true;
+    for (const auto& c : probes_for({this}))
+        if (contains(c, configured_ == false ? std::optional<bool>(false) : std::optional<bool>(true)))
+            return true;
+    return false;
+}
+
+bool SpecifierSet::is_subset(const SpecifierSet& other) const {
+    for (const auto& c : probes_for({this, &other}))
+        if (contains(c, true) && !other.contains(c, true)) return false;
+    return true;
+}
+
+bool SpecifierSet::is_disjoint(const SpecifierSet& other) const {
+    for (const auto& c : probes_for({this, &other}))
+        if (contains(c, true) && other.contains(c, true)) return false;
+    return true;
+}
+
 std::string SpecifierSet::str() const {
     std::vector<std::string> parts;
     for (const auto& s : specs_) parts.push_back(s.str());

@@ -275,13 +275,22 @@ void specifiers(Suite& s) {
         why = "got " + got->str();
         return got->str() == SpecifierSet::parse(r["expected"].get<std::string>())->str();
     });
-    s.rows(d, "set_relations", [](const json&, std::string& why) {
-        why = "set relations are not implemented";
-        return false;
+    s.rows(d, "set_relations", [](const json& r, std::string& why) {
+        auto left = *SpecifierSet::parse(r["left"].get<std::string>());
+        auto right = *SpecifierSet::parse(r["right"].get<std::string>());
+        const std::string rel = r["relation"];
+        bool got = rel == "is_subset"     ? left.is_subset(right)
+                 : rel == "is_superset"   ? left.is_superset(right)
+                                          : left.is_disjoint(right);
+        why = std::string("got ") + (got ? "true" : "false");
+        return got == r["expected"].get<bool>();
     });
-    s.rows(d, "satisfiable", [](const json&, std::string& why) {
-        why = "satisfiability is not implemented";
-        return false;
+    s.rows(d, "satisfiable", [](const json& r, std::string& why) {
+        auto set = *SpecifierSet::parse(r["specifier_set"].get<std::string>(),
+                                        opt_bool(r["configured_prereleases"]));
+        bool got = set.is_satisfiable();
+        why = std::string("got ") + (got ? "true" : "false");
+        return got == r["satisfiable"].get<bool>();
     });
     // oracle_grid: one row per (specifier set, item, query).
     const json& grid = d["sections"]["oracle_grid"];

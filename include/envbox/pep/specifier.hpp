@@ -108,6 +108,15 @@ public:
     std::vector<std::size_t> filter_indices(const std::vector<Candidate>& candidates,
                                             std::optional<bool> prereleases = std::nullopt) const;
 
+    /// True when some version (or, for `===`, some string) satisfies every clause, under the
+    /// configured pre-release setting (false: final releases only).
+    bool is_satisfiable() const;
+    /// Every version in this set is in `other` (pre-releases included).
+    bool is_subset(const SpecifierSet& other) const;
+    bool is_superset(const SpecifierSet& other) const { return other.is_subset(*this); }
+    /// No version is in both sets.
+    bool is_disjoint(const SpecifierSet& other) const;
+
     /// Intersection; fails when the two sets configure opposite pre-release settings.
     Result<SpecifierSet> intersect(const SpecifierSet& other) const;
 

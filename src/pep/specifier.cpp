@@ -25,20 +25,25 @@ Error bad_specifier(std::string_view text, std::string_view why) {
                  "invalid specifier '" + std::string(text) + "': " + std::string(why));
 }
 
-// True when `v`'s release starts with `prefix`'s release (zero-padding `v`), epochs equal.
-// Pre-release, post and dev parts of `v` are ignored: `==2.*` matches `2a1` and `2.post1`.
-bool prefix_match(const Version& v, const Version& prefix) {
+// True when `v`'s release starts with the first `len` segments of `prefix`'s release
+// (zero-padding `v`), epochs equal. Pre-release, post and dev parts of `v` are ignored:
+// `==2.*` matches `2a1` and `2.post1`.
+bool prefix_match(const Version& v, const Version& prefix, std::size_t len) {
     if (v.epoch() != prefix.epoch()) return false;
     const auto& r = v.release();
     const auto& p = prefix.release();
-    for (std::size_t k = 0; k < p.size(); ++k)
+    for (std::size_t k = 0; k < len; ++k)
         if ((k < r.size() ? r[k] : 0) != p[k]) return false;
     return true;
 }
 
+bool prefix_match(const Version& v, const Version& prefix) {
+    return prefix_match(v, prefix, prefix.release().size());
+}
+
 bool equal_public(const Version& v, const Version& spec) {
     // Without a local label in the clause, the candidate's label is ignored.
-    if (!spec.has_local()) return v.without(false, false, false, true) == spec;
+    if (!spec.has_local()) return v.compare_public(spec) == 0;
     return v == spec;
 }
 
@@ -126,9 +131,9 @@ bool Specifier::matches(const Version& v) const {
         case Operator::not_equal:
             return wildcard_ ? !prefix_match(v, spec) : !equal_public(v, spec);
         case Operator::less_equal:
-            return v.public_version() <= spec;
+            return v.compare_public(spec) <= 0;
         case Operator::greater_equal:
-            return v.public_version() >= spec;
+            return v.compare_public(spec) >= 0;
         case Operator::less: {
             if (!(v < spec)) return false;
             // `<V` must not admit pre-releases of V itself unless V is one.
@@ -145,13 +150,13 @@ bool Specifier::matches(const Version& v) const {
             if (!spec.is_postrelease() && v.is_postrelease() &&
                 v.without(false, true, true, true) == spec)
                 return false;
-            if (v.has_local() && v.public_version() == spec) return false;
+            if (v.has_local() && v.compare_public(spec) == 0) return false;
             return true;
         }
         case Operator::compatible: {
             // ~=X.Y.Z  ≡  >=X.Y.Z, ==X.Y.*
-            std::vector<std::uint64_t> prefix(spec.release().begin(), spec.release().end() - 1);
-            return v.public_version() >= spec && prefix_match(v, Version(prefix, spec.epoch()));
+            return v.compare_public(spec) >= 0 &&
+                   prefix_match(v, spec, spec.release().size() - 1);
         }
         case Operator::arbitrary:
             return ascii_lower(v.str()) == ascii_lower(text_);
@@ -172,7 +177,9 @@ bool Specifier::contains(const Candidate& c, std::optional<bool> prereleases,
 }
 
 bool Specifier::contains(const Version& v, std::optional<bool> prereleases, bool installed) const {
-    return contains(Candidate::from_version(v), prereleases, installed);
+    std::optional<bool> allow = prereleases ? prereleases : configured_;
+    if (v.is_prerelease() && allow == false && !installed) return false;
+    return matches(v);
 }
 
 std::string Specifier::str() const { return std::string(operator_str(op_)) + text_; }
@@ -230,7 +237,11 @@ bool SpecifierSet::contains(const Candidate& c, std::optional<bool> prereleases,
 
 bool SpecifierSet::contains(const Version& v, std::optional<bool> prereleases,
                             bool installed) const {
-    return contains(Candidate::from_version(v), prereleases, installed);
+    std::optional<bool> allow = prereleases ? prereleases : configured_;
+    if (v.is_prerelease() && allow == false && !installed) return false;
+    for (const auto& s : specs_)
+        if (!s.matches(v)) return false;
+    return true;
 }
 
 std::vector<std::size_t> SpecifierSet::filter_indices(const std::vector<Candidate>& candidates,

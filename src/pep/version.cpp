@@ -253,7 +253,7 @@ Version Version::without(bool pre, bool post, bool dev, bool local) const {
 Version Version::public_version() const { return without(false, false, false, true); }
 Version Version::base_version() const { return without(true, true, true, true); }
 
-std::strong_ordering Version::operator<=>(const Version& o) const {
+std::strong_ordering Version::compare(const Version& o, bool with_local) const {
     if (auto c = epoch_ <=> o.epoch_; c != 0) return c;
     // Release, zero-padded: compare the common prefix, then any non-zero tail wins.
     const std::size_t n = std::max(release_.size(), o.release_.size());
@@ -279,6 +279,7 @@ std::strong_ordering Version::operator<=>(const Version& o) const {
     };
     if (auto c = dev_key(*this) <=> dev_key(o); c != 0) return c;
     // Local: absent sorts lowest; otherwise segment-wise, a longer label wins a tie.
+    if (!with_local) return std::strong_ordering::equal;
     return std::lexicographical_compare_three_way(local_.begin(), local_.end(), o.local_.begin(),
                                                   o.local_.end());
 }

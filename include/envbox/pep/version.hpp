@@ -80,10 +80,14 @@ public:
     /// This version with pre, post, dev and local removed unless kept by the flags.
     Version without(bool pre, bool post, bool dev, bool local) const;
 
-    std::strong_ordering operator<=>(const Version& other) const;
+    std::strong_ordering operator<=>(const Version& other) const { return compare(other, true); }
+    /// Ordering of the public parts only (local labels ignored on both sides); allocation-free.
+    std::strong_ordering compare_public(const Version& other) const { return compare(other, false); }
     bool operator==(const Version& other) const { return (*this <=> other) == 0; }
 
 private:
+    std::strong_ordering compare(const Version& other, bool with_local) const;
+
     std::uint64_t epoch_ = 0;
     std::vector<std::uint64_t> release_;
     std::optional<Pre> pre_;

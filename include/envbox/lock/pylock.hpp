@@ -1,0 +1,122 @@
+#pragma once
+/// PEP 751 lock files (`pylock.toml`, `pylock.<name>.toml`): parsing with validation of every key
+/// the spec defines, and the spec's install-time selection for a *target* (its marker environment
+/// and tags, never the host's). Pure: reads the text it is given, no other I/O.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envbox/pep/filename.hpp"
+#include "envbox/pep/marker.hpp"
+#include "envbox/pep/specifier.hpp"
+#include "envbox/pep/tags.hpp"
+#include "envbox/pep/version.hpp"
+#include "envbox/util/error.hpp"
+
+namespace envbox::lock {
+
+/// Supported `lock-version` major; newer minors are read (unknown keys tolerated).
+inline constexpr std::uint64_t kLockVersionMajor = 1;
+
+/// True for `pylock.toml` and `pylock.<name>.toml` with `<name>` free of dots and non-empty.
+bool is_lock_file_name(std::string_view file_name);
+
+/// A file the lock names: a wheel, an sdist or an archive.
+struct FileRef {
+    std::optional<std::string> name;         ///< explicit file name
+    std::optional<std::string> url;
+    std::optional<std::string> path;         ///< relative to the lock file's directory
+    std::optional<std::uint64_t> size;
+    std::optional<std::string> upload_time;  ///< as written (TOML datetime)
+    std::map<std::string, std::string> hashes;  ///< lowercase algorithm → lowercase hex digest
+    std::optional<std::string> subdirectory;    ///< archives only
+    int line = 0;                               ///< where the entry starts in the lock
+
+    /// The artifact's file name: `name`, else the last component of `path`, else of `url`,
+    /// percent-decoded; `\` is accepted as a separator in paths.
+    std::string filename() const;
+    /// The sha256 digest, when the lock gives one.
+    std::optional<std::string> sha256() const;
+};
+
+struct WheelRef : FileRef {
+    pep::WheelFilename parsed;  ///< name, version and tags of `filename()`
+};
+
+struct VcsRef {
+    std::string type;
+    std::optional<std::string> url, path, requested_revision, subdirectory;
+    std::string commit_id;
+};
+
+struct DirectoryRef {
+    std::string path;
+    bool editable = false;
+    std::optional<std::string> subdirectory;
+};
+
+/// One `[[packages]]` entry.
+struct Package {
+    std::string name;  ///< normalised
+    std::optional<pep::Version> version;
+    std::optional<pep::Marker> marker;
+    std::optional<pep::SpecifierSet> requires_python;
+    std::optional<std::string> index;
+    std::optional<VcsRef> vcs;
+    std::optional<DirectoryRef> directory;
+    std::optional<FileRef> archive;
+    std::optional<FileRef> sdist;
+    std::vector<WheelRef> wheels;
+    std::size_t dependency_count = 0;  ///< informational only (the spec forbids using them)
+    int line = 0;
+};
+
+/// A parsed, validated lock file.
+struct Pylock {
+    pep::Version lock_version;
+    /// Absent: any environment. Present (even empty): one marker must hold.
+    std::optional<std::vector<pep::Marker>> environments;
+    std::optional<pep::SpecifierSet> requires_python;
+    std::vector<std::string> extras;
+    std::vector<std::string> dependency_groups;
+    std::vector<std::string> default_groups;
+    std::string created_by;
+    std::vector<Package> packages;
+
+    /// Parses and validates `text`. `source` names the file in errors, which read
+    /// "SOURCE:LINE: … in 'packages[3].wheels[0].hashes'" and carry ErrorCode::invalid_input.
+    static Result<Pylock> parse(std::string_view text, std::string_view source);
+};
+
+/// What to install a package from, as chosen by `select`.
+struct Selection {
+    enum class Kind { wheel, sdist, archive, directory, vcs };
+    const Package* package = nullptr;
+    std::size_t index = 0;                ///< position in `packages`
+    Kind kind = Kind::wheel;
+    const FileRef* file = nullptr;        ///< the wheel, sdist or archive (else null)
+};
+
+/// The target a lock is installed for.
+struct SelectTarget {
+    pep::MarkerEnvironment environment;  ///< must define python_full_version
+    const pep::TargetTags* tags = nullptr;  ///< ranked tags; no tags ⇒ no wheel is compatible
+    std::optional<std::set<std::string>> extras;             ///< default: none
+    std::optional<std::set<std::string>> dependency_groups;  ///< default: `default-groups`
+    /// Packages for which an sdist is preferred over a compatible wheel.
+    std::function<bool(const Package&)> prefer_sdist;
+};
+
+/// PEP 751's installation algorithm up to the choice of artifacts: environments and
+/// requires-python checked, package markers evaluated (with `extras`/`dependency_groups`),
+/// duplicates refused, the best-ranked compatible wheel chosen (sdist as fallback). Errors name
+/// the package and its position.
+Result<std::vector<Selection>> select(const Pylock& lock, const SelectTarget& target);
+
+}  // namespace envbox::lock

@@ -1,0 +1,267 @@
+#include "envbox/lock/pylock.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "envbox/pep/name.hpp"
+#include "lock/toml_reader.hpp"
+
+namespace envbox::lock {
+namespace {
+
+using pep::canonicalize_name;
+
+// Reads one lock document, throwing located errors; `Pylock::parse` turns them into a Result.
+class LockReader {
+public:
+    LockReader(std::string_view source) : r_(source) {}
+
+    Pylock read(const toml::table& doc) {
+        Pylock lock;
+        auto lv = r_.opt_string(doc, "lock-version", "");
+        if (!lv) r_.fail(nullptr, 1, "Missing required value", "lock-version");
+        auto version = pep::Version::try_parse(*lv);
+        if (!version) r_.fail(doc.get("lock-version"), 1, "Invalid version: '" + *lv + "'", "lock-version");
+        if (version->release().front() != kLockVersionMajor)
+            r_.fail(doc.get("lock-version"), 1, "pylock version " + *lv + " is not supported",
+                    "lock-version");
+        lock.lock_version = *version;
+
+        if (const auto* envs = r_.opt_array(doc, "environments", "")) {
+            lock.environments.emplace();
+            for (std::size_t k = 0; k < envs->size(); ++k) {
+                const toml::node& n = *envs->get(k);
+                std::string path = TomlReader::index("environments", k);
+                if (!n.is_string()) r_.wrong_type(n, "str", path);
+                auto m = pep::Marker::parse(n.as_string()->get());
+                if (!m) r_.fail(&n, 0, m.error().message(), path);
+                lock.environments->push_back(std::move(*m));
+            }
+        }
+        lock.requires_python = specifiers(doc, "requires-python", "");
+        lock.extras = names(doc, "extras");
+        lock.dependency_groups = names(doc, "dependency-groups");
+        lock.default_groups = names(doc, "default-groups");
+        lock.created_by = r_.req_string(doc, "created-by", "", 1);
+        r_.opt_table(doc, "tool", "");
+
+        const auto* packages = r_.opt_array(doc, "packages", "");
+        if (!packages) r_.fail(nullptr, 1, "Missing required value", "packages");
+        for (std::size_t k = 0; k < packages->size(); ++k) {
+            const toml::node& n = *packages->get(k);
+            std::string path = TomlReader::index("packages", k);
+            if (!n.is_table()) r_.wrong_type(n, "Mapping", path);
+            lock.packages.push_back(package(*n.as_table(), path));
+        }
+        return lock;
+    }
+
+private:
+    TomlReader r_;
+
+    std::optional<pep::SpecifierSet> specifiers(const toml::table& t, std::string_view key,
+                                                std::string_view parent) {
+        auto text = r_.opt_string(t, key, parent);
+        if (!text) return std::nullopt;
+        auto set = pep::SpecifierSet::parse(*text);
+        if (!set) r_.fail(t.get(key), 0, set.error().message(), TomlReader::join(parent, key));
+        return std::move(*set);
+    }
+
+    std::vector<std::string> names(const toml::table& t, std::string_view key) {
+        std::vector<std::string> out;
+        const auto* arr = r_.opt_array(t, key, "");
+        if (!arr) return out;
+        for (std::size_t k = 0; k < arr->size(); ++k) {
+            const toml::node& n = *arr->get(k);
+            std::string path = TomlReader::index(key, k);
+            if (!n.is_string()) r_.wrong_type(n, "str", path);
+            std::string name(n.as_string()->get());
+            if (!pep::is_normalized_name(name))
+                r_.fail(&n, 0, "Name '" + name + "' is not normalized", path);
+            out.push_back(std::move(name));
+        }
+        return out;
+    }
+
+    FileRef file(const toml::table& t, const std::string& path, bool archive) {
+        FileRef f;
+        f.line = TomlReader::line_of(t);
+        f.name = r_.opt_string(t, "name", path);
+        f.url = r_.opt_string(t, "url", path);
+        f.path = r_.opt_string(t, "path", path);
+        f.upload_time = r_.opt_datetime(t, "upload-time", path);
+        if (auto size = r_.opt_int(t, "size", path)) {
+            if (*size < 0) r_.fail(t.get("size"), f.line, "Size must not be negative", path + ".size");
+            f.size = static_cast<std::uint64_t>(*size);
+        }
+        if (archive) f.subdirectory = r_.opt_string(t, "subdirectory", path);
+        const toml::node* hashes = t.get("hashes");
+        if (!hashes) r_.fail(nullptr, f.line, "Missing required value", path + ".hashes");
+        if (!hashes->is_table()) r_.wrong_type(*hashes, "Mapping", path + ".hashes");
+        for (const auto& [algo, value] : *hashes->as_table()) {
+            if (!value.is_string()) r_.fail(&value, f.line, "Hash values must be strings", path + ".hashes");
+            f.hashes.emplace(pep::ascii_lower(algo.str()), pep::ascii_lower(value.as_string()->get()));
+        }
+        if (f.hashes.empty())
+            r_.fail(hashes, f.line, "At least one hash must be provided", path + ".hashes");
+        if (!f.url && !f.path) r_.fail(&t, f.line, "path or url must be provided", path);
+        return f;
+    }
+
+    void check_consistent(const Package& p, const std::string& filename, const std::string& name,
+                          const pep::Version& version, const std::string& path, int line) {
+        if (name != p.name)
+            r_.fail(nullptr, line,
+                    "Name in '" + filename + "' is not consistent with package name '" + p.name + "'",
+                    path);
+        if (p.version && version != *p.version)
+            r_.fail(nullptr, line,
+                    "Version in '" + filename + "' is not consistent with package version '" +
+                        p.version->str() + "'",
+                    path);
+    }
+
+    Package package(const toml::table& t, const std::string& path) {
+        Package p;
+        p.line = TomlReader::line_of(t);
+        std::string name = r_.req_string(t, "name", path, p.line);
+        if (!pep::is_valid_name(name))
+            r_.fail(t.get("name"), p.line, "Invalid package name '" + name + "'", path + ".name");
+        p.name = canonicalize_name(name);
+        if (auto v = r_.opt_string(t, "version", path)) {
+            auto parsed = pep::Version::try_parse(*v);
+            if (!parsed) r_.fail(t.get("version"), p.line, "Invalid version: '" + *v + "'", path + ".version");
+            p.version = std::move(*parsed);
+        }
+        if (auto m = r_.opt_string(t, "marker", path)) {
+            auto parsed = pep::Marker::parse(*m);
+            if (!parsed) r_.fail(t.get("marker"), p.line, parsed.error().message(), path + ".marker");
+            p.marker = std::move(*parsed);
+        }
+        p.requires_python = specifiers(t, "requires-python", path);
+        p.index = r_.opt_string(t, "index", path);
+        if (const auto* deps = r_.opt_array(t, "dependencies", path)) {
+            for (std::size_t k = 0; k < deps->size(); ++k)
+                if (!deps->get(k)->is_table())
+                    r_.wrong_type(*deps->get(k), "Mapping", TomlReader::index(path + ".dependencies", k));
+            p.dependency_count = deps->size();
+        }
+        if (const auto* ids = r_.opt_array(t, "attestation-identities", path)) {
+            for (std::size_t k = 0; k < ids->size(); ++k) {
+                std::string ipath = TomlReader::index(path + ".attestation-identities", k);
+                const toml::node& n = *ids->get(k);
+                if (!n.is_table()) r_.wrong_type(n, "Mapping", ipath);
+                r_.req_string(*n.as_table(), "kind", ipath, TomlReader::line_of(n));
+            }
+        }
+        r_.opt_table(t, "tool", path);
+
+        if (const auto* vcs = r_.opt_table(t, "vcs", path)) {
+            std::string vpath = path + ".vcs";
+            int line = TomlReader::line_of(*vcs);
+            VcsRef v;
+            v.type = r_.req_string(*vcs, "type", vpath, line);
+            v.url = r_.opt_string(*vcs, "url", vpath);
+            v.path = r_.opt_string(*vcs, "path", vpath);
+            if (!v.url && !v.path) r_.fail(vcs, line, "path or url must be provided", vpath);
+            v.requested_revision = r_.opt_string(*vcs, "requested-revision", vpath);
+            v.commit_id = r_.req_string(*vcs, "commit-id", vpath, line);
+            v.subdirectory = r_.opt_string(*vcs, "subdirectory", vpath);
+            p.vcs = std::move(v);
+        }
+        if (const auto* dir = r_.opt_table(t, "directory", path)) {
+            std::string dpath = path + ".directory";
+            DirectoryRef d;
+            d.path = r_.req_string(*dir, "path", dpath, TomlReader::line_of(*dir));
+            d.editable = r_.opt_bool(*dir, "editable", dpath).value_or(false);
+            d.subdirectory = r_.opt_string(*dir, "subdirectory", dpath);
+            p.directory = std::move(d);
+        }
+        if (const auto* archive = r_.opt_table(t, "archive", path))
+            p.archive = file(*archive, path + ".archive", true);
+        if (const auto* sdist = r_.opt_table(t, "sdist", path)) {
+            std::string spath = path + ".sdist";
+            p.sdist = file(*sdist, spath, false);
+            std::string fname = p.sdist->filename();
+            auto parsed = pep::SdistFilename::parse(fname);
+            if (!parsed) r_.fail(nullptr, p.sdist->line, "Invalid sdist filename '" + fname + "'", spath);
+            check_consistent(p, fname, parsed->canonical_name, parsed->version, spath, p.sdist->line);
+        }
+        if (const auto* wheels = r_.opt_array(t, "wheels", path)) {
+            for (std::size_t k = 0; k < wheels->size(); ++k) {
+                std::string wpath = TomlReader::index(path + ".wheels", k);
+                const toml::node& n = *wheels->get(k);
+                if (!n.is_table()) r_.wrong_type(n, "Mapping", wpath);
+                WheelRef w;
+                static_cast<FileRef&>(w) = file(*n.as_table(), wpath, false);
+                std::string fname = w.filename();
+                auto parsed = pep::WheelFilename::parse(fname);
+                if (!parsed) r_.fail(nullptr, w.line, "Invalid wheel filename '" + fname + "'", wpath);
+                w.parsed = std::move(*parsed);
+                check_consistent(p, fname, w.parsed.canonical_name, w.parsed.version, wpath, w.line);
+                p.wheels.push_back(std::move(w));
+            }
+        }
+        const bool dists = p.sdist || !p.wheels.empty();
+        const int others = int(p.vcs.has_value()) + int(p.directory.has_value()) +
+                           int(p.archive.has_value());
+        if (dists && others > 0)
+            r_.fail(nullptr, p.line,
+                    "None of vcs, directory, archive must be set if sdist or wheels are set", path);
+        if (!dists && others != 1)
+            r_.fail(nullptr, p.line,
+                    "Exactly one of vcs, directory, archive must be set if sdist and wheels are "
+                    "not set",
+                    path);
+        return p;
+    }
+};
+
+}  // namespace
+
+bool is_lock_file_name(std::string_view n) {
+    if (n == "pylock.toml") return true;
+    constexpr std::string_view prefix = "pylock.", suffix = ".toml";
+    if (n.size() <= prefix.size() + suffix.size() || n.substr(0, prefix.size()) != prefix ||
+        n.substr(n.size() - suffix.size()) != suffix)
+        return false;
+    std::string_view middle = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
+    return !middle.empty() && middle.find('.') == std::string_view::npos;
+}
+
+std::string FileRef::filename() const {
+    if (name) return *name;
+    if (path) {
+        std::string p = *path;
+        std::replace(p.begin(), p.end(), '\\', '/');
+        return pep::filename_from_url(p);
+    }
+    if (url) return pep::filename_from_url(*url);
+    return {};
+}
+
+std::optional<std::string> FileRef::sha256() const {
+    auto it = hashes.find("sha256");
+    if (it == hashes.end()) return std::nullopt;
+    return it->second;
+}
+
+Result<Pylock> Pylock::parse(std::string_view text, std::string_view source) {
+    toml::table doc;
+    try {
+        doc = toml::parse(text, source);
+    } catch (const toml::parse_error& e) {
+        std::ostringstream msg;
+        msg << source << ":" << e.source().begin.line << ":" << e.source().begin.column << ": "
+            << e.description();
+        return Error(ErrorCode::invalid_input, msg.str());
+    }
+    try {
+        return LockReader(source).read(doc);
+    } catch (Error& e) {
+        return std::move(e);
+    }
+}
+
+}  // namespace envbox::lock

@@ -1,0 +1,121 @@
+#pragma once
+// Typed, located access to a parsed TOML document: every value read through a Reader knows its
+// key path (`packages[3].wheels[0].size`) and line, so validation errors name both.
+
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <toml++/toml.h>
+
+#include "envbox/util/error.hpp"
+
+namespace envbox::lock {
+
+class TomlReader {
+public:
+    explicit TomlReader(std::string_view source) : source_(source) {}
+
+    [[noreturn]] void fail(const toml::node* at, int fallback_line, std::string_view what,
+                           std::string_view path) const {
+        int line = at ? static_cast<int>(at->source().begin.line) : fallback_line;
+        std::string msg = std::string(source_);
+        if (line > 0) msg += ":" + std::to_string(line);
+        msg += ": " + std::string(what) + " in '" + std::string(path) + "'";
+        throw Error(ErrorCode::invalid_input, std::move(msg));
+    }
+
+    static std::string type_name(const toml::node& n) {
+        switch (n.type()) {
+            case toml::node_type::string: return "str";
+            case toml::node_type::integer: return "int";
+            case toml::node_type::floating_point: return "float";
+            case toml::node_type::boolean: return "bool";
+            case toml::node_type::table: return "Mapping";
+            case toml::node_type::array: return "Sequence";
+            case toml::node_type::date: return "date";
+            case toml::node_type::time: return "time";
+            case toml::node_type::date_time: return "datetime";
+            default: return "value";
+        }
+    }
+
+    void wrong_type(const toml::node& n, std::string_view expected, std::string_view path) const {
+        fail(&n, 0, "Unexpected type " + type_name(n) + " (expected " + std::string(expected) + ")",
+             path);
+    }
+
+    static std::string join(std::string_view parent, std::string_view key) {
+        return parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
+    }
+    static std::string index(std::string_view parent, std::size_t k) {
+        return std::string(parent) + "[" + std::to_string(k) + "]";
+    }
+
+    const toml::node* get(const toml::table& t, std::string_view key) const {
+        return t.get(key);
+    }
+
+    std::optional<std::string> opt_string(const toml::table& t, std::string_view key,
+                                          std::string_view parent) const {
+        const toml::node* n = t.get(key);
+        if (!n) return std::nullopt;
+        if (!n->is_string()) wrong_type(*n, "str", join(parent, key));
+        return std::string(n->as_string()->get());
+    }
+    std::string req_string(const toml::table& t, std::string_view key, std::string_view parent,
+                           int line) const {
+        auto v = opt_string(t, key, parent);
+        if (!v) fail(nullptr, line, "Missing required value", join(parent, key));
+        return *v;
+    }
+    std::optional<std::int64_t> opt_int(const toml::table& t, std::string_view key,
+                                        std::string_view parent) const {
+        const toml::node* n = t.get(key);
+        if (!n) return std::nullopt;
+        if (!n->is_integer()) wrong_type(*n, "int", join(parent, key));
+        return n->as_integer()->get();
+    }
+    std::optional<bool> opt_bool(const toml::table& t, std::string_view key,
+                                 std::string_view parent) const {
+        const toml::node* n = t.get(key);
+        if (!n) return std::nullopt;
+        if (!n->is_boolean()) wrong_type(*n, "bool", join(parent, key));
+        return n->as_boolean()->get();
+    }
+    const toml::table* opt_table(const toml::table& t, std::string_view key,
+                                 std::string_view parent) const {
+        const toml::node* n = t.get(key);
+        if (!n) return nullptr;
+        if (!n->is_table()) wrong_type(*n, "Mapping", join(parent, key));
+        return n->as_table();
+    }
+    const toml::array* opt_array(const toml::table& t, std::string_view key,
+                                 std::string_view parent) const {
+        const toml::node* n = t.get(key);
+        if (!n) return nullptr;
+        if (!n->is_array()) wrong_type(*n, "Sequence", join(parent, key));
+        return n->as_array();
+    }
+    /// A datetime, date or string value as written.
+    std::optional<std::string> opt_datetime(const toml::table& t, std::string_view key,
+                                            std::string_view parent) const {
+        const toml::node* n = t.get(key);
+        if (!n) return std::nullopt;
+        if (!n->is_date_time() && !n->is_date() && !n->is_string())
+            wrong_type(*n, "datetime", join(parent, key));
+        if (n->is_string()) return std::string(n->as_string()->get());
+        std::ostringstream out;
+        if (n->is_date_time()) out << n->as_date_time()->get();
+        else out << n->as_date()->get();
+        return out.str();
+    }
+
+    static int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
+
+private:
+    std::string_view source_;
+};
+
+}  // namespace envbox::lock

@@ -1,0 +1,87 @@
+#include <catch2/catch.hpp>
+
+#include "envbox/lock/pylock.hpp"
+
+using namespace envbox;
+
+namespace {
+const char* kTorchLock = R"(lock-version = "1.0"
+created-by = "envbox"
+requires-python = ">=3.10"
+
+[[packages]]
+name = "torch"
+version = "2.11.0+cu128"
+index = "https://download.pytorch.org/whl/cu128"
+
+[[packages.wheels]]
+url = "https://download.pytorch.org/whl/cu128/torch-2.11.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl"
+size = 900000000
+hashes = { sha256 = "AB12" }
+
+[[packages.wheels]]
+url = "https://download.pytorch.org/whl/cu128/torch-2.11.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl"
+hashes = { sha256 = "cd34" }
+
+[[packages]]
+name = "nvidia-cublas-cu12"
+version = "12.8.4.1"
+marker = "platform_machine == 'x86_64'"
+
+[[packages.wheels]]
+url = "https://pypi.org/nvidia_cublas_cu12-12.8.4.1-py3-none-manylinux_2_27_x86_64.whl"
+hashes = { sha256 = "ef56" }
+)";
+}  // namespace
+
+TEST_CASE("a torch lock selects the target's wheels") {
+    auto lock = lock::Pylock::parse(kTorchLock, "pylock.train-cu128.toml");
+    REQUIRE(lock.ok());
+    auto tags = *pep::TargetTags::cpython(3, 12, "manylinux_2_28_x86_64");
+    lock::SelectTarget target{pep::MarkerEnvironment::linux_cpython("3.12.8", "x86_64"), &tags,
+                              {}, {}, {}};
+    auto sel = lock::select(*lock, target);
+    REQUIRE(sel.ok());
+    REQUIRE(sel->size() == 2);
+    CHECK((*sel)[0].file->filename() ==
+          "torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl");
+    CHECK((*sel)[0].file->sha256() == "ab12");
+    CHECK((*sel)[0].file->size == 900000000u);
+
+    // aarch64: the marker drops cublas, and no torch wheel fits.
+    auto arm_tags = *pep::TargetTags::cpython(3, 12, "manylinux_2_28_aarch64");
+    lock::SelectTarget arm{pep::MarkerEnvironment::linux_cpython("3.12.8", "aarch64"), &arm_tags,
+                           {}, {}, {}};
+    auto none = lock::select(*lock, arm);
+    REQUIRE_FALSE(none.ok());
+    CHECK(none.error().message().find("package 'torch' at packages[0]") != std::string::npos);
+
+    // Python 3.9 fails requires-python.
+    lock::SelectTarget old{pep::MarkerEnvironment::linux_cpython("3.9.18", "x86_64"), &tags,
+                           {}, {}, {}};
+    CHECK_FALSE(lock::select(*lock, old).ok());
+}
+
+TEST_CASE("lock errors name the file, the line and the key") {
+    struct Row { const char* doc; const char* expect; };
+    const Row rows[] = {
+        {"lock-version = \"1.0\"\ncreated-by = \"x\"\n\n[[packages]]\nname = \"a\"\n\n"
+         "[[packages.wheels]]\nurl = \"https://x/a-1.0-py3-none-any.whl\"\n",
+         "pylock.bad.toml:7: Missing required value in 'packages[0].wheels[0].hashes'"},
+        {"lock-version = \"3.0\"\ncreated-by = \"x\"\npackages = []\n",
+         "pylock.bad.toml:1: pylock version 3.0 is not supported in 'lock-version'"},
+        {"lock-version = \"1.0\"\ncreated-by = \"x\"\npackages = []\nrequires-python = \">=3.10,<\"\n",
+         "pylock.bad.toml:4: invalid specifier"},
+        {"lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"a\"\nversion = \"2.0\"\n"
+         "wheels = [{ url = \"https://x/a-1.0-py3-none-any.whl\", hashes = { sha256 = \"00\" } }]\n",
+         "Version in 'a-1.0-py3-none-any.whl' is not consistent with package version '2.0'"},
+        {"lock-version = \"1.0\"\ncreated-by = \n", "pylock.bad.toml:2:"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.doc);
+        auto lock = lock::Pylock::parse(r.doc, "pylock.bad.toml");
+        REQUIRE_FALSE(lock.ok());
+        CHECK(lock.error().code() == ErrorCode::invalid_input);
+        CHECK_THAT(lock.error().message(), Catch::Contains(r.expect));
+    }
+}

@@ -248,17 +248,10 @@ std::optional<std::string> FileRef::sha256() const {
 }
 
 Result<Pylock> Pylock::parse(std::string_view text, std::string_view source) {
-    toml::table doc;
+    auto doc = parse_toml(text, source);
+    if (!doc) return doc.error();
     try {
-        doc = toml::parse(text, source);
-    } catch (const toml::parse_error& e) {
-        std::ostringstream msg;
-        msg << source << ":" << e.source().begin.line << ":" << e.source().begin.column << ": "
-            << e.description();
-        return Error(ErrorCode::invalid_input, msg.str());
-    }
-    try {
-        return LockReader(source).read(doc);
+        return LockReader(source).read(*doc);
     } catch (Error& e) {
         return std::move(e);
     }

@@ -13,6 +13,18 @@
 
 namespace envbox::lock {
 
+/// Parses a TOML document; a syntax error becomes "SOURCE:LINE:COLUMN: description".
+inline Result<toml::table> parse_toml(std::string_view text, std::string_view source) {
+    try {
+        return toml::parse(text, source);
+    } catch (const toml::parse_error& e) {
+        std::ostringstream msg;
+        msg << source << ":" << e.source().begin.line << ":" << e.source().begin.column << ": "
+            << e.description();
+        return Error(ErrorCode::invalid_input, msg.str());
+    }
+}
+
 class TomlReader {
 public:
     explicit TomlReader(std::string_view source) : source_(source) {}

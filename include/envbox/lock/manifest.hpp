@@ -1,0 +1,47 @@
+#pragma once
+/// `manifests/ENV.toml`: what people write about an environment (see docs/ARCHITECTURE.md,
+/// "Files the user writes and reviews"). Pure: parses the text it is given.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envbox/pep/requirement.hpp"
+#include "envbox/pep/tags.hpp"
+#include "envbox/pep/version.hpp"
+#include "envbox/util/error.hpp"
+
+namespace envbox::lock {
+
+/// One `[[index]]`: a PEP 503/691 simple index.
+struct IndexSpec {
+    std::string name;       ///< unique within the manifest
+    std::string url;        ///< base URL of the simple API
+    bool explicit_ = false; ///< serves only packages pinned to it in `[sources]`
+    std::optional<std::string> ca;  ///< CA bundle for this index's TLS
+};
+
+/// A parsed, validated manifest.
+struct Manifest {
+    int python_major = 3;
+    int python_minor = 0;
+    std::string python;             ///< as written ("3.12")
+    std::string platform;           ///< target platform tag ("manylinux_2_28_x86_64")
+    std::optional<std::string> cuda;  ///< declared CUDA line ("12.8")
+    std::vector<pep::Requirement> requirements;
+    std::vector<IndexSpec> indexes;                  ///< in manifest order (priority order)
+    std::map<std::string, std::string> sources;      ///< normalised package name → index name
+    std::map<std::string, std::string> run_env;      ///< `[run].env`
+
+    /// Parses and validates; errors read "SOURCE:LINE: what in 'key'" (ErrorCode::invalid_input).
+    /// Checks: python is `3.N`, platform is a supported target, cuda is `X.Y`, requirements
+    /// parse, index names are unique and URLs absolute, `[sources]` name existing indexes.
+    static Result<Manifest> parse(std::string_view text, std::string_view source);
+
+    /// The ranked tags of this manifest's target (CPython python_major.python_minor on platform).
+    Result<pep::TargetTags> target_tags() const;
+};
+
+}  // namespace envbox::lock

@@ -1,0 +1,128 @@
+#include "envbox/lock/manifest.hpp"
+
+#include <set>
+#include <sstream>
+
+#include "envbox/pep/name.hpp"
+#include "lock/toml_reader.hpp"
+
+namespace envbox::lock {
+namespace {
+
+// "3.12" → (3, 12); false when not two dot-separated numbers.
+bool parse_major_minor(std::string_view s, int& major, int& minor) {
+    auto dot = s.find('.');
+    if (dot == std::string_view::npos || dot == 0 || dot + 1 >= s.size()) return false;
+    try {
+        std::size_t used = 0;
+        major = std::stoi(std::string(s.substr(0, dot)), &used);
+        if (used != dot) return false;
+        minor = std::stoi(std::string(s.substr(dot + 1)), &used);
+        return used == s.size() - dot - 1;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+class ManifestReader {
+public:
+    explicit ManifestReader(std::string_view source) : r_(source) {}
+
+    Manifest read(const toml::table& doc) {
+        static const std::set<std::string_view> top{"environment", "index", "sources", "run", "tool"};
+        for (const auto& [key, node] : doc)
+            if (!top.count(key.str()))
+                r_.fail(&node, 0, "Unknown key (expected environment, index, sources, run or tool)",
+                        key.str());
+        Manifest m;
+        const auto* env = r_.opt_table(doc, "environment", "");
+        if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
+        const int line = TomlReader::line_of(*env);
+        m.python = r_.req_string(*env, "python", "environment", line);
+        if (!parse_major_minor(m.python, m.python_major, m.python_minor) || m.python_major != 3)
+            r_.fail(env->get("python"), line, "Expected a CPython version such as \"3.12\"",
+                    "environment.python");
+        m.platform = r_.req_string(*env, "platform", "environment", line);
+        if (auto p = pep::target_platforms(m.platform); !p)
+            r_.fail(env->get("platform"), line, p.error().message(), "environment.platform");
+        m.cuda = r_.opt_string(*env, "cuda", "environment");
+        int cmaj = 0, cmin = 0;
+        if (m.cuda && !parse_major_minor(*m.cuda, cmaj, cmin))
+            r_.fail(env->get("cuda"), line, "Expected a CUDA line such as \"12.8\"",
+                    "environment.cuda");
+        const auto* reqs = r_.opt_array(*env, "requirements", "environment");
+        if (!reqs) r_.fail(nullptr, line, "Missing required value", "environment.requirements");
+        for (std::size_t k = 0; k < reqs->size(); ++k) {
+            const toml::node& n = *reqs->get(k);
+            std::string path = TomlReader::index("environment.requirements", k);
+            if (!n.is_string()) r_.wrong_type(n, "str", path);
+            auto req = pep::Requirement::parse(n.as_string()->get());
+            if (!req) r_.fail(&n, 0, req.error().message(), path);
+            m.requirements.push_back(std::move(*req));
+        }
+
+        std::set<std::string> names;
+        if (const auto* idx = r_.opt_array(doc, "index", "")) {
+            for (std::size_t k = 0; k < idx->size(); ++k) {
+                const toml::node& n = *idx->get(k);
+                std::string path = TomlReader::index("index", k);
+                if (!n.is_table()) r_.wrong_type(n, "Mapping", path);
+                const auto& t = *n.as_table();
+                IndexSpec spec;
+                spec.name = r_.req_string(t, "name", path, TomlReader::line_of(n));
+                spec.url = r_.req_string(t, "url", path, TomlReader::line_of(n));
+                spec.explicit_ = r_.opt_bool(t, "explicit", path).value_or(false);
+                spec.ca = r_.opt_string(t, "ca", path);
+                if (!names.insert(spec.name).second)
+                    r_.fail(t.get("name"), 0, "Duplicate index name '" + spec.name + "'", path + ".name");
+                if (spec.url.rfind("https://", 0) != 0 && spec.url.rfind("http://", 0) != 0 &&
+                    spec.url.rfind("file://", 0) != 0)
+                    r_.fail(t.get("url"), 0, "Expected an http(s):// or file:// URL", path + ".url");
+                while (!spec.url.empty() && spec.url.back() == '/') spec.url.pop_back();
+                m.indexes.push_back(std::move(spec));
+            }
+        }
+        if (const auto* sources = r_.opt_table(doc, "sources", "")) {
+            for (const auto& [pkg, node] : *sources) {
+                std::string path = "sources." + std::string(pkg.str());
+                if (!node.is_string()) r_.wrong_type(node, "str", path);
+                std::string index(node.as_string()->get());
+                if (!names.count(index))
+                    r_.fail(&node, 0, "No [[index]] is named '" + index + "'", path);
+                if (!pep::is_valid_name(pkg.str()))
+                    r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'", path);
+                m.sources[pep::canonicalize_name(pkg.str())] = index;
+            }
+        }
+        if (const auto* run = r_.opt_table(doc, "run", "")) {
+            if (const auto* env_vars = r_.opt_table(*run, "env", "run")) {
+                for (const auto& [key, node] : *env_vars) {
+                    if (!node.is_string()) r_.wrong_type(node, "str", "run.env." + std::string(key.str()));
+                    m.run_env[std::string(key.str())] = std::string(node.as_string()->get());
+                }
+            }
+        }
+        return m;
+    }
+
+private:
+    TomlReader r_;
+};
+
+}  // namespace
+
+Result<Manifest> Manifest::parse(std::string_view text, std::string_view source) {
+    auto doc = parse_toml(text, source);
+    if (!doc) return doc.error();
+    try {
+        return ManifestReader(source).read(*doc);
+    } catch (Error& e) {
+        return std::move(e);
+    }
+}
+
+Result<pep::TargetTags> Manifest::target_tags() const {
+    return pep::TargetTags::cpython(python_major, python_minor, platform);
+}
+
+}  // namespace envbox::lock

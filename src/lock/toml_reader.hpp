@@ -65,10 +65,6 @@ public:
         return std::string(parent) + "[" + std::to_string(k) + "]";
     }
 
-    const toml::node* get(const toml::table& t, std::string_view key) const {
-        return t.get(key);
-    }
-
     std::optional<std::string> opt_string(const toml::table& t, std::string_view key,
                                           std::string_view parent) const {
         const toml::node* n = t.get(key);

@@ -112,13 +112,7 @@ private:
 }  // namespace
 
 Result<Manifest> Manifest::parse(std::string_view text, std::string_view source) {
-    auto doc = parse_toml(text, source);
-    if (!doc) return doc.error();
-    try {
-        return ManifestReader(source).read(*doc);
-    } catch (Error& e) {
-        return std::move(e);
-    }
+    return read_document<ManifestReader>(text, source);
 }
 
 Result<pep::TargetTags> Manifest::target_tags() const {

@@ -248,13 +248,7 @@ std::optional<std::string> FileRef::sha256() const {
 }
 
 Result<Pylock> Pylock::parse(std::string_view text, std::string_view source) {
-    auto doc = parse_toml(text, source);
-    if (!doc) return doc.error();
-    try {
-        return LockReader(source).read(*doc);
-    } catch (Error& e) {
-        return std::move(e);
-    }
+    return read_document<LockReader>(text, source);
 }
 
 }  // namespace envbox::lock

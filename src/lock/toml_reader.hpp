@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <toml++/toml.h>
 
 #include "envbox/util/error.hpp"
@@ -125,5 +126,19 @@ public:
 private:
     std::string_view source_;
 };
+
+/// Parses `text` and reads it with `Reader(source).read(table)`, whose located errors (thrown
+/// as `Error`) become the Result's error.
+template <class Reader>
+auto read_document(std::string_view text, std::string_view source)
+    -> Result<decltype(Reader(source).read(std::declval<const toml::table&>()))> {
+    auto doc = parse_toml(text, source);
+    if (!doc) return doc.error();
+    try {
+        return Reader(source).read(*doc);
+    } catch (Error& e) {
+        return std::move(e);
+    }
+}
 
 }  // namespace envbox::lock

@@ -41,6 +41,14 @@ bool prefix_match(const Version& v, const Version& prefix) {
     return prefix_match(v, prefix, prefix.release().size());
 }
 
+// The pre-release policy of `contains`: a pre-release is refused only when pre-releases are
+// disallowed explicitly (the call's setting, else the configured one) and it is not installed.
+bool refused_prerelease(bool is_prerelease, std::optional<bool> call,
+                        std::optional<bool> configured, bool installed) {
+    std::optional<bool> allow = call ? call : configured;
+    return is_prerelease && allow == false && !installed;
+}
+
 bool equal_public(const Version& v, const Version& spec) {
     // Without a local label in the clause, the candidate's label is ignored.
     if (!spec.has_local()) return v.compare_public(spec) == 0;
@@ -171,14 +179,14 @@ bool Specifier::matches(const Candidate& c) const {
 
 bool Specifier::contains(const Candidate& c, std::optional<bool> prereleases,
                          bool installed) const {
-    std::optional<bool> allow = prereleases ? prereleases : configured_;
-    if (c.version && c.version->is_prerelease() && allow == false && !installed) return false;
+    if (refused_prerelease(c.version && c.version->is_prerelease(), prereleases, configured_,
+                           installed))
+        return false;
     return matches(c);
 }
 
 bool Specifier::contains(const Version& v, std::optional<bool> prereleases, bool installed) const {
-    std::optional<bool> allow = prereleases ? prereleases : configured_;
-    if (v.is_prerelease() && allow == false && !installed) return false;
+    if (refused_prerelease(v.is_prerelease(), prereleases, configured_, installed)) return false;
     return matches(v);
 }
 
@@ -228,8 +236,9 @@ std::optional<bool> SpecifierSet::prereleases() const {
 
 bool SpecifierSet::contains(const Candidate& c, std::optional<bool> prereleases,
                             bool installed) const {
-    std::optional<bool> allow = prereleases ? prereleases : configured_;
-    if (c.version && c.version->is_prerelease() && allow == false && !installed) return false;
+    if (refused_prerelease(c.version && c.version->is_prerelease(), prereleases, configured_,
+                           installed))
+        return false;
     for (const auto& s : specs_)
         if (!s.matches(c)) return false;
     return true;
@@ -237,8 +246,7 @@ bool SpecifierSet::contains(const Candidate& c, std::optional<bool> prereleases,
 
 bool SpecifierSet::contains(const Version& v, std::optional<bool> prereleases,
                             bool installed) const {
-    std::optional<bool> allow = prereleases ? prereleases : configured_;
-    if (v.is_prerelease() && allow == false && !installed) return false;
+    if (refused_prerelease(v.is_prerelease(), prereleases, configured_, installed)) return false;
     for (const auto& s : specs_)
         if (!s.matches(v)) return false;
     return true;

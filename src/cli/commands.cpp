@@ -1,9 +1,11 @@
 // The command surface (ARCHITECTURE.md, "Commands"). Each command is registered here with its
-// options and help; a command whose implementation has not landed says so and fails with
-// exit status 1, so that no script mistakes it for success.
+// options and help and runs the function of its own file (create.cpp, run.cpp, …); a command
+// whose implementation has not landed says so and fails with exit status 1, so that no script
+// mistakes it for success.
 
 #include <functional>
 
+#include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "envbox/util/error.hpp"
 
@@ -14,6 +16,7 @@ struct CommandSpec {
     const char* name;
     const char* summary;
     std::function<void(CLI::App&)> options;
+    std::function<void()> run = {};  ///< empty: not built yet
 };
 
 [[noreturn]] void not_built(const std::string& name) {
@@ -23,6 +26,7 @@ struct CommandSpec {
 }  // namespace
 
 void add_global_options(CLI::App& app, GlobalOptions& o) {
+    app.fallthrough();  // global options are accepted after the command name too
     app.add_option("--home", o.home, "Store and environments root (default: $ENVBOX_HOME, "
                                      "else $XDG_DATA_HOME/envbox)")
         ->envname("ENVBOX_HOME");
@@ -37,11 +41,11 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
         ->check(CLI::IsMember({"auto", "always", "never"}));
 }
 
-void add_commands(CLI::App& app, GlobalOptions&) {
+void add_commands(CLI::App& app, GlobalOptions& global) {
     // Option values are held here so the parsed command lines stay valid for the run.
     static std::vector<std::string> envs;
     static std::string text_a, text_b, format = "text", link_mode, upgrade_package, to_gen;
-    static bool flag_a = false, flag_b = false, flag_c = false;
+    static bool flag_a = false, flag_b = false, flag_c = false, flag_all = false;
     static int keep = 0;
     static std::vector<std::string> command_line;
 
@@ -62,13 +66,18 @@ void add_commands(CLI::App& app, GlobalOptions&) {
              c.add_option("--link-mode", link_mode, "hardlink, reflink or copy")
                  ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));
              c.add_flag("--offline", flag_c, "Use only the store and caches");
+         },
+         [&global] {
+             CreateArgs a{text_a, text_b, link_mode, flag_a, flag_b, flag_c};
+             run_create(global, a);
          }},
         {"run", "Run a command inside ENV (sandboxed where the kernel allows)",
          [](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();
              c.add_flag("--no-sandbox", flag_a, "Run without the read-only sandbox");
              c.add_option("CMD", command_line, "Command and arguments (after --)");
-         }},
+         },
+         [&global] { run_run(global, text_a, command_line, flag_a); }},
         {"diff", "What changed between two locks or environments",
          [](CLI::App& c) {
              c.add_option("A", text_a, "ENV, lock path, ENV@GITREV or ENV#GEN")->required();
@@ -81,9 +90,12 @@ void add_commands(CLI::App& app, GlobalOptions&) {
              c.add_option("ENV", text_a, "Environment")->required();
              c.add_flag("--deep", flag_a, "Compare file contents by hash, not only inodes");
          }},
-        {"list", "List environments", [](CLI::App&) {}},
+        {"list", "List environments (of this project; --all: of every project)",
+         [](CLI::App& c) { c.add_flag("--all", flag_all, "Every project's environments"); },
+         [&global] { run_list(global, flag_all); }},
         {"show", "Show an environment: generations, packages, sizes",
-         [](CLI::App& c) { c.add_option("ENV", text_a, "Environment")->required(); }},
+         [](CLI::App& c) { c.add_option("ENV", text_a, "Environment")->required(); },
+         [&global] { run_show(global, text_a); }},
         {"history", "Generations of ENV with dates and lock digests",
          [](CLI::App& c) { c.add_option("ENV", text_a, "Environment")->required(); }},
         {"rollback", "Switch ENV back to an earlier generation, atomically",
@@ -103,7 +115,10 @@ void add_commands(CLI::App& app, GlobalOptions&) {
         CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
         spec.options(*sub);
         std::string name = spec.name;
-        sub->callback([name] { not_built(name); });
+        if (spec.run)
+            sub->callback(spec.run);
+        else
+            sub->callback([name] { not_built(name); });
     }
     app.require_subcommand(0, 1);
 }

@@ -1,6 +1,9 @@
 #include "envbox/util/fs.hpp"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,6 +91,130 @@ std::string read_file(const std::filesystem::path& path) {
 void sync_filesystem(const std::filesystem::path& path) {
     Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0 || ::syncfs(f.fd) != 0) fail("cannot sync the filesystem of", path, errno);
+}
+
+}  // namespace envbox
+
+// ---- placing store objects, locks ------------------------------------------------------------
+
+namespace envbox {
+namespace {
+
+bool copy_contents(int in, int out) {
+    for (;;) {
+        ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
+        if (n == 0) return true;
+        if (n > 0) continue;
+        if (errno == EINTR) continue;
+        if (errno != EXDEV && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL)
+            return false;
+        break;  // fall back to read/write
+    }
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = ::read(in, buf, sizeof buf);
+        if (n == 0) return true;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        if (!write_all(out, std::string_view(buf, static_cast<std::size_t>(n)))) return false;
+    }
+}
+
+// Clones (reflink) or copies src to dst; returns 0 or an errno. ENOTSUP from a clone means
+// "try a copy".
+int clone_or_copy(const std::filesystem::path& src, const std::filesystem::path& dst, bool clone,
+                  mode_t mode) {
+    Fd in{::open(src.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (in.fd < 0) return errno;
+    Fd out{::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
+    if (out.fd < 0) return errno;
+    int err = 0;
+    if (clone) {
+        if (::ioctl(out.fd, FICLONE, in.fd) != 0) err = errno == 0 ? EOPNOTSUPP : errno;
+    } else if (!copy_contents(in.fd, out.fd)) {
+        err = errno;
+    }
+    if (err == 0 && ::fchmod(out.fd, mode) != 0) err = errno;
+    if (err != 0) {
+        ::unlink(dst.c_str());
+        return err;
+    }
+    return 0;
+}
+
+}  // namespace
+
+const char* link_mode_name(LinkMode mode) {
+    switch (mode) {
+        case LinkMode::hardlink: return "hardlink";
+        case LinkMode::reflink: return "reflink";
+        case LinkMode::copy: return "copy";
+    }
+    return "?";
+}
+
+LinkMode place_file(const std::filesystem::path& src, const std::filesystem::path& dst,
+                    LinkMode mode, mode_t copy_mode) {
+    if (mode == LinkMode::hardlink) {
+        if (::link(src.c_str(), dst.c_str()) == 0) return LinkMode::hardlink;
+        int err = errno;
+        if (err == EMLINK) {
+            int e = clone_or_copy(src, dst, false, copy_mode);
+            if (e != 0) fail("cannot copy " + src.string() + " to", dst, e);
+            return LinkMode::copy;
+        }
+        if (err != EXDEV && err != EPERM && err != EOPNOTSUPP)
+            fail("cannot link " + src.string() + " to", dst, err);
+        mode = LinkMode::reflink;
+    }
+    if (mode == LinkMode::reflink) {
+        int err = clone_or_copy(src, dst, true, copy_mode);
+        if (err == 0) return LinkMode::reflink;
+        if (err != EOPNOTSUPP && err != EXDEV && err != EINVAL && err != ENOTTY && err != EPERM)
+            fail("cannot clone " + src.string() + " to", dst, err);
+    }
+    int err = clone_or_copy(src, dst, false, copy_mode);
+    if (err != 0) fail("cannot copy " + src.string() + " to", dst, err);
+    return LinkMode::copy;
+}
+
+FileLock::FileLock(const std::filesystem::path& path, const std::function<void()>& waiting) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail("cannot open lock file", path, errno);
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    if (errno != EWOULDBLOCK) {
+        int err = errno;
+        ::close(fd_);
+        fail("cannot lock", path, err);
+    }
+    if (waiting) waiting();
+    while (::flock(fd_, LOCK_EX) != 0) {
+        if (errno == EINTR) continue;
+        int err = errno;
+        ::close(fd_);
+        fail("cannot lock", path, err);
+    }
+}
+
+FileLock FileLock::try_lock(const std::filesystem::path& path) {
+    FileLock lock;
+    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock.fd_ < 0) fail("cannot open lock file", path, errno);
+    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        ::close(lock.fd_);
+        lock.fd_ = -1;
+        if (err != EWOULDBLOCK) fail("cannot lock", path, err);
+    }
+    return lock;
+}
+
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+FileLock::~FileLock() {
+    if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace envbox

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <string_view>
 
 namespace envbox {
@@ -27,5 +28,45 @@ std::string read_file(const std::filesystem::path& path);
 /// syncfs(2) on the filesystem holding `path`: one call makes every earlier write on that
 /// filesystem durable (cheaper than one fsync per file for tens of thousands of files).
 void sync_filesystem(const std::filesystem::path& path);
+
+/// How a store object is placed into an environment.
+enum class LinkMode {
+    hardlink,  ///< link(2): no data copied, same inode (verify checks inode identity)
+    reflink,   ///< FICLONE: copy-on-write clone (btrfs, XFS), its own inode
+    copy,      ///< copy_file_range(2)/read-write copy
+};
+
+/// "hardlink", "reflink" or "copy".
+const char* link_mode_name(LinkMode mode);
+
+/// Places the file `src` at `dst` (which must not exist) using `mode`, falling back along
+/// hardlink → reflink → copy when the filesystem refuses (EXDEV across filesystems, EPERM where
+/// hard links are forbidden, EOPNOTSUPP/EINVAL without reflink support). EMLINK (the per-inode
+/// link limit, reached by a popular object such as the empty file) falls back to a copy for
+/// that one file. Returns the mode actually used. `dst` gets the mode bits `copy_mode` when it
+/// is not a hard link.
+LinkMode place_file(const std::filesystem::path& src, const std::filesystem::path& dst,
+                    LinkMode mode, mode_t copy_mode);
+
+/// Exclusive advisory lock (flock(2)) on a lock file, created if needed; released on
+/// destruction. Locks die with their process, so a crash never leaves a stale lock.
+class FileLock {
+public:
+    /// Blocks until the lock is held. When another process holds it and `waiting` is set, it is
+    /// called once before blocking (to tell the user why nothing happens).
+    explicit FileLock(const std::filesystem::path& path,
+                      const std::function<void()>& waiting = {});
+    /// Tries once; returns an unlocked FileLock (`held()` false) when another process holds it.
+    static FileLock try_lock(const std::filesystem::path& path);
+    FileLock(FileLock&& other) noexcept;
+    FileLock& operator=(FileLock&&) = delete;
+    FileLock(const FileLock&) = delete;
+    ~FileLock();
+    bool held() const { return fd_ >= 0; }
+
+private:
+    FileLock() = default;
+    int fd_ = -1;
+};
 
 }  // namespace envbox

@@ -1,0 +1,48 @@
+#pragma once
+/// What every command needs to know: where the store and environments live, which project it
+/// runs for, and how to report progress (the cli layer renders it; ops never prints).
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace envbox::ops {
+
+/// Progress events of long operations. The cli renders them (a bar on a TTY, nothing in CI).
+class Progress {
+public:
+    virtual ~Progress() = default;
+    /// A new phase ("Fetching", "Installing") with `total` units (0 when unknown).
+    virtual void phase(const std::string& name, std::uint64_t total) { (void)name, (void)total; }
+    /// `n` more units of the current phase are done.
+    virtual void advance(std::uint64_t n) { (void)n; }
+    /// A line worth showing (fallbacks, waits); shown with -v or when it matters.
+    virtual void note(const std::string& line) { (void)line; }
+};
+
+struct Context {
+    std::filesystem::path home;          ///< store and environments root
+    std::filesystem::path project_root;  ///< holds manifests/ (may be empty for --lock only)
+    unsigned jobs = 1;
+    Progress* progress = nullptr;        ///< never null once made by `make_context`
+};
+
+/// `$ENVBOX_HOME` is handled by the cli; this is the fallback: `$XDG_DATA_HOME/envbox`, else
+/// `~/.local/share/envbox`.
+std::filesystem::path default_home();
+
+/// The nearest directory from `start` upward that holds `manifests/`; empty when none.
+std::filesystem::path find_project_root(const std::filesystem::path& start);
+
+/// The key a project's environments are stored under: "<dir name>-<12 hex of sha256(path)>".
+std::string project_key(const std::filesystem::path& project_root);
+
+/// `home/envs/<project key>/<env>`.
+std::filesystem::path env_dir(const Context& ctx, const std::string& env);
+
+/// Checks an environment name: letters, digits, `.`, `_`, `-`; not starting with `.`.
+void check_env_name(const std::string& env);
+
+}  // namespace envbox::ops

@@ -1,0 +1,41 @@
+#pragma once
+/// `envbox create ENV`: make an environment match its lock.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envbox/env/installer.hpp"
+#include "envbox/ops/context.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace envbox::ops {
+
+struct CreateOptions {
+    std::string env;
+    std::optional<std::filesystem::path> lock;  ///< --lock FILE (default manifests/pylock.ENV.toml)
+    LinkMode link_mode = LinkMode::hardlink;
+    bool offline = false;
+};
+
+struct CreateResult {
+    bool changed = false;             ///< false: the current generation already matched
+    int generation = 0;
+    std::filesystem::path path;       ///< the generation's directory
+    std::size_t packages = 0;
+    std::size_t fetched = 0;          ///< wheels that were not in the store
+    store::IngestStats ingest;        ///< totals over fetched wheels
+    env::InstallReport install;
+    double seconds = 0;
+    std::string python;               ///< "3.11.2 (/usr/bin/python3.11)"
+};
+
+/// Reads the lock (and the manifest, when there is one, for the target), selects one wheel
+/// per package for the target, fetches and ingests what the store lacks (in parallel), builds
+/// `gen-N`, stamps it and switches `current` to it. A lock that matches the current generation
+/// is a no-op. Errors leave the previous generation current and the store consistent.
+CreateResult create(const Context& ctx, const CreateOptions& options);
+
+}  // namespace envbox::ops

@@ -1,0 +1,40 @@
+#pragma once
+/// `envbox list` and `envbox show ENV`.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envbox/env/generation.hpp"
+#include "envbox/ops/context.hpp"
+
+namespace envbox::ops {
+
+struct EnvSummary {
+    std::string project;             ///< project root path
+    std::string name;
+    std::optional<int> current;      ///< current generation number
+    std::size_t generations = 0;
+    std::size_t packages = 0;
+    std::string python_version;
+};
+
+/// Environments of the current project, or of every project when `all` (or when there is no
+/// project here), sorted by project and name.
+std::vector<EnvSummary> list_environments(const Context& ctx, bool all);
+
+struct EnvDetails {
+    std::string name;
+    std::filesystem::path path;           ///< env directory
+    std::vector<env::Generation> generations;
+    std::optional<env::Generation> current;
+    std::size_t files = 0;                ///< in the current generation
+    std::uint64_t bytes = 0;              ///< apparent size of the current generation
+    std::uint64_t unique_bytes = 0;       ///< bytes no other generation or environment shares
+};
+
+EnvDetails show_environment(const Context& ctx, const std::string& env);
+
+}  // namespace envbox::ops

@@ -1,0 +1,80 @@
+#pragma once
+/// The content-addressed store (docs/ARCHITECTURE.md, "The store"): every file of every wheel
+/// kept once as a read-only object named by its sha256, plus one published file list per wheel.
+///
+/// Layout under the home directory:
+///   store-v1/objects/sha256/ab/cdef…     object (0444), or cdef….x (0555) for executables
+///   store-v1/wheels/<wheel sha256>/files  the wheel's file list (published last)
+///   tmp/                                  staging, same filesystem, cleaned on failure
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envbox/pep/filename.hpp"
+
+namespace envbox::store {
+
+/// One regular file of a wheel.
+struct WheelFile {
+    std::string path;       ///< archive path, normalised, UTF-8
+    std::string digest;     ///< sha256, lowercase hex (also the object's name)
+    std::uint64_t size = 0;
+    bool executable = false;
+};
+
+/// What the store knows about an ingested wheel.
+struct WheelFiles {
+    std::string wheel_sha256;
+    std::string filename;         ///< the wheel's file name
+    std::string name;             ///< `Name` from METADATA, as written
+    std::string version;          ///< `Version` from METADATA
+    std::string dist_info;        ///< "name-1.0.dist-info"
+    bool root_is_purelib = false;
+    std::vector<WheelFile> files; ///< every member, in archive order (RECORD included)
+
+    std::uint64_t total_size() const;
+    const WheelFile* find(std::string_view path) const;
+};
+
+/// Figures from one ingest.
+struct IngestStats {
+    std::uint64_t archive_bytes = 0;    ///< compressed size read
+    std::uint64_t unpacked_bytes = 0;   ///< member bytes hashed
+    std::uint64_t new_objects = 0;      ///< objects written (others already stored)
+    std::uint64_t new_object_bytes = 0;
+};
+
+class Store {
+public:
+    /// Opens (creating when needed) the store under `home`.
+    explicit Store(std::filesystem::path home);
+
+    const std::filesystem::path& home() const { return home_; }
+    std::filesystem::path root() const { return home_ / "store-v1"; }
+    std::filesystem::path tmp_dir() const { return home_ / "tmp"; }
+    std::filesystem::path object_path(std::string_view digest, bool executable) const;
+
+    /// The published file list of a wheel, if it was ingested before.
+    std::optional<WheelFiles> load_wheel(std::string_view wheel_sha256) const;
+
+    /// Ingests the wheel at `archive`, whose sha256 the caller has verified to be
+    /// `wheel_sha256`: reads members with libarchive, rejects unsafe ones (absolute paths, `..`,
+    /// symlinks and other non-regular members, duplicates and names that collide after
+    /// normalisation), hashes every member and checks it against RECORD (missing, unlisted,
+    /// weak-hash, mismatched or wrong-size entries are errors, code `integrity`), and only
+    /// then moves new objects into place (never replacing an existing object). Does not publish
+    /// the file list; see `publish`. Safe against concurrent ingests of the same wheel.
+    WheelFiles ingest_wheel(const std::filesystem::path& archive, const std::string& wheel_sha256,
+                            const std::string& filename, IngestStats* stats = nullptr) const;
+
+    /// Makes ingested objects durable (one syncfs) and then publishes the file lists.
+    void publish(const std::vector<const WheelFiles*>& wheels) const;
+
+private:
+    std::filesystem::path home_;
+};
+
+}  // namespace envbox::store

@@ -1,0 +1,38 @@
+#pragma once
+// The implementations behind the commands (one file each) and what they share.
+
+#include <string>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "envbox/ops/context.hpp"
+
+namespace envbox::cli {
+
+struct CreateArgs {
+    std::string env;
+    std::string lock;       ///< --lock, may be empty
+    std::string link_mode;  ///< --link-mode, may be empty
+    bool locked = false, frozen = false, offline = false;
+};
+
+void run_create(const GlobalOptions& global, const CreateArgs& args);
+[[noreturn]] void run_run(const GlobalOptions& global, const std::string& env,
+                          const std::vector<std::string>& command, bool no_sandbox);
+void run_list(const GlobalOptions& global, bool all);
+void run_show(const GlobalOptions& global, const std::string& env);
+
+/// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
+/// else the nearest directory upward holding manifests/), jobs, a progress renderer.
+ops::Context make_context(const GlobalOptions& global, ops::Progress& progress);
+
+/// True when stderr is a terminal and output is not quieted.
+bool stderr_is_tty();
+
+/// "1.5 GB", "12.0 MB", "512 B".
+std::string human_bytes(unsigned long long bytes);
+
+/// A JSON string literal.
+std::string json_string(const std::string& s);
+
+}  // namespace envbox::cli

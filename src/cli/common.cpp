@@ -1,0 +1,74 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/parallel.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::cli {
+
+ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) {
+    ops::Context ctx;
+    ctx.home = global.home.empty() ? ops::default_home() : fs::path(global.home);
+    ctx.home = fs::absolute(ctx.home).lexically_normal();
+    if (!global.project.empty()) {
+        ctx.project_root = fs::absolute(global.project).lexically_normal();
+        std::error_code ec;
+        if (!fs::is_directory(ctx.project_root, ec))
+            throw Error(ErrorCode::usage, "--project " + global.project + " is not a directory");
+    } else {
+        ctx.project_root = ops::find_project_root(fs::current_path());
+    }
+    if (!ctx.project_root.empty()) {
+        std::error_code ec;
+        fs::path canonical = fs::canonical(ctx.project_root, ec);
+        if (!ec) ctx.project_root = canonical;
+    }
+    ctx.jobs = default_jobs();
+    ctx.progress = &progress;
+    return ctx;
+}
+
+bool stderr_is_tty() { return ::isatty(2) == 1; }
+
+std::string human_bytes(unsigned long long bytes) {
+    const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1000 && u < 4) {
+        v /= 1000;
+        ++u;
+    }
+    char buf[32];
+    if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", bytes);
+    else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+std::string json_string(const std::string& s) {
+    std::string o = "\"";
+    for (unsigned char c : s) {
+        switch (c) {
+            case '"': o += "\\\""; break;
+            case '\\': o += "\\\\"; break;
+            case '\n': o += "\\n"; break;
+            case '\r': o += "\\r"; break;
+            case '\t': o += "\\t"; break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    o += buf;
+                } else {
+                    o += static_cast<char>(c);
+                }
+        }
+    }
+    return o + "\"";
+}
+
+}  // namespace envbox::cli

@@ -1,0 +1,52 @@
+// envbox create ENV
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/progress.hpp"
+#include "envbox/ops/create.hpp"
+#include "envbox/util/error.hpp"
+
+namespace envbox::cli {
+
+void run_create(const GlobalOptions& global, const CreateArgs& args) {
+    ConsoleProgress progress(global.verbosity, stderr_is_tty());
+    ops::Context ctx = make_context(global, progress);
+    ops::CreateOptions opt;
+    opt.env = args.env;
+    if (!args.lock.empty()) opt.lock = args.lock;
+    opt.offline = args.offline;
+    if (args.link_mode == "reflink") opt.link_mode = LinkMode::reflink;
+    else if (args.link_mode == "copy") opt.link_mode = LinkMode::copy;
+    // `envbox lock` is not in this build: the lock is always used as it is (--frozen), and
+    // --locked has nothing further to check.
+    ops::CreateResult r = ops::create(ctx, opt);
+    progress.clear();
+    if (global.json) {
+        std::printf("{\"environment\": %s, \"changed\": %s, \"generation\": %d, \"path\": %s, "
+                    "\"packages\": %zu, \"fetched\": %zu, \"files\": %zu, \"hardlinked\": %zu, "
+                    "\"reflinked\": %zu, \"copied\": %zu, \"generated\": %zu, \"seconds\": %.3f}\n",
+                    json_string(args.env).c_str(), r.changed ? "true" : "false", r.generation,
+                    json_string(r.path.string()).c_str(), r.packages, r.fetched, r.install.files,
+                    r.install.hardlinked, r.install.reflinked, r.install.copied, r.install.generated,
+                    r.seconds);
+        return;
+    }
+    if (global.verbosity < 0) return;
+    if (!r.changed) {
+        std::fprintf(stderr, "%s is up to date (generation %d, %zu packages); nothing to do\n",
+                     args.env.c_str(), r.generation, r.packages);
+        return;
+    }
+    if (r.fetched > 0)
+        std::fprintf(stderr, "Stored %zu wheels (%s unpacked, %llu new objects) \n", r.fetched,
+                     human_bytes(r.ingest.unpacked_bytes).c_str(),
+                     static_cast<unsigned long long>(r.ingest.new_objects));
+    std::fprintf(stderr, "Installed %zu packages (%zu files) in %.2f s into %s generation %d\n",
+                 r.packages, r.install.files, r.seconds, args.env.c_str(), r.generation);
+    if (global.verbosity > 0)
+        std::fprintf(stderr, "  %s\n  python %s; %zu hard links, %zu reflinks, %zu copies, %zu written\n",
+                     r.path.c_str(), r.python.c_str(), r.install.hardlinked, r.install.reflinked,
+                     r.install.copied, r.install.generated);
+}
+
+}  // namespace envbox::cli

@@ -1,0 +1,250 @@
+#include "envbox/env/installer.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "envbox/pep/wheel.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/parallel.hpp"
+#include "envbox/util/sha256.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::env {
+namespace {
+
+// One file to put into the environment.
+struct Placement {
+    fs::path dest;                  // absolute
+    const store::WheelFile* object = nullptr;  // link this object, or
+    std::string content;            // write this
+    bool executable = false;
+    std::size_t wheel = 0;          // index into requests
+};
+
+std::string hex_to_record_b64(const std::string& hex) {
+    Sha256Digest d{};
+    for (std::size_t i = 0; i < d.size(); ++i)
+        d[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    return to_record_b64(d);
+}
+
+// setuptools' wrappers for entry point EP (EP, EP.exe, EP-script.py, EP.pya) are skipped in
+// favour of the launcher, as pip does.
+bool is_entry_point_wrapper(std::string_view file_name, const std::set<std::string>& names) {
+    auto strip = [&](std::string_view suffix) -> std::optional<std::string_view> {
+        if (file_name.size() < suffix.size()) return std::nullopt;
+        std::string tail(file_name.substr(file_name.size() - suffix.size()));
+        for (auto& c : tail) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (tail != suffix) return std::nullopt;
+        return file_name.substr(0, file_name.size() - suffix.size());
+    };
+    std::string_view match = file_name;
+    if (auto m = strip(".exe")) match = *m;
+    else if (auto m2 = strip("-script.py")) match = *m2;
+    else if (auto m3 = strip(".pya")) match = *m3;
+    return names.count(std::string(match)) > 0;
+}
+
+bool in_pycache(std::string_view path) {
+    return path.starts_with("__pycache__/") || path.find("/__pycache__/") != std::string_view::npos;
+}
+
+class Planner {
+public:
+    Planner(const store::Store& store, const Interpreter& in, const VenvLayout& layout)
+        : store_(store), in_(in), layout_(layout) {}
+
+    std::vector<Placement> placements;
+    std::vector<std::string> wheel_labels;
+
+    void plan(const InstallRequest& req, std::size_t index) {
+        const store::WheelFiles& w = *req.wheel;
+        wheel_labels.push_back(w.name + " " + w.version + " (" + w.filename + ")");
+        // The spec names it `{name}-{version}.data/`; pip (and so the wheels in the wild that
+        // rely on it) takes any top-level `*.data/` directory, and so does envbox.
+        auto data_dir_of = [](const std::string& path) -> std::string {
+            auto slash = path.find('/');
+            if (slash == std::string::npos) return {};
+            std::string top = path.substr(0, slash);
+            return top.size() > 5 && top.ends_with(".data") ? top + "/" : std::string();
+        };
+        const std::string record = w.dist_info + "/RECORD";
+        const fs::path root_dir = w.root_is_purelib ? layout_.purelib : layout_.platlib;
+
+        // Entry points decide which .data scripts are setuptools wrappers.
+        std::vector<pep::EntryPoint> entries;
+        if (const auto* ep = w.find(w.dist_info + "/entry_points.txt")) {
+            auto parsed = pep::parse_entry_points(read_file(store_.object_path(ep->digest, ep->executable)));
+            if (!parsed) throw Error(ErrorCode::integrity, w.filename + ": " + parsed.error().message());
+            entries = std::move(*parsed);
+        }
+        std::set<std::string> entry_names;
+        for (const auto& e : entries) entry_names.insert(e.name);
+
+        std::vector<std::size_t> mine;  // placements of this wheel, for RECORD
+        auto add = [&](Placement p) {
+            p.wheel = index;
+            mine.push_back(placements.size());
+            placements.push_back(std::move(p));
+        };
+        for (const auto& f : w.files) {
+            if (f.path == record || in_pycache(f.path)) continue;
+            if (std::string data_dir = data_dir_of(f.path); !data_dir.empty()) {
+                std::string_view rest = std::string_view(f.path).substr(data_dir.size());
+                auto slash = rest.find('/');
+                if (slash == std::string_view::npos)
+                    throw Error(ErrorCode::integrity, w.filename + ": stray file '" + f.path + "' in " + data_dir);
+                std::string key(rest.substr(0, slash));
+                fs::path sub(std::string(rest.substr(slash + 1)));
+                if (key == "purelib") add({layout_.purelib / sub, &f, {}, f.executable, 0});
+                else if (key == "platlib") add({layout_.platlib / sub, &f, {}, f.executable, 0});
+                else if (key == "headers") add({layout_.headers_base / w.name / sub, &f, {}, f.executable, 0});
+                else if (key == "data") add({layout_.data / sub, &f, {}, f.executable, 0});
+                else if (key == "scripts") {
+                    if (is_entry_point_wrapper(sub.filename().string(), entry_names)) continue;
+                    std::string text = read_file(store_.object_path(f.digest, f.executable));
+                    std::string rewritten = pep::rewrite_shebang(text, layout_.python.string());
+                    add({layout_.scripts / sub, nullptr, std::move(rewritten), true, 0});
+                } else {
+                    throw Error(ErrorCode::integrity, w.filename + ": unknown .data directory '" + key +
+                                                          "' (expected purelib, platlib, scripts, headers or data)");
+                }
+                continue;
+            }
+            add({root_dir / f.path, &f, {}, f.executable, 0});
+        }
+        for (const auto& e : pep::scripts_for_target(entries, in_.major, in_.minor)) {
+            if (pep::script_name_escapes(e.name))
+                throw Error(ErrorCode::integrity, w.filename + ": entry point '" + e.name +
+                                                      "' would be written outside the scripts directory");
+            add({layout_.scripts / e.name, nullptr, pep::launcher_script(e, layout_.python.string()), true, 0});
+        }
+        const fs::path dist_info = root_dir / w.dist_info;
+        add({dist_info / "INSTALLER", nullptr, "envbox\n", false, 0});
+        if (req.requested) add({dist_info / "REQUESTED", nullptr, "", false, 0});
+        if (req.direct_url) add({dist_info / "direct_url.json", nullptr, *req.direct_url, false, 0});
+
+        // RECORD, paths relative to the site-packages directory holding the .dist-info.
+        std::vector<std::string> rows;
+        rows.reserve(mine.size() + 1);
+        for (std::size_t i : mine) {
+            const Placement& p = placements[i];
+            std::string rel = p.dest.lexically_relative(root_dir).generic_string();
+            std::string hash, size;
+            if (p.object) {
+                hash = "sha256=" + hex_to_record_b64(p.object->digest);
+                size = std::to_string(p.object->size);
+            } else {
+                hash = "sha256=" + to_record_b64(sha256(p.content));
+                size = std::to_string(p.content.size());
+            }
+            rows.push_back(pep::csv_field(rel) + "," + hash + "," + size);
+        }
+        rows.push_back(pep::csv_field(w.dist_info + "/RECORD") + ",,");
+        std::sort(rows.begin(), rows.end());
+        std::string text;
+        for (const auto& r : rows) text += r + "\n";
+        add({dist_info / "RECORD", nullptr, std::move(text), false, 0});
+    }
+
+private:
+    const store::Store& store_;
+    const Interpreter& in_;
+    const VenvLayout& layout_;
+};
+
+}  // namespace
+
+InstallReport install_wheels(const store::Store& store, const Interpreter& in, const VenvLayout& layout,
+                             const std::vector<InstallRequest>& requests, LinkMode mode, unsigned jobs) {
+    Planner planner(store, in, layout);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        try {
+            planner.plan(requests[i], i);
+        } catch (Error& e) {
+            e.add_context("planning the installation of " + requests[i].wheel->filename);
+            throw;
+        }
+    }
+    auto& placements = planner.placements;
+
+    // A path claimed twice is an error naming both wheels; shared directories are merged.
+    std::unordered_map<std::string, std::size_t> owner;
+    owner.reserve(placements.size());
+    std::set<fs::path> dirs;
+    for (std::size_t i = 0; i < placements.size(); ++i) {
+        const auto& p = placements[i];
+        auto [it, fresh] = owner.emplace(p.dest.string(), i);
+        if (!fresh) {
+            const auto& a = planner.wheel_labels[placements[it->second].wheel];
+            const auto& b = planner.wheel_labels[p.wheel];
+            throw Error(ErrorCode::invalid_input,
+                        "file " + p.dest.lexically_relative(layout.root).string() + " is claimed by " +
+                            (a == b ? "one wheel twice: " + a : "two wheels: " + a + " and " + b));
+        }
+        dirs.insert(p.dest.parent_path());
+    }
+    for (const auto& d : dirs) {
+        std::error_code ec;
+        fs::create_directories(d, ec);
+        if (ec) throw Error(ErrorCode::generic, "cannot create " + d.string() + ": " + ec.message());
+    }
+    for (const auto& p : placements) {
+        std::error_code ec;
+        if (fs::is_directory(p.dest, ec))
+            throw Error(ErrorCode::invalid_input,
+                        p.dest.lexically_relative(layout.root).string() + " is a file in " +
+                            planner.wheel_labels[p.wheel] + " and a directory in another wheel");
+    }
+
+    std::atomic<std::size_t> hard{0}, ref{0}, copied{0};
+    std::atomic<std::uint64_t> bytes{0};
+    std::mutex note_mutex;
+    std::set<std::string> notes;
+    constexpr std::size_t kChunk = 128;
+    std::size_t chunks = (placements.size() + kChunk - 1) / kChunk;
+    parallel_for(chunks, jobs, [&](std::size_t c) {
+        std::size_t end = std::min(placements.size(), (c + 1) * kChunk);
+        for (std::size_t i = c * kChunk; i < end; ++i) {
+            const Placement& p = placements[i];
+            if (!p.object) {
+                write_file_atomic(p.dest, p.content, p.executable ? 0755 : 0644, Durability::none);
+                bytes += p.content.size();
+                continue;
+            }
+            fs::path src = store.object_path(p.object->digest, p.object->executable);
+            LinkMode used = place_file(src, p.dest, mode, p.executable ? 0555 : 0444);
+            bytes += p.object->size;
+            if (used == LinkMode::hardlink) {
+                ++hard;
+                continue;
+            }
+            (used == LinkMode::reflink ? ref : copied)++;
+            if (used != mode) {
+                std::lock_guard lock(note_mutex);
+                notes.insert(std::string(link_mode_name(mode)) + " not possible for some files here; used " +
+                             link_mode_name(used));
+            }
+        }
+    });
+
+    InstallReport r;
+    r.packages = requests.size();
+    r.files = placements.size();
+    r.hardlinked = hard;
+    r.reflinked = ref;
+    r.copied = copied;
+    r.generated = r.files - r.hardlinked - r.reflinked - r.copied;
+    r.bytes = bytes;
+    r.notes.assign(notes.begin(), notes.end());
+    return r;
+}
+
+}  // namespace envbox::env

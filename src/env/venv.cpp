@@ -1,0 +1,89 @@
+#include "envbox/env/venv.hpp"
+
+#include <unistd.h>
+
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::env {
+namespace {
+
+void make_dirs(const fs::path& p) {
+    std::error_code ec;
+    fs::create_directories(p, ec);
+    if (ec) throw Error(ErrorCode::generic, "cannot create " + p.string() + ": " + ec.message());
+}
+
+void symlink_to(const fs::path& target, const fs::path& link) {
+    std::error_code ec;
+    fs::create_symlink(target, link, ec);
+    if (ec) throw Error(ErrorCode::generic, "cannot create symlink " + link.string() + ": " + ec.message());
+}
+
+// A POSIX-shell activate script, as users of venv expect (`source bin/activate`, `deactivate`).
+std::string activate_script(const fs::path& root, const std::string& prompt) {
+    return R"SH(# Source this file from bash or zsh: . bin/activate   (written by envbox)
+deactivate () {
+    if [ -n "${_OLD_VIRTUAL_PATH:-}" ]; then PATH="$_OLD_VIRTUAL_PATH"; export PATH; unset _OLD_VIRTUAL_PATH; fi
+    if [ -n "${_OLD_VIRTUAL_PYTHONHOME:-}" ]; then PYTHONHOME="$_OLD_VIRTUAL_PYTHONHOME"; export PYTHONHOME; unset _OLD_VIRTUAL_PYTHONHOME; fi
+    if [ -n "${_OLD_VIRTUAL_PS1:-}" ]; then PS1="$_OLD_VIRTUAL_PS1"; export PS1; unset _OLD_VIRTUAL_PS1; fi
+    unset VIRTUAL_ENV VIRTUAL_ENV_PROMPT
+    hash -r 2>/dev/null
+    if [ ! "${1:-}" = "nondestructive" ]; then unset -f deactivate; fi
+}
+deactivate nondestructive
+VIRTUAL_ENV=')SH" + root.string() + R"SH('
+export VIRTUAL_ENV
+_OLD_VIRTUAL_PATH="$PATH"
+PATH="$VIRTUAL_ENV/bin:$PATH"
+export PATH
+if [ -n "${PYTHONHOME:-}" ]; then _OLD_VIRTUAL_PYTHONHOME="$PYTHONHOME"; unset PYTHONHOME; fi
+VIRTUAL_ENV_PROMPT=')SH" + prompt + R"SH('
+export VIRTUAL_ENV_PROMPT
+if [ -z "${VIRTUAL_ENV_DISABLE_PROMPT:-}" ]; then _OLD_VIRTUAL_PS1="${PS1:-}"; PS1="($VIRTUAL_ENV_PROMPT) ${PS1:-}"; export PS1; fi
+hash -r 2>/dev/null
+)SH";
+}
+
+}  // namespace
+
+VenvLayout VenvLayout::of(const Interpreter& in, const fs::path& root) {
+    auto at = [&](const char* key, const char* fallback) {
+        auto it = in.scheme.find(key);
+        return (root / (it == in.scheme.end() ? std::string(fallback) : it->second)).lexically_normal();
+    };
+    const std::string lib = "lib/python" + in.version_xy() + (in.free_threaded() ? "t" : "");
+    VenvLayout l;
+    l.root = root;
+    l.purelib = at("purelib", (lib + "/site-packages").c_str());
+    l.platlib = at("platlib", (lib + "/site-packages").c_str());
+    l.scripts = at("scripts", "bin");
+    l.data = at("data", ".");
+    l.headers_base = root / "include" / "site" / ("python" + in.version_xy());
+    l.python = l.scripts / "python";
+    return l;
+}
+
+VenvLayout create_venv(const Interpreter& in, const fs::path& root, const std::string& prompt) {
+    VenvLayout l = VenvLayout::of(in, root);
+    make_dirs(l.scripts);
+    make_dirs(l.purelib);
+    make_dirs(l.platlib);
+    make_dirs(root / "include");
+    if (!fs::exists(root / "lib64") && l.purelib.string().starts_with((root / "lib").string() + "/"))
+        symlink_to("lib", root / "lib64");
+    symlink_to(in.executable, l.scripts / "python");
+    symlink_to("python", l.scripts / ("python" + std::to_string(in.major)));
+    symlink_to("python", l.scripts / ("python" + in.version_xy()));
+    std::string cfg = "home = " + in.executable.parent_path().string() +
+                      "\ninclude-system-site-packages = false\nversion = " + in.full_version +
+                      "\nexecutable = " + in.executable.string() + "\nprompt = " + prompt +
+                      "\nenvbox = " ENVBOX_VERSION "\n";
+    write_file_atomic(root / "pyvenv.cfg", cfg, 0644, Durability::none);
+    write_file_atomic(l.scripts / "activate", activate_script(root, prompt), 0644, Durability::none);
+    return l;
+}
+
+}  // namespace envbox::env

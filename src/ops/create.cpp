@@ -1,0 +1,296 @@
+#include "envbox/ops/create.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <mutex>
+#include <set>
+
+#include "envbox/env/generation.hpp"
+#include "envbox/env/interpreter.hpp"
+#include "envbox/env/venv.hpp"
+#include "envbox/index/fetch.hpp"
+#include "envbox/lock/manifest.hpp"
+#include "envbox/lock/pylock.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/parallel.hpp"
+#include "envbox/util/sha256.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// What one selected package installs from.
+struct Item {
+    const lock::Package* package = nullptr;
+    const lock::FileRef* file = nullptr;
+    bool direct = false;                  // installed from `archive` (PEP 610 direct URL)
+    std::string sha256;
+    std::string filename;
+    std::optional<store::WheelFiles> wheel;
+    store::IngestStats stats;
+    bool fetched = false;
+};
+
+std::string direct_url_json(const Item& item) {
+    const lock::FileRef& f = *item.file;
+    std::string url = f.url ? *f.url : "file://" + (f.path ? *f.path : item.filename);
+    auto esc = [](const std::string& s) {
+        std::string o;
+        for (char c : s) {
+            if (c == '"' || c == '\\') o += '\\';
+            o += c;
+        }
+        return o;
+    };
+    return "{\"archive_info\": {\"hash\": \"sha256=" + item.sha256 + "\", \"hashes\": {\"sha256\": \"" +
+           item.sha256 + "\"}}, \"url\": \"" + esc(url) + "\"}";
+}
+
+}  // namespace
+
+CreateResult create(const Context& ctx, const CreateOptions& opt) {
+    auto started = std::chrono::steady_clock::now();
+    check_env_name(opt.env);
+    Progress& progress = *ctx.progress;
+
+    // The manifest gives the target; the lock says what to install.
+    std::optional<lock::Manifest> manifest;
+    fs::path manifest_path;
+    if (!ctx.project_root.empty()) {
+        manifest_path = ctx.project_root / "manifests" / (opt.env + ".toml");
+        std::error_code ec;
+        if (fs::exists(manifest_path, ec)) {
+            auto m = lock::Manifest::parse(read_file(manifest_path), manifest_path.string());
+            if (!m) throw m.error();
+            manifest = std::move(*m);
+        }
+    }
+    fs::path lock_path = opt.lock ? fs::absolute(*opt.lock)
+                                  : ctx.project_root / "manifests" / ("pylock." + opt.env + ".toml");
+    if (ctx.project_root.empty() && !opt.lock)
+        throw Error(ErrorCode::invalid_input,
+                    "no project here (no manifests/ directory in this directory or above); "
+                    "use --project DIR or --lock FILE");
+    std::error_code ec;
+    if (!fs::exists(lock_path, ec))
+        throw Error(ErrorCode::invalid_input,
+                    "no lock file " + lock_path.string() +
+                        (manifest ? " (run `envbox lock " + opt.env + "` to write it)" : ""));
+    const std::string lock_text = read_file(lock_path);
+    auto parsed = lock::Pylock::parse(lock_text, lock_path.string());
+    if (!parsed) throw parsed.error();
+    const lock::Pylock& pylock = *parsed;
+
+    // The interpreter and the target it defines.
+    const fs::path probe_cache = ctx.home / "cache" / "interpreters";
+    env::Interpreter interpreter =
+        manifest ? env::find_interpreter(manifest->python_major, manifest->python_minor, false, probe_cache)
+                 : env::default_interpreter(probe_cache);
+    std::string platform;
+    if (manifest) {
+        platform = manifest->platform;
+    } else {
+        if (interpreter.glibc.empty())
+            throw Error(ErrorCode::invalid_input,
+                        "cannot tell this machine's platform (no glibc); write manifests/" + opt.env +
+                            ".toml with a platform");
+        std::string machine = interpreter.markers.values.count("platform_machine")
+                                  ? interpreter.markers.values.at("platform_machine") : "x86_64";
+        std::string glibc = interpreter.glibc;
+        for (auto& c : glibc)
+            if (c == '.') c = '_';
+        platform = "manylinux_" + glibc + "_" + machine;
+    }
+    auto tags = pep::TargetTags::cpython(interpreter.major, interpreter.minor, platform,
+                                         interpreter.free_threaded());
+    if (!tags) throw tags.error();
+
+    lock::SelectTarget target;
+    target.environment = interpreter.markers;
+    target.tags = &*tags;
+    auto selected = lock::select(pylock, target);
+    if (!selected) {
+        Error e = selected.error();
+        e.add_context("selecting packages from " + lock_path.string() + " for CPython " +
+                      interpreter.full_version + " on " + platform);
+        throw e;
+    }
+
+    std::vector<Item> items;
+    for (const auto& sel : *selected) {
+        Item item;
+        item.package = sel.package;
+        const std::string label = sel.package->name +
+                                  (sel.package->version ? " " + sel.package->version->str() : "");
+        if (sel.kind == lock::Selection::Kind::wheel) {
+            item.file = sel.file;
+        } else if (sel.kind == lock::Selection::Kind::archive && sel.file &&
+                   sel.file->filename().ends_with(".whl")) {
+            item.file = sel.file;
+            item.direct = true;
+        } else {
+            const char* what = sel.kind == lock::Selection::Kind::sdist       ? "only an sdist"
+                               : sel.kind == lock::Selection::Kind::directory ? "a local directory"
+                               : sel.kind == lock::Selection::Kind::vcs       ? "a VCS checkout"
+                                                                              : "a non-wheel archive";
+            throw Error(ErrorCode::invalid_input,
+                        lock_path.string() + ":" + std::to_string(sel.package->line) + ": " + label +
+                            " offers " + what + " for CPython " + interpreter.version_xy() + " on " +
+                            platform + "; envbox installs wheels only");
+        }
+        auto sha = item.file->sha256();
+        if (!sha)
+            throw Error(ErrorCode::invalid_input, lock_path.string() + ":" + std::to_string(item.file->line) +
+                                                      ": " + label + " has no sha256 hash");
+        item.sha256 = *sha;
+        item.filename = item.file->filename();
+        items.push_back(std::move(item));
+    }
+
+    // One create per environment at a time.
+    const fs::path edir = env_dir(ctx, opt.env);
+    fs::create_directories(edir, ec);
+    if (ec) throw Error(ErrorCode::generic, "cannot create " + edir.string() + ": " + ec.message());
+    fs::create_directories(ctx.home / "locks", ec);
+    FileLock env_lock(ctx.home / "locks" / (project_key(ctx.project_root) + "." + opt.env + ".lock"),
+                      [&] { progress.note("waiting for another envbox working on " + opt.env + "…"); });
+    if (!ctx.project_root.empty())
+        write_file_atomic(edir.parent_path() / "project", ctx.project_root.string() + "\n", 0644,
+                          Durability::none);
+
+    const std::string digest = to_hex(sha256(lock_text + "\n--target " + interpreter.executable.string() +
+                                             " " + interpreter.full_version + " " + platform));
+    CreateResult result;
+    result.python = interpreter.full_version + " (" + interpreter.executable.string() + ")";
+    result.packages = items.size();
+    if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest) {
+        result.generation = cur->number;
+        result.path = cur->path;
+        result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        return result;
+    }
+
+    // Fetch and ingest what the store lacks, in parallel across wheels.
+    store::Store store(ctx.home);
+    std::vector<std::size_t> missing;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (auto w = store.load_wheel(items[i].sha256)) items[i].wheel = std::move(*w);
+        else missing.push_back(i);
+    }
+    if (!missing.empty() && opt.offline) {
+        for (std::size_t i : missing) {
+            const auto& loc = items[i].file->url ? *items[i].file->url : std::string();
+            if (loc.starts_with("http://") || loc.starts_with("https://"))
+                throw Error(ErrorCode::network, "--offline: " + items[i].filename +
+                                                    " is not in the store and would be downloaded from " + loc);
+        }
+    }
+    progress.phase("Fetching", missing.size());
+    parallel_for(missing.size(), ctx.jobs, [&](std::size_t k) {
+        Item& item = items[missing[k]];
+        index::ArtifactRequest req{item.filename,
+                                   item.file->path ? *item.file->path : item.file->url.value_or(""),
+                                   item.sha256, item.file->size};
+        try {
+            auto got = index::fetch_artifact(req, lock_path.parent_path(), store.tmp_dir());
+            struct Remove {
+                const index::FetchedArtifact& a;
+                ~Remove() {
+                    std::error_code e;
+                    if (a.temporary) fs::remove(a.path, e);
+                }
+            } remove{got};
+            item.wheel = store.ingest_wheel(got.path, item.sha256, item.filename, &item.stats);
+            item.fetched = true;
+        } catch (Error& e) {
+            e.add_context("fetching " + item.package->name + " from " + req.location);
+            throw;
+        }
+        progress.advance(1);
+    });
+    std::vector<const store::WheelFiles*> to_publish;
+    for (std::size_t i : missing) {
+        to_publish.push_back(&*items[i].wheel);
+        result.fetched++;
+        result.ingest.archive_bytes += items[i].stats.archive_bytes;
+        result.ingest.unpacked_bytes += items[i].stats.unpacked_bytes;
+        result.ingest.new_objects += items[i].stats.new_objects;
+        result.ingest.new_object_bytes += items[i].stats.new_object_bytes;
+    }
+    store.publish(to_publish);
+
+    // Build the next generation beside the others; unstamped leftovers of a crash go first.
+    int number = 1;
+    for (const auto& g : env::list_generations(edir)) {
+        number = std::max(number, g.number + 1);
+        if (!g.complete) fs::remove_all(g.path, ec);
+    }
+    env::Generation gen;
+    gen.number = number;
+    gen.path = edir / env::generation_dir_name(number);
+    gen.created = utc_now();
+    gen.lock_digest = digest;
+    gen.lock_source = lock_path.string();
+    gen.python = interpreter.executable.string();
+    gen.python_version = interpreter.full_version;
+    gen.platform = platform;
+
+    std::set<std::string> roots;
+    if (manifest)
+        for (const auto& r : manifest->requirements) roots.insert(pep::canonicalize_name(r.name));
+    std::vector<env::InstallRequest> requests;
+    for (const auto& item : items) {
+        env::InstallRequest r;
+        r.wheel = &*item.wheel;
+        r.requested = !manifest || roots.count(item.package->name) > 0;
+        if (item.direct) r.direct_url = direct_url_json(item);
+        requests.push_back(r);
+        gen.packages.push_back({item.package->name, item.wheel->version, item.sha256, item.filename});
+    }
+    try {
+        progress.phase("Installing", items.size());
+        env::VenvLayout layout = env::create_venv(interpreter, gen.path, opt.env);
+        result.install = env::install_wheels(store, interpreter, layout, requests, opt.link_mode, ctx.jobs);
+        for (const auto& n : result.install.notes) progress.note(n);
+        env::write_generation_record(gen, lock_text);
+        env::stamp_complete(gen.path);
+        env::switch_current(edir, number);
+    } catch (Error& e) {
+        fs::remove_all(gen.path, ec);
+        e.add_context("building " + opt.env + " generation " + std::to_string(number));
+        throw;
+    }
+
+    // The project's .envbox/ENV link follows `current`, for IDEs.
+    if (!ctx.project_root.empty()) {
+        fs::path link_dir = ctx.project_root / ".envbox";
+        fs::create_directories(link_dir, ec);
+        if (!ec) {
+            if (!fs::exists(link_dir / ".gitignore", ec))
+                write_file_atomic(link_dir / ".gitignore", "*\n", 0644, Durability::none);
+            fs::path tmp = link_dir / ("." + opt.env + ".tmp");
+            fs::remove(tmp, ec);
+            fs::create_symlink(edir / "current", tmp, ec);
+            if (!ec) fs::rename(tmp, link_dir / opt.env, ec);
+        }
+    }
+    result.changed = true;
+    result.generation = number;
+    result.path = gen.path;
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+}  // namespace envbox::ops

@@ -1,0 +1,74 @@
+#include "envbox/ops/inspect.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+
+std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
+    std::vector<EnvSummary> out;
+    std::error_code ec;
+    fs::path envs = ctx.home / "envs";
+    if (!fs::is_directory(envs, ec)) return out;
+    const std::string mine = ctx.project_root.empty() ? "" : project_key(ctx.project_root);
+    for (const auto& project : fs::directory_iterator(envs, ec)) {
+        if (!project.is_directory(ec)) continue;
+        if (!all && !mine.empty() && project.path().filename() != mine) continue;
+        std::string root;
+        if (fs::exists(project.path() / "project", ec)) {
+            root = read_file(project.path() / "project");
+            while (!root.empty() && root.back() == '\n') root.pop_back();
+        }
+        for (const auto& e : fs::directory_iterator(project.path(), ec)) {
+            if (!e.is_directory(ec)) continue;
+            EnvSummary s;
+            s.project = root;
+            s.name = e.path().filename().string();
+            auto gens = env::list_generations(e.path());
+            s.generations = gens.size();
+            if (auto cur = env::current_generation(e.path())) {
+                s.current = cur->number;
+                s.packages = cur->packages.size();
+                s.python_version = cur->python_version;
+            }
+            out.push_back(std::move(s));
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.project, a.name) < std::tie(b.project, b.name);
+    });
+    return out;
+}
+
+EnvDetails show_environment(const Context& ctx, const std::string& env) {
+    check_env_name(env);
+    EnvDetails d;
+    d.name = env;
+    d.path = env_dir(ctx, env);
+    std::error_code ec;
+    if (!fs::is_directory(d.path, ec))
+        throw Error(ErrorCode::generic, "environment '" + env + "' does not exist; run `envbox create " + env + "`");
+    d.generations = env::list_generations(d.path);
+    d.current = env::current_generation(d.path);
+    if (!d.current) return d;
+    // A file whose inode has one link beyond the store's (or none: a generated file) is unique
+    // to this generation; anything with more links is shared with other environments.
+    for (auto it = fs::recursive_directory_iterator(d.current->path, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        d.files++;
+        auto size = static_cast<std::uint64_t>(st.st_size);
+        d.bytes += size;
+        if (st.st_nlink <= 2) d.unique_bytes += size;
+    }
+    return d;
+}
+
+}  // namespace envbox::ops

@@ -1,0 +1,51 @@
+#include "envbox/ops/run.hpp"
+
+#include "envbox/env/generation.hpp"
+#include "envbox/lock/manifest.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+
+RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::string> argv,
+                 std::map<std::string, std::string> base) {
+    check_env_name(env);
+    if (argv.empty()) throw Error(ErrorCode::usage, "no command given: envbox run " + env + " -- CMD [ARGS…]");
+    auto gen = env::current_generation(env_dir(ctx, env));
+    if (!gen)
+        throw Error(ErrorCode::generic, "environment '" + env + "' has not been created" +
+                                            (ctx.project_root.empty() ? std::string()
+                                                                      : " for project " + ctx.project_root.string()) +
+                                            "; run `envbox create " + env + "` first");
+    RunPlan plan;
+    plan.generation = gen->path;
+    plan.argv = std::move(argv);
+    for (const char* drop : {"PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"}) {
+        if (base.erase(drop)) plan.notes.push_back(std::string("removed ") + drop);
+    }
+    base["PYTHONNOUSERSITE"] = "1";
+    base["VIRTUAL_ENV"] = gen->path.string();
+    base.erase("VIRTUAL_ENV_PROMPT");
+    auto path = base.find("PATH");
+    std::string bin = (gen->path / "bin").string();
+    base["PATH"] = path == base.end() || path->second.empty() ? bin + ":/usr/local/bin:/usr/bin:/bin"
+                                                              : bin + ":" + path->second;
+    if (!ctx.project_root.empty()) {
+        fs::path manifest = ctx.project_root / "manifests" / (env + ".toml");
+        std::error_code ec;
+        if (fs::exists(manifest, ec)) {
+            auto m = lock::Manifest::parse(read_file(manifest), manifest.string());
+            if (!m) throw m.error();
+            for (const auto& [k, v] : m->run_env) {
+                base[k] = v;
+                plan.notes.push_back("set " + k + " from [run].env");
+            }
+        }
+    }
+    plan.environment = std::move(base);
+    return plan;
+}
+
+}  // namespace envbox::ops

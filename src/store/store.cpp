@@ -1,0 +1,485 @@
+#include "envbox/store/store.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "envbox/pep/metadata.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/pep/wheel.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::store {
+namespace {
+
+constexpr std::string_view kFilesHeader = "envbox-wheel-files 1";
+// Every object carries this mtime (1980-01-01, the earliest a zip can record), so identical
+// content looks identical to tools that compare mtimes.
+constexpr time_t kObjectMtime = 315532800;
+// Members up to this size are hashed in memory and written only when the object is new;
+// larger ones stream to a staging file while they are hashed.
+constexpr std::size_t kInMemoryLimit = 1 << 20;
+
+[[noreturn]] void sys_fail(const std::string& what, const fs::path& path, int err) {
+    throw Error(ErrorCode::generic, what + " " + path.string() + ": " + std::strerror(err));
+}
+
+void make_dir(const fs::path& p) {
+    std::error_code ec;
+    fs::create_directories(p, ec);
+    if (ec) throw Error(ErrorCode::generic, "cannot create directory " + p.string() + ": " + ec.message());
+}
+
+struct ArchiveCloser {
+    void operator()(archive* a) const { archive_read_free(a); }
+};
+
+struct FdGuard {
+    int fd = -1;
+    ~FdGuard() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+void write_all_fd(int fd, const void* data, std::size_t size, const fs::path& path) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+        ssize_t n = ::write(fd, p, size);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            sys_fail("cannot write", path, errno);
+        }
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+// Base64 (URL-safe, no padding) digest of RECORD → lowercase hex, or empty when malformed.
+std::string record_b64_to_hex(std::string_view b64) {
+    auto val = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '-' || c == '+') return 62;
+        if (c == '_' || c == '/') return 63;
+        return -1;
+    };
+    while (!b64.empty() && b64.back() == '=') b64.remove_suffix(1);
+    std::string bytes;
+    unsigned acc = 0;
+    int bits = 0;
+    for (char c : b64) {
+        int v = val(c);
+        if (v < 0) return {};
+        acc = (acc << 6) | static_cast<unsigned>(v);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            bytes += static_cast<char>((acc >> bits) & 0xff);
+        }
+    }
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : bytes) {
+        out += hex[b >> 4];
+        out += hex[b & 15];
+    }
+    return out;
+}
+
+bool in_pycache(std::string_view path) {
+    return path.starts_with("__pycache__/") || path.find("/__pycache__/") != std::string_view::npos;
+}
+
+std::string serialise(const WheelFiles& w) {
+    std::ostringstream s;
+    s << kFilesHeader << "\n"
+      << "wheel " << w.filename << "\n"
+      << "name " << w.name << "\n"
+      << "version " << w.version << "\n"
+      << "dist-info " << w.dist_info << "\n"
+      << "root-is-purelib " << (w.root_is_purelib ? 1 : 0) << "\n"
+      << "files " << w.files.size() << "\n";
+    for (const auto& f : w.files)
+        s << f.digest << ' ' << (f.executable ? 'x' : '-') << ' ' << f.size << ' ' << f.path << "\n";
+    return s.str();
+}
+
+std::optional<WheelFiles> deserialise(const std::string& text, std::string_view sha) {
+    std::istringstream s(text);
+    std::string line;
+    if (!std::getline(s, line) || line != kFilesHeader) return std::nullopt;
+    WheelFiles w;
+    w.wheel_sha256 = std::string(sha);
+    std::size_t count = 0;
+    auto field = [&](std::string_view key, std::string& out) {
+        if (!std::getline(s, line) || !line.starts_with(std::string(key) + " ")) return false;
+        out = line.substr(key.size() + 1);
+        return true;
+    };
+    std::string purelib, files;
+    if (!field("wheel", w.filename) || !field("name", w.name) || !field("version", w.version) ||
+        !field("dist-info", w.dist_info) || !field("root-is-purelib", purelib) ||
+        !field("files", files))
+        return std::nullopt;
+    w.root_is_purelib = purelib == "1";
+    try {
+        count = std::stoull(files);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    w.files.reserve(count);
+    while (std::getline(s, line)) {
+        // digest(64) ' ' x|- ' ' size ' ' path
+        if (line.size() < 70 || line[64] != ' ' || line[66] != ' ') return std::nullopt;
+        WheelFile f;
+        f.digest = line.substr(0, 64);
+        f.executable = line[65] == 'x';
+        auto sp = line.find(' ', 67);
+        if (sp == std::string::npos) return std::nullopt;
+        try {
+            f.size = std::stoull(line.substr(67, sp - 67));
+        } catch (const std::exception&) {
+            return std::nullopt;
+        }
+        f.path = line.substr(sp + 1);
+        w.files.push_back(std::move(f));
+    }
+    if (w.files.size() != count) return std::nullopt;
+    return w;
+}
+
+}  // namespace
+
+std::uint64_t WheelFiles::total_size() const {
+    std::uint64_t n = 0;
+    for (const auto& f : files) n += f.size;
+    return n;
+}
+
+const WheelFile* WheelFiles::find(std::string_view path) const {
+    for (const auto& f : files)
+        if (f.path == path) return &f;
+    return nullptr;
+}
+
+Store::Store(fs::path home) : home_(std::move(home)) {
+    make_dir(root() / "objects" / "sha256");
+    make_dir(root() / "wheels");
+    make_dir(tmp_dir());
+}
+
+fs::path Store::object_path(std::string_view digest, bool executable) const {
+    fs::path p = root() / "objects" / "sha256" / std::string(digest.substr(0, 2)) /
+                 std::string(digest.substr(2));
+    if (executable) p += ".x";
+    return p;
+}
+
+std::optional<WheelFiles> Store::load_wheel(std::string_view wheel_sha256) const {
+    fs::path p = root() / "wheels" / std::string(wheel_sha256) / "files";
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return std::nullopt;
+    auto w = deserialise(read_file(p), wheel_sha256);
+    if (!w)
+        throw Error(ErrorCode::integrity, "the store's file list " + p.string() +
+                                              " is damaged; remove that directory and retry");
+    return w;
+}
+
+WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& wheel_sha256,
+                               const std::string& filename, IngestStats* stats) const {
+    auto parsed_name = pep::WheelFilename::parse(filename);
+    if (!parsed_name) throw Error(ErrorCode::invalid_input, parsed_name.error().message());
+
+    static std::atomic<unsigned> counter{0};
+    fs::path staging = tmp_dir() / ("ingest-" + wheel_sha256.substr(0, 16) + "-" +
+                                    std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    make_dir(staging);
+    struct Cleanup {
+        fs::path dir;
+        ~Cleanup() {
+            std::error_code ec;
+            fs::remove_all(dir, ec);
+        }
+    } cleanup{staging};
+
+    // libarchive converts member names through the thread's locale: use UTF-8 here whatever
+    // the user's locale is, so non-ASCII names (`வணக்கம்/નમસ્તે.py`) come through intact.
+    struct Utf8Locale {
+        locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+        locale_t previous = utf8 ? ::uselocale(utf8) : static_cast<locale_t>(nullptr);
+        ~Utf8Locale() {
+            if (utf8) {
+                ::uselocale(previous);
+                ::freelocale(utf8);
+            }
+        }
+    } utf8_locale;
+
+    std::unique_ptr<archive, ArchiveCloser> a(archive_read_new());
+    archive_read_support_format_zip_seekable(a.get());
+    // Wheel member names are UTF-8 whatever the process locale is.
+    archive_read_set_options(a.get(), "zip:hdrcharset=UTF-8");
+    auto archive_fail = [&](const std::string& what) -> Error {
+        const char* msg = archive_error_string(a.get());
+        return Error(ErrorCode::integrity, filename + ": " + what + (msg ? std::string(": ") + msg : ""));
+    };
+    if (archive_read_open_filename(a.get(), archive_path.c_str(), 1 << 16) != ARCHIVE_OK)
+        throw archive_fail("not a readable wheel (zip) archive");
+
+    WheelFiles w;
+    w.wheel_sha256 = wheel_sha256;
+    w.filename = filename;
+    std::set<std::string> seen;                       // normalised member names
+    std::unordered_map<std::string, std::string> small_texts;  // dist-info files we parse
+    std::set<std::string> staged;                     // object names staged in this ingest
+    std::vector<std::pair<fs::path, fs::path>> moves; // staged file → object path
+    IngestStats local;
+    Sha256 hasher;
+    std::vector<char> buffer(1 << 16);
+    std::string content;
+
+    for (;;) {
+        archive_entry* entry = nullptr;
+        int rc = archive_read_next_header(a.get(), &entry);
+        if (rc == ARCHIVE_EOF) break;
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) throw archive_fail("corrupt archive");
+        const char* name_utf8 = archive_entry_pathname_utf8(entry);
+        std::string raw = name_utf8 ? name_utf8 : (archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "");
+        auto type = archive_entry_filetype(entry);
+        bool is_dir = type == AE_IFDIR || (!raw.empty() && raw.back() == '/');
+        auto safe = pep::safe_member_path(raw);
+        if (!safe) throw Error(ErrorCode::integrity, filename + ": " + safe.error().message());
+        std::string path = std::move(*safe);
+        if (is_dir) continue;
+        if (type != AE_IFREG) {
+            throw Error(ErrorCode::integrity,
+                        filename + ": member '" + raw + "' is " +
+                            (type == AE_IFLNK ? std::string("a symbolic link")
+                                              : std::string("not a regular file")) +
+                            "; wheels may contain only regular files");
+        }
+        if (!seen.insert(path).second)
+            throw Error(ErrorCode::integrity,
+                        filename + ": member '" + raw + "' " +
+                            (raw == path ? "appears twice in the archive"
+                                         : "collides with another member named '" + path + "'"));
+        WheelFile f;
+        f.path = path;
+        f.executable = (archive_entry_perm(entry) & 0111) != 0;
+
+        // Stream the member: in memory when small, to a staging file otherwise.
+        content.clear();
+        FdGuard out;
+        fs::path stream_path;
+        std::uint64_t size = 0;
+        for (;;) {
+            la_ssize_t n = archive_read_data(a.get(), buffer.data(), buffer.size());
+            if (n < 0) throw archive_fail("cannot read member '" + raw + "'");
+            if (n == 0) break;
+            auto un = static_cast<std::size_t>(n);
+            hasher.update(buffer.data(), un);
+            size += un;
+            if (out.fd < 0 && content.size() + un > kInMemoryLimit) {
+                stream_path = staging / ("stream-" + std::to_string(w.files.size()));
+                out.fd = ::open(stream_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                if (out.fd < 0) sys_fail("cannot create", stream_path, errno);
+                write_all_fd(out.fd, content.data(), content.size(), stream_path);
+                content.clear();
+                content.shrink_to_fit();
+            }
+            if (out.fd >= 0)
+                write_all_fd(out.fd, buffer.data(), un, stream_path);
+            else
+                content.append(buffer.data(), un);
+        }
+        f.size = size;
+        f.digest = to_hex(hasher.finish());
+        local.unpacked_bytes += size;
+
+        if (path.ends_with(".dist-info/RECORD") || path.ends_with(".dist-info/WHEEL") ||
+            path.ends_with(".dist-info/METADATA"))
+            small_texts[path] = content;
+
+        // Stage the object unless the store (or this ingest) already has it.
+        fs::path object = object_path(f.digest, f.executable);
+        std::string object_key = f.digest + (f.executable ? ".x" : "");
+        struct stat st {};
+        bool present = ::stat(object.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == size;
+        if (!present && staged.insert(object_key).second) {
+            fs::path staged_path = staging / object_key;
+            if (out.fd >= 0) {
+                ::close(out.fd);
+                out.fd = -1;
+                if (::rename(stream_path.c_str(), staged_path.c_str()) != 0)
+                    sys_fail("cannot stage", staged_path, errno);
+            } else {
+                FdGuard sf{::open(staged_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
+                if (sf.fd < 0) sys_fail("cannot create", staged_path, errno);
+                write_all_fd(sf.fd, content.data(), content.size(), staged_path);
+            }
+            moves.emplace_back(staged_path, object);
+            local.new_objects++;
+            local.new_object_bytes += size;
+        } else if (out.fd >= 0) {
+            ::close(out.fd);
+            out.fd = -1;
+            ::unlink(stream_path.c_str());
+        }
+        w.files.push_back(std::move(f));
+    }
+
+    // Exactly one .dist-info directory, named for this wheel.
+    std::set<std::string> dist_infos;
+    for (const auto& f : w.files) {
+        auto slash = f.path.find('/');
+        if (slash != std::string::npos && f.path.substr(0, slash).ends_with(".dist-info"))
+            dist_infos.insert(f.path.substr(0, slash));
+    }
+    std::string expected_prefix = parsed_name->canonical_name;
+    for (const auto& d : dist_infos) {
+        auto dash = d.rfind('-', d.size() - 10);
+        std::string dname = d.substr(0, dash == std::string::npos ? 0 : dash);
+        if (dash != std::string::npos && pep::canonicalize_name(dname) == parsed_name->canonical_name)
+            w.dist_info = d;
+    }
+    if (dist_infos.size() != 1 || w.dist_info.empty())
+        throw Error(ErrorCode::integrity,
+                    filename + ": expected exactly one .dist-info directory for '" +
+                        parsed_name->name + "', found " +
+                        (dist_infos.empty() ? std::string("none") : *dist_infos.begin() +
+                                                                       (dist_infos.size() > 1 ? " and others" : "")));
+
+    // WHEEL and METADATA.
+    auto text_of = [&](const std::string& leaf) -> const std::string* {
+        auto it = small_texts.find(w.dist_info + "/" + leaf);
+        return it == small_texts.end() ? nullptr : &it->second;
+    };
+    const std::string* wheel_text = text_of("WHEEL");
+    if (!wheel_text) throw Error(ErrorCode::integrity, filename + ": no " + w.dist_info + "/WHEEL");
+    auto info = pep::parse_wheel_info(*wheel_text);
+    if (!info) throw Error(ErrorCode::integrity, filename + ": " + info.error().message());
+    w.root_is_purelib = info->root_is_purelib;
+    const std::string* metadata = text_of("METADATA");
+    if (!metadata) throw Error(ErrorCode::integrity, filename + ": no " + w.dist_info + "/METADATA");
+    for (const auto& [k, v] : pep::parse_headers(*metadata)) {
+        std::string key = pep::ascii_lower(k);
+        if (key == "name" && w.name.empty()) w.name = v;
+        if (key == "version" && w.version.empty()) w.version = v;
+    }
+    if (w.name.empty() || w.version.empty())
+        throw Error(ErrorCode::integrity, filename + ": METADATA lacks Name or Version");
+
+    // RECORD: every member listed with a matching sha256 and size, nothing listed that is missing.
+    const std::string record_path = w.dist_info + "/RECORD";
+    const std::string* record_text = text_of("RECORD");
+    if (!record_text) throw Error(ErrorCode::integrity, filename + ": no " + record_path);
+    auto rows = pep::parse_record(*record_text);
+    if (!rows) throw Error(ErrorCode::integrity, filename + ": " + rows.error().message());
+    std::map<std::string, const pep::RecordRow*> by_path;
+    for (const auto& row : *rows) {
+        auto norm = pep::safe_member_path(row.path);
+        if (!norm) throw Error(ErrorCode::integrity, filename + ": RECORD: " + norm.error().message());
+        by_path[*norm] = &row;
+    }
+    auto is_signature = [&](const std::string& p) {
+        return p == record_path || p == record_path + ".jws" || p == record_path + ".p7s";
+    };
+    for (const auto& f : w.files) {
+        auto it = by_path.find(f.path);
+        if (is_signature(f.path)) {
+            if (f.path != record_path && it != by_path.end())
+                throw Error(ErrorCode::integrity, filename + ": " + f.path + " must not be listed in RECORD");
+            continue;
+        }
+        if (it == by_path.end()) {
+            if (in_pycache(f.path)) continue;
+            throw Error(ErrorCode::integrity, filename + ": member '" + f.path + "' is not listed in RECORD");
+        }
+        const pep::RecordRow& row = *it->second;
+        if (row.hash.empty()) {
+            if (in_pycache(f.path)) continue;
+            throw Error(ErrorCode::integrity, filename + ": RECORD lists '" + f.path + "' without a hash");
+        }
+        auto eq = row.hash.find('=');
+        std::string algo = pep::ascii_lower(row.hash.substr(0, eq));
+        if (algo != "sha256")
+            throw Error(ErrorCode::integrity,
+                        filename + ": RECORD hashes '" + f.path + "' with " + algo +
+                            (algo == "md5" || algo == "sha1" ? " (too weak; sha256 required)"
+                                                             : " (envbox verifies sha256 only)"));
+        std::string expected = record_b64_to_hex(std::string_view(row.hash).substr(eq + 1));
+        if (expected != f.digest)
+            throw Error(ErrorCode::integrity, filename + ": hash mismatch for '" + f.path +
+                                                  "': RECORD says sha256 " + expected +
+                                                  ", the file has " + f.digest);
+        if (!row.size.empty() && row.size != std::to_string(f.size))
+            throw Error(ErrorCode::integrity, filename + ": size mismatch for '" + f.path +
+                                                  "': RECORD says " + row.size + ", the file has " +
+                                                  std::to_string(f.size) + " bytes");
+    }
+    for (const auto& [p, row] : by_path)
+        if (!seen.count(p) && !p.ends_with("/"))
+            throw Error(ErrorCode::integrity,
+                        filename + ": RECORD lists '" + p + "', which is not in the archive");
+
+    // Verified: move new objects into place, read-only, never replacing an existing one.
+    for (auto& [from, to] : moves) {
+        bool exec = to.string().ends_with(".x");
+        struct timespec times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
+        if (::utimensat(AT_FDCWD, from.c_str(), times, 0) != 0 ||
+            ::chmod(from.c_str(), exec ? 0555 : 0444) != 0)
+            sys_fail("cannot finish object", from, errno);
+        if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) continue;
+        int err = errno;
+        if (err == ENOENT) {
+            make_dir(to.parent_path());
+            if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) continue;
+            err = errno;
+        }
+        if (err == EEXIST) {
+            // Another ingest stored it first, or a crash left a damaged copy: keep a copy that
+            // has the right size, replace one that does not.
+            struct stat st {};
+            struct stat mine {};
+            if (::stat(to.c_str(), &st) == 0 && ::stat(from.c_str(), &mine) == 0 &&
+                st.st_size == mine.st_size)
+                continue;
+            if (::rename(from.c_str(), to.c_str()) == 0) continue;
+            err = errno;
+        }
+        sys_fail("cannot store object", to, err);
+    }
+    local.archive_bytes = static_cast<std::uint64_t>(fs::file_size(archive_path));
+    if (stats) *stats = local;
+    return w;
+}
+
+void Store::publish(const std::vector<const WheelFiles*>& wheels) const {
+    if (wheels.empty()) return;
+    sync_filesystem(root());
+    for (const WheelFiles* w : wheels) {
+        fs::path dir = root() / "wheels" / w->wheel_sha256;
+        make_dir(dir);
+        write_file_atomic(dir / "files", serialise(*w), 0444, Durability::none);
+    }
+}
+
+}  // namespace envbox::store

@@ -1,0 +1,140 @@
+#include "envbox/util/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "envbox/util/error.hpp"
+
+extern char** environ;
+
+namespace envbox {
+namespace {
+
+std::vector<char*> c_argv(const std::vector<std::string>& argv) {
+    std::vector<char*> out;
+    out.reserve(argv.size() + 1);
+    for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+std::string describe_command(const std::vector<std::string>& argv) {
+    std::ostringstream s;
+    for (std::size_t i = 0; i < argv.size(); ++i) s << (i ? " " : "") << argv[i];
+    return s.str();
+}
+
+}  // namespace
+
+ProcessResult run_capture(const std::vector<std::string>& argv) {
+    if (argv.empty()) throw Error(ErrorCode::generic, "run_capture: empty command");
+    int out_pipe[2], err_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw Error(ErrorCode::generic, "pipe2 failed");
+    if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+        ::close(out_pipe[0]);
+        ::close(out_pipe[1]);
+        throw Error(ErrorCode::generic, "pipe2 failed");
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    auto args = c_argv(argv);
+    pid_t pid = -1;
+    int rc = argv[0].find('/') == std::string::npos
+                 ? ::posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ)
+                 : ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    if (rc != 0) {
+        ::close(out_pipe[0]);
+        ::close(err_pipe[0]);
+        throw Error(ErrorCode::generic,
+                    "cannot run " + describe_command(argv) + ": " + std::strerror(rc));
+    }
+    ProcessResult result;
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    std::string* sinks[2] = {&result.out, &result.err};
+    int open_count = 2;
+    char buf[65536];
+    while (open_count > 0) {
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < 2; ++i) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+            if (n > 0) {
+                sinks[i]->append(buf, static_cast<std::size_t>(n));
+            } else if (n == 0 || errno != EINTR) {
+                ::close(fds[i].fd);
+                fds[i].fd = -1;
+                --open_count;
+            }
+        }
+    }
+    for (auto& f : fds)
+        if (f.fd >= 0) ::close(f.fd);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+void exec_replace(const std::vector<std::string>& argv,
+                  const std::map<std::string, std::string>& env) {
+    if (argv.empty()) throw Error(ErrorCode::usage, "no command given to run");
+    std::vector<std::string> env_strings;
+    env_strings.reserve(env.size());
+    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    auto envp = c_argv(env_strings);
+    auto args = c_argv(argv);
+    // execvpe searches the PATH of the *calling* process; search the target PATH ourselves.
+    std::string program = argv[0];
+    if (program.find('/') == std::string::npos) {
+        auto it = env.find("PATH");
+        std::string path = it == env.end() ? "/usr/bin:/bin" : it->second;
+        std::size_t start = 0;
+        for (;;) {
+            std::size_t end = path.find(':', start);
+            std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
+            if (dir.empty()) dir = ".";
+            std::string candidate = dir + "/" + program;
+            if (::access(candidate.c_str(), X_OK) == 0) {
+                program = candidate;
+                break;
+            }
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+        if (program.find('/') == std::string::npos)
+            throw Error(ErrorCode::generic, "command not found: " + argv[0] +
+                                                " (searched the environment's PATH)");
+    }
+    ::execve(program.c_str(), args.data(), envp.data());
+    throw Error(ErrorCode::generic, "cannot run " + program + ": " + std::strerror(errno));
+}
+
+std::map<std::string, std::string> current_environment() {
+    std::map<std::string, std::string> out;
+    for (char** e = environ; e && *e; ++e) {
+        std::string_view kv(*e);
+        auto eq = kv.find('=');
+        if (eq == std::string_view::npos) continue;
+        out.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+    }
+    return out;
+}
+
+}  // namespace envbox

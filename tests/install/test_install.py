@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+"""Black-box tests of `envbox create` and `envbox run`: the real envbox binary, real wheels
+(Debian's and generated ones), a real interpreter, a real HTTP server on 127.0.0.1, and pip as
+the reference installer.
+
+    test_install.py ENVBOX_BINARY
+
+The interpreter is /usr/bin/python3 (ENVBOX_PYTHON is set to it), never a pyenv one.
+"""
+import glob
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import socketserver
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+sys.path.insert(0, HERE)
+from wheelgen import Wheel, write_lock, record_hash  # noqa: E402
+from quirks import quirk_wheels  # noqa: E402
+
+ENVBOX = None
+PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
+DEBIAN_WHEELS = sorted(glob.glob("/usr/share/python-wheels/*.whl"))
+PIP_WHEEL = next((w for w in DEBIAN_WHEELS if os.path.basename(w).startswith("pip-")), None)
+
+
+def keep_or_remove(path):
+    if os.environ.get("ENVBOX_TEST_KEEP"):
+        print(f"kept {path}", file=sys.stderr)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def envbox(*args, home, project=None, check=True, env=None):
+    cmd = [ENVBOX, "--home", home] + (["--project", project] if project else []) + list(args)
+    e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+    e.update(env or {})
+    r = subprocess.run(cmd, capture_output=True, text=True, env=e)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
+    return r
+
+
+def tree(root):
+    """path → (kind, bytes or link target, exec bit) for everything under root."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(p), False)
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", None, False)
+            else:
+                with open(p, "rb") as f:
+                    out[rel] = ("file", f.read(), bool(st.st_mode & 0o100))
+    return out
+
+
+def metadata_name(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        for line in z.read(meta).decode().splitlines():
+            if line.lower().startswith("name:"):
+                return line.split(":", 1)[1].strip()
+    raise ValueError(wheel)
+
+
+def store_listing(home):
+    root = os.path.join(home, "store-v1")
+    out = set()
+    for dirpath, _, filenames in os.walk(root):
+        for n in filenames:
+            out.add(os.path.relpath(os.path.join(dirpath, n), root))
+    return out
+
+
+class Fixture:
+    """A project directory with a lock over the given wheels."""
+
+    def __init__(self, tmp, name, wheels, url_prefix=None, manifest=True):
+        self.tmp = tmp
+        self.project = os.path.join(tmp, name)
+        os.makedirs(os.path.join(self.project, "manifests"), exist_ok=True)
+        self.wheel_dir = os.path.join(self.project, "wheels")
+        os.makedirs(self.wheel_dir, exist_ok=True)
+        self.paths = []
+        for w in wheels:
+            if isinstance(w, Wheel):
+                self.paths.append(w.build(self.wheel_dir))
+            else:
+                dst = os.path.join(self.wheel_dir, os.path.basename(w))
+                shutil.copyfile(w, dst)
+                self.paths.append(dst)
+        self.lock = os.path.join(self.project, "manifests", "pylock.env.toml")
+        write_lock(self.lock, self.paths, url_prefix=url_prefix)
+
+
+# Intended differences from pip, each for a reason:
+# - INSTALLER holds "envbox"; RECORD rows of launchers and rewritten scripts carry different
+#   hashes because the files embed the environment's path.
+# - A `.data/scripts/` file stored without the exec bit: pip installs it non-executable, envbox
+#   makes every script executable (a script in bin/ that cannot run is useless).
+INTENDED_EXEC_BIT = {"bin/quirk-shell"}
+# - pip lists a setuptools wrapper it skipped (replaced by the entry-point launcher) in RECORD
+#   although it never wrote it; envbox's RECORD lists only files that exist.
+INTENDED_RECORD_ONLY_PIP = {"Quirk.Dotted_Name-1.0.data/scripts/quirk-cli-script.py"}
+
+
+class DifferentialAgainstPip(unittest.TestCase):
+    """envbox and pip install the same wheels; the trees must match file by file."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not PIP_WHEEL:
+            raise unittest.SkipTest("python3-pip-whl is not installed")
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-diff-")
+        cls.home = os.path.join(cls.tmp, "home")
+        cls.fx = Fixture(cls.tmp, "proj", quirk_wheels() + DEBIAN_WHEELS)
+        # envbox
+        envbox("create", "env", home=cls.home, project=cls.fx.project)
+        cls.env_root = os.path.realpath(glob.glob(os.path.join(cls.home, "envs", "*", "env", "current"))[0])
+        # pip, from Debian's pip wheel, into a fresh venv of the same interpreter
+        cls.venv = os.path.join(cls.tmp, "pipvenv")
+        subprocess.run([PYTHON, "-m", "venv", "--without-pip", cls.venv], check=True)
+        # pip names the headers directory after the requirement as typed: type the METADATA
+        # Name, which is what envbox uses.
+        names = [metadata_name(p) + "==" + os.path.basename(p).split("-")[1] for p in cls.fx.paths]
+        subprocess.run([PYTHON, os.path.join(PIP_WHEEL, "pip"), "--python", os.path.join(cls.venv, "bin", "python"),
+                        "install", "--no-deps", "--no-index", "--no-compile", "--disable-pip-version-check",
+                        "-q", "--find-links", cls.fx.wheel_dir] + names, check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        keep_or_remove(cls.tmp)
+
+    def normalised(self, root):
+        t = tree(root)
+        out = {}
+        for rel, (kind, data, exe) in t.items():
+            if rel.startswith(".envbox") or rel in ("pyvenv.cfg", "lib64", "include") or \
+                    rel.startswith("bin/python") or rel.startswith("bin/activate") or rel == "bin/Activate.ps1":
+                continue
+            if "__pycache__" in rel or kind == "dir":
+                continue  # directories are implied by the files; pip leaves some empty ones
+            if kind == "file":
+                data = data.replace(root.encode(), b"<ENV>")
+            out[rel] = (kind, data, exe)
+        return out
+
+    def test_trees_match_file_by_file(self):
+        ours = self.normalised(self.env_root)
+        pips = self.normalised(self.venv)
+        # Intended differences: INSTALLER says who installed; RECORD is compared separately.
+        for t in (ours, pips):
+            for rel in list(t):
+                if rel.endswith(".dist-info/INSTALLER") or rel.endswith(".dist-info/RECORD"):
+                    del t[rel]
+        self.assertEqual(sorted(set(pips) - set(ours)), [], "files pip installed that envbox did not")
+        self.assertEqual(sorted(set(ours) - set(pips)), [], "files envbox installed that pip did not")
+        for rel in sorted(pips):
+            with self.subTest(path=rel):
+                self.assertEqual(ours[rel][0], pips[rel][0])
+                self.assertEqual(ours[rel][1], pips[rel][1], f"content differs: {rel}")
+                if rel in INTENDED_EXEC_BIT:
+                    self.assertTrue(ours[rel][2], rel)
+                    continue
+                self.assertEqual(ours[rel][2], pips[rel][2], f"exec bit differs: {rel}")
+
+    def test_record_rows_match(self):
+        for record in glob.glob(os.path.join(self.venv, "lib", "python*", "site-packages", "*.dist-info", "RECORD")):
+            rel = os.path.relpath(record, self.venv)
+            with self.subTest(record=rel):
+                def rows(path, root):
+                    out = {}
+                    with open(path, encoding="utf-8") as f:
+                        import csv
+                        for p, h, s in csv.reader(f):
+                            if "__pycache__" in p or p.endswith("/INSTALLER") or p in INTENDED_RECORD_ONLY_PIP:
+                                continue
+                            out[p] = (h, s)
+                    return out
+                ours = rows(os.path.join(self.env_root, rel), self.env_root)
+                pips = rows(record, self.venv)
+                self.assertEqual(sorted(ours), sorted(pips))
+                for p in pips:
+                    # Launchers and rewritten scripts embed the environment path, so their
+                    # hashes differ by design; every other row must be identical.
+                    if p.startswith("../../../bin/"):
+                        continue
+                    self.assertEqual(ours[p], pips[p], p)
+
+    def test_installer_and_requested(self):
+        for di in glob.glob(os.path.join(self.env_root, "lib", "python*", "site-packages", "*.dist-info")):
+            with open(os.path.join(di, "INSTALLER")) as f:
+                self.assertEqual(f.read(), "envbox\n")
+
+    def test_files_are_hard_links_to_read_only_store_objects(self):
+        init = glob.glob(os.path.join(self.env_root, "lib", "python*", "site-packages", "pip", "__init__.py"))[0]
+        st = os.stat(init)
+        self.assertGreaterEqual(st.st_nlink, 2)
+        self.assertEqual(stat.S_IMODE(st.st_mode) & 0o222, 0, "store objects must be read-only")
+
+    def test_pip_and_importlib_see_exactly_the_locked_distributions(self):
+        py = os.path.join(self.env_root, "bin", "python")
+        locked = sorted((os.path.basename(p).split("-")[0].replace("_", "-").replace(".", "-").lower(),
+                         os.path.basename(p).split("-")[1]) for p in self.fx.paths)
+        r = subprocess.run([py, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+                           capture_output=True, text=True, check=True)
+        listed = sorted((d["name"].replace("_", "-").replace(".", "-").lower(), d["version"]) for d in json.loads(r.stdout))
+        self.assertEqual(listed, locked)
+        r = subprocess.run([py, "-m", "pip", "check", "--disable-pip-version-check"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = subprocess.run([py, "-c", "import importlib.metadata as m, json; print(json.dumps(sorted("
+                                      "(d.metadata['Name'], d.version) for d in m.distributions())))"],
+                           capture_output=True, text=True, check=True)
+        seen = sorted((n.replace("_", "-").replace(".", "-").lower(), v) for n, v in json.loads(r.stdout))
+        self.assertEqual(seen, locked)
+
+    def test_scripts_run_through_envbox_run(self):
+        r = envbox("run", "env", "--", "quirk-cli", home=self.home, project=self.fx.project)
+        self.assertEqual(r.stdout, "quirk-cli ran\n")
+        r = envbox("run", "env", "--", "quirk-plain", home=self.home, project=self.fx.project)
+        self.assertEqual(r.stdout, "quirk\n")
+        r = envbox("run", "env", "--", "進入點", home=self.home, project=self.fx.project)
+        self.assertEqual(r.stdout, "unicode\n")
+        r = envbox("run", "env", "--", "python", "-c",
+                   "from வணக்கம் import નમસ્તે; import nvshare.cu13.lib; print(નમસ્તે.GREETING)",
+                   home=self.home, project=self.fx.project)
+        self.assertEqual(r.stdout, "hello\n")
+
+
+class RunEnvironment(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-run-")
+        cls.home = os.path.join(cls.tmp, "home")
+        cls.fx = Fixture(cls.tmp, "proj", [Wheel("runner", "1.0", {"runner.py": "X = 1\n"})])
+        with open(os.path.join(cls.fx.project, "manifests", "env.toml"), "w") as f:
+            v = sys.version_info
+            f.write(f'[environment]\npython = "{v[0]}.{v[1]}"\nplatform = "manylinux_2_17_x86_64"\n'
+                    'requirements = ["runner"]\n[run]\nenv = { ENVBOX_TEST_VAR = "from-manifest" }\n')
+        envbox("create", "env", home=cls.home, project=cls.fx.project)
+
+    @classmethod
+    def tearDownClass(cls):
+        keep_or_remove(cls.tmp)
+
+    def run_py(self, code, env=None, check=True):
+        return envbox("run", "env", "--", "python", "-c", code, home=self.home, project=self.fx.project,
+                      env=env, check=check)
+
+    def test_computed_environment(self):
+        code = ("import os, sys, json; print(json.dumps({k: os.environ.get(k) for k in "
+                "['VIRTUAL_ENV','PYTHONPATH','PYTHONHOME','PYTHONNOUSERSITE','ENVBOX_TEST_VAR','PATH']} | "
+                "{'prefix': sys.prefix, 'base': sys.base_prefix}))")
+        r = self.run_py(code, env={"PYTHONPATH": "/nonexistent", "ENVBOX_TEST_VAR": "caller"})
+        d = json.loads(r.stdout)
+        self.assertIsNone(d["PYTHONPATH"])
+        self.assertIsNone(d["PYTHONHOME"])
+        self.assertEqual(d["PYTHONNOUSERSITE"], "1")
+        self.assertEqual(d["ENVBOX_TEST_VAR"], "from-manifest")
+        self.assertEqual(d["prefix"], d["VIRTUAL_ENV"])
+        self.assertNotEqual(d["prefix"], d["base"])
+        self.assertTrue(d["PATH"].startswith(d["VIRTUAL_ENV"] + "/bin:"))
+
+    def test_exit_status_passes_through(self):
+        r = self.run_py("import sys; sys.exit(42)", check=False)
+        self.assertEqual(r.returncode, 42)
+
+    def test_requested_only_for_manifest_requirements(self):
+        gen = glob.glob(os.path.join(self.home, "envs", "*", "env", "current"))[0]
+        self.assertTrue(glob.glob(os.path.join(gen, "lib", "python*", "site-packages", "runner-1.0.dist-info", "REQUESTED")))
+
+    def test_second_create_is_a_no_op(self):
+        r = envbox("create", "env", home=self.home, project=self.fx.project)
+        self.assertIn("up to date", r.stderr)
+
+    def test_list_and_show(self):
+        r = envbox("list", "--json", home=self.home, project=self.fx.project)
+        envs = json.loads(r.stdout)
+        self.assertEqual([(e["name"], e["packages"]) for e in envs], [("env", 1)])
+        r = envbox("show", "env", "--json", home=self.home, project=self.fx.project)
+        d = json.loads(r.stdout)
+        self.assertEqual(d["packages"], [{"name": "runner", "version": "1.0"}])
+        self.assertGreater(d["files"], 3)
+
+    def test_project_link_for_ides(self):
+        link = os.path.join(self.fx.project, ".envbox", "env")
+        self.assertTrue(os.path.exists(os.path.join(link, "pyvenv.cfg")))
+
+    def test_missing_interpreter_exits_3(self):
+        r = envbox("create", "other", home=self.home, project=self.fx.project, check=False,
+                   env={"ENVBOX_PYTHON": "/nonexistent/python3"})
+        self.assertEqual(r.returncode, 3, r.stderr)
+
+
+class Serve:
+    """A real HTTP server on 127.0.0.1 serving a directory."""
+
+    def __init__(self, directory):
+        handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=directory, **k)  # noqa: E731
+        http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
+        self.httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class FetchOverHttp(unittest.TestCase):
+    def test_create_from_http_urls_and_file_urls(self):
+        tmp = tempfile.mkdtemp(prefix="envbox-http-")
+        try:
+            wheels_dir = os.path.join(tmp, "served")
+            paths = [Wheel("httppkg", "1.0", {"httppkg.py": "print('over http')\n"}).build(wheels_dir)]
+            paths += [shutil.copy(w, wheels_dir) for w in DEBIAN_WHEELS if "wheel-" in w]
+            server = Serve(wheels_dir)
+            try:
+                project = os.path.join(tmp, "p")
+                os.makedirs(os.path.join(project, "manifests"))
+                write_lock(os.path.join(project, "manifests", "pylock.web.toml"), paths, url_prefix=server.url)
+                envbox("create", "web", home=os.path.join(tmp, "home"), project=project)
+                r = envbox("run", "web", "--", "python", "-m", "httppkg", home=os.path.join(tmp, "home"), project=project)
+                self.assertEqual(r.stdout, "over http\n")
+                # A 404 is a network error (exit 4) naming the URL.
+                write_lock(os.path.join(project, "manifests", "pylock.gone.toml"), paths,
+                           url_prefix=server.url + "/missing")
+                r = envbox("create", "gone", home=os.path.join(tmp, "home2"), project=project, check=False)
+                self.assertEqual(r.returncode, 4, r.stderr)
+                self.assertIn("/missing/", r.stderr)
+            finally:
+                server.close()
+            # file:// URLs
+            write_lock(os.path.join(project, "manifests", "pylock.files.toml"), paths,
+                       url_prefix="file://" + wheels_dir)
+            envbox("create", "files", home=os.path.join(tmp, "home3"), project=project)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def hostile(name, mutate):
+    w = Wheel(name, "1.0", {f"{name.replace('-', '_')}/__init__.py": "ok = True\n"})
+    mutate(w)
+    return w
+
+
+def with_symlink(w):
+    info = zipfile.ZipInfo("evil_link", (1980, 1, 1, 0, 0, 0))
+    info.external_attr = (0o120777) << 16
+    w.extra_members.append((info, b"/etc/passwd"))
+    w.record_override = lambda rows: rows + [("evil_link", record_hash(b"/etc/passwd"), "11")]
+
+
+def member(name, data=b"x"):
+    def m(w):
+        w.extra_members.append((name, data))
+        w.record_override = lambda rows: rows + [(name, record_hash(data), str(len(data)))]
+    return m
+
+
+def bad_hash(w):
+    w.record_override = lambda rows: [(p, record_hash(b"other") if p.endswith("__init__.py") else h, s)
+                                      for p, h, s in rows]
+
+
+def bad_size(w):
+    w.record_override = lambda rows: [(p, h, "999" if p.endswith("__init__.py") else s) for p, h, s in rows]
+
+
+def unlisted(w):
+    w.extra_members.append(("unlisted.py", b"x = 1\n"))
+
+
+def missing_record(w):
+    w.omit_record = True
+
+
+def weak_hash(w):
+    import base64
+    w.record_override = lambda rows: [
+        (p, "md5=" + base64.urlsafe_b64encode(hashlib.md5(b"ok = True\n").digest()).rstrip(b"=").decode()
+         if p.endswith("__init__.py") else h, s) for p, h, s in rows]
+
+
+def duplicate(w):
+    w.extra_members.append((f"{w.dist}/__init__.py", b"ok = True\n"))
+
+
+def collide(w):
+    w.extra_members.append((f"{w.dist}/./__init__.py", b"ok = True\n"))
+
+
+def listed_missing(w):
+    w.record_override = lambda rows: rows + [("ghost.py", record_hash(b""), "0")]
+
+
+class HostileInput(unittest.TestCase):
+    """Each bad wheel or lock fails with a clear error and exit code, and leaves the store and
+    the existing environment untouched."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-hostile-")
+        cls.home = os.path.join(cls.tmp, "home")
+        cls.good = Fixture(cls.tmp, "proj", [Wheel("good", "1.0", {"good.py": "G = 1\n"})])
+        envbox("create", "env", home=cls.home, project=cls.good.project)
+        cls.env_current = os.path.realpath(glob.glob(os.path.join(cls.home, "envs", "*", "env", "current"))[0])
+
+    @classmethod
+    def tearDownClass(cls):
+        keep_or_remove(cls.tmp)
+
+    def attempt(self, lock_text=None, wheel=None, expect_code=5, expect_text=()):
+        before_store = store_listing(self.home)
+        before_env = tree(self.env_current)
+        lock = self.good.lock
+        with open(lock, encoding="utf-8") as f:
+            good_lock = f.read()
+        try:
+            if wheel is not None:
+                path = wheel.build(self.good.wheel_dir)
+                write_lock(lock, self.good.paths + [path])
+            if lock_text is not None:
+                with open(lock, "w", encoding="utf-8") as f:
+                    f.write(lock_text)
+            r = envbox("create", "env", home=self.home, project=self.good.project, check=False)
+        finally:
+            with open(lock, "w", encoding="utf-8") as f:
+                f.write(good_lock)
+        self.assertEqual(r.returncode, expect_code, r.stderr)
+        for t in expect_text:
+            self.assertIn(t, r.stderr)
+        self.assertEqual(store_listing(self.home), before_store, "the store changed")
+        self.assertEqual(os.path.realpath(glob.glob(os.path.join(self.home, "envs", "*", "env", "current"))[0]),
+                         self.env_current, "current moved")
+        self.assertEqual(tree(self.env_current), before_env, "the environment changed")
+        self.assertEqual(os.listdir(os.path.join(self.home, "tmp")), [], "temporary files left behind")
+        return r
+
+    def test_zip_slip(self):
+        self.attempt(wheel=hostile("slip", member("../evil.py")), expect_text=["../evil.py", "unsafe"])
+
+    def test_zip_slip_dot(self):
+        self.attempt(wheel=hostile("slipdot", member("./../evil.py")), expect_text=["unsafe"])
+
+    def test_absolute_path(self):
+        self.attempt(wheel=hostile("absolute", member("/tmp/envbox-evil")), expect_text=["absolute"])
+
+    def test_symlink_member(self):
+        self.attempt(wheel=hostile("linky", with_symlink), expect_text=["symbolic link"])
+
+    def test_duplicate_member(self):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.attempt(wheel=hostile("dupe", duplicate), expect_text=["twice"])
+
+    def test_names_colliding_after_normalisation(self):
+        self.attempt(wheel=hostile("collide", collide), expect_text=["collides"])
+
+    def test_record_hash_mismatch(self):
+        self.attempt(wheel=hostile("badhash", bad_hash), expect_text=["hash mismatch", "__init__.py"])
+
+    def test_record_size_mismatch(self):
+        self.attempt(wheel=hostile("badsize", bad_size), expect_text=["size mismatch"])
+
+    def test_unlisted_file(self):
+        self.attempt(wheel=hostile("unlisted", unlisted), expect_text=["not listed in RECORD"])
+
+    def test_listed_but_missing(self):
+        self.attempt(wheel=hostile("ghosted", listed_missing), expect_text=["ghost.py"])
+
+    def test_weak_hash(self):
+        self.attempt(wheel=hostile("weak", weak_hash), expect_text=["md5"])
+
+    def test_missing_record(self):
+        self.attempt(wheel=hostile("norecord", missing_record), expect_text=["RECORD"])
+
+    def test_truncated_archive(self):
+        w = Wheel("truncated", "1.0", {"truncated/__init__.py": "x" * 5000})
+        path = w.build(self.good.wheel_dir)
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+        write_lock(self.good.lock + ".tmp", self.good.paths + [path])
+        with open(self.good.lock + ".tmp", encoding="utf-8") as f:
+            text = f.read()
+        os.unlink(self.good.lock + ".tmp")
+        self.attempt(lock_text=text, expect_text=["truncated-1.0"])
+
+    def test_lock_hash_mismatch(self):
+        w = Wheel("lockhash", "1.0", {"lockhash.py": ""})
+        path = w.build(self.good.wheel_dir)
+        write_lock(self.good.lock + ".tmp", self.good.paths + [path], sha_override={w.filename: "0" * 64})
+        with open(self.good.lock + ".tmp", encoding="utf-8") as f:
+            text = f.read()
+        os.unlink(self.good.lock + ".tmp")
+        r = self.attempt(lock_text=text, expect_text=["hash mismatch", w.filename, "0" * 64])
+        with open(path, "rb") as f:
+            self.assertIn(hashlib.sha256(f.read()).hexdigest(), r.stderr)
+
+    def test_unknown_lock_version(self):
+        self.attempt(lock_text='lock-version = "2.0"\ncreated-by = "x"\n[[packages]]\nname = "a"\n',
+                     expect_code=3, expect_text=["lock-version"])
+
+    def test_missing_keys(self):
+        self.attempt(lock_text='created-by = "x"\n', expect_code=3, expect_text=["lock-version"])
+        self.attempt(lock_text='lock-version = "1.0"\ncreated-by = "x"\n[[packages]]\nversion = "1"\n',
+                     expect_code=3, expect_text=["name"])
+
+    def test_two_wheels_claiming_one_file(self):
+        a = Wheel("claim-a", "1.0", {"shared/same.py": "a\n"})
+        b = Wheel("claim-b", "1.0", {"shared/same.py": "b\n"})
+        pa, pb = a.build(self.good.wheel_dir), b.build(self.good.wheel_dir)
+        write_lock(self.good.lock + ".tmp", self.good.paths + [pa, pb])
+        with open(self.good.lock + ".tmp", encoding="utf-8") as f:
+            text = f.read()
+        os.unlink(self.good.lock + ".tmp")
+        # The wheels themselves are valid, so their objects enter the store; the environment
+        # must not change and the error must name both wheels.
+        before_env = tree(self.env_current)
+        with open(self.good.lock, encoding="utf-8") as f:
+            good = f.read()
+        with open(self.good.lock, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            r = envbox("create", "env", home=self.home, project=self.good.project, check=False)
+        finally:
+            with open(self.good.lock, "w", encoding="utf-8") as f:
+                f.write(good)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("claim-a", r.stderr)
+        self.assertIn("claim-b", r.stderr)
+        self.assertEqual(tree(self.env_current), before_env)
+        gens = glob.glob(os.path.join(os.path.dirname(self.env_current), "gen-*"))
+        self.assertEqual(gens, [self.env_current], "a failed build left a generation behind")
+
+
+if __name__ == "__main__":
+    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)

@@ -97,6 +97,28 @@ std::optional<Error> validate_record_row(const RecordRow& row) {
     return Error(ErrorCode::integrity, msg);
 }
 
+std::optional<std::string> check_record_row(const RecordRow& row, const Sha256Digest& digest,
+                                            std::uint64_t size) {
+    if (!row.hash.empty()) {
+        auto eq = row.hash.find('=');
+        std::string algo = ascii_lower(row.hash.substr(0, eq));
+        if (algo != "sha256")
+            return "RECORD hashes '" + row.path + "' with " + algo +
+                   (algo == "md5" || algo == "sha1" ? " (too weak; sha256 required)"
+                                                    : " (envbox verifies sha256 only)");
+        std::string_view expected = std::string_view(row.hash).substr(eq + 1);
+        while (!expected.empty() && expected.back() == '=') expected.remove_suffix(1);
+        std::string actual = to_record_b64(digest);
+        if (expected != actual)
+            return "hash mismatch for '" + row.path + "': RECORD says sha256=" + std::string(expected) +
+                   ", the file has sha256=" + actual + " (" + to_hex(digest) + ")";
+    }
+    if (!row.size.empty() && row.size != std::to_string(size))
+        return "size mismatch for '" + row.path + "': RECORD says " + row.size + " bytes, the file has " +
+               std::to_string(size);
+    return std::nullopt;
+}
+
 std::string csv_field(std::string_view field) {
     if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
     std::string out = "\"";

@@ -70,39 +70,6 @@ void write_all_fd(int fd, const void* data, std::size_t size, const fs::path& pa
     }
 }
 
-// Base64 (URL-safe, no padding) digest of RECORD → lowercase hex, or empty when malformed.
-std::string record_b64_to_hex(std::string_view b64) {
-    auto val = [](char c) -> int {
-        if (c >= 'A' && c <= 'Z') return c - 'A';
-        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-        if (c >= '0' && c <= '9') return c - '0' + 52;
-        if (c == '-' || c == '+') return 62;
-        if (c == '_' || c == '/') return 63;
-        return -1;
-    };
-    while (!b64.empty() && b64.back() == '=') b64.remove_suffix(1);
-    std::string bytes;
-    unsigned acc = 0;
-    int bits = 0;
-    for (char c : b64) {
-        int v = val(c);
-        if (v < 0) return {};
-        acc = (acc << 6) | static_cast<unsigned>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            bytes += static_cast<char>((acc >> bits) & 0xff);
-        }
-    }
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (unsigned char b : bytes) {
-        out += hex[b >> 4];
-        out += hex[b & 15];
-    }
-    return out;
-}
-
 bool in_pycache(std::string_view path) {
     return path.starts_with("__pycache__/") || path.find("/__pycache__/") != std::string_view::npos;
 }
@@ -250,6 +217,7 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
     std::set<std::string> seen;                       // normalised member names
     std::unordered_map<std::string, std::string> small_texts;  // dist-info files we parse
     std::set<std::string> staged;                     // object names staged in this ingest
+    std::vector<Sha256Digest> digests;                // of each member, as w.files
     std::vector<std::pair<fs::path, fs::path>> moves; // staged file → object path
     IngestStats local;
     Sha256 hasher;
@@ -311,7 +279,8 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
                 content.append(buffer.data(), un);
         }
         f.size = size;
-        f.digest = to_hex(hasher.finish());
+        digests.push_back(hasher.finish());
+        f.digest = to_hex(digests.back());
         local.unpacked_bytes += size;
 
         if (path.ends_with(".dist-info/RECORD") || path.ends_with(".dist-info/WHEEL") ||
@@ -402,7 +371,8 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
     auto is_signature = [&](const std::string& p) {
         return p == record_path || p == record_path + ".jws" || p == record_path + ".p7s";
     };
-    for (const auto& f : w.files) {
+    for (std::size_t k = 0; k < w.files.size(); ++k) {
+        const WheelFile& f = w.files[k];
         auto it = by_path.find(f.path);
         if (is_signature(f.path)) {
             if (f.path != record_path && it != by_path.end())
@@ -418,22 +388,8 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
             if (in_pycache(f.path)) continue;
             throw Error(ErrorCode::integrity, filename + ": RECORD lists '" + f.path + "' without a hash");
         }
-        auto eq = row.hash.find('=');
-        std::string algo = pep::ascii_lower(row.hash.substr(0, eq));
-        if (algo != "sha256")
-            throw Error(ErrorCode::integrity,
-                        filename + ": RECORD hashes '" + f.path + "' with " + algo +
-                            (algo == "md5" || algo == "sha1" ? " (too weak; sha256 required)"
-                                                             : " (envbox verifies sha256 only)"));
-        std::string expected = record_b64_to_hex(std::string_view(row.hash).substr(eq + 1));
-        if (expected != f.digest)
-            throw Error(ErrorCode::integrity, filename + ": hash mismatch for '" + f.path +
-                                                  "': RECORD says sha256 " + expected +
-                                                  ", the file has " + f.digest);
-        if (!row.size.empty() && row.size != std::to_string(f.size))
-            throw Error(ErrorCode::integrity, filename + ": size mismatch for '" + f.path +
-                                                  "': RECORD says " + row.size + ", the file has " +
-                                                  std::to_string(f.size) + " bytes");
+        if (auto problem = pep::check_record_row(row, digests[k], f.size))
+            throw Error(ErrorCode::integrity, filename + ": " + *problem);
     }
     for (const auto& [p, row] : by_path)
         if (!seen.count(p) && !p.ends_with("/"))

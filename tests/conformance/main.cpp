@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
     try {
         pep_sections(s);
         pylock_sections(s);
+        wheel_sections(s);
     } catch (const std::exception& e) {
         std::cerr << "conformance: " << e.what() << "\n";
         return 1;

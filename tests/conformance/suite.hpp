@@ -76,5 +76,6 @@ inline std::optional<bool> opt_bool(const json& j) {
 
 void pep_sections(Suite& s);
 void pylock_sections(Suite& s);
+void wheel_sections(Suite& s);
 
 }  // namespace conformance

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "envbox/util/error.hpp"
+#include "envbox/util/sha256.hpp"
 
 namespace envbox::pep {
 
@@ -27,6 +28,12 @@ Result<std::vector<RecordRow>> parse_record(std::string_view text);
 /// Checks one row: a non-empty path, a hash that is empty or `algorithm=value`, a size that is
 /// empty or a non-negative integer. The error names every offending field.
 std::optional<Error> validate_record_row(const RecordRow& row);
+
+/// Checks a file's sha256 `digest` and `size` against its RECORD row: the hash, when given,
+/// must be sha256 and equal; the size, when given, must be equal. Returns what is wrong
+/// (naming the path, the expected and the actual value), or nothing.
+std::optional<std::string> check_record_row(const RecordRow& row, const Sha256Digest& digest,
+                                            std::uint64_t size);
 
 /// Quotes one RECORD/CSV field as Python's csv module does (only when needed).
 std::string csv_field(std::string_view field);

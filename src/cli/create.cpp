@@ -38,7 +38,7 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
         return;
     }
     if (r.fetched > 0)
-        std::fprintf(stderr, "Stored %zu wheels (%s unpacked, %llu new objects) \n", r.fetched,
+        std::fprintf(stderr, "Stored %zu wheels (%s unpacked, %llu new objects)\n", r.fetched,
                      human_bytes(r.ingest.unpacked_bytes).c_str(),
                      static_cast<unsigned long long>(r.ingest.new_objects));
     std::fprintf(stderr, "Installed %zu packages (%zu files) in %.2f s into %s generation %d\n",

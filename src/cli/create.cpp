@@ -47,6 +47,9 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
         std::fprintf(stderr, "  %s\n  python %s; %zu hard links, %zu reflinks, %zu copies, %zu written\n",
                      r.path.c_str(), r.python.c_str(), r.install.hardlinked, r.install.reflinked,
                      r.install.copied, r.install.generated);
+    if (global.verbosity > 1)
+        std::fprintf(stderr, "  seconds: select %.3f, fetch+ingest %.3f, publish %.3f, install %.3f, commit %.3f\n",
+                     r.select_s, r.ingest_s, r.publish_s, r.install_s, r.commit_s);
 }
 
 }  // namespace envbox::cli

@@ -1,6 +1,11 @@
 #include "envbox/env/installer.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <atomic>
@@ -176,51 +181,83 @@ InstallReport install_wheels(const store::Store& store, const Interpreter& in, c
     auto& placements = planner.placements;
 
     // A path claimed twice is an error naming both wheels; shared directories are merged.
-    std::unordered_map<std::string, std::size_t> owner;
+    // Everything is decided from the plan, without asking the filesystem.
+    const std::size_t root_len = layout.root.string().size() + 1;
+    std::vector<std::string> rel(placements.size());
+    std::unordered_map<std::string_view, std::size_t> owner;
     owner.reserve(placements.size());
-    std::set<fs::path> dirs;
+    std::set<std::string> dirs;
+    for (std::size_t i = 0; i < placements.size(); ++i) {
+        rel[i] = placements[i].dest.string().substr(root_len);
+    }
     for (std::size_t i = 0; i < placements.size(); ++i) {
         const auto& p = placements[i];
-        auto [it, fresh] = owner.emplace(p.dest.string(), i);
+        auto [it, fresh] = owner.emplace(rel[i], i);
         if (!fresh) {
             const auto& a = planner.wheel_labels[placements[it->second].wheel];
             const auto& b = planner.wheel_labels[p.wheel];
             throw Error(ErrorCode::invalid_input,
-                        "file " + p.dest.lexically_relative(layout.root).string() + " is claimed by " +
+                        "file " + rel[i] + " is claimed by " +
                             (a == b ? "one wheel twice: " + a : "two wheels: " + a + " and " + b));
         }
-        dirs.insert(p.dest.parent_path());
+        for (auto slash = rel[i].rfind('/'); slash != std::string::npos && slash > 0;
+             slash = rel[i].rfind('/', slash - 1)) {
+            if (!dirs.insert(rel[i].substr(0, slash)).second) break;  // its parents are in already
+        }
     }
-    for (const auto& d : dirs) {
-        std::error_code ec;
-        fs::create_directories(d, ec);
-        if (ec) throw Error(ErrorCode::generic, "cannot create " + d.string() + ": " + ec.message());
-    }
-    for (const auto& p : placements) {
-        std::error_code ec;
-        if (fs::is_directory(p.dest, ec))
-            throw Error(ErrorCode::invalid_input,
-                        p.dest.lexically_relative(layout.root).string() + " is a file in " +
-                            planner.wheel_labels[p.wheel] + " and a directory in another wheel");
+    for (const auto& d : dirs)
+        if (auto it = owner.find(d); it != owner.end())
+            throw Error(ErrorCode::invalid_input, d + " is a file in " + planner.wheel_labels[placements[it->second].wheel] +
+                                                      " and a directory in another wheel");
+
+    struct DirFd {
+        int fd = -1;
+        ~DirFd() {
+            if (fd >= 0) ::close(fd);
+        }
+    } root{::open(layout.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (root.fd < 0) throw Error(ErrorCode::generic, "cannot open " + layout.root.string() + ": " + std::strerror(errno));
+    for (const auto& d : dirs) {  // sorted: every parent before its children
+        if (::mkdirat(root.fd, d.c_str(), 0755) != 0 && errno != EEXIST)
+            throw Error(ErrorCode::generic, "cannot create " + (layout.root / d).string() + ": " + std::strerror(errno));
     }
 
+    // Place files in parallel, grouped by directory so each worker keeps one directory open.
+    std::vector<std::size_t> order(placements.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return rel[x] < rel[y]; });
     std::atomic<std::size_t> hard{0}, ref{0}, copied{0};
     std::atomic<std::uint64_t> bytes{0};
     std::mutex note_mutex;
     std::set<std::string> notes;
-    constexpr std::size_t kChunk = 128;
-    std::size_t chunks = (placements.size() + kChunk - 1) / kChunk;
+    constexpr std::size_t kChunk = 256;
+    std::size_t chunks = (order.size() + kChunk - 1) / kChunk;
+    const int objects_fd = store.objects_dir_fd();
     parallel_for(chunks, jobs, [&](std::size_t c) {
-        std::size_t end = std::min(placements.size(), (c + 1) * kChunk);
-        for (std::size_t i = c * kChunk; i < end; ++i) {
-            const Placement& p = placements[i];
+        std::size_t end = std::min(order.size(), (c + 1) * kChunk);
+        DirFd dir;
+        std::string dir_rel = "\x01";
+        for (std::size_t k = c * kChunk; k < end; ++k) {
+            const Placement& p = placements[order[k]];
+            const std::string& r = rel[order[k]];
             if (!p.object) {
                 write_file_atomic(p.dest, p.content, p.executable ? 0755 : 0644, Durability::none);
                 bytes += p.content.size();
                 continue;
             }
-            fs::path src = store.object_path(p.object->digest, p.object->executable);
-            LinkMode used = place_file(src, p.dest, mode, p.executable ? 0555 : 0444);
+            auto slash = r.rfind('/');
+            std::string parent = slash == std::string::npos ? std::string(".") : r.substr(0, slash);
+            if (parent != dir_rel) {
+                if (dir.fd >= 0) ::close(dir.fd);
+                dir.fd = ::openat(root.fd, parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dir.fd < 0)
+                    throw Error(ErrorCode::generic, "cannot open " + (layout.root / parent).string() + ": " +
+                                                        std::strerror(errno));
+                dir_rel = parent;
+            }
+            std::string src = store.object_relpath(p.object->digest, p.object->executable);
+            const char* name = slash == std::string::npos ? r.c_str() : r.c_str() + slash + 1;
+            LinkMode used = place_file_at(objects_fd, src.c_str(), dir.fd, name, mode, p.executable ? 0555 : 0444);
             bytes += p.object->size;
             if (used == LinkMode::hardlink) {
                 ++hard;

@@ -50,6 +50,34 @@ struct ArchiveCloser {
     void operator()(archive* a) const { archive_read_free(a); }
 };
 
+// A seekable archive source over one descriptor (closed on destruction).
+struct ArchiveSource {
+    int fd = -1;
+    std::vector<char> buffer = std::vector<char>(1 << 17);
+    ~ArchiveSource() {
+        if (fd >= 0) ::close(fd);
+    }
+    static la_ssize_t read(archive*, void* self, const void** out) {
+        auto* s = static_cast<ArchiveSource*>(self);
+        for (;;) {
+            ssize_t n = ::read(s->fd, s->buffer.data(), s->buffer.size());
+            if (n < 0 && errno == EINTR) continue;
+            *out = s->buffer.data();
+            return n;
+        }
+    }
+    static la_int64_t seek(archive*, void* self, la_int64_t offset, int whence) {
+        off_t r = ::lseek(static_cast<ArchiveSource*>(self)->fd, static_cast<off_t>(offset), whence);
+        return r < 0 ? ARCHIVE_FATAL : static_cast<la_int64_t>(r);
+    }
+    static la_int64_t skip(archive*, void* self, la_int64_t request) {
+        auto* s = static_cast<ArchiveSource*>(self);
+        off_t cur = ::lseek(s->fd, 0, SEEK_CUR);
+        if (cur < 0 || ::lseek(s->fd, static_cast<off_t>(request), SEEK_CUR) < 0) return 0;
+        return request;
+    }
+};
+
 struct FdGuard {
     int fd = -1;
     ~FdGuard() {
@@ -147,16 +175,38 @@ const WheelFile* WheelFiles::find(std::string_view path) const {
 }
 
 Store::Store(fs::path home) : home_(std::move(home)) {
-    make_dir(root() / "objects" / "sha256");
+    const fs::path objects = root() / "objects" / "sha256";
+    make_dir(objects);
     make_dir(root() / "wheels");
     make_dir(tmp_dir());
+    // The 256 shard directories exist from the start, so ingest never has to create one.
+    std::error_code ec;
+    if (!fs::exists(objects / "ff", ec)) {
+        static const char* hex = "0123456789abcdef";
+        for (int i = 0; i < 256; ++i) {
+            char shard[3] = {hex[i >> 4], hex[i & 15], 0};
+            if (::mkdir((objects / shard).c_str(), 0755) != 0 && errno != EEXIST)
+                sys_fail("cannot create", objects / shard, errno);
+        }
+    }
+    objects_fd_ = ::open(objects.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (objects_fd_ < 0) sys_fail("cannot open", objects, errno);
+}
+
+Store::~Store() {
+    if (objects_fd_ >= 0) ::close(objects_fd_);
 }
 
 fs::path Store::object_path(std::string_view digest, bool executable) const {
-    fs::path p = root() / "objects" / "sha256" / std::string(digest.substr(0, 2)) /
-                 std::string(digest.substr(2));
-    if (executable) p += ".x";
-    return p;
+    return root() / "objects" / "sha256" / object_relpath(digest, executable);
+}
+
+std::string Store::object_relpath(std::string_view digest, bool executable) const {
+    std::string rel;
+    rel.reserve(digest.size() + 4);
+    rel.append(digest.substr(0, 2)).append("/").append(digest.substr(2));
+    if (executable) rel += ".x";
+    return rel;
 }
 
 std::optional<WheelFiles> Store::load_wheel(std::string_view wheel_sha256) const {
@@ -181,11 +231,16 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
     make_dir(staging);
     struct Cleanup {
         fs::path dir;
+        int fd;
         ~Cleanup() {
+            if (fd >= 0) ::close(fd);
             std::error_code ec;
             fs::remove_all(dir, ec);
         }
-    } cleanup{staging};
+    } cleanup{staging, ::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (cleanup.fd < 0) sys_fail("cannot open", staging, errno);
+    const int staging_fd = cleanup.fd;
+    const struct timespec object_times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
 
     // libarchive converts member names through the thread's locale: use UTF-8 here whatever
     // the user's locale is, so non-ASCII names (`வணக்கம்/નમસ્તે.py`) come through intact.
@@ -208,8 +263,16 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
         const char* msg = archive_error_string(a.get());
         return Error(ErrorCode::integrity, filename + ": " + what + (msg ? std::string(": ") + msg : ""));
     };
-    if (archive_read_open_filename(a.get(), archive_path.c_str(), 1 << 16) != ARCHIVE_OK)
-        throw archive_fail("not a readable wheel (zip) archive");
+    // Our own descriptor and callbacks: libarchive's file reader fstat()s on every seek,
+    // three system calls per member that a 50 000-member wheel set does not need.
+    ArchiveSource source;
+    source.fd = ::open(archive_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (source.fd < 0) sys_fail("cannot open", archive_path, errno);
+    archive_read_set_read_callback(a.get(), &ArchiveSource::read);
+    archive_read_set_seek_callback(a.get(), &ArchiveSource::seek);
+    archive_read_set_skip_callback(a.get(), &ArchiveSource::skip);
+    archive_read_set_callback_data(a.get(), &source);
+    if (archive_read_open1(a.get()) != ARCHIVE_OK) throw archive_fail("not a readable wheel (zip) archive");
 
     WheelFiles w;
     w.wheel_sha256 = wheel_sha256;
@@ -218,7 +281,7 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
     std::unordered_map<std::string, std::string> small_texts;  // dist-info files we parse
     std::set<std::string> staged;                     // object names staged in this ingest
     std::vector<Sha256Digest> digests;                // of each member, as w.files
-    std::vector<std::pair<fs::path, fs::path>> moves; // staged file → object path
+    std::vector<std::string> moves;                   // staged names ("ab-cdef…"), verified later
     IngestStats local;
     Sha256 hasher;
     std::vector<char> buffer(1 << 16);
@@ -253,10 +316,16 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
         f.path = path;
         f.executable = (archive_entry_perm(entry) & 0111) != 0;
 
-        // Stream the member: in memory when small, to a staging file otherwise.
+        // Stream the member: in memory when small (or a dist-info file read below, whatever
+        // its size: torch's RECORD is megabytes), to a staging file otherwise.
+        const bool keep_text = path.ends_with(".dist-info/RECORD") || path.ends_with(".dist-info/WHEEL") ||
+                               path.ends_with(".dist-info/METADATA");
         content.clear();
         FdGuard out;
-        fs::path stream_path;
+        std::string stream_name;
+        // Objects are created read-only from the start (the descriptor stays writable), with
+        // their fixed mtime set through the descriptor: no chmod or utimensat by path later.
+        const mode_t object_mode = f.executable ? 0555 : 0444;
         std::uint64_t size = 0;
         for (;;) {
             la_ssize_t n = archive_read_data(a.get(), buffer.data(), buffer.size());
@@ -265,16 +334,17 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
             auto un = static_cast<std::size_t>(n);
             hasher.update(buffer.data(), un);
             size += un;
-            if (out.fd < 0 && content.size() + un > kInMemoryLimit) {
-                stream_path = staging / ("stream-" + std::to_string(w.files.size()));
-                out.fd = ::open(stream_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-                if (out.fd < 0) sys_fail("cannot create", stream_path, errno);
-                write_all_fd(out.fd, content.data(), content.size(), stream_path);
+            if (out.fd < 0 && !keep_text && content.size() + un > kInMemoryLimit) {
+                stream_name = "stream-" + std::to_string(w.files.size());
+                out.fd = ::openat(staging_fd, stream_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                                  object_mode);
+                if (out.fd < 0) sys_fail("cannot create", staging / stream_name, errno);
+                write_all_fd(out.fd, content.data(), content.size(), staging / stream_name);
                 content.clear();
                 content.shrink_to_fit();
             }
             if (out.fd >= 0)
-                write_all_fd(out.fd, buffer.data(), un, stream_path);
+                write_all_fd(out.fd, buffer.data(), un, staging / stream_name);
             else
                 content.append(buffer.data(), un);
         }
@@ -283,34 +353,38 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
         f.digest = to_hex(digests.back());
         local.unpacked_bytes += size;
 
-        if (path.ends_with(".dist-info/RECORD") || path.ends_with(".dist-info/WHEEL") ||
-            path.ends_with(".dist-info/METADATA"))
-            small_texts[path] = content;
+        if (keep_text) small_texts[path] = content;
 
         // Stage the object unless the store (or this ingest) already has it.
-        fs::path object = object_path(f.digest, f.executable);
-        std::string object_key = f.digest + (f.executable ? ".x" : "");
+        std::string rel = object_relpath(f.digest, f.executable);
+        std::string staged_name = rel;
+        staged_name[2] = '-';
         struct stat st {};
-        bool present = ::stat(object.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == size;
-        if (!present && staged.insert(object_key).second) {
-            fs::path staged_path = staging / object_key;
+        bool present = ::fstatat(objects_fd_, rel.c_str(), &st, 0) == 0 &&
+                       static_cast<std::uint64_t>(st.st_size) == size;
+        if (!present && staged.insert(staged_name).second) {
             if (out.fd >= 0) {
+                if (::futimens(out.fd, object_times) != 0)
+                    sys_fail("cannot set the mtime of", staging / stream_name, errno);
                 ::close(out.fd);
                 out.fd = -1;
-                if (::rename(stream_path.c_str(), staged_path.c_str()) != 0)
-                    sys_fail("cannot stage", staged_path, errno);
+                if (::renameat(staging_fd, stream_name.c_str(), staging_fd, staged_name.c_str()) != 0)
+                    sys_fail("cannot stage", staging / staged_name, errno);
             } else {
-                FdGuard sf{::open(staged_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
-                if (sf.fd < 0) sys_fail("cannot create", staged_path, errno);
-                write_all_fd(sf.fd, content.data(), content.size(), staged_path);
+                FdGuard sf{::openat(staging_fd, staged_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                                    object_mode)};
+                if (sf.fd < 0) sys_fail("cannot create", staging / staged_name, errno);
+                write_all_fd(sf.fd, content.data(), content.size(), staging / staged_name);
+                if (::futimens(sf.fd, object_times) != 0)
+                    sys_fail("cannot set the mtime of", staging / staged_name, errno);
             }
-            moves.emplace_back(staged_path, object);
+            moves.push_back(std::move(staged_name));
             local.new_objects++;
             local.new_object_bytes += size;
         } else if (out.fd >= 0) {
             ::close(out.fd);
             out.fd = -1;
-            ::unlink(stream_path.c_str());
+            ::unlinkat(staging_fd, stream_name.c_str(), 0);
         }
         w.files.push_back(std::move(f));
     }
@@ -396,32 +470,23 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
             throw Error(ErrorCode::integrity,
                         filename + ": RECORD lists '" + p + "', which is not in the archive");
 
-    // Verified: move new objects into place, read-only, never replacing an existing one.
-    for (auto& [from, to] : moves) {
-        bool exec = to.string().ends_with(".x");
-        struct timespec times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
-        if (::utimensat(AT_FDCWD, from.c_str(), times, 0) != 0 ||
-            ::chmod(from.c_str(), exec ? 0555 : 0444) != 0)
-            sys_fail("cannot finish object", from, errno);
-        if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) continue;
+    // Verified: move new objects into place, never replacing an existing one.
+    for (const std::string& name : moves) {
+        std::string rel = name;
+        rel[2] = '/';
+        if (::renameat2(staging_fd, name.c_str(), objects_fd_, rel.c_str(), RENAME_NOREPLACE) == 0) continue;
         int err = errno;
-        if (err == ENOENT) {
-            make_dir(to.parent_path());
-            if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) continue;
-            err = errno;
-        }
         if (err == EEXIST) {
             // Another ingest stored it first, or a crash left a damaged copy: keep a copy that
             // has the right size, replace one that does not.
-            struct stat st {};
-            struct stat mine {};
-            if (::stat(to.c_str(), &st) == 0 && ::stat(from.c_str(), &mine) == 0 &&
-                st.st_size == mine.st_size)
+            struct stat theirs {}, mine {};
+            if (::fstatat(objects_fd_, rel.c_str(), &theirs, 0) == 0 &&
+                ::fstatat(staging_fd, name.c_str(), &mine, 0) == 0 && theirs.st_size == mine.st_size)
                 continue;
-            if (::rename(from.c_str(), to.c_str()) == 0) continue;
+            if (::renameat(staging_fd, name.c_str(), objects_fd_, rel.c_str()) == 0) continue;
             err = errno;
         }
-        sys_fail("cannot store object", to, err);
+        sys_fail("cannot store object", root() / "objects" / "sha256" / rel, err);
     }
     local.archive_bytes = static_cast<std::uint64_t>(fs::file_size(archive_path));
     if (stats) *stats = local;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -124,11 +125,10 @@ bool copy_contents(int in, int out) {
 
 // Clones (reflink) or copies src to dst; returns 0 or an errno. ENOTSUP from a clone means
 // "try a copy".
-int clone_or_copy(const std::filesystem::path& src, const std::filesystem::path& dst, bool clone,
-                  mode_t mode) {
-    Fd in{::open(src.c_str(), O_RDONLY | O_CLOEXEC)};
+int clone_or_copy(int src_dir, const char* src, int dst_dir, const char* dst, bool clone, mode_t mode) {
+    Fd in{::openat(src_dir, src, O_RDONLY | O_CLOEXEC)};
     if (in.fd < 0) return errno;
-    Fd out{::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
+    Fd out{::openat(dst_dir, dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
     if (out.fd < 0) return errno;
     int err = 0;
     if (clone) {
@@ -138,10 +138,19 @@ int clone_or_copy(const std::filesystem::path& src, const std::filesystem::path&
     }
     if (err == 0 && ::fchmod(out.fd, mode) != 0) err = errno;
     if (err != 0) {
-        ::unlink(dst.c_str());
+        ::unlinkat(dst_dir, dst, 0);
         return err;
     }
     return 0;
+}
+
+std::string describe_at(int dir, const char* name) {
+    if (dir == AT_FDCWD || name[0] == '/') return name;
+    char link[64];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", dir);
+    std::error_code ec;
+    auto base = std::filesystem::read_symlink(link, ec);
+    return ec ? std::string(name) : (base / name).string();
 }
 
 }  // namespace
@@ -157,26 +166,33 @@ const char* link_mode_name(LinkMode mode) {
 
 LinkMode place_file(const std::filesystem::path& src, const std::filesystem::path& dst,
                     LinkMode mode, mode_t copy_mode) {
+    return place_file_at(AT_FDCWD, src.c_str(), AT_FDCWD, dst.c_str(), mode, copy_mode);
+}
+
+LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* dst, LinkMode mode,
+                       mode_t copy_mode) {
+    auto failed = [&](const char* what, int err) {
+        fail(std::string(what) + " " + describe_at(src_dir, src) + " to", describe_at(dst_dir, dst), err);
+    };
     if (mode == LinkMode::hardlink) {
-        if (::link(src.c_str(), dst.c_str()) == 0) return LinkMode::hardlink;
+        if (::linkat(src_dir, src, dst_dir, dst, 0) == 0) return LinkMode::hardlink;
         int err = errno;
         if (err == EMLINK) {
-            int e = clone_or_copy(src, dst, false, copy_mode);
-            if (e != 0) fail("cannot copy " + src.string() + " to", dst, e);
+            int e = clone_or_copy(src_dir, src, dst_dir, dst, false, copy_mode);
+            if (e != 0) failed("cannot copy", e);
             return LinkMode::copy;
         }
-        if (err != EXDEV && err != EPERM && err != EOPNOTSUPP)
-            fail("cannot link " + src.string() + " to", dst, err);
+        if (err != EXDEV && err != EPERM && err != EOPNOTSUPP) failed("cannot link", err);
         mode = LinkMode::reflink;
     }
     if (mode == LinkMode::reflink) {
-        int err = clone_or_copy(src, dst, true, copy_mode);
+        int err = clone_or_copy(src_dir, src, dst_dir, dst, true, copy_mode);
         if (err == 0) return LinkMode::reflink;
         if (err != EOPNOTSUPP && err != EXDEV && err != EINVAL && err != ENOTTY && err != EPERM)
-            fail("cannot clone " + src.string() + " to", dst, err);
+            failed("cannot clone", err);
     }
-    int err = clone_or_copy(src, dst, false, copy_mode);
-    if (err != 0) fail("cannot copy " + src.string() + " to", dst, err);
+    int err = clone_or_copy(src_dir, src, dst_dir, dst, false, copy_mode);
+    if (err != 0) failed("cannot copy", err);
     return LinkMode::copy;
 }
 

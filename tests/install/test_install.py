@@ -353,6 +353,55 @@ class FetchOverHttp(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class LinkModesAndConcurrency(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-link-")
+        # Many files with long names: RECORD is over 1 MiB, as torch's is.
+        files = {f"bigrecord/{'sub%03d' % (i % 50)}/{'m' * 80}_{i}.py": f"V = {i}\n" for i in range(9000)}
+        files["bigrecord/__init__.py"] = ""
+        cls.fx = Fixture(cls.tmp, "proj", [Wheel("bigrecord", "1.0", files),
+                                           Wheel("small", "1.0", {"small.py": "S = 1\n"})])
+
+    @classmethod
+    def tearDownClass(cls):
+        keep_or_remove(cls.tmp)
+
+    def site_file(self, home, env, rel):
+        gen = glob.glob(os.path.join(home, "envs", "*", env, "current"))[0]
+        return glob.glob(os.path.join(gen, "lib", "python*", "site-packages", rel))[0]
+
+    def test_copy_mode_makes_independent_files(self):
+        home = os.path.join(self.tmp, "home-copy")
+        envbox("create", "env", "--link-mode", "copy", home=home, project=self.fx.project)
+        st = os.stat(self.site_file(home, "env", "small.py"))
+        self.assertEqual(st.st_nlink, 1)
+        r = envbox("run", "env", "--", "python", "-c", "import small, bigrecord; print(small.S)",
+                   home=home, project=self.fx.project)
+        self.assertEqual(r.stdout, "1\n")
+
+    def test_reflink_mode_works_or_falls_back_loudly(self):
+        home = os.path.join(self.tmp, "home-reflink")
+        r = envbox("create", "env", "--link-mode", "reflink", home=home, project=self.fx.project)
+        st = os.stat(self.site_file(home, "env", "small.py"))
+        self.assertEqual(st.st_nlink, 1)
+        if "used copy" not in r.stderr:
+            self.assertEqual(r.stderr.count("note:"), 0)  # reflinks worked on this filesystem
+
+    def test_concurrent_creates_share_one_store(self):
+        home = os.path.join(self.tmp, "home-concurrent")
+        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+        procs = [subprocess.Popen([ENVBOX, "--home", home, "--project", self.fx.project, "create", name,
+                                   "--lock", self.fx.lock], env=e, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for name in ("one", "two", "three")]
+        for p in procs:
+            out, err = p.communicate()
+            self.assertEqual(p.returncode, 0, err)
+        inodes = {os.stat(self.site_file(home, n, "small.py")).st_ino for n in ("one", "two", "three")}
+        self.assertEqual(len(inodes), 1, "one store object, linked into every environment")
+        self.assertEqual(os.listdir(os.path.join(home, "tmp")), [])
+
+
 def hostile(name, mutate):
     w = Wheel(name, "1.0", {f"{name.replace('-', '_')}/__init__.py": "ok = True\n"})
     mutate(w)

@@ -29,6 +29,9 @@ struct CreateResult {
     store::IngestStats ingest;        ///< totals over fetched wheels
     env::InstallReport install;
     double seconds = 0;
+    /// Seconds per phase: select (read, probe, choose), ingest (fetch + store), publish (syncfs
+    /// + file lists), install (venv + links + generated files), commit (stamp + switch).
+    double select_s = 0, ingest_s = 0, publish_s = 0, install_s = 0, commit_s = 0;
     std::string python;               ///< "3.11.2 (/usr/bin/python3.11)"
 };
 

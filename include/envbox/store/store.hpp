@@ -51,11 +51,18 @@ class Store {
 public:
     /// Opens (creating when needed) the store under `home`.
     explicit Store(std::filesystem::path home);
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
 
     const std::filesystem::path& home() const { return home_; }
     std::filesystem::path root() const { return home_ / "store-v1"; }
     std::filesystem::path tmp_dir() const { return home_ / "tmp"; }
     std::filesystem::path object_path(std::string_view digest, bool executable) const;
+    /// The object's path relative to `objects_dir_fd()` ("ab/cdef…", "ab/cdef….x").
+    std::string object_relpath(std::string_view digest, bool executable) const;
+    /// An open descriptor of `store-v1/objects/sha256`, for *at() calls.
+    int objects_dir_fd() const { return objects_fd_; }
 
     /// The published file list of a wheel, if it was ingested before.
     std::optional<WheelFiles> load_wheel(std::string_view wheel_sha256) const;
@@ -75,6 +82,7 @@ public:
 
 private:
     std::filesystem::path home_;
+    int objects_fd_ = -1;
 };
 
 }  // namespace envbox::store

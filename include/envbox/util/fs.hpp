@@ -48,6 +48,12 @@ const char* link_mode_name(LinkMode mode);
 LinkMode place_file(const std::filesystem::path& src, const std::filesystem::path& dst,
                     LinkMode mode, mode_t copy_mode);
 
+/// `place_file` with paths relative to directory descriptors (AT_FDCWD for the working
+/// directory): the installer keeps the store's object directory and each destination directory
+/// open, so a link costs no walk of the full paths.
+LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* dst, LinkMode mode,
+                       mode_t copy_mode);
+
 /// Exclusive advisory lock (flock(2)) on a lock file, created if needed; released on
 /// destruction. Locks die with their process, so a crash never leaves a stale lock.
 class FileLock {

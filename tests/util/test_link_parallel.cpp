@@ -1,0 +1,111 @@
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <stdexcept>
+
+#include "envbox/util/fs.hpp"
+#include "envbox/util/parallel.hpp"
+#include "envbox/util/process.hpp"
+
+namespace fs = std::filesystem;
+using envbox::LinkMode;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    explicit TempDir(const fs::path& base = fs::temp_directory_path()) {
+        std::string tmpl = (base / "envbox-test-XXXXXX").string();
+        path = ::mkdtemp(tmpl.data());
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("parallel_for runs every item once and rethrows the first failure") {
+    std::vector<std::atomic<int>> seen(1000);
+    envbox::parallel_for(seen.size(), 4, [&](std::size_t i) { seen[i]++; });
+    for (const auto& s : seen) CHECK(s == 1);
+
+    std::atomic<int> ran{0};
+    CHECK_THROWS_WITH(envbox::parallel_for(100, 3,
+                                           [&](std::size_t i) {
+                                               ++ran;
+                                               if (i == 5) throw std::runtime_error("item 5");
+                                           }),
+                      "item 5");
+    CHECK(ran < 100);  // no new items start after a failure
+}
+
+TEST_CASE("place_file hard-links, and copies when asked") {
+    TempDir dir;
+    envbox::write_file_atomic(dir.path / "object", "content", 0444);
+    CHECK(envbox::place_file(dir.path / "object", dir.path / "linked", LinkMode::hardlink, 0444) ==
+          LinkMode::hardlink);
+    struct stat a {}, b {};
+    ::stat((dir.path / "object").c_str(), &a);
+    ::stat((dir.path / "linked").c_str(), &b);
+    CHECK(a.st_ino == b.st_ino);
+
+    CHECK(envbox::place_file(dir.path / "object", dir.path / "copied", LinkMode::copy, 0555) == LinkMode::copy);
+    ::stat((dir.path / "copied").c_str(), &b);
+    CHECK(a.st_ino != b.st_ino);
+    CHECK((b.st_mode & 0777) == 0555);
+    CHECK(envbox::read_file(dir.path / "copied") == "content");
+
+    // Reflink works on btrfs/XFS; elsewhere it falls back to a copy, never fails.
+    LinkMode used = envbox::place_file(dir.path / "object", dir.path / "cloned", LinkMode::reflink, 0444);
+    CHECK(used != LinkMode::hardlink);
+    CHECK(envbox::read_file(dir.path / "cloned") == "content");
+
+    // An existing destination is an error naming it.
+    CHECK_THROWS_WITH(envbox::place_file(dir.path / "object", dir.path / "copied", LinkMode::hardlink, 0444),
+                      Catch::Contains("copied"));
+}
+
+TEST_CASE("place_file falls back to a copy across filesystems (EXDEV)") {
+    if (!fs::is_directory("/dev/shm")) return;
+    TempDir disk;
+    TempDir shm("/dev/shm");
+    struct stat a {}, b {};
+    ::stat(disk.path.c_str(), &a);
+    ::stat(shm.path.c_str(), &b);
+    if (a.st_dev == b.st_dev) return;  // same filesystem here: nothing to test
+    envbox::write_file_atomic(disk.path / "object", "across", 0444);
+    LinkMode used = envbox::place_file(disk.path / "object", shm.path / "placed", LinkMode::hardlink, 0444);
+    CHECK(used == LinkMode::copy);
+    CHECK(envbox::read_file(shm.path / "placed") == "across");
+}
+
+TEST_CASE("FileLock excludes another process and is released on destruction") {
+    TempDir dir;
+    fs::path lock_path = dir.path / "env.lock";
+    {
+        envbox::FileLock held(lock_path);
+        CHECK(held.held());
+        // flock locks belong to open file descriptions: another process must fail to take it.
+        auto r = envbox::run_capture({"flock", "-n", lock_path.string(), "true"});
+        CHECK(r.status != 0);
+    }
+    auto r = envbox::run_capture({"flock", "-n", lock_path.string(), "true"});
+    CHECK(r.status == 0);
+    auto again = envbox::FileLock::try_lock(lock_path);
+    CHECK(again.held());
+}
+
+TEST_CASE("run_capture returns status, stdout and stderr") {
+    auto r = envbox::run_capture({"sh", "-c", "echo out; echo err >&2; exit 7"});
+    CHECK(r.status == 7);
+    CHECK(r.out == "out\n");
+    CHECK(r.err == "err\n");
+    CHECK_THROWS(envbox::run_capture({"/nonexistent/program"}));
+}

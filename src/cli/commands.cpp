@@ -45,8 +45,8 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
     // Option values are held here so the parsed command lines stay valid for the run.
     static std::vector<std::string> envs;
     static std::string text_a, text_b, format = "text", link_mode, upgrade_package, to_gen;
-    static bool flag_a = false, flag_b = false, flag_c = false, flag_all = false;
-    static int keep = 0;
+    static bool flag_a = false, flag_b = false, flag_c = false, flag_all = false, flag_no_wait = false;
+    static int keep = 3;
     static std::vector<std::string> command_line;
 
     const std::vector<CommandSpec> specs = {
@@ -66,9 +66,11 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
              c.add_option("--link-mode", link_mode, "hardlink, reflink or copy")
                  ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));
              c.add_flag("--offline", flag_c, "Use only the store and caches");
+             c.add_flag("--no-wait", flag_no_wait,
+                        "Fail at once if another envbox is building this environment");
          },
          [&global] {
-             CreateArgs a{text_a, text_b, link_mode, flag_a, flag_b, flag_c};
+             CreateArgs a{text_a, text_b, link_mode, flag_a, flag_b, flag_c, flag_no_wait};
              run_create(global, a);
          }},
         {"run", "Run a command inside ENV (sandboxed where the kernel allows)",
@@ -89,25 +91,30 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
          [](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();
              c.add_flag("--deep", flag_a, "Compare file contents by hash, not only inodes");
-         }},
+         },
+         [&global] { run_verify(global, text_a, flag_a); }},
         {"list", "List environments (of this project; --all: of every project)",
          [](CLI::App& c) { c.add_flag("--all", flag_all, "Every project's environments"); },
          [&global] { run_list(global, flag_all); }},
         {"show", "Show an environment: generations, packages, sizes",
          [](CLI::App& c) { c.add_option("ENV", text_a, "Environment")->required(); },
          [&global] { run_show(global, text_a); }},
-        {"history", "Generations of ENV with dates and lock digests",
-         [](CLI::App& c) { c.add_option("ENV", text_a, "Environment")->required(); }},
+        {"history", "Generations of ENV with dates, lock digests and package changes",
+         [](CLI::App& c) { c.add_option("ENV", text_a, "Environment")->required(); },
+         [&global] { run_history(global, text_a); }},
         {"rollback", "Switch ENV back to an earlier generation, atomically",
          [](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();
              c.add_option("--to", to_gen, "Generation number (default: the previous one)");
-         }},
+         },
+         [&global] { run_rollback(global, text_a, to_gen); }},
         {"gc", "Delete old generations and unreferenced store content",
          [](CLI::App& c) {
              c.add_flag("--dry-run", flag_a, "Report what would be deleted");
-             c.add_option("--keep", keep, "Generations to keep per environment");
-         }},
+             c.add_option("--keep", keep, "Complete generations to keep per environment (default 3; "
+                                          "the current one is always kept)");
+         },
+         [&global] { run_gc(global, keep, flag_a); }},
         {"doctor", "Interpreters, CUDA driver, store filesystem, index reachability",
          [](CLI::App&) {}},
     };

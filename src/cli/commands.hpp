@@ -13,7 +13,7 @@ struct CreateArgs {
     std::string env;
     std::string lock;       ///< --lock, may be empty
     std::string link_mode;  ///< --link-mode, may be empty
-    bool locked = false, frozen = false, offline = false;
+    bool locked = false, frozen = false, offline = false, no_wait = false;
 };
 
 void run_create(const GlobalOptions& global, const CreateArgs& args);
@@ -21,6 +21,10 @@ void run_create(const GlobalOptions& global, const CreateArgs& args);
                           const std::vector<std::string>& command, bool no_sandbox);
 void run_list(const GlobalOptions& global, bool all);
 void run_show(const GlobalOptions& global, const std::string& env);
+void run_verify(const GlobalOptions& global, const std::string& env, bool deep);
+void run_history(const GlobalOptions& global, const std::string& env);
+void run_rollback(const GlobalOptions& global, const std::string& env, const std::string& to);
+void run_gc(const GlobalOptions& global, int keep, bool dry_run);
 
 /// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
 /// else the nearest directory upward holding manifests/), jobs, a progress renderer.

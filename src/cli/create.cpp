@@ -15,6 +15,7 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
     opt.env = args.env;
     if (!args.lock.empty()) opt.lock = args.lock;
     opt.offline = args.offline;
+    opt.no_wait = args.no_wait;
     if (args.link_mode == "reflink") opt.link_mode = LinkMode::reflink;
     else if (args.link_mode == "copy") opt.link_mode = LinkMode::copy;
     // `envbox lock` is not in this build: the lock is always used as it is (--frozen), and

@@ -55,10 +55,19 @@ std::optional<Generation> read_generation(const fs::path& gen_path) {
         else if (key == "python") g.python = value;
         else if (key == "python-version") g.python_version = value;
         else if (key == "platform") g.platform = value;
+        else if (key == "environment") g.environment = value;
+        else if (key == "link-mode") g.link_mode = value;
+        else if (key == "direct-url") {
+            auto sp2 = value.find(' ');
+            for (auto& p : g.packages)
+                if (sp2 != std::string::npos && p.name == value.substr(0, sp2)) p.direct_url = value.substr(sp2 + 1);
+        }
         else if (key == "package") {
             std::istringstream f(value);
             GenerationPackage p;
-            f >> p.name >> p.version >> p.wheel_sha256 >> p.filename;
+            std::string requested;
+            f >> p.name >> p.version >> p.wheel_sha256 >> p.filename >> requested;
+            p.requested = requested == "requested";
             g.packages.push_back(std::move(p));
         }
     }
@@ -99,9 +108,14 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
       << "lock-source " << g.lock_source << "\n"
       << "python " << g.python << "\n"
       << "python-version " << g.python_version << "\n"
-      << "platform " << g.platform << "\n";
+      << "platform " << g.platform << "\n"
+      << "environment " << g.environment << "\n"
+      << "link-mode " << g.link_mode << "\n";
     for (const auto& p : g.packages)
-        s << "package " << p.name << " " << p.version << " " << p.wheel_sha256 << " " << p.filename << "\n";
+        s << "package " << p.name << " " << p.version << " " << p.wheel_sha256 << " " << p.filename << " "
+          << (p.requested ? "requested" : "-") << "\n";
+    for (const auto& p : g.packages)
+        if (!p.direct_url.empty()) s << "direct-url " << p.name << " " << p.direct_url << "\n";
     write_file_atomic(dir / "info", s.str(), 0444, Durability::none);
     write_file_atomic(dir / "pylock.toml", lock_text, 0444, Durability::none);
 }

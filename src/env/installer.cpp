@@ -167,8 +167,8 @@ private:
 
 }  // namespace
 
-InstallReport install_wheels(const store::Store& store, const Interpreter& in, const VenvLayout& layout,
-                             const std::vector<InstallRequest>& requests, LinkMode mode, unsigned jobs) {
+InstallPlan plan_install(const store::Store& store, const Interpreter& in, const VenvLayout& layout,
+                         const std::vector<InstallRequest>& requests) {
     Planner planner(store, in, layout);
     for (std::size_t i = 0; i < requests.size(); ++i) {
         try {
@@ -178,38 +178,54 @@ InstallReport install_wheels(const store::Store& store, const Interpreter& in, c
             throw;
         }
     }
-    auto& placements = planner.placements;
+    InstallPlan plan;
+    plan.wheel_labels = std::move(planner.wheel_labels);
+    const std::size_t root_len = layout.root.string().size() + 1;
+    for (const auto& w : requests) {
+        const fs::path root_dir = w.wheel->root_is_purelib ? layout.purelib : layout.platlib;
+        plan.dist_info_dirs.push_back((root_dir / w.wheel->dist_info).string().substr(root_len));
+    }
+    plan.files.reserve(planner.placements.size());
+    for (auto& p : planner.placements)
+        plan.files.push_back({p.dest.string().substr(root_len), p.object, std::move(p.content), p.executable, p.wheel});
 
     // A path claimed twice is an error naming both wheels; shared directories are merged.
     // Everything is decided from the plan, without asking the filesystem.
-    const std::size_t root_len = layout.root.string().size() + 1;
-    std::vector<std::string> rel(placements.size());
     std::unordered_map<std::string_view, std::size_t> owner;
-    owner.reserve(placements.size());
-    std::set<std::string> dirs;
-    for (std::size_t i = 0; i < placements.size(); ++i) {
-        rel[i] = placements[i].dest.string().substr(root_len);
-    }
-    for (std::size_t i = 0; i < placements.size(); ++i) {
-        const auto& p = placements[i];
-        auto [it, fresh] = owner.emplace(rel[i], i);
+    owner.reserve(plan.files.size());
+    for (std::size_t i = 0; i < plan.files.size(); ++i) {
+        const auto& f = plan.files[i];
+        auto [it, fresh] = owner.emplace(f.rel, i);
         if (!fresh) {
-            const auto& a = planner.wheel_labels[placements[it->second].wheel];
-            const auto& b = planner.wheel_labels[p.wheel];
+            const auto& a = plan.wheel_labels[plan.files[it->second].wheel];
+            const auto& b = plan.wheel_labels[f.wheel];
             throw Error(ErrorCode::invalid_input,
-                        "file " + rel[i] + " is claimed by " +
+                        "file " + f.rel + " is claimed by " +
                             (a == b ? "one wheel twice: " + a : "two wheels: " + a + " and " + b));
         }
-        for (auto slash = rel[i].rfind('/'); slash != std::string::npos && slash > 0;
-             slash = rel[i].rfind('/', slash - 1)) {
-            if (!dirs.insert(rel[i].substr(0, slash)).second) break;  // its parents are in already
+        for (auto slash = f.rel.rfind('/'); slash != std::string::npos && slash > 0;
+             slash = f.rel.rfind('/', slash - 1)) {
+            if (!plan.dirs.insert(f.rel.substr(0, slash)).second) break;  // its parents are in already
         }
     }
-    for (const auto& d : dirs)
+    for (const auto& d : plan.dirs)
         if (auto it = owner.find(d); it != owner.end())
-            throw Error(ErrorCode::invalid_input, d + " is a file in " + planner.wheel_labels[placements[it->second].wheel] +
+            throw Error(ErrorCode::invalid_input, d + " is a file in " + plan.wheel_labels[plan.files[it->second].wheel] +
                                                       " and a directory in another wheel");
+    return plan;
+}
 
+InstallReport install_wheels(const store::Store& store, const Interpreter& in, const VenvLayout& layout,
+                             const std::vector<InstallRequest>& requests, LinkMode mode, unsigned jobs) {
+    InstallReport r = apply_install(store, layout, plan_install(store, in, layout, requests), mode, jobs);
+    r.packages = requests.size();
+    return r;
+}
+
+InstallReport apply_install(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
+                            LinkMode mode, unsigned jobs) {
+    const auto& placements = plan.files;
+    const auto& dirs = plan.dirs;
     struct DirFd {
         int fd = -1;
         ~DirFd() {
@@ -225,7 +241,8 @@ InstallReport install_wheels(const store::Store& store, const Interpreter& in, c
     // Place files in parallel, grouped by directory so each worker keeps one directory open.
     std::vector<std::size_t> order(placements.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return rel[x] < rel[y]; });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return placements[x].rel < placements[y].rel; });
     std::atomic<std::size_t> hard{0}, ref{0}, copied{0};
     std::atomic<std::uint64_t> bytes{0};
     std::mutex note_mutex;
@@ -238,10 +255,10 @@ InstallReport install_wheels(const store::Store& store, const Interpreter& in, c
         DirFd dir;
         std::string dir_rel = "\x01";
         for (std::size_t k = c * kChunk; k < end; ++k) {
-            const Placement& p = placements[order[k]];
-            const std::string& r = rel[order[k]];
+            const PlannedFile& p = placements[order[k]];
+            const std::string& r = p.rel;
             if (!p.object) {
-                write_file_atomic(p.dest, p.content, p.executable ? 0755 : 0644, Durability::none);
+                write_file_atomic(layout.root / r, p.content, p.executable ? 0755 : 0644, Durability::none);
                 bytes += p.content.size();
                 continue;
             }
@@ -273,7 +290,6 @@ InstallReport install_wheels(const store::Store& store, const Interpreter& in, c
     });
 
     InstallReport r;
-    r.packages = requests.size();
     r.files = placements.size();
     r.hardlinked = hard;
     r.reflinked = ref;

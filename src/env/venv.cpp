@@ -66,23 +66,36 @@ VenvLayout VenvLayout::of(const Interpreter& in, const fs::path& root) {
     return l;
 }
 
+std::vector<VenvEntry> venv_skeleton(const Interpreter& in, const fs::path& root, const std::string& prompt) {
+    VenvLayout l = VenvLayout::of(in, root);
+    const std::string bin = l.scripts.lexically_relative(root).string();
+    std::vector<VenvEntry> out;
+    if (l.purelib.string().starts_with((root / "lib").string() + "/")) out.push_back({"lib64", "", "lib", 0777});
+    out.push_back({bin + "/python", "", in.executable.string(), 0777});
+    out.push_back({bin + "/python" + std::to_string(in.major), "", "python", 0777});
+    out.push_back({bin + "/python" + in.version_xy(), "", "python", 0777});
+    out.push_back({"pyvenv.cfg",
+                   "home = " + in.executable.parent_path().string() +
+                       "\ninclude-system-site-packages = false\nversion = " + in.full_version +
+                       "\nexecutable = " + in.executable.string() + "\nprompt = " + prompt +
+                       "\nenvbox = " ENVBOX_VERSION "\n",
+                   "", 0644});
+    out.push_back({bin + "/activate", activate_script(root, prompt), "", 0644});
+    return out;
+}
+
 VenvLayout create_venv(const Interpreter& in, const fs::path& root, const std::string& prompt) {
     VenvLayout l = VenvLayout::of(in, root);
     make_dirs(l.scripts);
     make_dirs(l.purelib);
     make_dirs(l.platlib);
     make_dirs(root / "include");
-    if (!fs::exists(root / "lib64") && l.purelib.string().starts_with((root / "lib").string() + "/"))
-        symlink_to("lib", root / "lib64");
-    symlink_to(in.executable, l.scripts / "python");
-    symlink_to("python", l.scripts / ("python" + std::to_string(in.major)));
-    symlink_to("python", l.scripts / ("python" + in.version_xy()));
-    std::string cfg = "home = " + in.executable.parent_path().string() +
-                      "\ninclude-system-site-packages = false\nversion = " + in.full_version +
-                      "\nexecutable = " + in.executable.string() + "\nprompt = " + prompt +
-                      "\nenvbox = " ENVBOX_VERSION "\n";
-    write_file_atomic(root / "pyvenv.cfg", cfg, 0644, Durability::none);
-    write_file_atomic(l.scripts / "activate", activate_script(root, prompt), 0644, Durability::none);
+    for (const auto& e : venv_skeleton(in, root, prompt)) {
+        if (!e.symlink_target.empty())
+            symlink_to(e.symlink_target, root / e.rel);
+        else
+            write_file_atomic(root / e.rel, e.content, e.mode, Durability::none);
+    }
     return l;
 }
 

@@ -13,6 +13,7 @@
 #include "envbox/env/venv.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/ops/generations.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
@@ -174,8 +175,21 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     fs::create_directories(edir, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create " + edir.string() + ": " + ec.message());
     fs::create_directories(ctx.home / "locks", ec);
-    FileLock env_lock(ctx.home / "locks" / (project_key(ctx.project_root) + "." + opt.env + ".lock"),
-                      [&] { progress.note("waiting for another envbox working on " + opt.env + "…"); });
+    std::optional<FileLock> env_lock;
+    if (opt.no_wait) {
+        env_lock.emplace(FileLock::try_lock(env_lock_path(ctx, opt.env)));
+        if (!env_lock->held())
+            throw Error(ErrorCode::generic, "another envbox is building or switching " + opt.env +
+                                                " (--no-wait given; run again without it to wait)");
+    } else {
+        env_lock.emplace(env_lock_path(ctx, opt.env),
+                         [&] { progress.note("waiting for another envbox working on " + opt.env + "…"); });
+    }
+    // Held shared until this create ends: gc's sweep (exclusive) never deletes what this create
+    // has ingested but not yet linked.
+    FileLock store_lock = FileLock::shared(store_lock_path(ctx), [&] {
+        progress.note("waiting for a running `envbox gc` to finish its sweep…");
+    });
     if (!ctx.project_root.empty())
         write_file_atomic(edir.parent_path() / "project", ctx.project_root.string() + "\n", 0644,
                           Durability::none);
@@ -270,6 +284,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     gen.python = interpreter.executable.string();
     gen.python_version = interpreter.full_version;
     gen.platform = platform;
+    gen.environment = opt.env;
+    gen.link_mode = link_mode_name(opt.link_mode);
 
     std::set<std::string> roots;
     if (manifest)
@@ -281,7 +297,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         r.requested = !manifest || roots.count(item.package->name) > 0;
         if (item.direct) r.direct_url = direct_url_json(item);
         requests.push_back(r);
-        gen.packages.push_back({item.package->name, item.wheel->version, item.sha256, item.filename});
+        gen.packages.push_back({item.package->name, item.wheel->version, item.sha256, item.filename, r.requested,
+                                r.direct_url.value_or("")});
     }
     try {
         progress.phase("Installing", items.size());

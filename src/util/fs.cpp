@@ -227,6 +227,22 @@ FileLock FileLock::try_lock(const std::filesystem::path& path) {
     return lock;
 }
 
+FileLock FileLock::shared(const std::filesystem::path& path, const std::function<void()>& waiting) {
+    FileLock lock;
+    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock.fd_ < 0) fail("cannot open lock file", path, errno);
+    if (::flock(lock.fd_, LOCK_SH | LOCK_NB) == 0) return lock;
+    if (waiting) waiting();
+    while (::flock(lock.fd_, LOCK_SH) != 0) {
+        if (errno == EINTR) continue;
+        int err = errno;
+        ::close(lock.fd_);
+        lock.fd_ = -1;
+        fail("cannot lock", path, err);
+    }
+    return lock;
+}
+
 FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
 
 FileLock::~FileLock() {

@@ -12,6 +12,8 @@ namespace envbox::env {
 
 struct GenerationPackage {
     std::string name, version, wheel_sha256, filename;
+    bool requested = false;       ///< REQUESTED was written (a root of the environment)
+    std::string direct_url;       ///< direct_url.json content, when installed from a direct URL
 };
 
 struct Generation {
@@ -24,6 +26,8 @@ struct Generation {
     std::string python;             ///< base interpreter path
     std::string python_version;     ///< "3.11.2"
     std::string platform;           ///< target platform tag
+    std::string environment;        ///< the environment's name (its venv prompt)
+    std::string link_mode;          ///< how files were placed: hardlink, reflink or copy
     std::vector<GenerationPackage> packages;
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,33 @@ struct InstallReport {
     /// One line per fallback taken ("hard links not possible here (EXDEV): copied").
     std::vector<std::string> notes;
 };
+
+/// One file the environment must hold.
+struct PlannedFile {
+    std::string rel;                            ///< path relative to the environment root
+    const store::WheelFile* object = nullptr;   ///< linked from this store object, or
+    std::string content;                        ///< written with this content
+    bool executable = false;
+    std::size_t wheel = 0;                      ///< index into the requests
+};
+
+/// Everything an installation writes, decided before anything is written.
+struct InstallPlan {
+    std::vector<PlannedFile> files;
+    std::set<std::string> dirs;                 ///< every directory the files need (relative)
+    std::vector<std::string> wheel_labels;      ///< "name version (file name)" per request
+    std::vector<std::string> dist_info_dirs;    ///< relative `.dist-info` directory per request
+};
+
+/// Plans the installation of `requests` into `layout` (which need not exist): scheme mapping,
+/// scripts and launchers, RECORD, INSTALLER, REQUESTED, direct_url.json. A path claimed by two
+/// wheels, or a file in one wheel that is a directory in another, is an error naming both.
+InstallPlan plan_install(const store::Store& store, const Interpreter& interpreter,
+                         const VenvLayout& layout, const std::vector<InstallRequest>& requests);
+
+/// Writes a plan: directories, then files in parallel with `mode`.
+InstallReport apply_install(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
+                            LinkMode mode, unsigned jobs);
 
 /// Installs every wheel of `requests` into `layout` in one pass: plans every destination
 /// first (a path claimed by two wheels is an error naming both; directories shared by several

@@ -3,6 +3,9 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include <sys/types.h>
 
 #include "envbox/env/interpreter.hpp"
 
@@ -17,6 +20,18 @@ struct VenvLayout {
 
     static VenvLayout of(const Interpreter& interpreter, const std::filesystem::path& root);
 };
+
+/// One entry of the venv skeleton: a file with content, or a symlink.
+struct VenvEntry {
+    std::string rel;             ///< relative to the environment root
+    std::string content;         ///< file content (when not a symlink)
+    std::string symlink_target;  ///< non-empty for a symlink
+    mode_t mode = 0644;
+};
+
+/// What `create_venv` writes besides directories (used by verify to know what to expect).
+std::vector<VenvEntry> venv_skeleton(const Interpreter& interpreter, const std::filesystem::path& root,
+                                     const std::string& prompt);
 
 /// Creates the venv skeleton at `root` (which must not exist yet): `pyvenv.cfg` (home,
 /// include-system-site-packages = false, version, executable, envbox version), `bin/python`,

@@ -18,6 +18,7 @@ struct CreateOptions {
     std::optional<std::filesystem::path> lock;  ///< --lock FILE (default manifests/pylock.ENV.toml)
     LinkMode link_mode = LinkMode::hardlink;
     bool offline = false;
+    bool no_wait = false;  ///< fail at once when another envbox holds this environment
 };
 
 struct CreateResult {

@@ -64,6 +64,8 @@ public:
                       const std::function<void()>& waiting = {});
     /// Tries once; returns an unlocked FileLock (`held()` false) when another process holds it.
     static FileLock try_lock(const std::filesystem::path& path);
+    /// A shared lock: any number of holders, excluded only by an exclusive one (blocks).
+    static FileLock shared(const std::filesystem::path& path, const std::function<void()>& waiting = {});
     FileLock(FileLock&& other) noexcept;
     FileLock& operator=(FileLock&&) = delete;
     FileLock(const FileLock&) = delete;

@@ -1,0 +1,38 @@
+#pragma once
+/// `verify`: is a generation exactly what its lock says? Every file the plan of its packages
+/// names is checked (a hard link is the same inode as its store object: no hashing; anything
+/// else, or everything with `deep`, by content hash), and every entry on disk that the plan does
+/// not name is reported.
+
+#include <string>
+#include <vector>
+
+#include "envbox/env/generation.hpp"
+#include "envbox/env/installer.hpp"
+#include "envbox/env/venv.hpp"
+#include "envbox/store/store.hpp"
+
+namespace envbox::env {
+
+struct Drift {
+    enum class Kind { missing, extra, modified, foreign_dist_info, store_object_writable };
+    Kind kind;
+    std::string path;    ///< relative to the generation (store objects: absolute)
+    std::string detail;  ///< what differs ("content", "not executable", "INSTALLER: pip", …)
+};
+
+const char* drift_kind_name(Drift::Kind kind);
+
+struct VerifyReport {
+    std::size_t files_checked = 0;
+    std::size_t hashed = 0;         ///< files whose content was hashed
+    std::vector<Drift> drift;       ///< sorted by path
+    bool clean() const { return drift.empty(); }
+};
+
+/// Compares `gen` (at `layout.root`) with `plan` and `skeleton`. `__pycache__` directories are
+/// caches Python itself writes and are not reported.
+VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
+                         const std::vector<VenvEntry>& skeleton, bool deep, unsigned jobs);
+
+}  // namespace envbox::env

@@ -1,0 +1,254 @@
+#include "envbox/ops/generations.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "envbox/env/installer.hpp"
+#include "envbox/env/interpreter.hpp"
+#include "envbox/env/venv.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+double since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+env::Generation require_current(const Context& ctx, const std::string& env) {
+    check_env_name(env);
+    auto gen = env::current_generation(env_dir(ctx, env));
+    if (!gen)
+        throw Error(ErrorCode::generic, "environment '" + env + "' has no current generation; run `envbox create " +
+                                            env + "` first");
+    return *gen;
+}
+
+// Bytes of regular files under `dir` that no other directory links (st_nlink == 1).
+std::uint64_t unique_bytes(const fs::path& dir) {
+    std::uint64_t n = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
+            n += static_cast<std::uint64_t>(st.st_size);
+    }
+    return n;
+}
+
+void remove_tree(const fs::path& p) {
+    std::error_code ec;
+    fs::remove_all(p, ec);
+    if (ec) throw Error(ErrorCode::generic, "cannot remove " + p.string() + ": " + ec.message());
+}
+
+}  // namespace
+
+fs::path store_lock_path(const Context& ctx) { return ctx.home / "locks" / "store.lock"; }
+
+fs::path env_lock_path(const Context& ctx, const std::string& env) {
+    return ctx.home / "locks" / (project_key(ctx.project_root) + "." + env + ".lock");
+}
+
+VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
+    auto started = std::chrono::steady_clock::now();
+    VerifyResult result;
+    result.generation = require_current(ctx, env);
+    const env::Generation& g = result.generation;
+    env::Interpreter in = env::probe_interpreter(g.python, ctx.home / "cache" / "interpreters");
+    store::Store store(ctx.home);
+    std::vector<store::WheelFiles> wheels;
+    wheels.reserve(g.packages.size());
+    for (const auto& p : g.packages) {
+        auto w = store.load_wheel(p.wheel_sha256);
+        if (!w)
+            throw Error(ErrorCode::integrity, "the store no longer holds " + p.filename + " (" + p.name + " " + p.version +
+                                                  "), which generation " + std::to_string(g.number) +
+                                                  " was built from; run `envbox create " + env + "`");
+        wheels.push_back(std::move(*w));
+    }
+    std::vector<env::InstallRequest> requests;
+    for (std::size_t i = 0; i < wheels.size(); ++i) {
+        env::InstallRequest r;
+        r.wheel = &wheels[i];
+        r.requested = g.packages[i].requested;
+        if (!g.packages[i].direct_url.empty()) r.direct_url = g.packages[i].direct_url;
+        requests.push_back(r);
+    }
+    env::VenvLayout layout = env::VenvLayout::of(in, g.path);
+    env::InstallPlan plan = env::plan_install(store, in, layout, requests);
+    auto skeleton = env::venv_skeleton(in, g.path, g.environment.empty() ? env : g.environment);
+    result.report = env::verify_tree(store, layout, plan, skeleton, deep, ctx.jobs);
+    result.seconds = since(started);
+    return result;
+}
+
+std::vector<HistoryEntry> history(const Context& ctx, const std::string& env) {
+    check_env_name(env);
+    fs::path edir = env_dir(ctx, env);
+    std::error_code ec;
+    if (!fs::is_directory(edir, ec))
+        throw Error(ErrorCode::generic, "environment '" + env + "' does not exist; run `envbox create " + env + "`");
+    auto current = env::current_generation(edir);
+    std::vector<HistoryEntry> out;
+    const env::Generation* previous = nullptr;
+    auto gens = env::list_generations(edir);
+    for (const auto& g : gens) {
+        HistoryEntry h;
+        h.generation = g;
+        h.current = current && current->number == g.number;
+        if (g.complete && previous) {
+            std::map<std::string, std::string> before, after;
+            for (const auto& p : previous->packages) before[p.name] = p.version;
+            for (const auto& p : g.packages) after[p.name] = p.version;
+            for (const auto& [n, v] : after) {
+                auto it = before.find(n);
+                if (it == before.end()) h.added.push_back(n + " " + v);
+                else if (it->second != v) h.changed.push_back(n + " " + it->second + " → " + v);
+            }
+            for (const auto& [n, v] : before)
+                if (!after.count(n)) h.removed.push_back(n + " " + v);
+        }
+        if (g.complete) previous = &g;
+        out.push_back(std::move(h));
+    }
+    return out;
+}
+
+RollbackResult rollback(const Context& ctx, const std::string& env, std::optional<int> to) {
+    auto started = std::chrono::steady_clock::now();
+    check_env_name(env);
+    fs::path edir = env_dir(ctx, env);
+    fs::create_directories(ctx.home / "locks");
+    FileLock lock(env_lock_path(ctx, env));
+    auto current = env::current_generation(edir);
+    if (!current)
+        throw Error(ErrorCode::generic, "environment '" + env + "' has no current generation to roll back from");
+    auto gens = env::list_generations(edir);
+    const env::Generation* target = nullptr;
+    if (to) {
+        for (const auto& g : gens)
+            if (g.number == *to) target = &g;
+        if (!target)
+            throw Error(ErrorCode::usage, "generation " + std::to_string(*to) + " of " + env +
+                                              " does not exist (see `envbox history " + env + "`)");
+        if (!target->complete)
+            throw Error(ErrorCode::generic, "generation " + std::to_string(*to) + " of " + env +
+                                                " is incomplete (its build never finished); refusing to switch to it");
+    } else {
+        for (const auto& g : gens)
+            if (g.complete && g.number < current->number) target = &g;
+        if (!target)
+            throw Error(ErrorCode::generic, "generation " + std::to_string(current->number) + " is the oldest complete generation of " +
+                                                env + "; there is nothing to roll back to");
+    }
+    RollbackResult r;
+    r.from = current->number;
+    r.to = target->number;
+    if (r.from != r.to) env::switch_current(edir, r.to);
+    r.seconds = since(started);
+    return r;
+}
+
+GcResult gc(const Context& ctx, const GcOptions& opt) {
+    if (opt.keep < 1) throw Error(ErrorCode::usage, "--keep must be at least 1");
+    GcResult result;
+    fs::path envs = ctx.home / "envs";
+    std::error_code ec;
+    fs::create_directories(ctx.home / "locks", ec);
+
+    // 1. Generations, one environment at a time under its lock; busy environments are skipped.
+    if (fs::is_directory(envs, ec)) {
+        for (const auto& project : fs::directory_iterator(envs, ec)) {
+            if (!project.is_directory(ec)) continue;
+            for (const auto& e : fs::directory_iterator(project.path(), ec)) {
+                if (!e.is_directory(ec)) continue;
+                const std::string env = e.path().filename().string();
+                const std::string label = project.path().filename().string() + " " + env;
+                auto lock = FileLock::try_lock(ctx.home / "locks" / (project.path().filename().string() + "." + env + ".lock"));
+                if (!lock.held()) {
+                    result.busy.push_back(label);
+                    continue;
+                }
+                auto current = env::current_generation(e.path());
+                auto gens = env::list_generations(e.path());
+                int kept = 0;
+                for (auto it = gens.rbegin(); it != gens.rend(); ++it) {
+                    bool is_current = current && current->number == it->number;
+                    bool keep = is_current || (it->complete && kept < opt.keep);
+                    if (it->complete && (keep || is_current)) ++kept;
+                    if (keep) continue;
+                    result.generations_removed.push_back(label + " " + env::generation_dir_name(it->number) +
+                                                         (it->complete ? "" : " (incomplete)"));
+                    result.bytes_freed += unique_bytes(it->path);
+                    if (!opt.dry_run) remove_tree(it->path);
+                }
+            }
+        }
+    }
+
+    // 2. The store sweep: exclusive, so no create is between ingesting and linking. The live set
+    //    is computed under the lock, from the generations that exist now.
+    FileLock store_lock(store_lock_path(ctx));
+    store::Store store(ctx.home);
+    std::unordered_set<std::string> live_wheels;
+    if (fs::is_directory(envs, ec)) {
+        for (const auto& project : fs::directory_iterator(envs, ec))
+            for (const auto& e : fs::directory_iterator(project.path(), ec))
+                for (const auto& g : env::list_generations(e.path())) {
+                    bool removed_in_dry_run = false;
+                    if (opt.dry_run)
+                        for (const auto& r : result.generations_removed)
+                            removed_in_dry_run = removed_in_dry_run ||
+                                                 r.starts_with(project.path().filename().string() + " " +
+                                                               e.path().filename().string() + " " +
+                                                               env::generation_dir_name(g.number));
+                    if (removed_in_dry_run) continue;
+                    for (const auto& p : g.packages) live_wheels.insert(p.wheel_sha256);
+                }
+    }
+    std::unordered_set<std::string> live_objects;
+    fs::path wheels_dir = store.root() / "wheels";
+    for (const auto& w : fs::directory_iterator(wheels_dir, ec)) {
+        std::string sha = w.path().filename().string();
+        if (live_wheels.count(sha)) {
+            if (auto files = store.load_wheel(sha))
+                for (const auto& f : files->files) live_objects.insert(store.object_relpath(f.digest, f.executable));
+            continue;
+        }
+        result.wheels_removed++;
+        if (!opt.dry_run) remove_tree(w.path());
+    }
+    fs::path objects = store.root() / "objects" / "sha256";
+    for (const auto& shard : fs::directory_iterator(objects, ec)) {
+        if (!shard.is_directory(ec)) continue;
+        const std::string prefix = shard.path().filename().string() + "/";
+        for (const auto& o : fs::directory_iterator(shard.path(), ec)) {
+            std::string rel = prefix + o.path().filename().string();
+            if (live_objects.count(rel)) continue;
+            struct stat st {};
+            if (::lstat(o.path().c_str(), &st) == 0) result.bytes_freed += static_cast<std::uint64_t>(st.st_size);
+            result.objects_removed++;
+            if (!opt.dry_run) ::unlink(o.path().c_str());
+        }
+    }
+    for (const auto& t : fs::directory_iterator(store.tmp_dir(), ec)) {
+        result.temporary_removed++;
+        if (!opt.dry_run) remove_tree(t.path());
+    }
+    return result;
+}
+
+}  // namespace envbox::ops

@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""Black-box tests of generations: history, rollback, verify, gc, per-environment locks and
+crash safety (SIGKILL at random moments), with the real envbox binary and real processes.
+
+    test_generations.py ENVBOX_BINARY
+"""
+import glob
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+sys.path.insert(0, HERE)
+from wheelgen import Wheel, write_lock  # noqa: E402
+import test_install  # noqa: E402
+from test_install import PYTHON, keep_or_remove  # noqa: E402
+
+ENVBOX = None
+
+
+def envbox(*args, home, project, check=True, env=None):
+    test_install.ENVBOX = ENVBOX
+    return test_install.envbox(*args, home=home, project=project, check=check, env=env)
+
+
+def many_files(name, version, n, big=0):
+    files = {f"{name}/sub{i % 20}/m{i}.py": f"V = {i!r}  # {version}\n" for i in range(n)}
+    files[f"{name}/__init__.py"] = f"VERSION = {version!r}\n"
+    if big:
+        files[f"{name}/blob.bin"] = os.urandom(big)
+    return Wheel(name, version, files)
+
+
+class Project:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.root = os.path.join(tmp, "proj")
+        self.wheels = os.path.join(self.root, "wheels")
+        os.makedirs(os.path.join(self.root, "manifests"), exist_ok=True)
+        self.home = os.path.join(tmp, "home")
+
+    def lock(self, env, wheels):
+        paths = [w.build(self.wheels) if isinstance(w, Wheel) else w for w in wheels]
+        write_lock(os.path.join(self.root, "manifests", f"pylock.{env}.toml"), paths)
+        return paths
+
+    def run(self, *args, check=True):
+        return envbox(*args, home=self.home, project=self.root, check=check)
+
+    def current(self, env):
+        links = glob.glob(os.path.join(self.home, "envs", "*", env, "current"))
+        return os.path.realpath(links[0]) if links else None
+
+    def site(self, env):
+        return glob.glob(os.path.join(self.current(env), "lib", "python*", "site-packages"))[0]
+
+
+class HistoryAndRollback(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-gen-")
+        self.p = Project(self.tmp)
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def test_generations_history_rollback(self):
+        p = self.p
+        p.lock("env", [Wheel("alpha", "1.0", {"alpha.py": "A = 1\n"}), Wheel("beta", "1.0", {"beta.py": ""})])
+        p.run("create", "env")
+        p.lock("env", [Wheel("alpha", "2.0", {"alpha.py": "A = 2\n"}), Wheel("gamma", "1.0", {"gamma.py": ""})])
+        r = p.run("create", "env")
+        self.assertIn("generation 2", r.stderr)
+        self.assertTrue(p.current("env").endswith("gen-2"))
+        # A create whose lock matches the current generation does nothing and says so.
+        self.assertIn("up to date", p.run("create", "env").stderr)
+
+        h = json.loads(p.run("history", "env", "--json").stdout)
+        self.assertEqual([g["generation"] for g in h], [1, 2])
+        self.assertTrue(h[1]["current"])
+        self.assertEqual(h[1]["added"], ["gamma 1.0"])
+        self.assertEqual(h[1]["removed"], ["beta 1.0"])
+        self.assertEqual(h[1]["changed"], ["alpha 1.0 → 2.0"])
+        self.assertNotEqual(h[0]["lock_digest"], h[1]["lock_digest"])
+
+        r = p.run("rollback", "env")
+        self.assertIn("2 → 1", r.stderr)
+        self.assertTrue(p.current("env").endswith("gen-1"))
+        out = p.run("run", "env", "--", "python", "-c", "import alpha; print(alpha.A)").stdout
+        self.assertEqual(out, "1\n")
+        self.assertTrue(os.path.exists(os.path.join(p.root, ".envbox", "env", "lib")))
+        self.assertTrue(os.path.realpath(os.path.join(p.root, ".envbox", "env")).endswith("gen-1"))
+        p.run("rollback", "env", "--to", "2")
+        self.assertTrue(p.current("env").endswith("gen-2"))
+        self.assertEqual(p.run("rollback", "env", "--to", "9", check=False).returncode, 2)
+        # An incomplete generation (a build that never finished) is refused.
+        os.makedirs(os.path.join(os.path.dirname(p.current("env")), "gen-3", ".envbox"))
+        r = p.run("rollback", "env", "--to", "3", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("incomplete", r.stderr)
+        self.assertTrue(p.current("env").endswith("gen-2"))
+        # The next create cleans the unstamped leftover and builds gen-4 after it.
+        p.lock("env", [Wheel("alpha", "3.0", {"alpha.py": "A = 3\n"})])
+        p.run("create", "env")
+        self.assertTrue(p.current("env").endswith("gen-4"))
+        self.assertFalse(os.path.exists(os.path.join(os.path.dirname(p.current("env")), "gen-3")))
+
+    def test_verify_reports_pollution_and_create_restores(self):
+        p = self.p
+        p.lock("env", [many_files("stack", "1.0", 30)])
+        p.run("create", "env")
+        p.lock("env", [many_files("stack", "1.1", 30)])
+        p.run("create", "env")
+        self.assertEqual(p.run("verify", "env").returncode, 0)
+        self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+        site = p.site("env")
+        # A stray pip install (sandbox off) and an editor that rewrites a file (new inode).
+        extra = Wheel("intruder", "0.1", {"intruder.py": "X = 1\n"}).build(os.path.join(self.tmp, "w"))
+        pip = next(w for w in test_install.DEBIAN_WHEELS if os.path.basename(w).startswith("pip-"))
+        subprocess.run([PYTHON, os.path.join(pip, "pip"), "--python", os.path.join(p.current("env"), "bin", "python"),
+                        "install", "-q", "--no-deps", "--no-index", "--disable-pip-version-check", extra], check=True)
+        target = os.path.join(site, "stack", "sub3", "m3.py")
+        with open(target + ".new", "w") as f:
+            f.write("V = 'edited'\n")
+        os.replace(target + ".new", target)
+        r = p.run("verify", "env", "--json", check=False)
+        self.assertEqual(r.returncode, 5)
+        report = json.loads(r.stdout)
+        kinds = {(d["kind"], os.path.basename(d["path"].rstrip("/"))) for d in report["drift"]}
+        self.assertIn(("modified", "m3.py"), kinds)
+        self.assertIn(("extra", "intruder.py"), kinds)
+        self.assertIn(("foreign", "intruder-0.1.dist-info"), kinds)
+        foreign = next(d for d in report["drift"] if d["kind"] == "foreign")
+        self.assertIn("pip", foreign["detail"])
+        # Roll back to the clean generation, then build the lock again: a clean generation.
+        p.run("rollback", "env")
+        self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+        r = p.run("create", "env")
+        self.assertIn("generation 3", r.stderr)
+        self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+        r = p.run("run", "env", "--", "python", "-c", "import stack; print(stack.VERSION)")
+        self.assertEqual(r.stdout, "1.1\n")
+
+    def test_gc_keeps_current_and_newest(self):
+        p = self.p
+        for v in ("1.0", "2.0", "3.0", "4.0"):
+            p.lock("env", [many_files("churn", v, 20, big=200_000)])
+            p.run("create", "env")
+        p.run("rollback", "env", "--to", "1")  # the current one is never removed
+        dry = json.loads(p.run("gc", "--keep", "1", "--dry-run", "--json").stdout)
+        self.assertEqual(dry["generations_removed"], 2)
+        gens = sorted(os.path.basename(g) for g in glob.glob(os.path.join(os.path.dirname(p.current("env")), "gen-*")))
+        self.assertEqual(gens, ["gen-1", "gen-2", "gen-3", "gen-4"], "dry run deleted something")
+        r = json.loads(p.run("gc", "--keep", "1", "--json").stdout)
+        self.assertEqual(r, dry | {"dry_run": False})
+        self.assertGreater(r["bytes_freed"], 400_000)  # two 200 kB blobs and their files
+        gens = sorted(os.path.basename(g) for g in glob.glob(os.path.join(os.path.dirname(p.current("env")), "gen-*")))
+        self.assertEqual(gens, ["gen-1", "gen-4"])
+        self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+        p.run("rollback", "env", "--to", "4")
+        self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+        # Nothing left to collect.
+        again = json.loads(p.run("gc", "--keep", "2", "--json").stdout)
+        self.assertEqual((again["objects_removed"], again["wheels_removed"]), (0, 0))
+
+
+class Concurrency(unittest.TestCase):
+    def test_four_creates_and_a_gc_at_once(self):
+        tmp = tempfile.mkdtemp(prefix="envbox-conc-")
+        try:
+            p = Project(tmp)
+            p.lock("one", [many_files("one_pkg", "1.0", 400), many_files("shared_pkg", "1.0", 400)])
+            p.lock("two", [many_files("two_pkg", "1.0", 400), many_files("shared_pkg", "1.0", 400)])
+            e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+            base = [ENVBOX, "--home", p.home, "--project", p.root]
+            procs = [subprocess.Popen(base + ["create", env], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True) for env in ("one", "two", "one", "two")]
+            procs.append(subprocess.Popen(base + ["gc", "--keep", "1"], env=e, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+            for proc in procs:
+                out, err = proc.communicate(timeout=300)
+                self.assertEqual(proc.returncode, 0, err)
+            for env in ("one", "two"):
+                self.assertEqual(p.run("verify", env, "--deep").returncode, 0)
+                gens = glob.glob(os.path.join(os.path.dirname(p.current(env)), "gen-*"))
+                self.assertEqual(len(gens), 1, "the second create of an environment must be a no-op")
+        finally:
+            keep_or_remove(tmp)
+
+    def test_no_wait_fails_fast_while_another_create_holds_the_environment(self):
+        tmp = tempfile.mkdtemp(prefix="envbox-nowait-")
+        try:
+            p = Project(tmp)
+            p.lock("env", [many_files("slow", "1.0", 10)])
+            key_lock = None
+            p.run("create", "env")
+            locks = glob.glob(os.path.join(p.home, "locks", "*.env.lock"))
+            self.assertEqual(len(locks), 1)
+            key_lock = locks[0]
+            holder = subprocess.Popen(["flock", key_lock, "sleep", "5"])
+            try:
+                time.sleep(0.3)
+                p.lock("env", [many_files("slow", "2.0", 10)])
+                start = time.time()
+                r = p.run("create", "env", "--no-wait", check=False)
+                self.assertEqual(r.returncode, 1)
+                self.assertIn("another envbox", r.stderr)
+                self.assertLess(time.time() - start, 3)
+            finally:
+                holder.kill()
+                holder.wait()
+            p.run("create", "env")
+        finally:
+            keep_or_remove(tmp)
+
+
+class CrashSafety(unittest.TestCase):
+    """SIGKILL `envbox create` at random moments: afterwards `current` is always a complete
+    generation that passes `verify --deep`, and the next create succeeds."""
+
+    KILLS = int(os.environ.get("ENVBOX_TEST_KILLS", "50"))
+
+    def test_sigkill_at_random_moments(self):
+        tmp = tempfile.mkdtemp(prefix="envbox-kill-")
+        try:
+            p = Project(tmp)
+            variants = []
+            for v in range(4):
+                paths = [many_files(f"k{k}", f"{v}.0", 150).build(p.wheels) for k in range(6)]
+                paths.append(many_files("kbig", f"{v}.0", 5, big=3_000_000).build(p.wheels))
+                variants.append(paths)
+            write_lock(os.path.join(p.root, "manifests", "pylock.env.toml"), variants[0])
+            start = time.perf_counter()
+            p.run("create", "env")
+            full = time.perf_counter() - start
+            e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+            rng = random.Random(7)
+            killed = 0
+            for i in range(self.KILLS):
+                if i % 4 == 3:  # a wheel set the store has never seen, so kills land in ingest too
+                    variants.append([many_files(f"k{k}", f"{100 + i}.0", 150).build(p.wheels) for k in range(6)] +
+                                    [many_files("kbig", f"{100 + i}.0", 5, big=3_000_000).build(p.wheels)])
+                    lock = variants[-1]
+                else:
+                    lock = variants[(i + 1) % 4]
+                write_lock(os.path.join(p.root, "manifests", "pylock.env.toml"), lock)
+                proc = subprocess.Popen([ENVBOX, "--home", p.home, "--project", p.root, "create", "env", "-q"], env=e,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(rng.uniform(0, full * 1.2))
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGKILL)
+                    killed += 1
+                proc.wait()
+                cur = p.current("env")
+                self.assertIsNotNone(cur)
+                self.assertTrue(os.path.exists(os.path.join(cur, ".envbox", "complete")), cur)
+                r = p.run("verify", "env", "--deep", check=False)
+                self.assertEqual(r.returncode, 0, f"after kill {i}: {r.stdout}{r.stderr}")
+            print(f"\n  {killed} of {self.KILLS} creates killed mid-way (a full create takes {full:.2f} s)",
+                  file=sys.stderr)
+            self.assertGreaterEqual(killed, self.KILLS // 2, "too few runs were actually killed mid-way")
+            r = p.run("create", "env")
+            self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+            gc = json.loads(p.run("gc", "--keep", "1", "--json").stdout)
+            self.assertEqual(os.listdir(os.path.join(p.home, "tmp")), [], "gc leaves no temporary files")
+            self.assertGreaterEqual(gc["generations_removed"], 0)
+            self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+        finally:
+            keep_or_remove(tmp)
+
+
+class DiskFull(unittest.TestCase):
+    def test_enospc_leaves_previous_generation_current(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a small tmpfs needs root")
+        tmp = tempfile.mkdtemp(prefix="envbox-full-")
+        mnt = os.path.join(tmp, "mnt")
+        os.makedirs(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", mnt]).returncode != 0:
+            shutil.rmtree(tmp)
+            self.skipTest("cannot mount tmpfs here")
+        try:
+            p = Project(tmp)
+            p.home = os.path.join(mnt, "home")
+            p.lock("env", [many_files("fits", "1.0", 20)])
+            p.run("create", "env")
+            before = p.current("env")
+            p.lock("env", [many_files("toolarge", "1.0", 20, big=8_000_000)])
+            r = p.run("create", "env", check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("No space left on device", r.stderr)
+            self.assertEqual(p.current("env"), before)
+            self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+            self.assertEqual(os.listdir(os.path.join(p.home, "tmp")), [])
+        finally:
+            subprocess.run(["umount", mnt])
+            keep_or_remove(tmp)
+
+
+if __name__ == "__main__":
+    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)

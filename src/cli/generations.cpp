@@ -32,6 +32,8 @@ void run_verify(const GlobalOptions& global, const std::string& env, bool deep) 
                          r.generation.number,
                          rep.clean() ? "clean" : (std::to_string(rep.drift.size()) + " differences from the lock").c_str(),
                          rep.files_checked, deep ? " by content" : "", rep.hashed, r.seconds);
+        if (global.verbosity > 1)
+            std::fprintf(stderr, "  seconds: load %.3f, plan %.3f, check %.3f\n", r.load_s, r.plan_s, r.check_s);
     }
     if (!rep.clean())
         throw Error(ErrorCode::integrity, env + " has drifted from its lock (" + std::to_string(rep.drift.size()) +

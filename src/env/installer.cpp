@@ -26,17 +26,19 @@ namespace {
 
 // One file to put into the environment.
 struct Placement {
-    fs::path dest;                  // absolute
+    std::string rel;                // relative to the environment root
     const store::WheelFile* object = nullptr;  // link this object, or
     std::string content;            // write this
     bool executable = false;
     std::size_t wheel = 0;          // index into requests
+    std::string record_path;        // as RECORD lists it: relative to the .dist-info's parent
 };
 
 std::string hex_to_record_b64(const std::string& hex) {
+    auto nibble = [](char c) { return static_cast<std::uint8_t>(c <= '9' ? c - '0' : c - 'a' + 10); };
     Sha256Digest d{};
     for (std::size_t i = 0; i < d.size(); ++i)
-        d[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+        d[i] = static_cast<std::uint8_t>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
     return to_record_b64(d);
 }
 
@@ -94,10 +96,24 @@ public:
         for (const auto& e : entries) entry_names.insert(e.name);
 
         std::vector<std::size_t> mine;  // placements of this wheel, for RECORD
-        auto add = [&](Placement p) {
-            p.wheel = index;
+        const std::string root_rel = rel_of(root_dir);
+        // A file's RECORD path: relative to root_dir, so `../../../bin/x` for scripts.
+        auto record_path_of = [&](const std::string& rel) {
+            if (rel.size() > root_rel.size() && rel.compare(0, root_rel.size(), root_rel) == 0 &&
+                rel[root_rel.size()] == '/')
+                return rel.substr(root_rel.size() + 1);
+            return fs::path(rel).lexically_relative(root_rel).generic_string();
+        };
+        auto add = [&](std::string rel, const store::WheelFile* object, std::string content, bool executable,
+                       std::string record_path = {}) {
             mine.push_back(placements.size());
-            placements.push_back(std::move(p));
+            if (record_path.empty()) record_path = record_path_of(rel);
+            placements.push_back({std::move(rel), object, std::move(content), executable, index, std::move(record_path)});
+        };
+        auto under = [&](const fs::path& dir, std::string_view sub) {
+            std::string base = rel_of(dir);
+            while (!base.empty() && base.back() == '/') base.pop_back();
+            return base.empty() || base == "." ? std::string(sub) : base + "/" + std::string(sub);
         };
         for (const auto& f : w.files) {
             if (f.path == record || in_pycache(f.path)) continue;
@@ -107,59 +123,67 @@ public:
                 if (slash == std::string_view::npos)
                     throw Error(ErrorCode::integrity, w.filename + ": stray file '" + f.path + "' in " + data_dir);
                 std::string key(rest.substr(0, slash));
-                fs::path sub(std::string(rest.substr(slash + 1)));
-                if (key == "purelib") add({layout_.purelib / sub, &f, {}, f.executable, 0});
-                else if (key == "platlib") add({layout_.platlib / sub, &f, {}, f.executable, 0});
-                else if (key == "headers") add({layout_.headers_base / w.name / sub, &f, {}, f.executable, 0});
-                else if (key == "data") add({layout_.data / sub, &f, {}, f.executable, 0});
+                std::string_view sub = rest.substr(slash + 1);
+                if (key == "purelib") add(under(layout_.purelib, sub), &f, {}, f.executable);
+                else if (key == "platlib") add(under(layout_.platlib, sub), &f, {}, f.executable);
+                else if (key == "headers") add(under(layout_.headers_base / w.name, sub), &f, {}, f.executable);
+                else if (key == "data") add(under(layout_.data, sub), &f, {}, f.executable);
                 else if (key == "scripts") {
-                    if (is_entry_point_wrapper(sub.filename().string(), entry_names)) continue;
+                    if (is_entry_point_wrapper(fs::path(std::string(sub)).filename().string(), entry_names)) continue;
                     std::string text = read_file(store_.object_path(f.digest, f.executable));
                     std::string rewritten = pep::rewrite_shebang(text, layout_.python.string());
-                    add({layout_.scripts / sub, nullptr, std::move(rewritten), true, 0});
+                    add(under(layout_.scripts, sub), nullptr, std::move(rewritten), true);
                 } else {
                     throw Error(ErrorCode::integrity, w.filename + ": unknown .data directory '" + key +
                                                           "' (expected purelib, platlib, scripts, headers or data)");
                 }
                 continue;
             }
-            add({root_dir / f.path, &f, {}, f.executable, 0});
+            add(root_rel + "/" + f.path, &f, {}, f.executable, f.path);
         }
         for (const auto& e : pep::scripts_for_target(entries, in_.major, in_.minor)) {
             if (pep::script_name_escapes(e.name))
                 throw Error(ErrorCode::integrity, w.filename + ": entry point '" + e.name +
                                                       "' would be written outside the scripts directory");
-            add({layout_.scripts / e.name, nullptr, pep::launcher_script(e, layout_.python.string()), true, 0});
+            add(under(layout_.scripts, e.name), nullptr, pep::launcher_script(e, layout_.python.string()), true);
         }
-        const fs::path dist_info = root_dir / w.dist_info;
-        add({dist_info / "INSTALLER", nullptr, "envbox\n", false, 0});
-        if (req.requested) add({dist_info / "REQUESTED", nullptr, "", false, 0});
-        if (req.direct_url) add({dist_info / "direct_url.json", nullptr, *req.direct_url, false, 0});
+        const std::string dist_info = root_rel + "/" + w.dist_info;
+        add(dist_info + "/INSTALLER", nullptr, "envbox\n", false, w.dist_info + "/INSTALLER");
+        if (req.requested) add(dist_info + "/REQUESTED", nullptr, "", false, w.dist_info + "/REQUESTED");
+        if (req.direct_url)
+            add(dist_info + "/direct_url.json", nullptr, *req.direct_url, false, w.dist_info + "/direct_url.json");
 
         // RECORD, paths relative to the site-packages directory holding the .dist-info.
         std::vector<std::string> rows;
         rows.reserve(mine.size() + 1);
         for (std::size_t i : mine) {
             const Placement& p = placements[i];
-            std::string rel = p.dest.lexically_relative(root_dir).generic_string();
-            std::string hash, size;
+            std::string row = pep::csv_field(p.record_path);
             if (p.object) {
-                hash = "sha256=" + hex_to_record_b64(p.object->digest);
-                size = std::to_string(p.object->size);
+                row += ",sha256=" + hex_to_record_b64(p.object->digest) + "," + std::to_string(p.object->size);
             } else {
-                hash = "sha256=" + to_record_b64(sha256(p.content));
-                size = std::to_string(p.content.size());
+                row += ",sha256=" + to_record_b64(sha256(p.content)) + "," + std::to_string(p.content.size());
             }
-            rows.push_back(pep::csv_field(rel) + "," + hash + "," + size);
+            rows.push_back(std::move(row));
         }
         rows.push_back(pep::csv_field(w.dist_info + "/RECORD") + ",,");
         std::sort(rows.begin(), rows.end());
+        std::size_t total = 0;
+        for (const auto& r : rows) total += r.size() + 1;
         std::string text;
-        for (const auto& r : rows) text += r + "\n";
-        add({dist_info / "RECORD", nullptr, std::move(text), false, 0});
+        text.reserve(total);
+        for (const auto& r : rows) text.append(r).push_back('\n');
+        add(dist_info + "/RECORD", nullptr, std::move(text), false, w.dist_info + "/RECORD");
     }
 
 private:
+    std::string rel_of(const fs::path& p) const {
+        const std::string& root = layout_.root.native();
+        const std::string& full = p.native();
+        if (full.size() > root.size() && full.compare(0, root.size(), root) == 0 && full[root.size()] == '/')
+            return full.substr(root.size() + 1);
+        return p.lexically_relative(layout_.root).generic_string();
+    }
     const store::Store& store_;
     const Interpreter& in_;
     const VenvLayout& layout_;
@@ -180,14 +204,13 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
     }
     InstallPlan plan;
     plan.wheel_labels = std::move(planner.wheel_labels);
-    const std::size_t root_len = layout.root.string().size() + 1;
     for (const auto& w : requests) {
         const fs::path root_dir = w.wheel->root_is_purelib ? layout.purelib : layout.platlib;
-        plan.dist_info_dirs.push_back((root_dir / w.wheel->dist_info).string().substr(root_len));
+        plan.dist_info_dirs.push_back((root_dir / w.wheel->dist_info).lexically_relative(layout.root).generic_string());
     }
     plan.files.reserve(planner.placements.size());
     for (auto& p : planner.placements)
-        plan.files.push_back({p.dest.string().substr(root_len), p.object, std::move(p.content), p.executable, p.wheel});
+        plan.files.push_back({std::move(p.rel), p.object, std::move(p.content), p.executable, p.wheel});
 
     // A path claimed twice is an error naming both wheels; shared directories are merged.
     // Everything is decided from the plan, without asking the filesystem.

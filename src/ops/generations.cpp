@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -67,6 +68,8 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     VerifyResult result;
     result.generation = require_current(ctx, env);
     const env::Generation& g = result.generation;
+    // The walk of the tree needs nothing but its path: it runs while the plan is made.
+    auto on_disk = std::async(std::launch::async, [path = g.path] { return env::walk_generation(path); });
     env::Interpreter in = env::probe_interpreter(g.python, ctx.home / "cache" / "interpreters");
     store::Store store(ctx.home);
     std::vector<store::WheelFiles> wheels;
@@ -79,6 +82,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
                                                   " was built from; run `envbox create " + env + "`");
         wheels.push_back(std::move(*w));
     }
+    result.load_s = since(started);
     std::vector<env::InstallRequest> requests;
     for (std::size_t i = 0; i < wheels.size(); ++i) {
         env::InstallRequest r;
@@ -90,7 +94,9 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     env::VenvLayout layout = env::VenvLayout::of(in, g.path);
     env::InstallPlan plan = env::plan_install(store, in, layout, requests);
     auto skeleton = env::venv_skeleton(in, g.path, g.environment.empty() ? env : g.environment);
-    result.report = env::verify_tree(store, layout, plan, skeleton, deep, ctx.jobs);
+    result.plan_s = since(started) - result.load_s;
+    result.report = env::verify_tree(store, layout, plan, skeleton, on_disk.get(), deep, ctx.jobs);
+    result.check_s = since(started) - result.load_s - result.plan_s;
     result.seconds = since(started);
     return result;
 }

@@ -140,20 +140,24 @@ std::optional<WheelFiles> deserialise(const std::string& text, std::string_view 
         return std::nullopt;
     }
     w.files.reserve(count);
-    while (std::getline(s, line)) {
+    // The file lines, parsed in place (verify and create read tens of thousands of them).
+    std::string_view rest(text);
+    rest.remove_prefix(std::min<std::size_t>(rest.size(), static_cast<std::size_t>(s.tellg())));
+    while (!rest.empty()) {
+        auto nl = rest.find('\n');
+        std::string_view l = rest.substr(0, nl);
+        rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
         // digest(64) ' ' x|- ' ' size ' ' path
-        if (line.size() < 70 || line[64] != ' ' || line[66] != ' ') return std::nullopt;
+        if (l.size() < 70 || l[64] != ' ' || l[66] != ' ') return std::nullopt;
         WheelFile f;
-        f.digest = line.substr(0, 64);
-        f.executable = line[65] == 'x';
-        auto sp = line.find(' ', 67);
-        if (sp == std::string::npos) return std::nullopt;
-        try {
-            f.size = std::stoull(line.substr(67, sp - 67));
-        } catch (const std::exception&) {
-            return std::nullopt;
-        }
-        f.path = line.substr(sp + 1);
+        f.digest = std::string(l.substr(0, 64));
+        f.executable = l[65] == 'x';
+        std::size_t i = 67;
+        std::uint64_t size = 0;
+        while (i < l.size() && l[i] >= '0' && l[i] <= '9') size = size * 10 + static_cast<std::uint64_t>(l[i++] - '0');
+        if (i == 67 || i >= l.size() || l[i] != ' ') return std::nullopt;
+        f.size = size;
+        f.path = std::string(l.substr(i + 1));
         w.files.push_back(std::move(f));
     }
     if (w.files.size() != count) return std::nullopt;

@@ -30,9 +30,21 @@ struct VerifyReport {
     bool clean() const { return drift.empty(); }
 };
 
-/// Compares `gen` (at `layout.root`) with `plan` and `skeleton`. `__pycache__` directories are
-/// caches Python itself writes and are not reported.
+/// An entry found on disk.
+struct TreeEntry {
+    std::string rel;
+    bool is_dir = false;
+};
+
+/// Every entry under `root` but `.envbox/` and `__pycache__/` directories (caches Python itself
+/// writes), each directory before its contents. Independent of any plan, so it can run while
+/// the plan is made.
+std::vector<TreeEntry> walk_generation(const std::filesystem::path& root);
+
+/// Compares the generation at `layout.root` with `plan` and `skeleton`; `on_disk` is what
+/// `walk_generation` found there.
 VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
-                         const std::vector<VenvEntry>& skeleton, bool deep, unsigned jobs);
+                         const std::vector<VenvEntry>& skeleton, const std::vector<TreeEntry>& on_disk, bool deep,
+                         unsigned jobs);
 
 }  // namespace envbox::env

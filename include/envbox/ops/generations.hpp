@@ -16,6 +16,7 @@ struct VerifyResult {
     env::Generation generation;
     env::VerifyReport report;
     double seconds = 0;
+    double load_s = 0, plan_s = 0, check_s = 0;  ///< file lists read, plan made, tree checked
 };
 
 /// Verifies ENV's current generation against its lock (see env/verify.hpp).

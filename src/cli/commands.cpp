@@ -60,8 +60,11 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
         {"create", "Make ENV match its lock: fetch, build a new generation, switch atomically",
          [](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();
-             c.add_flag("--locked", flag_a, "Fail if the lock is missing or stale");
-             c.add_flag("--frozen", flag_b, "Use the lock as is, without checking it");
+             c.add_flag("--locked", flag_a,
+                        "Fail if the lock is missing or stale (until `envbox lock` lands, a missing "
+                        "lock is always an error and the lock is used as it is)");
+             c.add_flag("--frozen", flag_b, "Use the lock as is, without checking it (the behaviour of "
+                                            "this build)");
              c.add_option("--lock", text_b, "Install this PEP 751 file instead of the ENV lock");
              c.add_option("--link-mode", link_mode, "hardlink, reflink or copy")
                  ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));

@@ -236,10 +236,18 @@ class CrashSafety(unittest.TestCase):
                 paths = [many_files(f"k{k}", f"{v}.0", 150).build(p.wheels) for k in range(6)]
                 paths.append(many_files("kbig", f"{v}.0", 5, big=3_000_000).build(p.wheels))
                 variants.append(paths)
-            write_lock(os.path.join(p.root, "manifests", "pylock.env.toml"), variants[0])
-            start = time.perf_counter()
-            p.run("create", "env")
-            full = time.perf_counter() - start
+            # How long each kind of create takes here: one with wheels the store has never seen
+            # (ingest, link, switch) and one with known wheels (link, switch). Kills are timed
+            # within those durations so they land mid-way, under sanitizers too.
+            def timed_create(lock):
+                write_lock(os.path.join(p.root, "manifests", "pylock.env.toml"), lock)
+                start = time.perf_counter()
+                p.run("create", "env")
+                return time.perf_counter() - start
+            full_new = timed_create(variants[0])
+            timed_create(variants[1])
+            full_known = timed_create(variants[2])
+            full = full_new
             e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
             rng = random.Random(7)
             killed = 0
@@ -253,7 +261,7 @@ class CrashSafety(unittest.TestCase):
                 write_lock(os.path.join(p.root, "manifests", "pylock.env.toml"), lock)
                 proc = subprocess.Popen([ENVBOX, "--home", p.home, "--project", p.root, "create", "env", "-q"], env=e,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(rng.uniform(0, full * 1.2))
+                time.sleep(rng.uniform(0.0, 0.95 * (full_new if i % 4 == 3 else full_known)))
                 if proc.poll() is None:
                     proc.send_signal(signal.SIGKILL)
                     killed += 1

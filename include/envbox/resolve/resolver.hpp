@@ -1,0 +1,69 @@
+#pragma once
+/// PubGrub version solving (Weizenbaum's algorithm, as in pubgrub-rs and uv) over a package
+/// source, for one *target* environment. Version sets are exact: every set is a subset of the
+/// versions the source offers for that package, so intersections, unions and complements are
+/// bit operations and PEP 440's corner cases (local versions, pre-releases, `!=1.*`) are decided
+/// once, by `SpecifierSet::contains`, when a set is built.
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "envbox/pep/marker.hpp"
+#include "envbox/pep/requirement.hpp"
+#include "envbox/pep/specifier.hpp"
+#include "envbox/pep/version.hpp"
+#include "envbox/util/error.hpp"
+
+namespace envbox::resolve {
+
+/// One version of a package as the source offers it.
+struct Candidate {
+    pep::Version version;
+    bool yanked = false;
+    /// Why this version cannot be installed on the target, if it cannot ("requires Python
+    /// >=3.13", "has no wheel for cp312-manylinux_2_28_x86_64", …); empty when it can.
+    std::string unusable;
+};
+
+/// What the solver needs of one version's core metadata.
+struct Dependencies {
+    std::vector<pep::Requirement> requires_dist;
+    std::set<std::string> provides_extra;  ///< normalised
+};
+
+/// Where versions and metadata come from (an index client, a test's in-memory world).
+class PackageSource {
+public:
+    virtual ~PackageSource() = default;
+    /// Every version of `name` (normalised), any order; empty when the package does not exist.
+    virtual std::vector<Candidate> versions(const std::string& name) = 0;
+    /// Requires-Dist and Provides-Extra of `name==version`.
+    virtual Dependencies dependencies(const std::string& name, const pep::Version& version) = 0;
+    /// A hint that these will be asked for soon; a networked source fetches them in parallel.
+    virtual void prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) { (void)wanted; }
+    virtual void prefetch_versions(const std::vector<std::string>& names) { (void)names; }
+};
+
+struct Options {
+    pep::MarkerEnvironment environment;  ///< the target's markers (python_full_version, …)
+    bool allow_prereleases = false;      ///< pre-releases for every package
+    /// Versions to keep when they still satisfy everything (the current lock).
+    std::map<std::string, pep::Version> preferences;
+};
+
+struct Pinned {
+    std::string name;   ///< normalised
+    pep::Version version;
+    std::set<std::string> extras;  ///< extras some requirement asked for
+};
+
+/// Resolves `root` for the target. On failure the error (invalid_input) carries an explanation
+/// derived from PubGrub's incompatibilities, in terms of the user's requirements.
+Result<std::vector<Pinned>> resolve(const std::vector<pep::Requirement>& root, PackageSource& source,
+                                    const Options& options);
+
+}  // namespace envbox::resolve

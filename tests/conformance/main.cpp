@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
         pep_sections(s);
         pylock_sections(s);
         wheel_sections(s);
+        index_sections(s);
     } catch (const std::exception& e) {
         std::cerr << "conformance: " << e.what() << "\n";
         return 1;

@@ -77,5 +77,6 @@ inline std::optional<bool> opt_bool(const json& j) {
 void pep_sections(Suite& s);
 void pylock_sections(Suite& s);
 void wheel_sections(Suite& s);
+void index_sections(Suite& s);
 
 }  // namespace conformance

@@ -1,0 +1,45 @@
+#pragma once
+/// Writing PEP 751 locks deterministically: the same resolution gives the same bytes (packages
+/// sorted by name, keys in a fixed order, one wheel per package for the target), so a
+/// one-package upgrade is a small diff. Pure: returns the text.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace envbox::lock {
+
+struct LockedWheel {
+    std::string filename;
+    std::string url;
+    std::string sha256;
+    std::optional<std::uint64_t> size;
+    std::optional<std::string> upload_time;  ///< RFC 3339, as the index gave it
+};
+
+struct LockedPackage {
+    std::string name;      ///< normalised
+    std::string version;
+    std::string index;     ///< the simple API URL the package came from
+    LockedWheel wheel;
+};
+
+struct LockDocument {
+    std::optional<std::string> environment_marker;  ///< one marker the target satisfies
+    std::optional<std::string> requires_python;
+    std::vector<LockedPackage> packages;
+    /// `[tool.envbox]`: string values and string-array values, written sorted by key.
+    std::map<std::string, std::string> tool;
+    std::map<std::string, std::vector<std::string>> tool_lists;
+};
+
+/// A TOML basic string literal for `s` (quotes, backslashes and control characters escaped).
+std::string toml_string(std::string_view s);
+
+/// The lock's text: `lock-version = "1.0"`, `created-by = "envbox"`, …, `[[packages]]` sorted by
+/// name, `[tool.envbox]` last.
+std::string write_pylock(const LockDocument& doc);
+
+}  // namespace envbox::lock

@@ -1,0 +1,69 @@
+#include "envbox/lock/writer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace envbox::lock {
+
+std::string toml_string(std::string_view s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
+            case '\r': out += "\\r"; break;
+            default:
+                if (c < 0x20 || c == 0x7f) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += static_cast<char>(c);
+                }
+        }
+    }
+    return out + "\"";
+}
+
+std::string write_pylock(const LockDocument& doc) {
+    std::string out;
+    out += "# This file is written by envbox (`envbox lock`). Do not edit it by hand: change the\n";
+    out += "# manifest beside it and lock again. It is a PEP 751 lock, readable by pip and uv.\n";
+    out += "lock-version = \"1.0\"\n";
+    if (doc.environment_marker) out += "environments = [" + toml_string(*doc.environment_marker) + "]\n";
+    if (doc.requires_python) out += "requires-python = " + toml_string(*doc.requires_python) + "\n";
+    out += "created-by = \"envbox\"\n";
+    std::vector<const LockedPackage*> sorted;
+    for (const auto& p : doc.packages) sorted.push_back(&p);
+    std::sort(sorted.begin(), sorted.end(), [](const LockedPackage* a, const LockedPackage* b) {
+        return a->name < b->name;
+    });
+    for (const LockedPackage* p : sorted) {
+        out += "\n[[packages]]\n";
+        out += "name = " + toml_string(p->name) + "\n";
+        out += "version = " + toml_string(p->version) + "\n";
+        out += "index = " + toml_string(p->index) + "\n";
+        out += "\n[[packages.wheels]]\n";
+        out += "name = " + toml_string(p->wheel.filename) + "\n";
+        out += "url = " + toml_string(p->wheel.url) + "\n";
+        if (p->wheel.upload_time) out += "upload-time = " + *p->wheel.upload_time + "\n";
+        if (p->wheel.size) out += "size = " + std::to_string(*p->wheel.size) + "\n";
+        out += "hashes = { sha256 = " + toml_string(p->wheel.sha256) + " }\n";
+    }
+    if (!doc.tool.empty() || !doc.tool_lists.empty()) {
+        out += "\n[tool.envbox]\n";
+        std::map<std::string, std::string> lines;
+        for (const auto& [k, v] : doc.tool) lines[k] = toml_string(v);
+        for (const auto& [k, vs] : doc.tool_lists) {
+            std::string arr = "[";
+            for (std::size_t i = 0; i < vs.size(); ++i) arr += (i ? ", " : "") + toml_string(vs[i]);
+            lines[k] = arr + "]";
+        }
+        for (const auto& [k, v] : lines) out += k + " = " + v + "\n";
+    }
+    return out;
+}
+
+}  // namespace envbox::lock

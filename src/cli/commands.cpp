@@ -44,7 +44,8 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
 void add_commands(CLI::App& app, GlobalOptions& global) {
     // Option values are held here so the parsed command lines stay valid for the run.
     static std::vector<std::string> envs;
-    static std::string text_a, text_b, format = "text", link_mode, upgrade_package, to_gen;
+    static std::string text_a, text_b, format = "text", link_mode, to_gen;
+    static std::vector<std::string> upgrade_packages;
     static bool flag_a = false, flag_b = false, flag_c = false, flag_all = false, flag_no_wait = false;
     static int keep = 3;
     static std::vector<std::string> command_line;
@@ -55,16 +56,15 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
              c.add_option("ENV", envs, "Environments to lock")->required();
              c.add_flag("--check", flag_a, "Exit 3 if the lock is stale; write nothing");
              c.add_flag("--upgrade", flag_b, "Ignore locked versions");
-             c.add_option("--upgrade-package", upgrade_package, "Ignore the locked version of P");
-         }},
+             c.add_option("--upgrade-package", upgrade_packages, "Ignore the locked version of P (repeatable)");
+             c.add_flag("--offline", flag_c, "Use only cached index pages");
+         },
+         [&global] { run_lock(global, envs, flag_a, flag_b, upgrade_packages, flag_c); }},
         {"create", "Make ENV match its lock: fetch, build a new generation, switch atomically",
          [](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();
-             c.add_flag("--locked", flag_a,
-                        "Fail if the lock is missing or stale (until `envbox lock` lands, a missing "
-                        "lock is always an error and the lock is used as it is)");
-             c.add_flag("--frozen", flag_b, "Use the lock as is, without checking it (the behaviour of "
-                                            "this build)");
+             c.add_flag("--locked", flag_a, "Fail (exit 3) if the lock is missing or stale instead of locking");
+             c.add_flag("--frozen", flag_b, "Use the lock as it is, without checking it against the manifest");
              c.add_option("--lock", text_b, "Install this PEP 751 file instead of the ENV lock");
              c.add_option("--link-mode", link_mode, "hardlink, reflink or copy")
                  ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));

@@ -16,10 +16,10 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
     if (!args.lock.empty()) opt.lock = args.lock;
     opt.offline = args.offline;
     opt.no_wait = args.no_wait;
+    opt.locked = args.locked;
+    opt.frozen = args.frozen;
     if (args.link_mode == "reflink") opt.link_mode = LinkMode::reflink;
     else if (args.link_mode == "copy") opt.link_mode = LinkMode::copy;
-    // `envbox lock` is not in this build: the lock is always used as it is (--frozen), and
-    // --locked has nothing further to check.
     ops::CreateResult r = ops::create(ctx, opt);
     progress.clear();
     if (global.json) {

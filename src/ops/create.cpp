@@ -13,6 +13,8 @@
 #include "envbox/env/venv.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/lock/writer.hpp"
+#include "envbox/ops/lock.hpp"
 #include "envbox/ops/generations.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/pep/name.hpp"
@@ -87,6 +89,31 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                     "no project here (no manifests/ directory in this directory or above); "
                     "use --project DIR or --lock FILE");
     std::error_code ec;
+    bool relocked = false;
+    // With a manifest and its own lock: lock first when the lock is missing or stale. A lock
+    // envbox did not write (no [tool.envbox]) is used as it is.
+    if (manifest && !opt.lock && !opt.frozen) {
+        std::vector<std::string> reasons;
+        if (!fs::exists(lock_path, ec)) {
+            reasons.push_back("there is no lock file " + lock_path.string());
+        } else {
+            auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
+            if (tool && tool->values.count("manifest-digest")) reasons = lock_staleness(manifest_path, lock_path);
+        }
+        if (!reasons.empty()) {
+            if (opt.locked) {
+                std::string msg = "--locked: the lock of " + opt.env + " needs updating:";
+                for (const auto& r : reasons) msg += "\n  " + r;
+                throw Error(ErrorCode::invalid_input, msg + "\nrun `envbox lock " + opt.env + "`");
+            }
+            for (const auto& r : reasons) progress.note(r + "; locking first");
+            LockOptions lo;
+            lo.env = opt.env;
+            lo.offline = opt.offline;
+            lock(ctx, lo);
+            relocked = true;
+        }
+    }
     if (!fs::exists(lock_path, ec))
         throw Error(ErrorCode::invalid_input,
                     "no lock file " + lock_path.string() +
@@ -197,6 +224,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     const std::string digest = to_hex(sha256(lock_text + "\n--target " + interpreter.executable.string() +
                                              " " + interpreter.full_version + " " + platform));
     CreateResult result;
+    result.relocked = relocked;
     result.select_s = select_s;
     result.python = interpreter.full_version + " (" + interpreter.executable.string() + ")";
     result.packages = items.size();

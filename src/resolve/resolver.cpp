@@ -455,6 +455,11 @@ private:
             Dependencies deps = source_.dependencies(pkg.base, pkg.candidates[v].version);
             reqs = std::move(deps.requires_dist);
         }
+        // Ask for every dependency's versions at once, so a networked source fetches them in
+        // parallel while the solver works through them one by one.
+        std::vector<std::string> names;
+        for (const auto& r : reqs) names.push_back(pep::canonicalize_name(r.name));
+        source_.prefetch_versions(names);
         for (const auto& r : reqs) add_requirement(best, v, r, added);
         // Decide, unless one of the new incompatibilities already rules the version out:
         // then propagation from this package derives that instead.

@@ -497,6 +497,35 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
     return w;
 }
 
+std::optional<std::string> read_dist_info_file(const fs::path& wheel, std::string_view leaf) {
+    std::unique_ptr<archive, ArchiveCloser> a(archive_read_new());
+    archive_read_support_format_zip_seekable(a.get());
+    archive_read_set_options(a.get(), "zip:hdrcharset=UTF-8");
+    if (archive_read_open_filename(a.get(), wheel.c_str(), 1 << 16) != ARCHIVE_OK)
+        throw Error(ErrorCode::integrity, wheel.string() + " is not a readable wheel (zip) archive");
+    const std::string suffix = ".dist-info/" + std::string(leaf);
+    for (;;) {
+        archive_entry* entry = nullptr;
+        int rc = archive_read_next_header(a.get(), &entry);
+        if (rc == ARCHIVE_EOF) return std::nullopt;
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) throw Error(ErrorCode::integrity, wheel.string() + ": corrupt archive");
+        const char* name = archive_entry_pathname(entry);
+        std::string_view n = name ? name : "";
+        if (!n.ends_with(suffix)) continue;
+        std::string_view dir = n.substr(0, n.size() - suffix.size());
+        if (dir.find('/') != std::string_view::npos) continue;  // only the top-level .dist-info
+        std::string out;
+        char buf[65536];
+        for (;;) {
+            la_ssize_t got = archive_read_data(a.get(), buf, sizeof buf);
+            if (got < 0) throw Error(ErrorCode::integrity, wheel.string() + ": cannot read " + std::string(n));
+            if (got == 0) break;
+            out.append(buf, static_cast<std::size_t>(got));
+        }
+        return out;
+    }
+}
+
 void Store::publish(const std::vector<const WheelFiles*>& wheels) const {
     if (wheels.empty()) return;
     sync_filesystem(root());

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "envbox/util/error.hpp"
+
 namespace envbox::lock {
 
 struct LockedWheel {
@@ -34,6 +36,15 @@ struct LockDocument {
     std::map<std::string, std::string> tool;
     std::map<std::string, std::vector<std::string>> tool_lists;
 };
+
+/// What a lock's `[tool.envbox]` table says: string values and arrays of strings.
+struct ToolTable {
+    std::map<std::string, std::string> values;
+    std::map<std::string, std::vector<std::string>> lists;
+};
+
+/// Reads `[tool.envbox]` of a lock's text (empty when absent); TOML errors carry SOURCE:LINE.
+Result<ToolTable> read_tool_table(std::string_view text, std::string_view source);
 
 /// A TOML basic string literal for `s` (quotes, backslashes and control characters escaped).
 std::string toml_string(std::string_view s);

@@ -19,6 +19,8 @@ struct CreateOptions {
     LinkMode link_mode = LinkMode::hardlink;
     bool offline = false;
     bool no_wait = false;  ///< fail at once when another envbox holds this environment
+    bool locked = false;   ///< a missing or stale lock is an error (exit 3), never re-locked
+    bool frozen = false;   ///< use the lock as it is, without checking it against the manifest
 };
 
 struct CreateResult {
@@ -30,6 +32,7 @@ struct CreateResult {
     store::IngestStats ingest;        ///< totals over fetched wheels
     env::InstallReport install;
     double seconds = 0;
+    bool relocked = false;            ///< the lock was (re)written first
     /// Seconds per phase: select (read, probe, choose), ingest (fetch + store), publish (syncfs
     /// + file lists), install (venv + links + generated files), commit (stamp + switch).
     double select_s = 0, ingest_s = 0, publish_s = 0, install_s = 0, commit_s = 0;

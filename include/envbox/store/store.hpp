@@ -47,6 +47,10 @@ struct IngestStats {
     std::uint64_t new_object_bytes = 0;
 };
 
+/// The content of `<name>-<version>.dist-info/<leaf>` in the wheel at `wheel` (METADATA when
+/// an index offers no metadata file), or nullopt when the wheel has none.
+std::optional<std::string> read_dist_info_file(const std::filesystem::path& wheel, std::string_view leaf);
+
 class Store {
 public:
     /// Opens (creating when needed) the store under `home`.

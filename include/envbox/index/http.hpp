@@ -1,0 +1,69 @@
+#pragma once
+/// The HTTP client of the index layer (libcurl): concurrent requests from any thread over shared
+/// connections (keep-alive, HTTP/2 where offered), retries with exponential backoff and jitter
+/// on 5xx, 429 (Retry-After honoured), resets and timeouts; TLS always verified (system CAs,
+/// `SSL_CERT_FILE`, or a per-request CA bundle); credentials from ~/.netrc or given explicitly,
+/// never sent to another host on a redirect; and an on-disk cache of pages revalidated with
+/// ETag / Last-Modified (fresh within Cache-Control max-age without a request).
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace envbox::index {
+
+struct HttpRequest {
+    std::string url;
+    std::vector<std::string> headers;          ///< "Accept: …"
+    std::optional<std::string> ca_file;        ///< CA bundle for this host
+    std::optional<std::string> username, password;
+    bool cache = false;                        ///< use and fill the page cache
+};
+
+struct HttpResponse {
+    long status = 0;
+    std::string body;
+    std::string content_type;
+    std::string effective_url;                 ///< after redirects
+    bool from_cache = false;
+};
+
+struct HttpStats {
+    std::atomic<std::uint64_t> requests{0};    ///< sent over the network
+    std::atomic<std::uint64_t> cache_hits{0};  ///< answered from the cache (fresh or 304)
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<int> in_flight{0};
+    std::atomic<int> peak_in_flight{0};
+};
+
+class HttpClient {
+public:
+    /// `cache_dir` holds cached pages; `offline`: answer only from the cache.
+    HttpClient(std::filesystem::path cache_dir, bool offline);
+    ~HttpClient();
+    HttpClient(const HttpClient&) = delete;
+    HttpClient& operator=(const HttpClient&) = delete;
+
+    /// GET. Throws `Error` (network, exit 4) after retries are exhausted, naming the URL and the
+    /// status or curl error; a 4xx other than 408/429 is returned, not thrown.
+    HttpResponse get(const HttpRequest& request);
+
+    /// GET into a file (no cache): for wheels and metadata files.
+    HttpResponse download(const HttpRequest& request, const std::filesystem::path& destination);
+
+    const HttpStats& stats() const { return stats_; }
+
+private:
+    struct Shared;
+    std::unique_ptr<Shared> shared_;
+    std::filesystem::path cache_dir_;
+    bool offline_;
+    HttpStats stats_;
+};
+
+}  // namespace envbox::index

@@ -1,0 +1,39 @@
+#pragma once
+/// `envbox lock ENV`: resolve `manifests/ENV.toml` against its indexes for its target and write
+/// `manifests/pylock.ENV.toml`.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "envbox/ops/context.hpp"
+
+namespace envbox::ops {
+
+struct LockOptions {
+    std::string env;
+    bool check = false;                        ///< report staleness, write nothing
+    bool upgrade = false;                      ///< ignore the locked versions
+    std::vector<std::string> upgrade_packages; ///< ignore the locked version of these
+    bool offline = false;
+};
+
+struct LockResult {
+    std::filesystem::path lock_path;
+    bool changed = false;          ///< the lock's bytes changed
+    bool stale = false;            ///< --check: the lock no longer matches the manifest
+    std::vector<std::string> reasons;  ///< why it is stale
+    std::size_t packages = 0;
+    double seconds = 0;
+    std::uint64_t requests = 0, cache_hits = 0;
+    int peak_in_flight = 0;
+};
+
+LockResult lock(const Context& ctx, const LockOptions& options);
+
+/// Why the lock at `lock_path` no longer matches the manifest at `manifest_path` (empty: it
+/// matches). Compares what `[tool.envbox]` recorded: requirements, indexes, sources, target.
+std::vector<std::string> lock_staleness(const std::filesystem::path& manifest_path,
+                                        const std::filesystem::path& lock_path);
+
+}  // namespace envbox::ops

@@ -1,0 +1,87 @@
+#pragma once
+/// The resolver's package source over real package indexes, with the index policy of
+/// docs/ARCHITECTURE.md: a package pinned in `[sources]` comes only from its index; any other
+/// package from the first non-explicit index that has it (no merging across indexes: a stale
+/// `requests` on the PyTorch index can never shadow PyPI's). Pages and metadata are fetched in
+/// parallel ahead of the solver.
+
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <vector>
+
+#include "envbox/index/http.hpp"
+#include "envbox/index/simple.hpp"
+#include "envbox/pep/tags.hpp"
+#include "envbox/resolve/resolver.hpp"
+
+namespace envbox::resolve {
+
+struct IndexConfig {
+    std::string name;
+    std::string url;  ///< simple API base, without the trailing slash
+    bool explicit_ = false;
+    std::optional<std::string> ca;
+    std::optional<std::string> username, password;
+};
+
+/// The file the lock will name for one package version, and where it came from.
+struct ChosenWheel {
+    index::IndexFile file;
+    std::string index_name;
+    std::string index_url;
+};
+
+class IndexSource : public PackageSource {
+public:
+    IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes, std::map<std::string, std::string> pins,
+                const pep::TargetTags& tags, std::string python_full_version, std::filesystem::path tmp_dir);
+    ~IndexSource() override;
+
+    std::vector<Candidate> versions(const std::string& name) override;
+    Dependencies dependencies(const std::string& name, const pep::Version& version) override;
+    void prefetch_versions(const std::vector<std::string>& names) override;
+
+    /// The wheel chosen for name==version (after `versions(name)`).
+    ChosenWheel chosen(const std::string& name, const pep::Version& version);
+    /// Its sha256 and size, downloading the wheel when the index gave no sha256.
+    std::pair<std::string, std::optional<std::uint64_t>> digest_and_size(const std::string& name,
+                                                                         const pep::Version& version);
+
+private:
+    struct VersionInfo {
+        pep::Version version;
+        std::optional<index::IndexFile> wheel;  ///< best-ranked compatible wheel
+        bool any_wheel = false, any_sdist = false, all_yanked = true;
+        std::optional<std::string> requires_python;
+    };
+    struct Project {
+        bool found = false;
+        std::string index_name, index_url;
+        std::vector<VersionInfo> versions;
+    };
+
+    std::shared_future<std::shared_ptr<Project>> project_future(const std::string& name);
+    std::shared_ptr<Project> fetch_project(const std::string& name);
+    Dependencies fetch_dependencies(const std::string& name, const VersionInfo& v, const Project& p);
+    const VersionInfo& version_info(const std::string& name, const pep::Version& version);
+
+    index::HttpClient& http_;
+    std::vector<IndexConfig> indexes_;
+    std::map<std::string, std::string> pins_;
+    const pep::TargetTags& tags_;
+    std::string python_full_;
+    pep::Version python_version_;
+    std::filesystem::path tmp_dir_;
+    std::mutex mutex_;
+    std::map<std::string, std::shared_future<std::shared_ptr<Project>>> projects_;
+    std::map<std::string, std::shared_future<Dependencies>> metadata_;
+    std::counting_semaphore<64> slots_{32};  ///< requests in flight at once
+};
+
+}  // namespace envbox::resolve

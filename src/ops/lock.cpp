@@ -1,0 +1,193 @@
+#include "envbox/ops/lock.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <set>
+
+#include "envbox/index/http.hpp"
+#include "envbox/lock/manifest.hpp"
+#include "envbox/lock/pylock.hpp"
+#include "envbox/lock/writer.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/resolve/index_source.hpp"
+#include "envbox/resolve/resolver.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+// What a lock depends on in its manifest; recorded in [tool.envbox] and compared by --check.
+struct Inputs {
+    std::vector<std::string> requirements, indexes, sources;
+    std::string python, platform, cuda;
+
+    std::string digest() const {
+        std::string all = "python " + python + "\nplatform " + platform + "\ncuda " + cuda + "\n";
+        for (const auto& r : requirements) all += "requirement " + r + "\n";
+        for (const auto& i : indexes) all += "index " + i + "\n";
+        for (const auto& s : sources) all += "source " + s + "\n";
+        return to_hex(sha256(all));
+    }
+};
+
+Inputs inputs_of(const lock::Manifest& m) {
+    Inputs in;
+    for (const auto& r : m.requirements) in.requirements.push_back(r.str());
+    std::sort(in.requirements.begin(), in.requirements.end());
+    for (const auto& i : m.indexes) in.indexes.push_back(i.name + " " + i.url + (i.explicit_ ? " explicit" : ""));
+    for (const auto& [pkg, ix] : m.sources) in.sources.push_back(pkg + " = " + ix);
+    in.python = m.python;
+    in.platform = m.platform;
+    in.cuda = m.cuda.value_or("");
+    return in;
+}
+
+lock::Manifest read_manifest(const fs::path& path) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw Error(ErrorCode::invalid_input, "no manifest " + path.string());
+    auto m = lock::Manifest::parse(read_file(path), path.string());
+    if (!m) throw m.error();
+    return std::move(*m);
+}
+
+void diff_lists(const char* what, const std::vector<std::string>& locked, const std::vector<std::string>& now,
+                std::vector<std::string>& reasons) {
+    std::set<std::string> a(locked.begin(), locked.end()), b(now.begin(), now.end());
+    for (const auto& x : b)
+        if (!a.count(x)) reasons.push_back(std::string(what) + " added or changed in the manifest: " + x);
+    for (const auto& x : a)
+        if (!b.count(x)) reasons.push_back(std::string(what) + " no longer in the manifest: " + x);
+}
+
+std::string env_credential(const std::string& index, const char* field) {
+    std::string var = "ENVBOX_INDEX_";
+    for (char c : index) var += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '_';
+    var += std::string("_") + field;
+    const char* v = std::getenv(var.c_str());
+    return v ? v : "";
+}
+
+}  // namespace
+
+std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs::path& lock_path) {
+    std::vector<std::string> reasons;
+    std::error_code ec;
+    if (!fs::exists(lock_path, ec)) return {"there is no lock file " + lock_path.string()};
+    Inputs now = inputs_of(read_manifest(manifest_path));
+    auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
+    if (!tool) throw tool.error();
+    if (!tool->values.count("manifest-digest"))
+        return {lock_path.string() + " was not written by `envbox lock` (it has no [tool.envbox] table)"};
+    if (tool->values["manifest-digest"] == now.digest()) return {};
+    diff_lists("requirement", tool->lists["requirements"], now.requirements, reasons);
+    diff_lists("index", tool->lists["indexes"], now.indexes, reasons);
+    diff_lists("source pin", tool->lists["sources"], now.sources, reasons);
+    for (const auto& [key, value] : std::map<std::string, std::string>{{"python", now.python}, {"platform", now.platform}, {"cuda", now.cuda}})
+        if (tool->values[key] != value)
+            reasons.push_back(key + " changed: the lock has '" + tool->values[key] + "', the manifest '" + value + "'");
+    if (reasons.empty()) reasons.push_back("the manifest changed since the lock was written");
+    return reasons;
+}
+
+LockResult lock(const Context& ctx, const LockOptions& opt) {
+    auto started = std::chrono::steady_clock::now();
+    check_env_name(opt.env);
+    if (ctx.project_root.empty())
+        throw Error(ErrorCode::invalid_input, "no project here (no manifests/ directory in this directory or above)");
+    LockResult result;
+    const fs::path manifest_path = ctx.project_root / "manifests" / (opt.env + ".toml");
+    result.lock_path = ctx.project_root / "manifests" / ("pylock." + opt.env + ".toml");
+    if (opt.check) {
+        result.reasons = lock_staleness(manifest_path, result.lock_path);
+        result.stale = !result.reasons.empty();
+        return result;
+    }
+    lock::Manifest m = read_manifest(manifest_path);
+    Inputs inputs = inputs_of(m);
+    const std::string python_full = std::to_string(m.python_major) + "." + std::to_string(m.python_minor) + ".0";
+    const std::string machine = m.platform.ends_with("aarch64") ? "aarch64" : m.platform.ends_with("x86_64") ? "x86_64" : "";
+    auto tags = m.target_tags();
+    if (!tags) throw tags.error();
+
+    std::vector<resolve::IndexConfig> indexes;
+    for (const auto& i : m.indexes) {
+        resolve::IndexConfig c;
+        c.name = i.name;
+        c.url = i.url;
+        while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
+        c.explicit_ = i.explicit_;
+        c.ca = i.ca;
+        if (auto u = env_credential(i.name, "USERNAME"); !u.empty()) c.username = u;
+        if (auto p = env_credential(i.name, "PASSWORD"); !p.empty()) c.password = p;
+        indexes.push_back(std::move(c));
+    }
+    if (indexes.empty()) throw Error(ErrorCode::invalid_input, manifest_path.string() + " names no [[index]] to lock against");
+
+    resolve::Options ropt;
+    ropt.environment = pep::MarkerEnvironment::linux_cpython(python_full, machine);
+    std::error_code ec;
+    std::string previous;
+    if (fs::exists(result.lock_path, ec)) {
+        previous = read_file(result.lock_path);
+        if (!opt.upgrade) {
+            auto old = lock::Pylock::parse(previous, result.lock_path.string());
+            if (old) {
+                std::set<std::string> skip;
+                for (const auto& p : opt.upgrade_packages) skip.insert(pep::canonicalize_name(p));
+                for (const auto& p : old->packages)
+                    if (p.version && !skip.count(p.name)) ropt.preferences[p.name] = *p.version;
+            }
+        }
+    }
+
+    index::HttpClient http(ctx.home / "cache" / "http", opt.offline);
+    resolve::IndexSource source(http, indexes, m.sources, *tags, python_full, ctx.home / "tmp");
+    ctx.progress->phase("Resolving", 0);
+    auto pins = resolve::resolve(m.requirements, source, ropt);
+    if (!pins) {
+        Error e = pins.error();
+        e.add_context("locking " + opt.env + " for CPython " + m.python + " on " + m.platform);
+        throw e;
+    }
+
+    lock::LockDocument doc;
+    doc.environment_marker = "python_version == '" + m.python + "' and sys_platform == 'linux'" +
+                             (machine.empty() ? "" : " and platform_machine == '" + machine + "'");
+    doc.requires_python = "==" + m.python + ".*";
+    for (const auto& pin : *pins) {
+        auto chosen = source.chosen(pin.name, pin.version);
+        auto [digest, size] = source.digest_and_size(pin.name, pin.version);
+        lock::LockedPackage p;
+        p.name = pin.name;
+        p.version = pin.version.str();
+        p.index = chosen.index_url;
+        p.wheel.filename = chosen.file.filename;
+        p.wheel.url = chosen.file.url;
+        p.wheel.sha256 = digest;
+        p.wheel.size = size;
+        doc.packages.push_back(std::move(p));
+    }
+    doc.tool["manifest-digest"] = inputs.digest();
+    doc.tool["python"] = inputs.python;
+    doc.tool["platform"] = inputs.platform;
+    doc.tool["cuda"] = inputs.cuda;
+    doc.tool_lists["requirements"] = inputs.requirements;
+    doc.tool_lists["indexes"] = inputs.indexes;
+    doc.tool_lists["sources"] = inputs.sources;
+    std::string text = lock::write_pylock(doc);
+    result.changed = text != previous;
+    if (result.changed) write_file_atomic(result.lock_path, text, 0644, Durability::fsync);
+    result.packages = doc.packages.size();
+    result.requests = http.stats().requests;
+    result.cache_hits = http.stats().cache_hits;
+    result.peak_in_flight = http.stats().peak_in_flight;
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+}  // namespace envbox::ops

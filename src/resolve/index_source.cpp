@@ -1,0 +1,308 @@
+#include "envbox/resolve/index_source.hpp"
+
+#include <algorithm>
+#include <atomic>
+
+#include "envbox/index/fetch.hpp"
+#include "envbox/pep/filename.hpp"
+#include "envbox/pep/metadata.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::resolve {
+namespace {
+
+constexpr const char* kAccept =
+    "Accept: application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
+
+struct Slot {
+    std::counting_semaphore<64>& s;
+    explicit Slot(std::counting_semaphore<64>& sem) : s(sem) { s.acquire(); }
+    ~Slot() { s.release(); }
+};
+
+}  // namespace
+
+IndexSource::IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes, std::map<std::string, std::string> pins,
+                         const pep::TargetTags& tags, std::string python_full_version, fs::path tmp_dir)
+    : http_(http),
+      indexes_(std::move(indexes)),
+      pins_(std::move(pins)),
+      tags_(tags),
+      python_full_(std::move(python_full_version)),
+      python_version_(pep::Version::parse(python_full_).value()),
+      tmp_dir_(std::move(tmp_dir)) {}
+
+IndexSource::~IndexSource() {
+    // Wait for prefetches still running: they use this object.
+    std::vector<std::shared_future<std::shared_ptr<Project>>> p;
+    std::vector<std::shared_future<Dependencies>> m;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [_, f] : projects_) p.push_back(f);
+        for (auto& [_, f] : metadata_) m.push_back(f);
+    }
+    for (auto& f : p) f.wait();
+    for (auto& f : m) f.wait();
+}
+
+std::shared_future<std::shared_ptr<IndexSource::Project>> IndexSource::project_future(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    auto it = projects_.find(name);
+    if (it != projects_.end()) return it->second;
+    auto f = std::async(std::launch::async, [this, name] { return fetch_project(name); }).share();
+    projects_.emplace(name, f);
+    return f;
+}
+
+void IndexSource::prefetch_versions(const std::vector<std::string>& names) {
+    for (const auto& n : names) project_future(n);
+}
+
+std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::string& name) {
+    auto project = std::make_shared<Project>();
+    std::vector<const IndexConfig*> order;
+    if (auto pin = pins_.find(name); pin != pins_.end()) {
+        for (const auto& i : indexes_)
+            if (i.name == pin->second) order.push_back(&i);
+    } else {
+        for (const auto& i : indexes_)
+            if (!i.explicit_) order.push_back(&i);
+    }
+    for (const IndexConfig* ix : order) {
+        std::string page_url = ix->url + "/" + name + "/";
+        Result<index::ProjectPage> page = index::ProjectPage{};
+        if (page_url.starts_with("file:")) {
+            fs::path dir = index::file_url_path(page_url);
+            std::error_code ec;
+            if (!fs::exists(dir / "index.html", ec)) continue;
+            page = index::parse_html_page(read_file(dir / "index.html"), page_url);
+        } else {
+            index::HttpResponse r;
+            {
+                Slot slot(slots_);
+                r = http_.get({page_url, {kAccept}, ix->ca, ix->username, ix->password, true});
+            }
+            if (r.status == 404 || r.status == 410) continue;
+            if (r.status != 200)
+                throw Error(ErrorCode::network, "index " + ix->name + " answered HTTP " + std::to_string(r.status) +
+                                                    " for " + page_url);
+            page = r.content_type.find("application/vnd.pypi.simple.v1+json") != std::string::npos
+                       ? index::parse_json_page(r.body, r.effective_url)
+                       : index::parse_html_page(r.body, r.effective_url);
+        }
+        if (!page) throw page.error();
+        project->found = true;
+        project->index_name = ix->name;
+        project->index_url = ix->url;
+        std::map<std::string, VersionInfo> by_version;  // normalised version text
+        std::map<std::string, std::size_t> best_rank;
+        for (auto& f : page->files) {
+            std::optional<pep::Version> v;
+            bool is_wheel = f.filename.ends_with(".whl");
+            std::optional<std::size_t> rank;
+            if (is_wheel) {
+                auto w = pep::WheelFilename::parse(f.filename);
+                if (!w || w->canonical_name != name) continue;
+                v = w->version;
+                for (const auto& t : w->tags)
+                    if (auto r = tags_.rank(t); r && (!rank || *r < *rank)) rank = r;
+            } else {
+                auto sd = pep::SdistFilename::parse(f.filename);
+                if (!sd || sd->canonical_name != name) continue;
+                v = sd->version;
+            }
+            std::string key = v->str();
+            auto [it, fresh] = by_version.try_emplace(key);
+            VersionInfo& info = it->second;
+            if (fresh) info.version = *v;
+            info.all_yanked = info.all_yanked && f.yanked;
+            if (is_wheel) info.any_wheel = true;
+            else info.any_sdist = true;
+            if (rank && (!best_rank.count(key) || *rank < best_rank[key])) {
+                best_rank[key] = *rank;
+                info.requires_python = f.requires_python;
+                info.wheel = std::move(f);
+            }
+        }
+        for (auto& [_, info] : by_version) project->versions.push_back(std::move(info));
+        break;
+    }
+    // Start on the metadata of the version the solver will most likely pick: the newest usable
+    // stable one.
+    if (project->found) {
+        const VersionInfo* likely = nullptr;
+        for (const auto& v : project->versions) {
+            if (!v.wheel || v.all_yanked || v.version.is_prerelease()) continue;
+            if (v.requires_python) {
+                auto spec = pep::SpecifierSet::parse(*v.requires_python);
+                if (spec && !spec->contains(python_version_, true)) continue;
+            }
+            if (!likely || likely->version < v.version) likely = &v;
+        }
+        if (likely) {
+            std::string key = name + "==" + likely->version.str();
+            std::lock_guard lock(mutex_);
+            if (!metadata_.count(key)) {
+                VersionInfo v = *likely;
+                Project p = *project;
+                metadata_.emplace(key, std::async(std::launch::async, [this, name, v, p] {
+                                           return fetch_dependencies(name, v, p);
+                                       }).share());
+            }
+        }
+    }
+    return project;
+}
+
+std::vector<Candidate> IndexSource::versions(const std::string& name) {
+    auto project = project_future(name).get();
+    std::vector<Candidate> out;
+    for (const auto& v : project->versions) {
+        Candidate c;
+        c.version = v.version;
+        c.yanked = v.all_yanked;
+        if (!v.wheel) {
+            c.unusable = v.any_wheel ? "has no wheel for the target (CPython " + python_full_ + ", " + tags_.tags().front().str() + ")"
+                                     : "has only a source distribution (envbox installs wheels)";
+        } else if (v.requires_python) {
+            auto spec = pep::SpecifierSet::parse(*v.requires_python);
+            if (spec && !spec->contains(python_version_, true))
+                c.unusable = "requires Python " + *v.requires_python + " (the target is " + python_full_ + ")";
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+const IndexSource::VersionInfo& IndexSource::version_info(const std::string& name, const pep::Version& version) {
+    auto project = project_future(name).get();
+    for (const auto& v : project->versions)
+        if (v.version == version) return v;
+    throw Error(ErrorCode::generic, "resolver asked for " + name + " " + version.str() + ", which no index offers");
+}
+
+Dependencies IndexSource::dependencies(const std::string& name, const pep::Version& version) {
+    std::string key = name + "==" + version.str();
+    std::shared_future<Dependencies> f;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = metadata_.find(key);
+        if (it != metadata_.end()) f = it->second;
+    }
+    if (!f.valid()) {
+        VersionInfo v = version_info(name, version);
+        Project p = *project_future(name).get();
+        std::lock_guard lock(mutex_);
+        auto [it, fresh] = metadata_.try_emplace(key);
+        if (fresh) it->second = std::async(std::launch::async, [this, name, v, p] { return fetch_dependencies(name, v, p); }).share();
+        f = it->second;
+    }
+    return f.get();
+}
+
+Dependencies IndexSource::fetch_dependencies(const std::string& name, const VersionInfo& v, const Project& p) {
+    if (!v.wheel) throw Error(ErrorCode::generic, name + " " + v.version.str() + " has no wheel for the target");
+    const index::IndexFile& wheel = *v.wheel;
+    const IndexConfig* ix = nullptr;
+    for (const auto& i : indexes_)
+        if (i.name == p.index_name) ix = &i;
+    std::string text;
+    // Metadata of a wheel known by its sha256 never changes: kept on disk by that digest.
+    std::optional<fs::path> cached;
+    if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && h->second.size() == 64)
+        cached = tmp_dir_.parent_path() / "cache" / "metadata" / h->second.substr(0, 2) / (h->second.substr(2) + ".METADATA");
+    std::error_code ec;
+    if (cached && fs::exists(*cached, ec)) {
+        text = read_file(*cached);
+    } else try {
+        if (wheel.has_metadata) {
+            Slot slot(slots_);
+            auto r = http_.get({wheel.url + ".metadata", {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
+                                ix ? ix->password : std::nullopt, true});
+            if (r.status != 200)
+                throw Error(ErrorCode::network, "HTTP " + std::to_string(r.status) + " for " + wheel.url + ".metadata");
+            if (auto h = wheel.metadata_hashes.find("sha256"); h != wheel.metadata_hashes.end() && to_hex(sha256(r.body)) != h->second)
+                throw Error(ErrorCode::integrity, "metadata file of " + wheel.filename + " does not match its sha256");
+            text = std::move(r.body);
+        } else {
+            // No metadata file: the wheel itself (range requests on its central directory are a
+            // later refinement).
+            fs::create_directories(tmp_dir_);
+            static std::atomic<unsigned> counter{0};
+            fs::path tmp = tmp_dir_ / ("metadata-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".whl");
+            struct Remove {
+                fs::path p;
+                ~Remove() {
+                    std::error_code ec;
+                    fs::remove(p, ec);
+                }
+            } remove{tmp};
+            if (wheel.url.starts_with("file:")) {
+                fs::copy_file(index::file_url_path(wheel.url), tmp);
+            } else {
+                Slot slot(slots_);
+                http_.download({wheel.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
+                                ix ? ix->password : std::nullopt, false},
+                               tmp);
+            }
+            if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && to_hex(sha256_file(tmp)) != h->second)
+                throw Error(ErrorCode::integrity, wheel.filename + " does not match the sha256 its index gives");
+            auto meta = store::read_dist_info_file(tmp, "METADATA");
+            if (!meta) throw Error(ErrorCode::integrity, wheel.filename + " has no METADATA");
+            text = std::move(*meta);
+        }
+        if (cached) {
+            fs::create_directories(cached->parent_path(), ec);
+            try {
+                write_file_atomic(*cached, text, 0644, Durability::none);
+            } catch (const Error&) {
+                // an unwritable cache only costs a request next time
+            }
+        }
+    } catch (Error& e) {
+        e.add_context("reading the metadata of " + name + " " + v.version.str());
+        throw;
+    }
+    auto meta = pep::CoreMetadata::parse(text);
+    if (!meta) {
+        Error e = meta.error();
+        e.add_context("reading the metadata of " + wheel.filename);
+        throw e;
+    }
+    Dependencies d;
+    d.requires_dist = meta->requires_dist;
+    for (const auto& e : meta->provides_extra) d.provides_extra.insert(e);
+    return d;
+}
+
+ChosenWheel IndexSource::chosen(const std::string& name, const pep::Version& version) {
+    const VersionInfo& v = version_info(name, version);
+    auto p = project_future(name).get();
+    return {*v.wheel, p->index_name, p->index_url};
+}
+
+std::pair<std::string, std::optional<std::uint64_t>> IndexSource::digest_and_size(const std::string& name,
+                                                                                 const pep::Version& version) {
+    ChosenWheel c = chosen(name, version);
+    if (auto h = c.file.hashes.find("sha256"); h != c.file.hashes.end()) return {h->second, c.file.size};
+    fs::create_directories(tmp_dir_);
+    fs::path tmp = tmp_dir_ / ("digest-" + std::to_string(::getpid()) + "-" + c.file.filename);
+    struct Remove {
+        fs::path p;
+        ~Remove() {
+            std::error_code ec;
+            fs::remove(p, ec);
+        }
+    } remove{tmp};
+    if (c.file.url.starts_with("file:")) fs::copy_file(index::file_url_path(c.file.url), tmp);
+    else http_.download({c.file.url, {}, std::nullopt, std::nullopt, std::nullopt, false}, tmp);
+    return {to_hex(sha256_file(tmp)), fs::file_size(tmp)};
+}
+
+}  // namespace envbox::resolve

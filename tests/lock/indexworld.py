@@ -1,0 +1,181 @@
+"""A PyTorch-shaped package world served as real simple indexes from 127.0.0.1.
+
+Three indexes, like the real ones:
+- `pytorch-cu128` and `pytorch-cu130` (HTML only, `%2B` in file URLs, no metadata files):
+  torch / torchvision / triton with `+cu128` / `+cu130` local versions, plus *stale* copies of
+  generic packages (`typing-extensions 4.2.0`, `requests 2.20.0`) as download.pytorch.org has;
+- `pypi` (PEP 691 JSON and PEP 503 HTML with PEP 658 metadata files): the `nvidia-*-cu12` family
+  for CUDA 12.8, the `nvidia-*` 13.x family and `cuda-toolkit` for CUDA 13.0, and the generic
+  packages (newer than the stale copies), transformers, datasets, sglang…
+
+`Server` serves a directory, answering JSON when a page has `index.json` and the client asks
+for `application/vnd.pypi.simple.v1+json`.
+"""
+import hashlib
+import html
+import http.server
+import json
+import os
+import socketserver
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+from wheelgen import Wheel, normalize  # noqa: E402
+
+PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+TAG = f"{PY}-{PY}-manylinux_2_28_x86_64"
+
+
+def pkg(name, version, requires=(), tag="py3-none-any", files=None, requires_python=None):
+    mod = normalize(name).replace("-", "_")
+    w = Wheel(name, version, files or {f"{mod}/__init__.py": f"__version__ = {version!r}\n"}, tag=tag,
+              requires=list(requires))
+    w.requires_python = requires_python
+    return w
+
+
+def world():
+    """{index name: [Wheel]}"""
+    cu12 = [pkg("nvidia-cublas-cu12", "12.8.4.1", tag="py3-none-manylinux_2_27_x86_64"),
+            pkg("nvidia-cublas-cu12", "12.9.1.4", tag="py3-none-manylinux_2_27_x86_64"),
+            pkg("nvidia-cudnn-cu12", "9.10.2.21", ["nvidia-cublas-cu12"], tag="py3-none-manylinux_2_27_x86_64"),
+            pkg("nvidia-nccl-cu12", "2.27.3", tag="py3-none-manylinux_2_18_x86_64")]
+    cu13 = [pkg("nvidia-cublas", "13.0.0.19", tag="py3-none-manylinux_2_27_x86_64"),
+            pkg("nvidia-cudnn-cu13", "9.13.0.50", ["nvidia-cublas"], tag="py3-none-manylinux_2_27_x86_64"),
+            pkg("nvidia-nccl-cu13", "2.28.3", tag="py3-none-manylinux_2_18_x86_64"),
+            pkg("cuda-toolkit", "13.0.1", ["nvidia-cublas==13.0.0.19"])]
+    generic = [pkg("typing-extensions", "4.12.2"), pkg("typing-extensions", "4.15.0"),
+               pkg("requests", "2.32.5", ["urllib3>=1.21.1,<3", "idna>=2.5,<4", "certifi>=2017.4.17"]),
+               pkg("urllib3", "2.5.0"), pkg("idna", "3.10"), pkg("certifi", "2025.8.3"),
+               pkg("filelock", "3.19.1"), pkg("sympy", "1.14.0", ["mpmath>=1.1.0,<1.4"]), pkg("mpmath", "1.3.0"),
+               pkg("numpy", "2.3.3", tag=TAG), pkg("numpy", "2.3.4rc1", tag=TAG),
+               pkg("safetensors", "0.6.2", tag=TAG),
+               pkg("huggingface-hub", "0.35.0", ["filelock", "requests", "typing-extensions>=3.7.4.3"]),
+               pkg("transformers", "4.56.2", ["huggingface-hub>=0.34.0,<1.0", "numpy>=1.17", "safetensors>=0.4.3",
+                                              "requests", "filelock"]),
+               pkg("transformers", "4.57.0", ["huggingface-hub>=0.34.0,<1.0", "numpy>=1.17", "safetensors>=0.4.3",
+                                              "requests", "filelock"]),
+               pkg("datasets", "4.1.1", ["numpy>=1.17", "requests>=2.32.2", "filelock", "huggingface-hub>=0.24"]),
+               pkg("wandb", "0.22.0", ["requests>=2.0.0,<3", "typing-extensions>=4.8,<5"]),
+               pkg("sglang", "0.5.3", ["torch==2.11.0", "transformers>=4.56", "requests", "numpy"]),
+               # A torch on PyPI too: without the source pin it would win for an unpinned lock.
+               pkg("torch", "2.11.0", ["typing-extensions>=4.10.0", "filelock", "sympy>=1.13.3"], tag=TAG)]
+
+    def torch_family(line, cuda_deps):
+        return [pkg("torch", f"2.11.0+{line}", ["typing-extensions>=4.10.0", "filelock", "sympy>=1.13.3",
+                                                 f"triton==3.5.0; platform_system == 'Linux'"] + cuda_deps, tag=TAG),
+                pkg("torch", f"2.10.0+{line}", ["typing-extensions>=4.10.0", "filelock", "sympy>=1.13.3"] + cuda_deps,
+                    tag=TAG),
+                pkg("torchvision", f"0.26.0+{line}", [f"torch==2.11.0", "numpy"], tag=TAG),
+                pkg("triton", "3.5.0", tag=TAG),
+                # stale generic copies, as the real PyTorch indexes carry
+                pkg("typing-extensions", "4.2.0"), pkg("requests", "2.20.0", ["urllib3"]),
+                pkg("filelock", "3.13.1")]
+
+    return {
+        "pytorch-cu128": torch_family("cu128", ["nvidia-cublas-cu12==12.8.4.1", "nvidia-cudnn-cu12==9.10.2.21",
+                                                "nvidia-nccl-cu12==2.27.3"]),
+        "pytorch-cu130": torch_family("cu130", ["nvidia-cublas==13.0.0.19", "nvidia-cudnn-cu13==9.13.0.50",
+                                                "nvidia-nccl-cu13==2.28.3", "cuda-toolkit==13.0.1"]),
+        "pypi": cu12 + cu13 + generic,
+    }
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def build(root, html_only=("pytorch-cu128", "pytorch-cu130")):
+    """Writes every index under root/<index>/ and returns {index: base URL path}."""
+    files_dir = os.path.join(root, "files")
+    for index, wheels in world().items():
+        by_project = {}
+        for w in wheels:
+            path = w.build(os.path.join(files_dir, index))
+            by_project.setdefault(normalize(w.name), []).append((w, path))
+        for project, entries in by_project.items():
+            page_dir = os.path.join(root, index, project)
+            os.makedirs(page_dir, exist_ok=True)
+            anchors, jfiles = [], []
+            for w, path in sorted(entries, key=lambda e: e[1]):
+                fn = os.path.basename(path)
+                url = f"/files/{index}/{fn}".replace("+", "%2B")
+                digest = sha256(path)
+                attrs = ""
+                rp = getattr(w, "requires_python", None)
+                if rp:
+                    attrs += f' data-requires-python="{html.escape(rp)}"'
+                meta = None
+                if index not in html_only:
+                    import zipfile
+                    with zipfile.ZipFile(path) as z:
+                        meta = z.read(f"{w.dist_info}/METADATA")
+                    with open(path + ".metadata", "wb") as f:
+                        f.write(meta)
+                    attrs += f' data-core-metadata="sha256={hashlib.sha256(meta).hexdigest()}"'
+                anchors.append(f'<a href="{url}#sha256={digest}"{attrs}>{fn}</a><br/>')
+                jf = {"filename": fn, "url": url, "hashes": {"sha256": digest}, "size": os.path.getsize(path)}
+                if rp:
+                    jf["requires-python"] = rp
+                if meta is not None:
+                    jf["core-metadata"] = {"sha256": hashlib.sha256(meta).hexdigest()}
+                jfiles.append(jf)
+            with open(os.path.join(page_dir, "index.html"), "w") as f:
+                f.write("<!DOCTYPE html>\n<html><body>\n" + "\n".join(anchors) + "\n</body></html>\n")
+            if index not in html_only:
+                with open(os.path.join(page_dir, "index.json"), "w") as f:
+                    json.dump({"meta": {"api-version": "1.1"}, "name": project, "files": jfiles}, f)
+
+
+class Server:
+    """A real HTTP server on 127.0.0.1 serving `directory` as simple indexes."""
+
+    def __init__(self, directory):
+        self.requests = 0
+
+        outer = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **k):
+                super().__init__(*a, directory=directory, **k)
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                outer.requests += 1
+                path = self.translate_path(self.path)
+                accept = self.headers.get("Accept", "")
+                if os.path.isdir(path) and "application/vnd.pypi.simple.v1+json" in accept and \
+                        os.path.exists(os.path.join(path, "index.json")):
+                    with open(os.path.join(path, "index.json"), "rb") as f:
+                        body = f.read()
+                    etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+                    if self.headers.get("If-None-Match") == etag:
+                        self.send_response(304)
+                        self.send_header("ETag", etag)
+                        self.end_headers()
+                        return
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.send_header("ETag", etag)
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                return super().do_GET()
+
+        class TCPServer(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            request_queue_size = 256  # the default 5 drops SYNs under parallel clients (1 s retries)
+
+        self.httpd = TCPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

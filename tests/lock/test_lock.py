@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Black-box tests of `envbox lock`: the real binary against real simple indexes (HTML and
+JSON, metadata files or not) served from 127.0.0.1 by tests/lock/indexworld.py, the
+PyTorch-shaped world of the mission.
+
+    test_lock.py ENVBOX_BINARY        (ENVBOX_ACCEPT_GOLDEN=1 rewrites the golden files)
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "install"))
+import indexworld  # noqa: E402
+
+ENVBOX = None
+PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
+PYV = "%d.%d" % sys.version_info[:2]
+GOLDEN = os.path.join(HERE, "golden")
+
+
+def manifest(url, line, requirements, extra_sources=""):
+    cuda = {"cu128": "12.8", "cu130": "13.0"}[line]
+    reqs = ", ".join(f'"{r}"' for r in requirements)
+    return f"""[environment]
+python = "{PYV}"
+platform = "manylinux_2_28_x86_64"
+cuda = "{cuda}"
+requirements = [{reqs}]
+
+[[index]]
+name = "pytorch-{line}"
+url = "{url}/pytorch-{line}"
+explicit = true
+
+[[index]]
+name = "pypi"
+url = "{url}/pypi"
+
+[sources]
+torch = "pytorch-{line}"
+torchvision = "pytorch-{line}"
+triton = "pytorch-{line}"
+{extra_sources}"""
+
+
+def packages(lock_text):
+    """name -> (version, index) from a lock's text."""
+    out = {}
+    for block in lock_text.split("[[packages]]")[1:]:
+        name = re.search(r'^name = "([^"]+)"', block, re.M).group(1)
+        version = re.search(r'^version = "([^"]+)"', block, re.M).group(1)
+        index = re.search(r'^index = "([^"]+)"', block, re.M).group(1)
+        out[name] = (version, index.rsplit("/", 1)[1])
+    return out
+
+
+def golden(name, text):
+    path = os.path.join(GOLDEN, name)
+    if os.environ.get("ENVBOX_ACCEPT_GOLDEN"):
+        with open(path, "w") as f:
+            f.write(text)
+    with open(path) as f:
+        return f.read()
+
+
+class LockTheMissionWorld(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-lock-")
+        indexworld.build(os.path.join(cls.tmp, "www"))
+        cls.server = indexworld.Server(os.path.join(cls.tmp, "www"))
+        cls.project = os.path.join(cls.tmp, "proj")
+        cls.home = os.path.join(cls.tmp, "home")
+        os.makedirs(os.path.join(cls.project, "manifests"))
+        cls.write("train", manifest(cls.server.url, "cu128",
+                                    ["torch==2.11.0+cu128", "transformers>=4.56", "datasets", "safetensors", "wandb"]))
+        cls.write("infer", manifest(cls.server.url, "cu130", ["torch==2.11.0+cu130", "sglang"]))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        if not os.environ.get("ENVBOX_TEST_KEEP"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def write(cls, env, text):
+        with open(os.path.join(cls.project, "manifests", f"{env}.toml"), "w") as f:
+            f.write(text)
+
+    def envbox(self, *args, check=True, home=None):
+        r = subprocess.run([ENVBOX, "--home", home or self.home, "--project", self.project] + list(args),
+                           capture_output=True, text=True, env=dict(os.environ, ENVBOX_PYTHON=PYTHON))
+        if check and r.returncode != 0:
+            raise AssertionError(f"envbox {args} exited {r.returncode}:\n{r.stdout}{r.stderr}")
+        return r
+
+    def lock_text(self, env):
+        with open(os.path.join(self.project, "manifests", f"pylock.{env}.toml")) as f:
+            return f.read()
+
+    def test_train_lock_has_the_right_versions_labels_and_indexes(self):
+        self.envbox("lock", "train")
+        p = packages(self.lock_text("train"))
+        self.assertEqual(p["torch"], ("2.11.0+cu128", "pytorch-cu128"))
+        self.assertEqual(p["triton"], ("3.5.0", "pytorch-cu128"))
+        self.assertEqual(p["nvidia-cublas-cu12"], ("12.8.4.1", "pypi"))
+        self.assertEqual(p["transformers"], ("4.57.0", "pypi"))
+        self.assertEqual(p["numpy"], ("2.3.3", "pypi"), "a pre-release is never chosen unasked")
+        # Generic packages come from PyPI even though the PyTorch index carries (stale) copies.
+        for generic in ("typing-extensions", "requests", "filelock"):
+            self.assertEqual(p[generic][1], "pypi", generic)
+        self.assertEqual(p["typing-extensions"][0], "4.15.0")
+        self.assertFalse(any(n.startswith("nvidia-") and not n.endswith("-cu12") for n in p), p)
+        # Deterministic: locking again from scratch gives the same bytes.
+        first = self.lock_text("train")
+        self.envbox("lock", "train", "--upgrade")
+        self.assertEqual(self.lock_text("train"), first)
+        text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", first)
+        text = re.sub(r'sha256 = "[0-9a-f]{64}"', 'sha256 = "…"', text)
+        text = re.sub(r"cp3\d+", "cpXY", text).replace(f"'{PYV}'", "'X.Y'").replace(f'"{PYV}"', '"X.Y"')
+        text = text.replace(f"=={PYV}.*", "==X.Y.*")
+        text = re.sub(r'manifest-digest = "[0-9a-f]{64}"', 'manifest-digest = "…"', text)
+        text = re.sub(r"size = \d+", "size = N", text)
+        self.assertEqual(text, golden("train.pylock.toml", text))
+
+    def test_infer_lock_uses_the_cu13_family(self):
+        self.envbox("lock", "infer")
+        p = packages(self.lock_text("infer"))
+        self.assertEqual(p["torch"], ("2.11.0+cu130", "pytorch-cu130"))
+        self.assertEqual(p["cuda-toolkit"], ("13.0.1", "pypi"))
+        self.assertEqual(p["nvidia-cublas"], ("13.0.0.19", "pypi"))
+        self.assertEqual(p["sglang"], ("0.5.3", "pypi"))
+        self.assertFalse(any(n.endswith("-cu12") for n in p), p)
+
+    def test_create_from_the_lock_and_run(self):
+        self.envbox("lock", "train")
+        self.envbox("create", "train")
+        r = self.envbox("run", "train", "--", "python", "-c",
+                        "import torch, transformers, typing_extensions; print(torch.__version__)")
+        self.assertEqual(r.stdout, "2.11.0+cu128\n")
+
+    def test_check_reports_staleness_and_create_relocks(self):
+        self.write("check", manifest(self.server.url, "cu128", ["torch==2.11.0+cu128"]))
+        self.assertEqual(self.envbox("lock", "check", "--check", check=False).returncode, 3)
+        r = self.envbox("create", "check")  # no lock yet: create locks first
+        self.assertTrue(os.path.exists(os.path.join(self.project, "manifests", "pylock.check.toml")))
+        self.assertEqual(self.envbox("lock", "check", "--check").returncode, 0)
+        self.write("check", manifest(self.server.url, "cu128", ["torch==2.11.0+cu128", "wandb"]))
+        r = self.envbox("lock", "check", "--check", check=False)
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("requirement added or changed in the manifest: wandb", r.stderr)
+        r = self.envbox("create", "check", "--locked", check=False)
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("wandb", r.stderr)
+        r = self.envbox("create", "check")
+        self.assertIn("wandb", packages(self.lock_text("check")))
+        self.assertEqual(self.envbox("lock", "check", "--check").returncode, 0)
+
+    def test_no_solution_is_explained_in_the_users_terms(self):
+        self.write("conflict", manifest(self.server.url, "cu128", ["torch==2.11.0+cu128", "nvidia-cublas-cu12==12.9.1.4"]))
+        r = self.envbox("lock", "conflict", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("torch==2.11.0+cu128 depends on nvidia-cublas-cu12==12.8.4.1", r.stderr)
+        self.assertIn("the requirements are unsatisfiable", r.stderr)
+        text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", r.stderr)
+        text = text.replace(f"CPython {PYV}", "CPython X.Y")
+        self.assertEqual(text, golden("conflict.explanation.txt", text))
+
+    def test_unpinned_torch_comes_from_pypi_never_an_explicit_index(self):
+        self.write("plain", manifest(self.server.url, "cu128", ["torch"]).replace('torch = "pytorch-cu128"\n', ""))
+        self.envbox("lock", "plain")
+        self.assertEqual(packages(self.lock_text("plain"))["torch"], ("2.11.0", "pypi"))
+
+    def test_warm_relock_and_offline(self):
+        self.envbox("lock", "train")
+        r = self.envbox("--json", "lock", "train")
+        import json
+        d = json.loads(r.stdout)
+        self.assertFalse(d["changed"])
+        self.assertEqual(d["cache_hits"], d["requests"], "every page revalidated (304), every metadata file cached")
+        self.envbox("lock", "train", "--offline")
+        r = self.envbox("lock", "train", "--offline", "--upgrade", check=False, home=os.path.join(self.tmp, "empty-home"))
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("--offline", r.stderr)
+
+
+if __name__ == "__main__":
+    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)

@@ -27,11 +27,17 @@ void run_lock(const GlobalOptions& global, const std::vector<std::string>& envs,
             }
             continue;
         }
+        if (r.up_to_date && !global.json) {
+            if (global.verbosity >= 0)
+                std::fprintf(stderr, "%s: the lock is up to date (%zu packages); `--upgrade` resolves again\n", env.c_str(),
+                             r.packages);
+            continue;
+        }
         if (global.json) {
-            std::printf("{\"environment\": %s, \"lock\": %s, \"changed\": %s, \"packages\": %zu, \"seconds\": %.3f, "
+            std::printf("{\"environment\": %s, \"lock\": %s, \"changed\": %s, \"up_to_date\": %s, \"packages\": %zu, \"seconds\": %.3f, "
                         "\"requests\": %llu, \"cache_hits\": %llu, \"peak_in_flight\": %d}\n",
                         json_string(env).c_str(), json_string(r.lock_path.string()).c_str(), r.changed ? "true" : "false",
-                        r.packages, r.seconds, static_cast<unsigned long long>(r.requests),
+                        r.up_to_date ? "true" : "false", r.packages, r.seconds, static_cast<unsigned long long>(r.requests),
                         static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
         } else if (global.verbosity >= 0) {
             std::fprintf(stderr, "%s %s: %zu packages in %.2f s (%llu requests, %llu answered from the cache, up to %d in flight)\n",

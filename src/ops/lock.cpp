@@ -107,6 +107,21 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         result.stale = !result.reasons.empty();
         return result;
     }
+    // An up-to-date lock is kept as it is, without asking any index (as `uv lock` does);
+    // --upgrade or --upgrade-package re-resolve.
+    std::error_code ec;
+    if (!opt.upgrade && opt.upgrade_packages.empty() && fs::exists(result.lock_path, ec)) {
+        auto tool = lock::read_tool_table(read_file(result.lock_path), result.lock_path.string());
+        if (tool && tool->values.count("manifest-digest") && lock_staleness(manifest_path, result.lock_path).empty()) {
+            auto old = lock::Pylock::parse(read_file(result.lock_path), result.lock_path.string());
+            if (old) {
+                result.packages = old->packages.size();
+                result.up_to_date = true;
+                result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                return result;
+            }
+        }
+    }
     lock::Manifest m = read_manifest(manifest_path);
     Inputs inputs = inputs_of(m);
     const std::string python_full = std::to_string(m.python_major) + "." + std::to_string(m.python_minor) + ".0";
@@ -130,7 +145,6 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
 
     resolve::Options ropt;
     ropt.environment = pep::MarkerEnvironment::linux_cpython(python_full, machine);
-    std::error_code ec;
     std::string previous;
     if (fs::exists(result.lock_path, ec)) {
         previous = read_file(result.lock_path);

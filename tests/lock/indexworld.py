@@ -87,10 +87,27 @@ def sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def build(root, html_only=("pytorch-cu128", "pytorch-cu130")):
-    """Writes every index under root/<index>/ and returns {index: base URL path}."""
+def synthetic(n, seed=1):
+    """n generic packages for PyPI forming a DAG (each depends on up to 3 earlier ones, two
+    versions each), and the names of the roots a manifest should require."""
+    import random
+    rng = random.Random(seed)
+    wheels, names = [], []
+    for i in range(n):
+        name = f"lib{i:03d}"
+        deps = [f"{names[j]}>=1.0" for j in rng.sample(range(len(names)), min(len(names), rng.randint(0, 3)))]
+        for version in ("1.0", "1.1"):
+            wheels.append(pkg(name, version, deps))
+        names.append(name)
+    return wheels, names[-60:]
+
+
+def build(root, html_only=("pytorch-cu128", "pytorch-cu130"), extra_pypi=()):
+    """Writes every index under root/<index>/; `extra_pypi` adds wheels to the PyPI index."""
     files_dir = os.path.join(root, "files")
-    for index, wheels in world().items():
+    w = world()
+    w["pypi"] = w["pypi"] + list(extra_pypi)
+    for index, wheels in w.items():
         by_project = {}
         for w in wheels:
             path = w.build(os.path.join(files_dir, index))

@@ -178,11 +178,14 @@ class LockTheMissionWorld(unittest.TestCase):
         self.assertEqual(packages(self.lock_text("plain"))["torch"], ("2.11.0", "pypi"))
 
     def test_warm_relock_and_offline(self):
-        self.envbox("lock", "train")
-        r = self.envbox("--json", "lock", "train")
         import json
-        d = json.loads(r.stdout)
+        self.envbox("lock", "train")
+        d = json.loads(self.envbox("--json", "lock", "train").stdout)
+        self.assertTrue(d["up_to_date"])
+        self.assertEqual(d["requests"], 0, "an up-to-date lock asks no index")
+        d = json.loads(self.envbox("--json", "lock", "train", "--upgrade").stdout)
         self.assertFalse(d["changed"])
+        self.assertGreater(d["requests"], 10)
         self.assertEqual(d["cache_hits"], d["requests"], "every page revalidated (304), every metadata file cached")
         self.envbox("lock", "train", "--offline")
         r = self.envbox("lock", "train", "--offline", "--upgrade", check=False, home=os.path.join(self.tmp, "empty-home"))

@@ -21,6 +21,7 @@ struct LockOptions {
 struct LockResult {
     std::filesystem::path lock_path;
     bool changed = false;          ///< the lock's bytes changed
+    bool up_to_date = false;       ///< the lock matched the manifest: nothing was resolved
     bool stale = false;            ///< --check: the lock no longer matches the manifest
     std::vector<std::string> reasons;  ///< why it is stale
     std::size_t packages = 0;

@@ -136,7 +136,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         c.url = i.url;
         while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
         c.explicit_ = i.explicit_;
-        c.ca = i.ca;
+        if (i.ca) c.ca = fs::path(*i.ca).is_absolute() ? *i.ca : (manifest_path.parent_path() / *i.ca).string();
         if (auto u = env_credential(i.name, "USERNAME"); !u.empty()) c.username = u;
         if (auto p = env_credential(i.name, "PASSWORD"); !p.empty()) c.password = p;
         indexes.push_back(std::move(c));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/pep/filename.hpp"
@@ -92,9 +93,12 @@ std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::stri
             if (r.status != 200)
                 throw Error(ErrorCode::network, "index " + ix->name + " answered HTTP " + std::to_string(r.status) +
                                                     " for " + page_url);
-            page = r.content_type.find("application/vnd.pypi.simple.v1+json") != std::string::npos
-                       ? index::parse_json_page(r.body, r.effective_url)
-                       : index::parse_html_page(r.body, r.effective_url);
+            // The content type decides; a JSON page served as text/plain is still JSON.
+            std::string_view body = r.body;
+            while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front()))) body.remove_prefix(1);
+            bool json = r.content_type.find("json") != std::string::npos ||
+                        (r.content_type.find("html") == std::string::npos && body.starts_with("{"));
+            page = json ? index::parse_json_page(r.body, r.effective_url) : index::parse_html_page(r.body, r.effective_url);
         }
         if (!page) throw page.error();
         project->found = true;

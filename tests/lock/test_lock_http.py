@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""The index client against hostile and protected servers: nginx over TLS with a CA this
+fixture creates (HTTP/2 offered), a fault-injecting server (5xx, 429 with Retry-After, resets,
+truncated bodies), Basic-auth indexes with credentials from the environment and from ~/.netrc,
+and a redirect to another host that must not carry them.
+
+    test_lock_http.py ENVBOX_BINARY
+"""
+import base64
+import http.server
+import os
+import shutil
+import socket
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import indexworld  # noqa: E402
+from test_lock import manifest, packages  # noqa: E402
+
+ENVBOX = None
+PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Base(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-http-")
+        os.chmod(cls.tmp, 0o755)
+        cls.www = os.path.join(cls.tmp, "www")
+        indexworld.build(cls.www)
+
+    @classmethod
+    def tearDownClass(cls):
+        if not os.environ.get("ENVBOX_TEST_KEEP"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def project(self, name, text):
+        root = os.path.join(self.tmp, name)
+        os.makedirs(os.path.join(root, "manifests"), exist_ok=True)
+        with open(os.path.join(root, "manifests", "env.toml"), "w") as f:
+            f.write(text)
+        return root
+
+    def lock(self, root, env=None, home=None):
+        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+        e.update(env or {})
+        return subprocess.run([ENVBOX, "--home", home or os.path.join(root, "home"), "--project", root, "lock", "env"],
+                              capture_output=True, text=True, env=e)
+
+
+class Tls(Base):
+    """nginx from Debian, TLS with a CA made here."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
+            raise unittest.SkipTest("nginx is not installed")
+        t = cls.tmp
+        run = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
+        run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=envbox test CA",
+            "-keyout", f"{t}/ca.key", "-out", f"{t}/ca.pem")
+        run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", f"{t}/server.key",
+            "-out", f"{t}/server.csr")
+        with open(f"{t}/san.ext", "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1\n")
+        run("openssl", "x509", "-req", "-in", f"{t}/server.csr", "-CA", f"{t}/ca.pem", "-CAkey", f"{t}/ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", f"{t}/san.ext", "-out", f"{t}/server.pem")
+        cls.port = free_port()
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        conf = f"""{user}worker_processes 1;
+pid {t}/nginx.pid;
+error_log {t}/nginx-error.log;
+daemon off;
+events {{ worker_connections 256; }}
+http {{
+    access_log {t}/nginx-access.log;
+    client_body_temp_path {t}/nginx-body; proxy_temp_path {t}/nginx-proxy;
+    fastcgi_temp_path {t}/nginx-fcgi; uwsgi_temp_path {t}/nginx-uwsgi; scgi_temp_path {t}/nginx-scgi;
+    types {{ text/html html; application/octet-stream whl metadata; application/vnd.pypi.simple.v1+json json; }}
+    map $http_accept $simple_page {{
+        default index.html;
+        "~application/vnd\\.pypi\\.simple\\.v1\\+json" index.json;
+    }}
+    server {{
+        listen 127.0.0.1:{cls.port} ssl http2;
+        ssl_certificate {t}/server.pem;
+        ssl_certificate_key {t}/server.key;
+        root {cls.www};
+        location ~ /$ {{ try_files $uri$simple_page $uri/index.html =404; }}
+    }}
+}}
+"""
+        with open(f"{t}/nginx.conf", "w") as f:
+            f.write(conf)
+        cls.nginx = subprocess.Popen(["nginx", "-c", f"{t}/nginx.conf", "-p", t], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", cls.port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        cls.url = f"https://127.0.0.1:{cls.port}"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.nginx.terminate()
+        cls.nginx.wait()
+        super().tearDownClass()
+
+    def test_lock_over_tls_with_the_index_ca(self):
+        text = manifest(self.url, "cu128", ["torch==2.11.0+cu128", "transformers"])
+        text = text.replace('url = "' + self.url + '/pypi"', 'url = "' + self.url + '/pypi"\nca = "../../ca.pem"')
+        text = text.replace('explicit = true', 'explicit = true\nca = "../../ca.pem"')
+        root = self.project("tls-ca", text)
+        r = self.lock(root)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(root, "manifests", "pylock.env.toml")) as f:
+            p = packages(f.read())
+        self.assertEqual(p["torch"], ("2.11.0+cu128", "pytorch-cu128"))
+        self.assertEqual(p["typing-extensions"][1], "pypi")
+        with open(os.path.join(self.tmp, "nginx-access.log")) as f:
+            self.assertIn("HTTP/2.0", f.read(), "HTTP/2 is used where the server offers it")
+
+    def test_unknown_ca_is_refused_and_ssl_cert_file_is_honoured(self):
+        root = self.project("tls-plain", manifest(self.url, "cu128", ["torch==2.11.0+cu128"]))
+        r = self.lock(root)
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("127.0.0.1", r.stderr)
+        r = self.lock(root, env={"SSL_CERT_FILE": os.path.join(self.tmp, "ca.pem")})
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class Faults(Base):
+    """A server that fails the first requests for each page in a chosen way."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        www = cls.www
+        cls.seen = {}
+        cls.headers_seen = []
+        outer = cls
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def __init__(self, *a, **k):
+                super().__init__(*a, directory=www, **k)
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                outer.headers_seen.append((self.path, self.headers.get("Authorization")))
+                n = outer.seen.get(self.path, 0)
+                outer.seen[self.path] = n + 1
+                if self.path.startswith("/private/"):
+                    if self.headers.get("Authorization") != "Basic " + base64.b64encode(b"alice:s3cret").decode():
+                        self.send_response(401)
+                        self.send_header("WWW-Authenticate", 'Basic realm="private"')
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    self.path = "/pypi/" + self.path[len("/private/"):]
+                    return super().do_GET()
+                if self.path.startswith("/redirect/"):
+                    self.send_response(302)
+                    self.send_header("Location", f"http://127.0.0.2:{outer.port}/pypi/" + self.path[len("/redirect/"):])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                kind = self.path.split("/")[2] if self.path.count("/") > 2 else ""
+                if self.path.startswith("/flaky/") and n < 2:
+                    fault = ["503", "429", "reset", "truncate"][hash(self.path) % 4]
+                    if fault == "503":
+                        self.send_response(503)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    elif fault == "429":
+                        self.send_response(429)
+                        self.send_header("Retry-After", "1")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    elif fault == "reset":
+                        # RST instead of an answer
+                        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    else:
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/html")
+                        self.send_header("Content-Length", "100000")
+                        self.end_headers()
+                        self.wfile.write(b"<html>")
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if self.path.startswith("/flaky/"):
+                    self.path = "/pypi/" + self.path[len("/flaky/"):]
+                del kind
+                return super().do_GET()
+
+        class Server(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+            request_queue_size = 256
+
+        cls.httpd = Server(("0.0.0.0", 0), Handler)
+        cls.port = cls.httpd.server_address[1]
+        threading.Thread(target=cls.httpd.serve_forever, daemon=True).start()
+        cls.url = f"http://127.0.0.1:{cls.port}"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.httpd.shutdown()
+        cls.httpd.server_close()
+        super().tearDownClass()
+
+    def single_index(self, name, path):
+        return f"""[environment]
+python = "{sys.version_info[0]}.{sys.version_info[1]}"
+platform = "manylinux_2_28_x86_64"
+requirements = ["transformers", "wandb"]
+
+[[index]]
+name = "{name}"
+url = "{self.url}/{path}"
+"""
+
+    def test_retries_through_5xx_429_resets_and_truncated_bodies(self):
+        root = self.project("flaky", self.single_index("flaky", "flaky"))
+        start = time.time()
+        r = self.lock(root)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        retried = [p for p, n in self.seen.items() if p.startswith("/flaky/") and n >= 3]
+        self.assertGreater(len(retried), 5, self.seen)
+        self.assertLess(time.time() - start, 60)
+
+    def test_credentials_from_the_environment_and_netrc(self):
+        root = self.project("private", self.single_index("private-mirror", "private"))
+        r = self.lock(root)
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("401", r.stderr)
+        r = self.lock(root, env={"ENVBOX_INDEX_PRIVATE_MIRROR_USERNAME": "alice",
+                                 "ENVBOX_INDEX_PRIVATE_MIRROR_PASSWORD": "s3cret"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(root, "manifests", "pylock.env.toml")) as f:
+            self.assertNotIn("s3cret", f.read(), "credentials never reach the lock")
+        home = os.path.join(self.tmp, "netrc-home")
+        os.makedirs(home, exist_ok=True)
+        with open(os.path.join(home, ".netrc"), "w") as f:
+            f.write("machine 127.0.0.1 login alice password s3cret\n")
+        os.chmod(os.path.join(home, ".netrc"), 0o600)
+        r = self.lock(root, env={"HOME": home}, home=os.path.join(self.tmp, "netrc-envbox-home"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_a_redirect_to_another_host_drops_credentials(self):
+        root = self.project("redirect", self.single_index("redirect", "redirect"))
+        self.headers_seen.clear()
+        r = self.lock(root, env={"ENVBOX_INDEX_REDIRECT_USERNAME": "alice", "ENVBOX_INDEX_REDIRECT_PASSWORD": "s3cret"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        first_host = [a for p, a in self.headers_seen if p.startswith("/redirect/")]
+        self.assertTrue(first_host and all(a for a in first_host), "credentials go to the index's own host")
+        other_host = [a for p, a in self.headers_seen if p.startswith("/pypi/")]
+        self.assertTrue(other_host)
+        self.assertTrue(all(a is None for a in other_host), "…and never to the host it redirects to")
+
+
+if __name__ == "__main__":
+    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)

@@ -58,8 +58,9 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
              c.add_flag("--upgrade", flag_b, "Ignore locked versions");
              c.add_option("--upgrade-package", upgrade_packages, "Ignore the locked version of P (repeatable)");
              c.add_flag("--offline", flag_c, "Use only cached index pages");
+             c.add_flag("--allow-mixed-cuda", flag_all, "Write a lock that mixes CUDA lines (recorded in the lock)");
          },
-         [&global] { run_lock(global, envs, flag_a, flag_b, upgrade_packages, flag_c); }},
+         [&global] { run_lock(global, envs, flag_a, flag_b, upgrade_packages, flag_c, flag_all); }},
         {"create", "Make ENV match its lock: fetch, build a new generation, switch atomically",
          [](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();

@@ -18,7 +18,7 @@ struct CreateArgs {
 
 void run_create(const GlobalOptions& global, const CreateArgs& args);
 void run_lock(const GlobalOptions& global, const std::vector<std::string>& envs, bool check, bool upgrade,
-              const std::vector<std::string>& upgrade_packages, bool offline);
+              const std::vector<std::string>& upgrade_packages, bool offline, bool allow_mixed_cuda);
 [[noreturn]] void run_run(const GlobalOptions& global, const std::string& env,
                           const std::vector<std::string>& command, bool no_sandbox);
 void run_list(const GlobalOptions& global, bool all);

@@ -9,12 +9,12 @@
 namespace envbox::cli {
 
 void run_lock(const GlobalOptions& global, const std::vector<std::string>& envs, bool check, bool upgrade,
-              const std::vector<std::string>& upgrade_packages, bool offline) {
+              const std::vector<std::string>& upgrade_packages, bool offline, bool allow_mixed_cuda) {
     ConsoleProgress progress(global.verbosity, stderr_is_tty());
     ops::Context ctx = make_context(global, progress);
     std::vector<std::string> stale;
     for (const auto& env : envs) {
-        ops::LockOptions opt{env, check, upgrade, upgrade_packages, offline};
+        ops::LockOptions opt{env, check, upgrade, upgrade_packages, offline, allow_mixed_cuda};
         ops::LockResult r = ops::lock(ctx, opt);
         progress.clear();
         if (check) {

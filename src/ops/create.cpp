@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/env/interpreter.hpp"
 #include "envbox/env/venv.hpp"
@@ -63,7 +64,28 @@ std::string direct_url_json(const Item& item) {
            item.sha256 + "\"}}, \"url\": \"" + esc(url) + "\"}";
 }
 
+std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items) {
+    std::vector<env::CudaLine> lines;
+    for (const auto& item : items)
+        if (item.package->version)
+            if (auto l = env::cuda_line_of(item.package->name, *item.package->version)) lines.push_back(*l);
+    return lines;
+}
+
 }  // namespace
+
+void check_driver(const std::vector<env::CudaLine>& lines, Progress& progress) {
+    if (lines.empty()) return;
+    env::CudaLine newest = lines.front();
+    for (const auto& l : lines)
+        if (l.major > newest.major) newest = l;
+    auto driver = env::nvidia_driver_version();
+    if (!driver) {
+        progress.note("no NVIDIA driver found here: the CUDA " + newest.str() + " packages will not find a GPU");
+        return;
+    }
+    if (auto why = env::driver_refuses(*driver, newest)) throw Error(ErrorCode::cuda, *why);
+}
 
 CreateResult create(const Context& ctx, const CreateOptions& opt) {
     auto started = std::chrono::steady_clock::now();
@@ -196,6 +218,9 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         return s;
     };
     double select_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+    // The driver must be able to run the environment's CUDA line.
+    check_driver(items_cuda_lines(items), progress);
 
     // One create per environment at a time.
     const fs::path edir = env_dir(ctx, opt.env);

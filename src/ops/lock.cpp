@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "envbox/env/cuda.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/pylock.hpp"
@@ -169,6 +170,15 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         throw e;
     }
 
+    // One CUDA line per lock, the manifest's when it declares one.
+    std::vector<env::CudaPackage> cuda;
+    for (const auto& pin : *pins)
+        if (auto line = env::cuda_line_of(pin.name, pin.version)) cuda.push_back({pin.name, pin.version.str(), *line});
+    if (auto why = env::cuda_incoherence(cuda, m.cuda); why && !opt.allow_mixed_cuda)
+        throw Error(ErrorCode::invalid_input, *why + "\nrefusing to write " + result.lock_path.string() +
+                                                  " (pin the packages to one line, or lock with --allow-mixed-cuda "
+                                                  "if this is really meant)");
+
     lock::LockDocument doc;
     doc.environment_marker = "python_version == '" + m.python + "' and sys_platform == 'linux'" +
                              (machine.empty() ? "" : " and platform_machine == '" + machine + "'");
@@ -190,6 +200,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     doc.tool["python"] = inputs.python;
     doc.tool["platform"] = inputs.platform;
     doc.tool["cuda"] = inputs.cuda;
+    if (opt.allow_mixed_cuda) doc.tool["allow-mixed-cuda"] = "true";
     doc.tool_lists["requirements"] = inputs.requirements;
     doc.tool_lists["indexes"] = inputs.indexes;
     doc.tool_lists["sources"] = inputs.sources;

@@ -1,6 +1,8 @@
 #include "envbox/ops/run.hpp"
 
+#include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
+#include "envbox/ops/create.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -19,6 +21,11 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
                                             (ctx.project_root.empty() ? std::string()
                                                                       : " for project " + ctx.project_root.string()) +
                                             "; run `envbox create " + env + "` first");
+    std::vector<env::CudaLine> lines;
+    for (const auto& p : gen->packages)
+        if (auto v = pep::Version::try_parse(p.version))
+            if (auto l = env::cuda_line_of(p.name, *v)) lines.push_back(*l);
+    check_driver(lines, *ctx.progress);
     RunPlan plan;
     plan.generation = gen->path;
     plan.argv = std::move(argv);

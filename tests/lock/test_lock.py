@@ -93,9 +93,11 @@ class LockTheMissionWorld(unittest.TestCase):
         with open(os.path.join(cls.project, "manifests", f"{env}.toml"), "w") as f:
             f.write(text)
 
-    def envbox(self, *args, check=True, home=None):
+    def envbox(self, *args, check=True, home=None, env=None):
+        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+        e.update(env or {})
         r = subprocess.run([ENVBOX, "--home", home or self.home, "--project", self.project] + list(args),
-                           capture_output=True, text=True, env=dict(os.environ, ENVBOX_PYTHON=PYTHON))
+                           capture_output=True, text=True, env=e)
         if check and r.returncode != 0:
             raise AssertionError(f"envbox {args} exited {r.returncode}:\n{r.stdout}{r.stderr}")
         return r
@@ -176,6 +178,44 @@ class LockTheMissionWorld(unittest.TestCase):
         self.write("plain", manifest(self.server.url, "cu128", ["torch"]).replace('torch = "pytorch-cu128"\n', ""))
         self.envbox("lock", "plain")
         self.assertEqual(packages(self.lock_text("plain"))["torch"], ("2.11.0", "pypi"))
+
+    def test_cuda_coherence_is_checked_at_lock_time(self):
+        # torch +cu128 with the cu13 toolkit: refused, naming both sides.
+        self.write("mixed", manifest(self.server.url, "cu128", ["torch==2.11.0+cu128", "cuda-toolkit==13.0.1"]).replace(
+            'cuda = "12.8"\n', ""))
+        r = self.envbox("lock", "mixed", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("mixes CUDA lines", r.stderr)
+        self.assertIn("CUDA 12: ", r.stderr)
+        self.assertIn("torch 2.11.0+cu128", r.stderr)
+        self.assertIn("CUDA 13: ", r.stderr)
+        self.assertIn("cuda-toolkit 13.0.1", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.project, "manifests", "pylock.mixed.toml")))
+        r = self.envbox("lock", "mixed", "--allow-mixed-cuda")
+        self.assertIn('allow-mixed-cuda = "true"', self.lock_text("mixed"))
+        # A manifest declaring 13.0 with a cu128 torch.
+        self.write("declared", manifest(self.server.url, "cu128", ["torch==2.11.0+cu128"]).replace(
+            'cuda = "12.8"', 'cuda = "13.0"'))
+        r = self.envbox("lock", "declared", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn('declares cuda = "13.0"', r.stderr)
+        self.assertIn("torch 2.11.0+cu128", r.stderr)
+
+    def test_driver_checks_on_create_and_run(self):
+        self.envbox("lock", "train")
+        self.envbox("lock", "infer")
+        old = {"ENVBOX_CUDA_DRIVER": "550.54.15"}
+        r = self.envbox("create", "infer", check=False, env=old)
+        self.assertEqual(r.returncode, 6, r.stderr)
+        self.assertIn("cannot run CUDA 13", r.stderr)
+        self.assertIn("update the driver", r.stderr)
+        self.envbox("create", "train", env=old)
+        self.envbox("run", "train", "--", "python", "-c", "pass", env=old)
+        new = {"ENVBOX_CUDA_DRIVER": "580.82.07"}
+        self.envbox("create", "infer", env=new)
+        self.envbox("create", "train", env=new)
+        r = self.envbox("run", "infer", "--", "python", "-c", "pass", check=False, env=old)
+        self.assertEqual(r.returncode, 6, r.stderr)
 
     def test_warm_relock_and_offline(self):
         import json

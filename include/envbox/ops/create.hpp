@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "envbox/env/cuda.hpp"
 #include "envbox/env/installer.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/store/store.hpp"
@@ -44,5 +45,9 @@ struct CreateResult {
 /// `gen-N`, stamps it and switches `current` to it. A lock that matches the current generation
 /// is a no-op. Errors leave the previous generation current and the store consistent.
 CreateResult create(const Context& ctx, const CreateOptions& options);
+
+/// Refuses (exit 6) when this machine's NVIDIA driver cannot run the newest of `lines`; with no
+/// driver at all, a note.
+void check_driver(const std::vector<env::CudaLine>& lines, Progress& progress);
 
 }  // namespace envbox::ops

@@ -16,6 +16,7 @@ struct LockOptions {
     bool upgrade = false;                      ///< ignore the locked versions
     std::vector<std::string> upgrade_packages; ///< ignore the locked version of these
     bool offline = false;
+    bool allow_mixed_cuda = false;             ///< write a lock that mixes CUDA lines (recorded)
 };
 
 struct LockResult {

@@ -1,0 +1,111 @@
+#include "envbox/env/cuda.hpp"
+
+#include <cstdlib>
+#include <regex>
+
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace envbox::env {
+
+std::string CudaLine::str() const { return std::to_string(major) + "." + (minor ? std::to_string(*minor) : "x"); }
+
+std::optional<CudaLine> cuda_line_of(const std::string& name, const pep::Version& version) {
+    static const std::regex local_cu(R"(cu(\d{2})(\d+))");
+    static const std::regex name_suffix(R"(^nvidia-.*-cu(\d{2})$)");
+    static const std::regex cupy(R"(^cupy-cuda(\d{2})\d*x?$)");
+    static const std::regex jax(R"(^jax-cuda(\d{2})-(plugin|pjrt)$)");
+    std::smatch m;
+    // torch, torchvision, torchaudio, triton…: the local label says it.
+    std::string text = version.str();
+    std::string local = text.find('+') == std::string::npos ? "" : text.substr(text.find('+') + 1);
+    if (std::regex_match(local, m, local_cu)) return CudaLine{std::stoi(m[1]), std::stoi(m[2])};
+    if (std::regex_match(name, m, name_suffix)) return CudaLine{std::stoi(m[1]), std::nullopt};
+    if (std::regex_match(name, m, cupy)) return CudaLine{std::stoi(m[1]), std::nullopt};
+    if (std::regex_match(name, m, jax)) return CudaLine{std::stoi(m[1]), std::nullopt};
+    // The unsuffixed cu13 family (nvidia-cublas 13.0.0.19) and cuda-toolkit / cuda-bindings:
+    // the version's major is the CUDA major.
+    bool versioned_family = (name.starts_with("nvidia-") && name != "nvidia-ml-py" && name != "nvidia-nvshmem") ||
+                            name == "cuda-toolkit" || name.starts_with("cuda-runtime") || name == "cuda-bindings";
+    if (versioned_family && !version.release().empty()) {
+        auto major = version.release()[0];
+        if (major == 12 || major == 13) return CudaLine{static_cast<int>(major), std::nullopt};
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& packages,
+                                            const std::optional<std::string>& declared) {
+    std::map<int, std::vector<const CudaPackage*>> by_major;
+    for (const auto& p : packages) by_major[p.line.major].push_back(&p);
+    auto list = [](const std::vector<const CudaPackage*>& ps) {
+        std::string out;
+        for (std::size_t i = 0; i < ps.size() && i < 4; ++i)
+            out += (i ? ", " : "") + ps[i]->name + " " + ps[i]->version;
+        if (ps.size() > 4) out += " and " + std::to_string(ps.size() - 4) + " more";
+        return out;
+    };
+    if (by_major.size() > 1) {
+        std::string msg = "the lock mixes CUDA lines:";
+        for (const auto& [major, ps] : by_major) msg += "\n  CUDA " + std::to_string(major) + ": " + list(ps);
+        return msg;
+    }
+    if (declared && !by_major.empty()) {
+        auto dot = declared->find('.');
+        int major = std::atoi(declared->substr(0, dot).c_str());
+        std::optional<int> minor;
+        if (dot != std::string::npos) minor = std::atoi(declared->substr(dot + 1).c_str());
+        std::vector<const CudaPackage*> off;
+        for (const auto& p : packages)
+            if (p.line.major != major || (minor && p.line.minor && *p.line.minor != *minor)) off.push_back(&p);
+        if (!off.empty())
+            return "the manifest declares cuda = \"" + *declared + "\" but " + list(off) + " " +
+                   (off.size() == 1 ? "is" : "are") + " built for CUDA " + off.front()->line.str();
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> nvidia_driver_version() {
+    if (const char* v = std::getenv("ENVBOX_CUDA_DRIVER"); v && *v) return std::string(v);
+    try {
+        std::string s = read_file("/sys/module/nvidia/version");
+        while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+        if (!s.empty()) return s;
+    } catch (const Error&) {
+    }
+    try {
+        std::string s = read_file("/proc/driver/nvidia/version");
+        static const std::regex re(R"(Kernel Module\s+(?:for \S+\s+)?([0-9]+\.[0-9.]+))");
+        std::smatch m;
+        if (std::regex_search(s, m, re)) return m[1].str();
+    } catch (const Error&) {
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> minimum_driver(int cuda_major) {
+    // The one table: what NVIDIA's release notes give as the minimum Linux driver of each line.
+    static const std::map<int, std::string> table = {{11, "450.80.02"}, {12, "525.60.13"}, {13, "580.65.06"}};
+    auto it = table.find(cuda_major);
+    if (it == table.end()) return std::nullopt;
+    return it->second;
+}
+
+std::optional<std::string> driver_refuses(const std::string& driver, const CudaLine& line) {
+    auto need = minimum_driver(line.major);
+    if (!need) return std::nullopt;
+    auto have = pep::Version::try_parse(driver);
+    auto want = pep::Version::try_parse(*need);
+    if (!have || !want) return std::nullopt;
+    // Compare major.minor: 580.x runs cu13 (the .65.06 patch level is advisory here).
+    std::vector<std::uint64_t> h = have->release(), w = want->release();
+    auto major_minor = [](const std::vector<std::uint64_t>& r) {
+        return std::make_pair(r.empty() ? 0 : r[0], r.size() > 1 ? r[1] : 0);
+    };
+    bool ok = line.major == 13 ? h[0] >= w[0] : major_minor(h) >= major_minor(w);
+    if (ok) return std::nullopt;
+    return "the NVIDIA driver " + driver + " cannot run CUDA " + line.str() + " (it needs " + *need +
+           " or newer): update the driver, or use an environment built for an older CUDA line";
+}
+
+}  // namespace envbox::env

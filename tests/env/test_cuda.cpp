@@ -1,0 +1,53 @@
+#include <catch2/catch.hpp>
+
+#include "envbox/env/cuda.hpp"
+
+using envbox::env::cuda_line_of;
+using envbox::pep::Version;
+
+namespace {
+std::string line(const char* name, const char* version) {
+    auto l = cuda_line_of(name, Version::parse(version).value());
+    return l ? l->str() : "-";
+}
+}  // namespace
+
+TEST_CASE("the CUDA line of a package comes from its local label, its name or its version") {
+    CHECK(line("torch", "2.11.0+cu128") == "12.8");
+    CHECK(line("torch", "2.11.0+cu130") == "13.0");
+    CHECK(line("torchvision", "0.26.0+cu121") == "12.1");
+    CHECK(line("torch", "2.11.0+cpu") == "-");
+    CHECK(line("torch", "2.11.0") == "-");
+    CHECK(line("nvidia-cublas-cu12", "12.8.4.1") == "12.x");
+    CHECK(line("nvidia-cudnn-cu13", "9.13.0.50") == "13.x");
+    CHECK(line("nvidia-cublas", "13.0.0.19") == "13.x");
+    CHECK(line("cuda-toolkit", "13.0.1") == "13.x");
+    CHECK(line("cupy-cuda12x", "13.6.0") == "12.x");
+    CHECK(line("jax-cuda12-plugin", "0.7.2") == "12.x");
+    CHECK(line("nvidia-ml-py", "13.580.82") == "-");
+    CHECK(line("requests", "2.32.5") == "-");
+}
+
+TEST_CASE("one lock, one CUDA line, and the manifest's") {
+    using envbox::env::CudaPackage;
+    std::vector<CudaPackage> cu128 = {{"torch", "2.11.0+cu128", {12, 8}}, {"nvidia-cublas-cu12", "12.8.4.1", {12, {}}}};
+    CHECK_FALSE(envbox::env::cuda_incoherence(cu128, std::string("12.8")));
+    CHECK_FALSE(envbox::env::cuda_incoherence(cu128, std::nullopt));
+    auto mixed = cu128;
+    mixed.push_back({"nvidia-cublas", "13.0.0.19", {13, {}}});
+    auto why = envbox::env::cuda_incoherence(mixed, std::nullopt);
+    REQUIRE(why);
+    CHECK_THAT(*why, Catch::Contains("CUDA 12: torch 2.11.0+cu128") && Catch::Contains("CUDA 13: nvidia-cublas 13.0.0.19"));
+    auto declared = envbox::env::cuda_incoherence(cu128, std::string("12.6"));
+    REQUIRE(declared);
+    CHECK_THAT(*declared, Catch::Contains("torch 2.11.0+cu128"));
+}
+
+TEST_CASE("driver minimums: cu13x needs 580, cu12x 525.60.13") {
+    using envbox::env::driver_refuses;
+    CHECK(driver_refuses("550.54.15", {13, 0}));
+    CHECK_FALSE(driver_refuses("580.82.07", {13, 0}));
+    CHECK_FALSE(driver_refuses("550.54.15", {12, 8}));
+    CHECK(driver_refuses("520.61.05", {12, 8}));
+    CHECK_FALSE(driver_refuses("525.60.13", {12, {}}));
+}

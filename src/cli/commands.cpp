@@ -44,7 +44,7 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
 void add_commands(CLI::App& app, GlobalOptions& global) {
     // Option values are held here so the parsed command lines stay valid for the run.
     static std::vector<std::string> envs;
-    static std::string text_a, text_b, format = "text", link_mode, to_gen;
+    static std::string text_a, text_b, format = "text", link_mode, to_gen, textconv_file;
     static std::vector<std::string> upgrade_packages;
     static bool flag_a = false, flag_b = false, flag_c = false, flag_all = false, flag_no_wait = false;
     static int keep = 3;
@@ -86,11 +86,13 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
          [&global] { run_run(global, text_a, command_line, flag_a); }},
         {"diff", "What changed between two locks or environments",
          [](CLI::App& c) {
-             c.add_option("A", text_a, "ENV, lock path, ENV@GITREV or ENV#GEN")->required();
-             c.add_option("B", text_b, "Second side (default: A's environment or lock)");
+             c.add_option("A", text_a, "ENV, lock path, ENV@GITREV or ENV#GEN (old side)");
+             c.add_option("B", text_b, "New side (default: with A an ENV, its current generation → its lock)");
              c.add_option("--format", format, "text, markdown or json")
                  ->check(CLI::IsMember({"text", "markdown", "json"}));
-         }},
+             c.add_option("--textconv", textconv_file, "Print FILE (a lock) as git's diff driver should show it");
+         },
+         [&global] { run_diff(global, text_a, text_b, format, textconv_file); }},
         {"verify", "Prove ENV is exactly its lock; report drift",
          [](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();

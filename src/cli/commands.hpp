@@ -27,6 +27,8 @@ void run_verify(const GlobalOptions& global, const std::string& env, bool deep);
 void run_history(const GlobalOptions& global, const std::string& env);
 void run_rollback(const GlobalOptions& global, const std::string& env, const std::string& to);
 void run_gc(const GlobalOptions& global, int keep, bool dry_run);
+void run_diff(const GlobalOptions& global, const std::string& a, const std::string& b, const std::string& format,
+              const std::string& textconv_file);
 
 /// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
 /// else the nearest directory upward holding manifests/), jobs, a progress renderer.

@@ -217,6 +217,42 @@ class LockTheMissionWorld(unittest.TestCase):
         r = self.envbox("run", "infer", "--", "python", "-c", "pass", check=False, env=old)
         self.assertEqual(r.returncode, 6, r.stderr)
 
+    def test_diff_between_locks_generations_and_git_revisions(self):
+        import json
+        self.envbox("lock", "train")
+        self.envbox("lock", "infer")
+        m = os.path.join(self.project, "manifests")
+        d = json.loads(self.envbox("diff", f"{m}/pylock.train.toml", f"{m}/pylock.infer.toml", "--format", "json").stdout)
+        torch = next(c for c in d["changes"] if c["name"] == "torch")
+        self.assertEqual((torch["kind"], torch["before"], torch["after"]), ("local label changed", "2.11.0+cu128", "2.11.0+cu130"))
+        self.assertEqual((torch["cuda_before"], torch["cuda_after"]), ("12.8", "13.0"))
+        self.assertTrue(torch["index_before"].endswith("pytorch-cu128") and torch["index_after"].endswith("pytorch-cu130"))
+        kinds = {c["name"]: c["kind"] for c in d["changes"]}
+        self.assertEqual(kinds["nvidia-cublas-cu12"], "removed")
+        self.assertEqual(kinds["cuda-toolkit"], "added")
+        md = self.envbox("diff", f"{m}/pylock.train.toml", f"{m}/pylock.infer.toml", "--format", "markdown").stdout
+        self.assertIn("| package | before | after | change | CUDA | download |", md)
+        self.assertIn("| `torch` | 2.11.0+cu128 | 2.11.0+cu130 | local label changed | **12.8 → 13.0** |", md)
+        text = self.envbox("diff", "--textconv", f"{m}/pylock.train.toml").stdout
+        self.assertIn("torch==2.11.0+cu128  [CUDA 12.8]", text)
+        # An environment against its lock, and a lock at a git revision.
+        self.envbox("create", "train")
+        self.assertIn("no changes", self.envbox("diff", "train").stdout)
+        git = lambda *a: subprocess.run(["git", "-C", self.project, *a], check=True, capture_output=True)  # noqa: E731
+        git("init", "-q")
+        git("-c", "user.email=t@e", "-c", "user.name=t", "add", "manifests")
+        git("-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "locks")
+        self.write("train", manifest(self.server.url, "cu128", ["torch==2.11.0+cu128", "transformers==4.56.2"]))
+        self.envbox("lock", "train")
+        d = json.loads(self.envbox("diff", "train@HEAD", "train", "--format", "json").stdout)
+        self.assertIn({"name": "transformers", "kind": "downgraded"},
+                      [{"name": c["name"], "kind": c["kind"]} for c in d["changes"]])
+        d = json.loads(self.envbox("diff", "train", "--format", "json").stdout)  # generation 1 → the new lock
+        self.assertTrue(any(c["name"] == "transformers" for c in d["changes"]))
+        self.write("train", manifest(self.server.url, "cu128",
+                                     ["torch==2.11.0+cu128", "transformers>=4.56", "datasets", "safetensors", "wandb"]))
+        self.envbox("lock", "train", "--upgrade")
+
     def test_warm_relock_and_offline(self):
         import json
         self.envbox("lock", "train")

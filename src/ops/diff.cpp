@@ -1,0 +1,246 @@
+#include "envbox/ops/diff.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "envbox/env/cuda.hpp"
+#include "envbox/env/generation.hpp"
+#include "envbox/lock/pylock.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/process.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+LockView view_of(const std::string& text, const std::string& label, const fs::path& home) {
+    auto lock = lock::Pylock::parse(text, label);
+    if (!lock) throw lock.error();
+    LockView v;
+    v.label = label;
+    std::optional<store::Store> store;
+    std::error_code ec;
+    if (fs::exists(home / "store-v1", ec)) store.emplace(home);
+    for (const auto& p : lock->packages) {
+        LockView::Entry e;
+        e.name = p.name;
+        e.version = p.version ? p.version->str() : "";
+        e.index = p.index.value_or("");
+        if (!p.wheels.empty()) {
+            const auto& w = p.wheels.front();
+            e.filename = w.filename();
+            e.size = w.size;
+            if (store)
+                if (auto sha = w.sha256())
+                    if (auto files = store->load_wheel(*sha)) e.installed = files->total_size();
+        }
+        v.packages.push_back(std::move(e));
+    }
+    std::sort(v.packages.begin(), v.packages.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
+    return v;
+}
+
+std::string cuda_of(const std::string& name, const std::string& version) {
+    auto v = pep::Version::try_parse(version);
+    if (!v) return "";
+    auto l = env::cuda_line_of(name, *v);
+    return l ? l->str() : "";
+}
+
+std::string signed_bytes(std::int64_t n) {
+    const char* units[] = {"B", "kB", "MB", "GB"};
+    double v = static_cast<double>(n < 0 ? -n : n);
+    int u = 0;
+    while (v >= 1000 && u < 3) v /= 1000, ++u;
+    char buf[48];
+    std::snprintf(buf, sizeof buf, u ? "%s%.1f %s" : "%s%.0f %s", n < 0 ? "-" : "+", v, units[u]);
+    return buf;
+}
+
+const char* kind_word(DiffEntry::Kind k) {
+    switch (k) {
+        case DiffEntry::Kind::added: return "added";
+        case DiffEntry::Kind::removed: return "removed";
+        case DiffEntry::Kind::upgraded: return "upgraded";
+        case DiffEntry::Kind::downgraded: return "downgraded";
+        case DiffEntry::Kind::rebuilt: return "local label changed";
+        case DiffEntry::Kind::index_changed: return "index changed";
+    }
+    return "?";
+}
+
+std::string json_str(const std::string& s) {
+    std::string o = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') o += '\\';
+        if (static_cast<unsigned char>(c) < 0x20) {
+            char b[8];
+            std::snprintf(b, sizeof b, "\\u%04x", c);
+            o += b;
+            continue;
+        }
+        o += c;
+    }
+    return o + "\"";
+}
+
+}  // namespace
+
+LockView load_side(const Context& ctx, const std::string& spec, bool current_generation) {
+    std::error_code ec;
+    if (spec.find('/') != std::string::npos || spec.ends_with(".toml")) {
+        if (!fs::exists(spec, ec)) throw Error(ErrorCode::usage, "no lock file " + spec);
+        return view_of(read_file(spec), spec, ctx.home);
+    }
+    if (auto at = spec.find('@'); at != std::string::npos) {
+        std::string env = spec.substr(0, at), rev = spec.substr(at + 1);
+        check_env_name(env);
+        if (ctx.project_root.empty()) throw Error(ErrorCode::usage, spec + ": no project here to read git history from");
+        auto r = run_capture({"git", "-C", ctx.project_root.string(), "show", rev + ":manifests/pylock." + env + ".toml"});
+        if (r.status != 0)
+            throw Error(ErrorCode::usage, "cannot read manifests/pylock." + env + ".toml at " + rev + ": " + r.err);
+        return view_of(r.out, spec, ctx.home);
+    }
+    if (auto hash = spec.find('#'); hash != std::string::npos) {
+        std::string env = spec.substr(0, hash);
+        check_env_name(env);
+        fs::path gen = env_dir(ctx, env) / env::generation_dir_name(std::atoi(spec.c_str() + hash + 1));
+        if (!fs::exists(gen / ".envbox" / "pylock.toml", ec))
+            throw Error(ErrorCode::usage, spec + ": no such generation (see `envbox history " + env + "`)");
+        return view_of(read_file(gen / ".envbox" / "pylock.toml"), spec, ctx.home);
+    }
+    check_env_name(spec);
+    if (current_generation) {
+        auto gen = env::current_generation(env_dir(ctx, spec));
+        if (!gen) throw Error(ErrorCode::usage, spec + " has no current generation to compare with its lock");
+        return view_of(read_file(gen->path / ".envbox" / "pylock.toml"), spec + "#" + std::to_string(gen->number), ctx.home);
+    }
+    fs::path lock = ctx.project_root / "manifests" / ("pylock." + spec + ".toml");
+    if (ctx.project_root.empty() || !fs::exists(lock, ec)) throw Error(ErrorCode::usage, "no lock for " + spec);
+    return view_of(read_file(lock), (fs::path("manifests") / lock.filename()).string(), ctx.home);
+}
+
+Diff diff(const LockView& a, const LockView& b) {
+    Diff d;
+    d.a = a.label;
+    d.b = b.label;
+    std::map<std::string, const LockView::Entry*> before, after;
+    for (const auto& e : a.packages) before[e.name] = &e;
+    for (const auto& e : b.packages) after[e.name] = &e;
+    std::int64_t installed = 0;
+    bool installed_known = true;
+    auto sz = [](const std::optional<std::uint64_t>& s) { return static_cast<std::int64_t>(s.value_or(0)); };
+    std::set<std::string> names;
+    for (const auto& [n, _] : before) names.insert(n);
+    for (const auto& [n, _] : after) names.insert(n);
+    for (const auto& n : names) {
+        const auto* x = before.count(n) ? before[n] : nullptr;
+        const auto* y = after.count(n) ? after[n] : nullptr;
+        DiffEntry e;
+        e.name = n;
+        if (x) e.before = x->version, e.index_before = x->index, e.cuda_before = cuda_of(n, x->version);
+        if (y) e.after = y->version, e.index_after = y->index, e.cuda_after = cuda_of(n, y->version);
+        e.download_delta = (y ? sz(y->size) : 0) - (x ? sz(x->size) : 0);
+        bool known = (!x || x->installed) && (!y || y->installed);
+        if (known) e.installed_delta = (y ? sz(y->installed) : 0) - (x ? sz(x->installed) : 0);
+        if (!x) e.kind = DiffEntry::Kind::added;
+        else if (!y) e.kind = DiffEntry::Kind::removed;
+        else if (x->version != y->version) {
+            auto vx = pep::Version::try_parse(x->version), vy = pep::Version::try_parse(y->version);
+            e.kind = vx && vy && *vy < *vx ? DiffEntry::Kind::downgraded : DiffEntry::Kind::upgraded;
+            // Same public version, another local label (+cu128 → +cu130): a rebuild, not an upgrade.
+            if (vx && vy && vx->public_str() == vy->public_str()) e.kind = DiffEntry::Kind::rebuilt;
+        } else if (x->index != y->index) e.kind = DiffEntry::Kind::index_changed;
+        else if (x->filename != y->filename) e.kind = DiffEntry::Kind::rebuilt;
+        else {
+            d.unchanged++;
+            continue;
+        }
+        d.download_delta += e.download_delta;
+        if (e.installed_delta) installed += *e.installed_delta;
+        else installed_known = false;
+        d.entries.push_back(std::move(e));
+    }
+    if (installed_known) d.installed_delta = installed;
+    return d;
+}
+
+std::string render_text(const Diff& d, bool color) {
+    std::ostringstream o;
+    auto paint = [&](const char* code, const std::string& s) { return color ? std::string("\033[") + code + "m" + s + "\033[0m" : s; };
+    o << d.a << " → " << d.b << "\n";
+    if (d.entries.empty()) o << "  no changes (" << d.unchanged << " packages)\n";
+    for (const auto& e : d.entries) {
+        std::string line;
+        switch (e.kind) {
+            case DiffEntry::Kind::added: line = paint("32", "+ " + e.name + " " + e.after); break;
+            case DiffEntry::Kind::removed: line = paint("31", "- " + e.name + " " + e.before); break;
+            default: line = paint("33", "~ " + e.name + " " + e.before + " → " + e.after) + " (" + kind_word(e.kind) + ")";
+        }
+        if (!e.cuda_before.empty() && !e.cuda_after.empty() && e.cuda_before != e.cuda_after)
+            line += paint("1;35", "  CUDA " + e.cuda_before + " → " + e.cuda_after);
+        if (e.index_before != e.index_after && !e.index_before.empty() && !e.index_after.empty())
+            line += "  index " + e.index_before + " → " + e.index_after;
+        o << "  " << line << "\n";
+    }
+    o << "download size " << signed_bytes(d.download_delta);
+    if (d.installed_delta) o << ", installed size " << signed_bytes(*d.installed_delta);
+    o << "; " << d.entries.size() << " changed, " << d.unchanged << " unchanged\n";
+    return o.str();
+}
+
+std::string render_markdown(const Diff& d) {
+    std::ostringstream o;
+    o << "**" << d.a << " → " << d.b << "**: " << d.entries.size() << " changed, " << d.unchanged
+      << " unchanged, download size " << signed_bytes(d.download_delta);
+    if (d.installed_delta) o << ", installed size " << signed_bytes(*d.installed_delta);
+    o << "\n\n| package | before | after | change | CUDA | download |\n|---|---|---|---|---|---|\n";
+    for (const auto& e : d.entries) {
+        std::string cuda = (!e.cuda_before.empty() || !e.cuda_after.empty()) && e.cuda_before != e.cuda_after
+                               ? "**" + (e.cuda_before.empty() ? "—" : e.cuda_before) + " → " +
+                                     (e.cuda_after.empty() ? "—" : e.cuda_after) + "**"
+                               : "";
+        o << "| `" << e.name << "` | " << (e.before.empty() ? "—" : e.before) << " | " << (e.after.empty() ? "—" : e.after)
+          << " | " << kind_word(e.kind) << " | " << cuda << " | " << signed_bytes(e.download_delta) << " |\n";
+    }
+    return o.str();
+}
+
+std::string render_json(const Diff& d) {
+    std::ostringstream o;
+    o << "{\"a\": " << json_str(d.a) << ", \"b\": " << json_str(d.b) << ", \"unchanged\": " << d.unchanged
+      << ", \"download_delta\": " << d.download_delta << ", \"installed_delta\": "
+      << (d.installed_delta ? std::to_string(*d.installed_delta) : "null") << ", \"changes\": [";
+    for (std::size_t i = 0; i < d.entries.size(); ++i) {
+        const auto& e = d.entries[i];
+        o << (i ? ", " : "") << "{\"name\": " << json_str(e.name) << ", \"kind\": " << json_str(kind_word(e.kind))
+          << ", \"before\": " << (e.before.empty() ? "null" : json_str(e.before))
+          << ", \"after\": " << (e.after.empty() ? "null" : json_str(e.after))
+          << ", \"index_before\": " << json_str(e.index_before) << ", \"index_after\": " << json_str(e.index_after)
+          << ", \"cuda_before\": " << (e.cuda_before.empty() ? "null" : json_str(e.cuda_before))
+          << ", \"cuda_after\": " << (e.cuda_after.empty() ? "null" : json_str(e.cuda_after))
+          << ", \"download_delta\": " << e.download_delta << "}";
+    }
+    o << "]}\n";
+    return o.str();
+}
+
+std::string textconv(const std::string& lock_path) {
+    LockView v = view_of(read_file(lock_path), lock_path, fs::path());
+    std::ostringstream o;
+    for (const auto& e : v.packages) {
+        o << e.name << "==" << e.version;
+        if (auto c = cuda_of(e.name, e.version); !c.empty()) o << "  [CUDA " << c << "]";
+        if (!e.index.empty()) o << "  (" << e.index << ")";
+        if (e.size) o << "  " << *e.size << " bytes";
+        o << "\n";
+    }
+    return o.str();
+}
+
+}  // namespace envbox::ops

@@ -32,6 +32,50 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     for (const char* drop : {"PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"}) {
         if (base.erase(drop)) plan.notes.push_back(std::string("removed ") + drop);
     }
+    // LD_LIBRARY_PATH entries holding CUDA libraries would shadow the ones the environment's
+    // wheels ship (nvidia/*/lib): they are dropped, everything else kept.
+    if (auto ld = base.find("LD_LIBRARY_PATH"); ld != base.end() && !gen->packages.empty()) {
+        bool env_has_cuda = false;
+        for (const auto& p : gen->packages)
+            if (auto v = pep::Version::try_parse(p.version)) env_has_cuda = env_has_cuda || env::cuda_line_of(p.name, *v);
+        if (env_has_cuda) {
+            std::string kept;
+            std::string_view rest = ld->second;
+            while (true) {
+                auto colon = rest.find(':');
+                std::string dir(rest.substr(0, colon));
+                bool shadows = false;
+                std::error_code ec;
+                if (!dir.empty() && fs::is_directory(dir, ec))
+                    for (const auto& e : fs::directory_iterator(dir, ec)) {
+                        std::string n = e.path().filename().string();
+                        for (const char* lib : {"libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so",
+                                                "libnccl.so", "libcusparse.so", "libcufft.so", "libnvrtc.so"})
+                            if (n.starts_with(lib)) shadows = true;
+                        if (shadows) break;
+                    }
+                if (shadows) plan.notes.push_back("removed " + dir + " from LD_LIBRARY_PATH (its CUDA libraries would "
+                                                  "shadow the environment's)");
+                else if (!dir.empty()) kept += (kept.empty() ? "" : ":") + dir;
+                if (colon == std::string_view::npos) break;
+                rest.remove_prefix(colon + 1);
+            }
+            if (kept.empty()) base.erase(ld);
+            else ld->second = kept;
+        }
+    }
+    // torch.compile and Triton caches per environment and torch build: kept across rebuilds of
+    // the environment, never shared between CUDA lines.
+    for (const auto& p : gen->packages) {
+        if (p.name != "torch") continue;
+        fs::path dir = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env) / ("torch-" + p.version);
+        std::error_code ec;
+        fs::create_directories(dir / "inductor", ec);
+        fs::create_directories(dir / "triton", ec);
+        base["TORCHINDUCTOR_CACHE_DIR"] = (dir / "inductor").string();
+        base["TRITON_CACHE_DIR"] = (dir / "triton").string();
+        plan.notes.push_back("compile caches in " + dir.string());
+    }
     base["PYTHONNOUSERSITE"] = "1";
     base["VIRTUAL_ENV"] = gen->path.string();
     base.erase("VIRTUAL_ENV_PROMPT");

@@ -253,6 +253,31 @@ class LockTheMissionWorld(unittest.TestCase):
                                      ["torch==2.11.0+cu128", "transformers>=4.56", "datasets", "safetensors", "wandb"]))
         self.envbox("lock", "train", "--upgrade")
 
+    def test_run_filters_ld_library_path_and_keeps_compile_caches_per_cuda_line(self):
+        self.envbox("lock", "train")
+        self.envbox("lock", "infer")
+        new = {"ENVBOX_CUDA_DRIVER": "580.82.07"}
+        self.envbox("create", "train", env=new)
+        self.envbox("create", "infer", env=new)
+        cuda_dir = os.path.join(self.tmp, "system-cuda")
+        other_dir = os.path.join(self.tmp, "other-libs")
+        os.makedirs(cuda_dir, exist_ok=True)
+        os.makedirs(other_dir, exist_ok=True)
+        open(os.path.join(cuda_dir, "libcudart.so.12"), "w").close()
+        code = "import os; print(os.environ.get('LD_LIBRARY_PATH')); print(os.environ['TORCHINDUCTOR_CACHE_DIR'])"
+        out = {}
+        for env in ("train", "infer"):
+            r = self.envbox("-v", "run", env, "--", "python", "-c", code,
+                            env=dict(new, LD_LIBRARY_PATH=f"{cuda_dir}:{other_dir}"))
+            ld, cache = r.stdout.splitlines()
+            self.assertEqual(ld, other_dir)
+            self.assertIn(f"removed {cuda_dir} from LD_LIBRARY_PATH", r.stderr)
+            self.assertTrue(os.path.isdir(cache))
+            out[env] = cache
+        self.assertIn("torch-2.11.0+cu128", out["train"])
+        self.assertIn("torch-2.11.0+cu130", out["infer"])
+        self.assertNotEqual(out["train"], out["infer"])
+
     def test_warm_relock_and_offline(self):
         import json
         self.envbox("lock", "train")

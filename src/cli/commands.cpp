@@ -122,7 +122,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
          },
          [&global] { run_gc(global, keep, flag_a); }},
         {"doctor", "Interpreters, CUDA driver, store filesystem, index reachability",
-         [](CLI::App&) {}},
+         [](CLI::App&) {}, [&global] { run_doctor(global); }},
     };
     for (const auto& spec : specs) {
         CLI::App* sub = app.add_subcommand(spec.name, spec.summary);

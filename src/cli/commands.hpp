@@ -27,6 +27,7 @@ void run_verify(const GlobalOptions& global, const std::string& env, bool deep);
 void run_history(const GlobalOptions& global, const std::string& env);
 void run_rollback(const GlobalOptions& global, const std::string& env, const std::string& to);
 void run_gc(const GlobalOptions& global, int keep, bool dry_run);
+void run_doctor(const GlobalOptions& global);
 void run_diff(const GlobalOptions& global, const std::string& a, const std::string& b, const std::string& format,
               const std::string& textconv_file);
 

@@ -22,4 +22,12 @@ check "unknown option" 2 "$envbox" --frobnicate
 check "bad --color" 2 "$envbox" --color purple list
 check "create --help" 0 "$envbox" create --help
 "$envbox" --help | grep -q 'rollback' || { echo "FAIL help lists commands"; fail=1; }
+home=$(mktemp -d)
+check "doctor" 0 "$envbox" --home "$home" doctor
+"$envbox" --home "$home" doctor | grep -q '^store: ' || { echo "FAIL doctor reports the store"; fail=1; }
+check "diff without operands is a usage error" 2 "$envbox" --home "$home" diff
+check "rollback --to needs a number" 2 "$envbox" --home "$home" --project "$home" rollback env --to abc
+check "run of an environment never created" 1 "$envbox" --home "$home" --project "$home" run nothere -- true
+check "lock outside a project" 3 "$envbox" --home "$home" --project "$home" lock env
+rm -rf "$home"
 exit $fail

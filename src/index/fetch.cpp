@@ -13,6 +13,7 @@
 
 #include "envbox/pep/filename.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -34,28 +35,14 @@ void curl_init_once() {
 }
 
 FetchedArtifact hash_local(const ArtifactRequest& r, const fs::path& path, const FetchProgress& progress) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        throw Error(ErrorCode::generic,
-                    "cannot open " + r.display + " at " + path.string() + ": " + std::strerror(errno));
-    Sha256 h;
-    std::vector<char> buf(1 << 17);
     std::uint64_t total = 0;
-    for (;;) {
-        ssize_t n = ::read(fd, buf.data(), buf.size());
-        if (n == 0) break;
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            int err = errno;
-            ::close(fd);
-            throw Error(ErrorCode::generic, "cannot read " + path.string() + ": " + std::strerror(err));
-        }
-        h.update(buf.data(), static_cast<std::size_t>(n));
-        total += static_cast<std::uint64_t>(n);
-        if (progress) progress(total);
+    std::string actual;
+    try {
+        actual = to_hex(sha256_file(path, &total, progress));
+    } catch (Error& e) {
+        e.add_context("reading " + r.display);
+        throw;
     }
-    ::close(fd);
-    std::string actual = to_hex(h.finish());
     if (actual != r.sha256 || (r.size && *r.size != total)) mismatch(r, actual, total);
     return {path, false, total};
 }
@@ -72,16 +59,10 @@ struct Download {
 std::size_t on_data(char* data, std::size_t size, std::size_t nmemb, void* user) {
     auto* d = static_cast<Download*>(user);
     std::size_t n = size * nmemb;
-    std::size_t done = 0;
-    while (done < n) {
-        ssize_t w = ::write(d->fd, data + done, n - done);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            d->write_failed = true;
-            d->write_errno = errno;
-            return 0;
-        }
-        done += static_cast<std::size_t>(w);
+    if (!write_all_fd(d->fd, data, n)) {
+        d->write_failed = true;
+        d->write_errno = errno;
+        return 0;
     }
     d->hash.update(data, n);
     d->bytes += n;

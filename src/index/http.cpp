@@ -57,15 +57,9 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
     auto* c = static_cast<Collected*>(user);
     std::size_t len = size * n;
     if (c->fd >= 0) {
-        std::size_t done = 0;
-        while (done < len) {
-            ssize_t w = ::write(c->fd, data + done, len - done);
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                c->write_failed = true;
-                return 0;
-            }
-            done += static_cast<std::size_t>(w);
+        if (!write_all_fd(c->fd, data, len)) {
+            c->write_failed = true;
+            return 0;
         }
     } else {
         c->body.append(data, len);

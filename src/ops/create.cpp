@@ -294,13 +294,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                                    item.sha256, item.file->size};
         try {
             auto got = index::fetch_artifact(req, lock_path.parent_path(), store.tmp_dir());
-            struct Remove {
-                const index::FetchedArtifact& a;
-                ~Remove() {
-                    std::error_code e;
-                    if (a.temporary) fs::remove(a.path, e);
-                }
-            } remove{got};
+            ScopedRemove remove(got.temporary ? got.path : fs::path());
             item.wheel = store.ingest_wheel(got.path, item.sha256, item.filename, &item.stats);
             item.fetched = true;
         } catch (Error& e) {

@@ -240,13 +240,7 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
             fs::create_directories(tmp_dir_);
             static std::atomic<unsigned> counter{0};
             fs::path tmp = tmp_dir_ / ("metadata-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".whl");
-            struct Remove {
-                fs::path p;
-                ~Remove() {
-                    std::error_code ec;
-                    fs::remove(p, ec);
-                }
-            } remove{tmp};
+            ScopedRemove remove(tmp);
             if (wheel.url.starts_with("file:")) {
                 fs::copy_file(index::file_url_path(wheel.url), tmp);
             } else {
@@ -297,13 +291,7 @@ std::pair<std::string, std::optional<std::uint64_t>> IndexSource::digest_and_siz
     if (auto h = c.file.hashes.find("sha256"); h != c.file.hashes.end()) return {h->second, c.file.size};
     fs::create_directories(tmp_dir_);
     fs::path tmp = tmp_dir_ / ("digest-" + std::to_string(::getpid()) + "-" + c.file.filename);
-    struct Remove {
-        fs::path p;
-        ~Remove() {
-            std::error_code ec;
-            fs::remove(p, ec);
-        }
-    } remove{tmp};
+    ScopedRemove remove(tmp);
     if (c.file.url.starts_with("file:")) fs::copy_file(index::file_url_path(c.file.url), tmp);
     else http_.download({c.file.url, {}, std::nullopt, std::nullopt, std::nullopt, false}, tmp);
     return {to_hex(sha256_file(tmp)), fs::file_size(tmp)};

@@ -85,17 +85,8 @@ struct FdGuard {
     }
 };
 
-void write_all_fd(int fd, const void* data, std::size_t size, const fs::path& path) {
-    const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-        ssize_t n = ::write(fd, p, size);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            sys_fail("cannot write", path, errno);
-        }
-        p += n;
-        size -= static_cast<std::size_t>(n);
-    }
+void write_or_fail(int fd, const void* data, std::size_t size, const fs::path& path) {
+    if (!write_all_fd(fd, data, size)) sys_fail("cannot write", path, errno);
 }
 
 bool in_pycache(std::string_view path) {
@@ -343,12 +334,12 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
                 out.fd = ::openat(staging_fd, stream_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                                   object_mode);
                 if (out.fd < 0) sys_fail("cannot create", staging / stream_name, errno);
-                write_all_fd(out.fd, content.data(), content.size(), staging / stream_name);
+                write_or_fail(out.fd, content.data(), content.size(), staging / stream_name);
                 content.clear();
                 content.shrink_to_fit();
             }
             if (out.fd >= 0)
-                write_all_fd(out.fd, buffer.data(), un, staging / stream_name);
+                write_or_fail(out.fd, buffer.data(), un, staging / stream_name);
             else
                 content.append(buffer.data(), un);
         }
@@ -378,7 +369,7 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
                 FdGuard sf{::openat(staging_fd, staged_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                                     object_mode)};
                 if (sf.fd < 0) sys_fail("cannot create", staging / staged_name, errno);
-                write_all_fd(sf.fd, content.data(), content.size(), staging / staged_name);
+                write_or_fail(sf.fd, content.data(), content.size(), staging / staged_name);
                 if (::futimens(sf.fd, object_times) != 0)
                     sys_fail("cannot set the mtime of", staging / staged_name, errno);
             }

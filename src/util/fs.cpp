@@ -31,19 +31,29 @@ struct Fd {
     }
 };
 
-bool write_all(int fd, std::string_view data) {
-    while (!data.empty()) {
-        ssize_t n = ::write(fd, data.data(), data.size());
+bool write_all(int fd, std::string_view data) { return write_all_fd(fd, data.data(), data.size()); }
+
+}  // namespace
+
+bool write_all_fd(int fd, const void* data, std::size_t size) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+        ssize_t n = ::write(fd, p, size);
         if (n < 0) {
             if (errno == EINTR) continue;
             return false;
         }
-        data.remove_prefix(static_cast<std::size_t>(n));
+        p += n;
+        size -= static_cast<std::size_t>(n);
     }
     return true;
 }
 
-}  // namespace
+ScopedRemove::~ScopedRemove() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view content, mode_t mode,
                        Durability durability) {

@@ -70,13 +70,15 @@ Sha256Digest sha256(std::string_view data) {
     return h.finish();
 }
 
-Sha256Digest sha256_file(const std::filesystem::path& path) {
+Sha256Digest sha256_file(const std::filesystem::path& path, std::uint64_t* bytes,
+                         const std::function<void(std::uint64_t)>& progress) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         throw Error(ErrorCode::generic,
                     "cannot open " + path.string() + ": " + std::strerror(errno));
     Sha256 h;
     std::vector<char> buf(1 << 20);
+    std::uint64_t total = 0;
     for (;;) {
         ssize_t n = ::read(fd, buf.data(), buf.size());
         if (n == 0) break;
@@ -87,8 +89,11 @@ Sha256Digest sha256_file(const std::filesystem::path& path) {
             throw Error(ErrorCode::generic, "cannot read " + path.string() + ": " + std::strerror(err));
         }
         h.update(buf.data(), static_cast<std::size_t>(n));
+        total += static_cast<std::uint64_t>(n);
+        if (progress) progress(total);
     }
     ::close(fd);
+    if (bytes) *bytes = total;
     return h.finish();
 }
 

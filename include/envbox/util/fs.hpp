@@ -22,6 +22,23 @@ enum class Durability {
 void write_file_atomic(const std::filesystem::path& path, std::string_view content,
                        mode_t mode = 0644, Durability durability = Durability::fsync);
 
+/// Writes all of `data` to `fd`, retrying short writes and EINTR; false (errno set) on failure.
+bool write_all_fd(int fd, const void* data, std::size_t size);
+
+/// Removes a path (file or tree) when it goes out of scope: temporary downloads and staging.
+class ScopedRemove {
+public:
+    explicit ScopedRemove(std::filesystem::path path) : path_(std::move(path)) {}
+    ~ScopedRemove();
+    ScopedRemove(const ScopedRemove&) = delete;
+    ScopedRemove& operator=(const ScopedRemove&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    void release() { path_.clear(); }  ///< keep the path after all
+
+private:
+    std::filesystem::path path_;
+};
+
 /// Reads a whole file; throws `Error` naming the path on failure.
 std::string read_file(const std::filesystem::path& path);
 

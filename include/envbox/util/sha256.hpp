@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -35,7 +36,9 @@ std::string to_hex(const Sha256Digest& d);
 std::string to_record_b64(const Sha256Digest& d);
 
 Sha256Digest sha256(std::string_view data);
-/// Hashes a file's contents; throws `Error` naming the path when it cannot be read.
-Sha256Digest sha256_file(const std::filesystem::path& path);
+/// Hashes a file's contents; throws `Error` naming the path when it cannot be read. `bytes`,
+/// when given, receives the size hashed; `progress` is called with the bytes hashed so far.
+Sha256Digest sha256_file(const std::filesystem::path& path, std::uint64_t* bytes = nullptr,
+                         const std::function<void(std::uint64_t)>& progress = {});
 
 }  // namespace envbox

@@ -154,7 +154,7 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
                               for (const auto& x : req.headers) h += x + "\n";
                               return h;
                           }()));
-    std::optional<CachedPage> cached = req.cache ? read_cache(cache_path) : std::nullopt;
+    std::optional<CachedPage> cached = req.cache && !req.range ? read_cache(cache_path) : std::nullopt;
     long long now = static_cast<long long>(std::time(nullptr));
     if (cached && (offline_ || (cached->max_age > 0 && now - cached->stored_at < cached->max_age))) {
         stats_.cache_hits++;
@@ -179,6 +179,10 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
         curl_slist* list = nullptr;
         for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
         curl_easy_setopt(c, CURLOPT_URL, req.url.c_str());
+        if (req.range) {
+            std::string r = req.range->starts_with("bytes=") ? req.range->substr(6) : *req.range;
+            list = curl_slist_append(list, ("Range: bytes=" + r).c_str());
+        }
         curl_easy_setopt(c, CURLOPT_SHARE, shared_->share);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -239,7 +243,8 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
             resp.status = status;
             resp.body = std::move(got.body);
             if (auto it = got.headers.find("content-type"); it != got.headers.end()) resp.content_type = it->second;
-            if (req.cache && status == 200) {
+            if (auto it = got.headers.find("content-range"); it != got.headers.end()) resp.content_range = it->second;
+            if (req.cache && !req.range && status == 200) {
                 CachedPage page;
                 page.url = req.url;
                 page.etag = got.headers.count("etag") ? got.headers["etag"] : "";

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "envbox/index/fetch.hpp"
+#include "envbox/index/lazy_wheel.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/pep/metadata.hpp"
 #include "envbox/pep/name.hpp"
@@ -234,9 +235,17 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
             if (auto h = wheel.metadata_hashes.find("sha256"); h != wheel.metadata_hashes.end() && to_hex(sha256(r.body)) != h->second)
                 throw Error(ErrorCode::integrity, "metadata file of " + wheel.filename + " does not match its sha256");
             text = std::move(r.body);
-        } else {
-            // No metadata file: the wheel itself (range requests on its central directory are a
-            // later refinement).
+        } else if (!wheel.url.starts_with("file:")) {
+            // No metadata file: read METADATA out of the remote wheel with range requests.
+            Slot slot(slots_);
+            auto meta = index::read_remote_dist_info(
+                http_, {wheel.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
+                        ix ? ix->password : std::nullopt, false},
+                "METADATA");
+            if (meta) text = std::move(*meta);
+        }
+        if (text.empty() && !wheel.has_metadata) {
+            // A local (file://) wheel, or a server without ranges: the whole wheel.
             fs::create_directories(tmp_dir_);
             static std::atomic<unsigned> counter{0};
             fs::path tmp = tmp_dir_ / ("metadata-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".whl");

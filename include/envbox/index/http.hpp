@@ -23,6 +23,7 @@ struct HttpRequest {
     std::optional<std::string> ca_file;        ///< CA bundle for this host
     std::optional<std::string> username, password;
     bool cache = false;                        ///< use and fill the page cache
+    std::optional<std::string> range = std::nullopt;  ///< "bytes=-65536", "bytes=100-199" (never cached)
 };
 
 struct HttpResponse {
@@ -31,6 +32,7 @@ struct HttpResponse {
     std::string content_type;
     std::string effective_url;                 ///< after redirects
     bool from_cache = false;
+    std::string content_range = {};            ///< "bytes 100-199/5000" on a 206
 };
 
 struct HttpStats {

@@ -1,0 +1,22 @@
+#pragma once
+/// A remote wheel's METADATA without downloading the wheel: HTTP range requests on the zip's
+/// end-of-central-directory, its central directory and the one member (as pip's lazy wheel and
+/// uv do when an index offers no PEP 658 metadata file — download.pytorch.org, whose torch
+/// wheels are gigabytes).
+
+#include <optional>
+#include <string>
+
+#include "envbox/index/http.hpp"
+
+namespace envbox::index {
+
+/// The content of the wheel's top-level `*.dist-info/<leaf>`; nullopt when the server does not
+/// honour ranges or the member is missing (the caller then downloads the wheel). Throws `Error`
+/// (integrity) for a damaged archive.
+std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf);
+
+/// The same over bytes already in memory (a whole wheel), for servers that ignore ranges.
+std::optional<std::string> read_dist_info_from_zip(const std::string& zip, const std::string& leaf);
+
+}  // namespace envbox::index

@@ -1,5 +1,7 @@
 #include "envbox/env/cuda.hpp"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <regex>
 
@@ -65,6 +67,29 @@ std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& pack
     return std::nullopt;
 }
 
+namespace {
+
+// NVML through dlopen, so envbox neither links against nor needs the NVIDIA libraries.
+std::optional<std::string> nvml_driver_version() {
+    void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return std::nullopt;
+    using Init = int (*)();
+    using Version = int (*)(char*, unsigned);
+    auto init = reinterpret_cast<Init>(::dlsym(lib, "nvmlInit_v2"));
+    auto version = reinterpret_cast<Version>(::dlsym(lib, "nvmlSystemGetDriverVersion"));
+    auto shutdown = reinterpret_cast<Init>(::dlsym(lib, "nvmlShutdown"));
+    std::optional<std::string> out;
+    if (init && version && init() == 0) {
+        char buf[96] = {0};
+        if (version(buf, sizeof buf) == 0 && buf[0]) out = std::string(buf);
+        if (shutdown) shutdown();
+    }
+    ::dlclose(lib);
+    return out;
+}
+
+}  // namespace
+
 std::optional<std::string> nvidia_driver_version() {
     if (const char* v = std::getenv("ENVBOX_CUDA_DRIVER"); v && *v) return std::string(v);
     try {
@@ -73,6 +98,7 @@ std::optional<std::string> nvidia_driver_version() {
         if (!s.empty()) return s;
     } catch (const Error&) {
     }
+    if (auto v = nvml_driver_version()) return v;
     try {
         std::string s = read_file("/proc/driver/nvidia/version");
         static const std::regex re(R"(Kernel Module\s+(?:for \S+\s+)?([0-9]+\.[0-9.]+))");

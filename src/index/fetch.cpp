@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "envbox/index/http.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -97,6 +98,7 @@ FetchedArtifact download(const ArtifactRequest& r, const fs::path& tmp_dir, cons
         curl_easy_setopt(c, CURLOPT_USERAGENT, "envbox/" ENVBOX_VERSION);
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        if (!system_ca_bundle().empty()) curl_easy_setopt(c, CURLOPT_CAINFO, system_ca_bundle().c_str());
         CURLcode rc = curl_easy_perform(c);
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

@@ -143,6 +143,20 @@ long long max_age_of(const std::string& cache_control) {
 
 }  // namespace
 
+const std::string& system_ca_bundle() {
+    static const std::string bundle = [] {
+        if (const char* env = std::getenv("SSL_CERT_FILE"); env && *env) return std::string(env);
+        for (const char* p : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+                              "/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+                              "/etc/ssl/cert.pem"}) {
+            std::error_code ec;
+            if (fs::exists(p, ec)) return std::string(p);
+        }
+        return std::string();
+    }();
+    return bundle;
+}
+
 HttpClient::HttpClient(fs::path cache_dir, bool offline)
     : shared_(std::make_unique<Shared>()), cache_dir_(std::move(cache_dir)), offline_(offline) {}
 
@@ -204,9 +218,8 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
         curl_easy_setopt(c, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
         if (req.username) curl_easy_setopt(c, CURLOPT_USERNAME, req.username->c_str());
         if (req.password) curl_easy_setopt(c, CURLOPT_PASSWORD, req.password->c_str());
-        const char* cert_file = std::getenv("SSL_CERT_FILE");
         if (req.ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, req.ca_file->c_str());
-        else if (cert_file && *cert_file) curl_easy_setopt(c, CURLOPT_CAINFO, cert_file);
+        else if (!system_ca_bundle().empty()) curl_easy_setopt(c, CURLOPT_CAINFO, system_ca_bundle().c_str());
         int now_in = ++stats_.in_flight;
         for (int peak = stats_.peak_in_flight.load(); now_in > peak && !stats_.peak_in_flight.compare_exchange_weak(peak, now_in);) {
         }

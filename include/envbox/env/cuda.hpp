@@ -35,8 +35,9 @@ struct CudaPackage {
 std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& packages,
                                             const std::optional<std::string>& declared);
 
-/// The NVIDIA driver version: `ENVBOX_CUDA_DRIVER`, else /sys/module/nvidia/version, else
-/// /proc/driver/nvidia/version. Nothing when there is no NVIDIA driver.
+/// The NVIDIA driver version: `ENVBOX_CUDA_DRIVER`, else /sys/module/nvidia/version, else NVML
+/// (libnvidia-ml.so.1 through dlopen), else /proc/driver/nvidia/version. Nothing when there is
+/// no NVIDIA driver.
 std::optional<std::string> nvidia_driver_version();
 
 /// The driver a CUDA major line needs (cu13x: 580, cu12x: 525.60.13).

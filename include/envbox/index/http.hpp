@@ -43,6 +43,11 @@ struct HttpStats {
     std::atomic<int> peak_in_flight{0};
 };
 
+/// The CA bundle to verify TLS with when nothing names one: `SSL_CERT_FILE`, else the first
+/// that exists of the locations Linux distributions use (Debian/Ubuntu, Fedora/RHEL, openSUSE,
+/// Alpine), so a portable envbox verifies TLS on any of them. Empty: libcurl's default.
+const std::string& system_ca_bundle();
+
 class HttpClient {
 public:
     /// `cache_dir` holds cached pages; `offline`: answer only from the cache.

@@ -186,7 +186,9 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
     std::mt19937 rng(std::random_device{}());
     constexpr int kAttempts = 5;
     std::string last_error;
+    int attempts = 0;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+        attempts = attempt;
         got = Collected{};
         CURL* c = curl_easy_init();
         char errbuf[CURL_ERROR_SIZE] = {0};
@@ -276,7 +278,8 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
                                               : (100LL << attempt) + std::uniform_int_distribution<int>(0, 100)(rng);
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
-    throw Error(ErrorCode::network, "cannot fetch " + req.url + ": " + last_error + " (after retries)");
+    throw Error(ErrorCode::network, "cannot fetch " + req.url + ": " + last_error +
+                                        (attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : ""));
 }
 
 HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destination) {

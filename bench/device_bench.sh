@@ -29,9 +29,9 @@ PYEOF
 echo "== machine"; head -1 /etc/os-release; nproc; cat /sys/module/nvidia/version; $E --version
 SP=$("$PY" -c "import site; print(site.getsitepackages()[0])")
 echo "== repack $SP"
-start=$(date +%s.%N)
+start=$(date +%s)
 "$PY" "$repack" "$SP" /tmp/wh --jobs "$(nproc)" > /tmp/repack.txt
-echo "repacked $(wc -l < /tmp/repack.txt) wheels, $(du -sh /tmp/wh | cut -f1), in $(echo "$(date +%s.%N) - $start" | bc) s"
+echo "repacked $(wc -l < /tmp/repack.txt) wheels, $(du -sh /tmp/wh | cut -f1), in $(( $(date +%s) - start )) s"
 mkdir -p /tmp/p/manifests
 "$PY" tools/wheelgen.py lock /tmp/p/manifests/pylock.torch.toml /tmp/wh/*.whl
 cd /tmp/p

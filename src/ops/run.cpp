@@ -68,7 +68,16 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     // the environment, never shared between CUDA lines.
     for (const auto& p : gen->packages) {
         if (p.name != "torch") continue;
-        fs::path dir = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env) / ("torch-" + p.version);
+        // The torch build names the folder; a torch without a local label (a PyPI or repacked
+        // build) gets the environment's CUDA line, so two lines never share a cache.
+        std::string build = "torch-" + p.version;
+        if (p.version.find('+') == std::string::npos && !lines.empty()) {
+            env::CudaLine newest = lines.front();
+            for (const auto& l : lines)
+                if (l.major > newest.major || (l.major == newest.major && l.minor && !newest.minor)) newest = l;
+            build += "+cuda" + newest.str();
+        }
+        fs::path dir = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env) / build;
         std::error_code ec;
         fs::create_directories(dir / "inductor", ec);
         fs::create_directories(dir / "triton", ec);

@@ -53,12 +53,13 @@ PYEOF
 sleep 2
 URL=$(cat /tmp/idx.url)
 V=$("$PY" -c "import sys; print('%d.%d' % sys.version_info[:2])")
+G=$("$PY" -c "import os; print(os.confstr('CS_GNU_LIBC_VERSION').split()[1].replace('.', '_'))")
 mkdir -p /tmp/lp/manifests
 reqs=$(sed 's/.*/"&"/' /tmp/reqs.txt | paste -sd, -)
 cat > /tmp/lp/manifests/stack.toml <<TOML
 [environment]
 python = "$V"
-platform = "manylinux_2_28_x86_64"
+platform = "manylinux_${G}_x86_64"
 requirements = [$reqs]
 [[index]]
 name = "local"

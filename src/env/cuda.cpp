@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <regex>
+#include <set>
 
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -25,10 +26,15 @@ std::optional<CudaLine> cuda_line_of(const std::string& name, const pep::Version
     if (std::regex_match(name, m, name_suffix)) return CudaLine{std::stoi(m[1]), std::nullopt};
     if (std::regex_match(name, m, cupy)) return CudaLine{std::stoi(m[1]), std::nullopt};
     if (std::regex_match(name, m, jax)) return CudaLine{std::stoi(m[1]), std::nullopt};
-    // The unsuffixed cu13 family (nvidia-cublas 13.0.0.19) and cuda-toolkit / cuda-bindings:
-    // the version's major is the CUDA major.
-    bool versioned_family = (name.starts_with("nvidia-") && name != "nvidia-ml-py" && name != "nvidia-nvshmem") ||
-                            name == "cuda-toolkit" || name.starts_with("cuda-runtime") || name == "cuda-bindings";
+    // Libraries whose version major is the CUDA major (nvidia-cublas 13.0.0.19, cuda-toolkit
+    // 13.0.2). Others version independently — cuFFT 12.0, cuSOLVER 12.0 and cuSPARSE 12.6 ship
+    // with CUDA 13 — so their versions say nothing about the line (the real cu130 stack has
+    // all three) and they are not counted.
+    static const std::set<std::string> aligned = {
+        "nvidia-cublas", "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-nvjitlink", "nvidia-cuda-cupti",
+        "nvidia-cuda-nvcc", "nvidia-nvtx", "nvidia-cuda-cccl", "nvidia-nvvm", "nvidia-cuda-crt",
+        "cuda-toolkit", "cuda-bindings", "cuda-python", "cuda-runtime"};
+    bool versioned_family = aligned.count(name) > 0;
     if (versioned_family && !version.release().empty()) {
         auto major = version.release()[0];
         if (major == 12 || major == 13) return CudaLine{static_cast<int>(major), std::nullopt};

@@ -25,6 +25,11 @@ TEST_CASE("the CUDA line of a package comes from its local label, its name or it
     CHECK(line("cupy-cuda12x", "13.6.0") == "12.x");
     CHECK(line("jax-cuda12-plugin", "0.7.2") == "12.x");
     CHECK(line("nvidia-ml-py", "13.580.82") == "-");
+    // Versioned on their own: cuFFT 12.0, cuSOLVER 12.0 and cuSPARSE 12.6 ship with CUDA 13.
+    CHECK(line("nvidia-cufft", "12.0.0.61") == "-");
+    CHECK(line("nvidia-cusolver", "12.0.4.66") == "-");
+    CHECK(line("nvidia-cusparse", "12.6.3.3") == "-");
+    CHECK(line("cuda-bindings", "13.3.1") == "13.x");
     CHECK(line("requests", "2.32.5") == "-");
 }
 

@@ -80,10 +80,36 @@ std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::stri
         std::string page_url = ix->url + "/" + name + "/";
         Result<index::ProjectPage> page = index::ProjectPage{};
         if (page_url.starts_with("file:")) {
+            // A file:// index is a simple-API tree (<name>/index.html) or, like pip's
+            // --find-links, a flat directory of wheels and sdists.
+            fs::path root = index::file_url_path(ix->url + "/");
             fs::path dir = index::file_url_path(page_url);
             std::error_code ec;
-            if (!fs::exists(dir / "index.html", ec)) continue;
-            page = index::parse_html_page(read_file(dir / "index.html"), page_url);
+            if (fs::exists(dir / "index.html", ec)) {
+                page = index::parse_html_page(read_file(dir / "index.html"), page_url);
+            } else if (fs::is_directory(root, ec)) {
+                index::ProjectPage flat;
+                for (const auto& e : fs::directory_iterator(root, ec)) {
+                    std::string fn = e.path().filename().string();
+                    std::optional<std::string> owner;
+                    if (fn.ends_with(".whl")) {
+                        if (auto w = pep::WheelFilename::parse(fn)) owner = w->canonical_name;
+                    } else if (auto sd = pep::SdistFilename::parse(fn)) {
+                        owner = sd->canonical_name;
+                    }
+                    if (owner != name) continue;
+                    index::IndexFile f;
+                    f.filename = fn;
+                    f.url = "file://" + e.path().string();
+                    flat.files.push_back(std::move(f));
+                }
+                if (flat.files.empty()) continue;
+                std::sort(flat.files.begin(), flat.files.end(),
+                          [](const index::IndexFile& a, const index::IndexFile& b) { return a.filename < b.filename; });
+                page = std::move(flat);
+            } else {
+                continue;
+            }
         } else {
             index::HttpResponse r;
             {

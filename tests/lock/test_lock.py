@@ -5,6 +5,7 @@ PyTorch-shaped world of the mission.
 
     test_lock.py ENVBOX_BINARY        (ENVBOX_ACCEPT_GOLDEN=1 rewrites the golden files)
 """
+import glob
 import os
 import re
 import shutil
@@ -277,6 +278,29 @@ class LockTheMissionWorld(unittest.TestCase):
         self.assertIn("torch-2.11.0+cu128", out["train"])
         self.assertIn("torch-2.11.0+cu130", out["infer"])
         self.assertNotEqual(out["train"], out["infer"])
+
+    def test_find_links_directory_as_an_index(self):
+        # A flat directory of wheels (pip's --find-links) named by a file:// URL.
+        flat = os.path.join(self.tmp, "flat")
+        os.makedirs(flat, exist_ok=True)
+        for w in glob.glob("/usr/share/python-wheels/*.whl"):
+            shutil.copy(w, flat)
+        self.write("flat", f"""[environment]
+python = "{PYV}"
+platform = "manylinux_2_28_x86_64"
+requirements = ["wheel", "pip"]
+
+[[index]]
+name = "wheelhouse"
+url = "file://{flat}"
+""")
+        self.envbox("lock", "flat")
+        p = packages(self.lock_text("flat"))
+        self.assertEqual(sorted(p), ["pip", "wheel"])
+        self.assertIn("file://" + flat, self.lock_text("flat"))
+        self.envbox("create", "flat")
+        r = self.envbox("run", "flat", "--", "python", "-c", "import wheel; print(wheel.__version__)")
+        self.assertTrue(r.stdout.strip())
 
     def test_warm_relock_and_offline(self):
         import json

@@ -1,7 +1,5 @@
 // The command surface (ARCHITECTURE.md, "Commands"). Each command is registered here with its
-// options and help and runs the function of its own file (create.cpp, run.cpp, …); a command
-// whose implementation has not landed says so and fails with exit status 1, so that no script
-// mistakes it for success.
+// options and help and runs the function of its own file (create.cpp, run.cpp, …).
 
 #include <functional>
 
@@ -16,12 +14,8 @@ struct CommandSpec {
     const char* name;
     const char* summary;
     std::function<void(CLI::App&)> options;
-    std::function<void()> run = {};  ///< empty: not built yet
+    std::function<void()> run;
 };
-
-[[noreturn]] void not_built(const std::string& name) {
-    throw Error(ErrorCode::generic, "'envbox " + name + "' is not implemented in this build yet");
-}
 
 }  // namespace
 
@@ -127,11 +121,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
     for (const auto& spec : specs) {
         CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
         spec.options(*sub);
-        std::string name = spec.name;
-        if (spec.run)
-            sub->callback(spec.run);
-        else
-            sub->callback([name] { not_built(name); });
+        sub->callback(spec.run);
     }
     app.require_subcommand(0, 1);
 }

@@ -6,6 +6,7 @@
 
 #include "cli/options.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/util/json.hpp"
 
 namespace envbox::cli {
 
@@ -41,7 +42,5 @@ bool stderr_is_tty();
 /// "1.5 GB", "12.0 MB", "512 B".
 std::string human_bytes(unsigned long long bytes);
 
-/// A JSON string literal.
-std::string json_string(const std::string& s);
 
 }  // namespace envbox::cli

@@ -26,8 +26,8 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
         std::printf("{\"environment\": %s, \"changed\": %s, \"generation\": %d, \"path\": %s, "
                     "\"packages\": %zu, \"fetched\": %zu, \"files\": %zu, \"hardlinked\": %zu, "
                     "\"reflinked\": %zu, \"copied\": %zu, \"generated\": %zu, \"seconds\": %.3f}\n",
-                    json_string(args.env).c_str(), r.changed ? "true" : "false", r.generation,
-                    json_string(r.path.string()).c_str(), r.packages, r.fetched, r.install.files,
+                    json_quote(args.env).c_str(), r.changed ? "true" : "false", r.generation,
+                    json_quote(r.path.string()).c_str(), r.packages, r.fetched, r.install.files,
                     r.install.hardlinked, r.install.reflinked, r.install.copied, r.install.generated,
                     r.seconds);
         return;

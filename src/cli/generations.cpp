@@ -16,12 +16,12 @@ void run_verify(const GlobalOptions& global, const std::string& env, bool deep) 
     if (global.json) {
         std::printf("{\"environment\": %s, \"generation\": %d, \"deep\": %s, \"clean\": %s, \"files_checked\": %zu, "
                     "\"hashed\": %zu, \"seconds\": %.3f, \"drift\": [",
-                    json_string(env).c_str(), r.generation.number, deep ? "true" : "false",
+                    json_quote(env).c_str(), r.generation.number, deep ? "true" : "false",
                     rep.clean() ? "true" : "false", rep.files_checked, rep.hashed, r.seconds);
         for (std::size_t i = 0; i < rep.drift.size(); ++i)
             std::printf("%s{\"kind\": %s, \"path\": %s, \"detail\": %s}", i ? ", " : "",
-                        json_string(env::drift_kind_name(rep.drift[i].kind)).c_str(),
-                        json_string(rep.drift[i].path).c_str(), json_string(rep.drift[i].detail).c_str());
+                        json_quote(env::drift_kind_name(rep.drift[i].kind)).c_str(),
+                        json_quote(rep.drift[i].path).c_str(), json_quote(rep.drift[i].detail).c_str());
         std::printf("]}\n");
     } else {
         for (const auto& d : rep.drift)
@@ -49,7 +49,7 @@ void run_history(const GlobalOptions& global, const std::string& env) {
     if (global.json) {
         auto list = [](const std::vector<std::string>& v) {
             std::string o = "[";
-            for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + json_string(v[i]);
+            for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + json_quote(v[i]);
             return o + "]";
         };
         std::printf("[");
@@ -58,8 +58,8 @@ void run_history(const GlobalOptions& global, const std::string& env) {
             std::printf("%s{\"generation\": %d, \"current\": %s, \"complete\": %s, \"created\": %s, \"lock_digest\": %s, "
                         "\"packages\": %zu, \"added\": %s, \"removed\": %s, \"changed\": %s}",
                         i ? ", " : "", h.generation.number, h.current ? "true" : "false",
-                        h.generation.complete ? "true" : "false", json_string(h.generation.created).c_str(),
-                        json_string(h.generation.lock_digest).c_str(), h.generation.packages.size(),
+                        h.generation.complete ? "true" : "false", json_quote(h.generation.created).c_str(),
+                        json_quote(h.generation.lock_digest).c_str(), h.generation.packages.size(),
                         list(h.added).c_str(), list(h.removed).c_str(), list(h.changed).c_str());
         }
         std::printf("]\n");
@@ -91,7 +91,7 @@ void run_rollback(const GlobalOptions& global, const std::string& env, const std
     }
     auto r = ops::rollback(ctx, env, target);
     if (global.json) {
-        std::printf("{\"environment\": %s, \"from\": %d, \"to\": %d, \"seconds\": %.4f}\n", json_string(env).c_str(),
+        std::printf("{\"environment\": %s, \"from\": %d, \"to\": %d, \"seconds\": %.4f}\n", json_quote(env).c_str(),
                     r.from, r.to, r.seconds);
         return;
     }

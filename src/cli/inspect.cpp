@@ -17,9 +17,9 @@ void run_list(const GlobalOptions& global, bool all) {
             const auto& e = envs[i];
             std::printf("%s{\"project\": %s, \"name\": %s, \"current\": %s, \"generations\": %zu, "
                         "\"packages\": %zu, \"python\": %s}",
-                        i ? ", " : "", json_string(e.project).c_str(), json_string(e.name).c_str(),
+                        i ? ", " : "", json_quote(e.project).c_str(), json_quote(e.name).c_str(),
                         e.current ? std::to_string(*e.current).c_str() : "null", e.generations,
-                        e.packages, json_string(e.python_version).c_str());
+                        e.packages, json_quote(e.python_version).c_str());
         }
         std::printf("]\n");
         return;
@@ -47,21 +47,21 @@ void run_show(const GlobalOptions& global, const std::string& env) {
     if (global.json) {
         std::printf("{\"name\": %s, \"path\": %s, \"current\": %s, \"files\": %zu, \"bytes\": %llu, "
                     "\"unique_bytes\": %llu, \"generations\": [",
-                    json_string(d.name).c_str(), json_string(d.path.string()).c_str(),
+                    json_quote(d.name).c_str(), json_quote(d.path.string()).c_str(),
                     d.current ? std::to_string(d.current->number).c_str() : "null", d.files,
                     static_cast<unsigned long long>(d.bytes), static_cast<unsigned long long>(d.unique_bytes));
         for (std::size_t i = 0; i < d.generations.size(); ++i) {
             const auto& g = d.generations[i];
             std::printf("%s{\"number\": %d, \"complete\": %s, \"created\": %s, \"lock_digest\": %s}",
-                        i ? ", " : "", g.number, g.complete ? "true" : "false", json_string(g.created).c_str(),
-                        json_string(g.lock_digest).c_str());
+                        i ? ", " : "", g.number, g.complete ? "true" : "false", json_quote(g.created).c_str(),
+                        json_quote(g.lock_digest).c_str());
         }
         std::printf("], \"packages\": [");
         if (d.current)
             for (std::size_t i = 0; i < d.current->packages.size(); ++i)
                 std::printf("%s{\"name\": %s, \"version\": %s}", i ? ", " : "",
-                            json_string(d.current->packages[i].name).c_str(),
-                            json_string(d.current->packages[i].version).c_str());
+                            json_quote(d.current->packages[i].name).c_str(),
+                            json_quote(d.current->packages[i].version).c_str());
         std::printf("]}\n");
         return;
     }

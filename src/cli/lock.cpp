@@ -36,7 +36,7 @@ void run_lock(const GlobalOptions& global, const std::vector<std::string>& envs,
         if (global.json) {
             std::printf("{\"environment\": %s, \"lock\": %s, \"changed\": %s, \"up_to_date\": %s, \"packages\": %zu, \"seconds\": %.3f, "
                         "\"requests\": %llu, \"cache_hits\": %llu, \"peak_in_flight\": %d}\n",
-                        json_string(env).c_str(), json_string(r.lock_path.string()).c_str(), r.changed ? "true" : "false",
+                        json_quote(env).c_str(), json_quote(r.lock_path.string()).c_str(), r.changed ? "true" : "false",
                         r.up_to_date ? "true" : "false", r.packages, r.seconds, static_cast<unsigned long long>(r.requests),
                         static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
         } else if (global.verbosity >= 0) {

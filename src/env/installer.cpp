@@ -59,10 +59,6 @@ bool is_entry_point_wrapper(std::string_view file_name, const std::set<std::stri
     return names.count(std::string(match)) > 0;
 }
 
-bool in_pycache(std::string_view path) {
-    return path.starts_with("__pycache__/") || path.find("/__pycache__/") != std::string_view::npos;
-}
-
 class Planner {
 public:
     Planner(const store::Store& store, const Interpreter& in, const VenvLayout& layout)
@@ -116,7 +112,7 @@ public:
             return base.empty() || base == "." ? std::string(sub) : base + "/" + std::string(sub);
         };
         for (const auto& f : w.files) {
-            if (f.path == record || in_pycache(f.path)) continue;
+            if (f.path == record || pep::in_pycache(f.path)) continue;
             if (std::string data_dir = data_dir_of(f.path); !data_dir.empty()) {
                 std::string_view rest = std::string_view(f.path).substr(data_dir.size());
                 auto slash = rest.find('/');

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -162,7 +163,9 @@ HttpClient::HttpClient(fs::path cache_dir, bool offline)
 
 HttpClient::~HttpClient() = default;
 
-HttpResponse HttpClient::get(const HttpRequest& req) {
+HttpResponse HttpClient::get(const HttpRequest& req) { return transfer(req, -1); }
+
+HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
     fs::path cache_path = cache_dir_ / to_hex(sha256(req.url + "\n" + [&] {
                               std::string h;
                               for (const auto& x : req.headers) h += x + "\n";
@@ -190,6 +193,9 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
         attempts = attempt;
         got = Collected{};
+        got.fd = fd;
+        if (fd >= 0 && (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0))
+            throw Error(ErrorCode::generic, "cannot rewind the download of " + req.url + ": " + std::strerror(errno));
         CURL* c = curl_easy_init();
         char errbuf[CURL_ERROR_SIZE] = {0};
         curl_slist* list = nullptr;
@@ -235,6 +241,8 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
         resp.effective_url = eff ? eff : req.url;
         curl_easy_cleanup(c);
         curl_slist_free_all(list);
+        if (got.write_failed)
+            throw Error(ErrorCode::generic, "cannot write the download of " + req.url + ": " + std::strerror(errno));
         bool transient = false;
         long long retry_after = -1;
         if (rc != CURLE_OK) {
@@ -283,12 +291,30 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
 }
 
 HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destination) {
-    HttpResponse r = get(HttpRequest{req.url, req.headers, req.ca_file, req.username, req.password, false});
-    if (r.status != 200)
-        throw Error(ErrorCode::network, "cannot download " + req.url + ": HTTP " + std::to_string(r.status));
-    write_file_atomic(destination, r.body, 0644, Durability::none);
-    r.body.clear();
-    return r;
+    // Streamed to a temporary file beside the destination (wheels are gigabytes), renamed
+    // into place once complete.
+    fs::path part = destination;
+    part += ".part";
+    ScopedRemove remove(part);
+    int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(ErrorCode::generic, "cannot create " + part.string() + ": " + std::strerror(errno));
+    HttpRequest r = req;
+    r.cache = false;
+    HttpResponse resp;
+    try {
+        resp = transfer(r, fd);
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    ::close(fd);
+    if (resp.status != 200)
+        throw Error(ErrorCode::network, "cannot download " + req.url + ": HTTP " + std::to_string(resp.status));
+    std::error_code ec;
+    fs::rename(part, destination, ec);
+    if (ec) throw Error(ErrorCode::generic, "cannot move " + part.string() + " to " + destination.string() + ": " + ec.message());
+    remove.release();
+    return resp;
 }
 
 }  // namespace envbox::index

@@ -11,6 +11,7 @@
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/json.hpp"
 #include "envbox/util/process.hpp"
 
 namespace fs = std::filesystem;
@@ -72,21 +73,6 @@ const char* kind_word(DiffEntry::Kind k) {
         case DiffEntry::Kind::index_changed: return "index changed";
     }
     return "?";
-}
-
-std::string json_str(const std::string& s) {
-    std::string o = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') o += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) {
-            char b[8];
-            std::snprintf(b, sizeof b, "\\u%04x", c);
-            o += b;
-            continue;
-        }
-        o += c;
-    }
-    return o + "\"";
 }
 
 }  // namespace
@@ -213,17 +199,17 @@ std::string render_markdown(const Diff& d) {
 
 std::string render_json(const Diff& d) {
     std::ostringstream o;
-    o << "{\"a\": " << json_str(d.a) << ", \"b\": " << json_str(d.b) << ", \"unchanged\": " << d.unchanged
+    o << "{\"a\": " << json_quote(d.a) << ", \"b\": " << json_quote(d.b) << ", \"unchanged\": " << d.unchanged
       << ", \"download_delta\": " << d.download_delta << ", \"installed_delta\": "
       << (d.installed_delta ? std::to_string(*d.installed_delta) : "null") << ", \"changes\": [";
     for (std::size_t i = 0; i < d.entries.size(); ++i) {
         const auto& e = d.entries[i];
-        o << (i ? ", " : "") << "{\"name\": " << json_str(e.name) << ", \"kind\": " << json_str(kind_word(e.kind))
-          << ", \"before\": " << (e.before.empty() ? "null" : json_str(e.before))
-          << ", \"after\": " << (e.after.empty() ? "null" : json_str(e.after))
-          << ", \"index_before\": " << json_str(e.index_before) << ", \"index_after\": " << json_str(e.index_after)
-          << ", \"cuda_before\": " << (e.cuda_before.empty() ? "null" : json_str(e.cuda_before))
-          << ", \"cuda_after\": " << (e.cuda_after.empty() ? "null" : json_str(e.cuda_after))
+        o << (i ? ", " : "") << "{\"name\": " << json_quote(e.name) << ", \"kind\": " << json_quote(kind_word(e.kind))
+          << ", \"before\": " << (e.before.empty() ? "null" : json_quote(e.before))
+          << ", \"after\": " << (e.after.empty() ? "null" : json_quote(e.after))
+          << ", \"index_before\": " << json_quote(e.index_before) << ", \"index_after\": " << json_quote(e.index_after)
+          << ", \"cuda_before\": " << (e.cuda_before.empty() ? "null" : json_quote(e.cuda_before))
+          << ", \"cuda_after\": " << (e.cuda_after.empty() ? "null" : json_quote(e.cuda_after))
           << ", \"download_delta\": " << e.download_delta << "}";
     }
     o << "]}\n";

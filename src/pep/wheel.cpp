@@ -232,6 +232,10 @@ Result<std::string> safe_member_path(std::string_view path) {
     return out;
 }
 
+bool in_pycache(std::string_view path) {
+    return path.starts_with("__pycache__/") || path.find("/__pycache__/") != std::string_view::npos;
+}
+
 bool script_name_escapes(std::string_view name) {
     if (name.empty() || name.front() == '/') return true;
     int depth = 0;

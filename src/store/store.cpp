@@ -89,10 +89,6 @@ void write_or_fail(int fd, const void* data, std::size_t size, const fs::path& p
     if (!write_all_fd(fd, data, size)) sys_fail("cannot write", path, errno);
 }
 
-bool in_pycache(std::string_view path) {
-    return path.starts_with("__pycache__/") || path.find("/__pycache__/") != std::string_view::npos;
-}
-
 std::string serialise(const WheelFiles& w) {
     std::ostringstream s;
     s << kFilesHeader << "\n"
@@ -449,12 +445,12 @@ WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& 
             continue;
         }
         if (it == by_path.end()) {
-            if (in_pycache(f.path)) continue;
+            if (pep::in_pycache(f.path)) continue;
             throw Error(ErrorCode::integrity, filename + ": member '" + f.path + "' is not listed in RECORD");
         }
         const pep::RecordRow& row = *it->second;
         if (row.hash.empty()) {
-            if (in_pycache(f.path)) continue;
+            if (pep::in_pycache(f.path)) continue;
             throw Error(ErrorCode::integrity, filename + ": RECORD lists '" + f.path + "' without a hash");
         }
         if (auto problem = pep::check_record_row(row, digests[k], f.size))

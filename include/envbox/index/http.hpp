@@ -66,6 +66,9 @@ public:
     const HttpStats& stats() const { return stats_; }
 
 private:
+    /// One GET with retries; the body goes to `fd` when it is >= 0 (no cache then).
+    HttpResponse transfer(const HttpRequest& request, int fd);
+
     struct Shared;
     std::unique_ptr<Shared> shared_;
     std::filesystem::path cache_dir_;

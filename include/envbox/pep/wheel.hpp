@@ -68,6 +68,10 @@ Result<std::vector<EntryPoint>> parse_entry_points(std::string_view text);
 /// unsafe one: absolute, any `..` segment, a drive letter, a backslash, NUL/CR/LF, or empty.
 Result<std::string> safe_member_path(std::string_view path);
 
+/// True for a member under a `__pycache__/` directory (compiled caches: never installed, may be
+/// missing from RECORD).
+bool in_pycache(std::string_view path);
+
 /// True when a script named `name` would be created outside the scripts directory (or be the
 /// directory itself): `../x`, `/etc/x`, `.`, `..`, `a/../../x`.
 bool script_name_escapes(std::string_view name);

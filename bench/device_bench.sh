@@ -24,6 +24,9 @@ r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=
 dt = time.perf_counter() - t
 rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(f"{label:28s} {dt:8.2f} s  peak RSS {rss:7.0f} MB  rc={r.returncode}" + (f"\n{r.stderr[-2000:]}" if r.returncode else ""), flush=True)
+for line in r.stderr.splitlines():
+    if line.strip().startswith("seconds:"):
+        print("   ", line.strip(), flush=True)
 PYEOF
 }
 echo "== machine"; head -1 /etc/os-release; nproc; cat /sys/module/nvidia/version; $E --version
@@ -32,12 +35,25 @@ echo "== repack $SP"
 start=$(date +%s)
 "$PY" "$repack" "$SP" /tmp/wh --jobs "$(nproc)" > /tmp/repack.txt
 echo "repacked $(wc -l < /tmp/repack.txt) wheels, $(du -sh /tmp/wh | cut -f1), in $(( $(date +%s) - start )) s"
+"$PY" - <<'PYEOF'
+import glob, zipfile
+ms = []
+for w in glob.glob("/tmp/wh/*.whl"):
+    for i in zipfile.ZipFile(w).infolist():
+        ms.append((i.file_size, i.compress_size, i.filename))
+ms.sort(reverse=True)
+print(f"members: {len(ms)}; the largest (uncompressed, compressed):")
+for u, c, n in ms[:8]:
+    print(f"  {u/1e6:8.1f} MB {c/1e6:8.1f} MB  {n}")
+PYEOF
 mkdir -p /tmp/p/manifests
 "$PY" tools/wheelgen.py lock /tmp/p/manifests/pylock.torch.toml /tmp/wh/*.whl
 cd /tmp/p
 export ENVBOX_PYTHON="$PY"
 echo "== envbox"
-timed "envbox create cold" "$E" --home /tmp/h1 create torch
+timed "envbox create cold" "$E" --home /tmp/h0 -vv create torch
+rm -rf /tmp/h0
+timed "envbox create cold (again)" "$E" --home /tmp/h1 -vv create torch
 timed "envbox create warm" "$E" --home /tmp/h1 create torch2 --lock /tmp/p/manifests/pylock.torch.toml
 timed "envbox create warm (again)" "$E" --home /tmp/h1 create torch3 --lock /tmp/p/manifests/pylock.torch.toml
 timed "envbox create no-op" "$E" --home /tmp/h1 create torch
@@ -54,7 +70,7 @@ timed "uv pip install cold" uv pip install -q --python /tmp/uv1/bin/python --no-
 timed "uv pip install warm" uv pip install -q --python /tmp/uv2/bin/python --no-deps --no-index --find-links /tmp/wh --cache-dir /tmp/uvc $names
 echo "== pip"
 "$PY" -m venv --without-pip /tmp/pipv
-timed "pip install cold" "$PY" -m pip --python /tmp/pipv/bin/python install -q --no-deps --no-index --no-compile --find-links /tmp/wh $names
+[ -n "${SKIP_PIP:-}" ] || timed "pip install cold" "$PY" -m pip --python /tmp/pipv/bin/python install -q --no-deps --no-index --no-compile --find-links /tmp/wh $names
 echo "== the environment is real"
 "$E" --home /tmp/h1 -v run torch -- python - <<'PYEOF'
 import os, torch

@@ -12,7 +12,7 @@ tar -C /tmp -xzf "$bundle"
 E=$(ls -d /tmp/envbox-*/bin/envbox | head -1)
 PY=$(command -v python3)
 SP=$("$PY" -c "import site; print(site.getsitepackages()[0])")
-"$PY" "$repack" "$SP" /tmp/wh --jobs "$(nproc)" > /tmp/repack.txt
+[ -s /tmp/repack.txt ] || "$PY" "$repack" "$SP" /tmp/wh --jobs "$(nproc)" > /tmp/repack.txt
 "$PY" - <<'PYEOF'
 import hashlib, os, re, zipfile
 root = "/tmp/idx"

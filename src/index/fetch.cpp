@@ -148,22 +148,26 @@ fs::path file_url_path(std::string_view url) {
     return fs::path(pep::percent_decode(rest));
 }
 
-FetchedArtifact fetch_artifact(const ArtifactRequest& request, const fs::path& base_dir,
-                               const fs::path& tmp_dir, const FetchProgress& progress) {
+std::optional<fs::path> local_artifact_path(const ArtifactRequest& request, const fs::path& base_dir) {
     const std::string& loc = request.location;
-    if (loc.starts_with("http://") || loc.starts_with("https://"))
-        return download(request, tmp_dir, progress);
+    if (loc.starts_with("http://") || loc.starts_with("https://")) return std::nullopt;
     if (loc.starts_with("file:")) {
         fs::path p = file_url_path(loc);
         if (p.empty())
             throw Error(ErrorCode::invalid_input, "unsupported file URL for " + request.display + ": " + loc);
-        return hash_local(request, p, progress);
+        return p;
     }
     if (loc.find("://") != std::string::npos)
         throw Error(ErrorCode::invalid_input, "unsupported URL scheme for " + request.display + ": " + loc);
     fs::path p(loc);
     if (p.is_relative()) p = base_dir / p;
-    return hash_local(request, p.lexically_normal(), progress);
+    return p.lexically_normal();
+}
+
+FetchedArtifact fetch_artifact(const ArtifactRequest& request, const fs::path& base_dir,
+                               const fs::path& tmp_dir, const FetchProgress& progress) {
+    if (auto local = local_artifact_path(request, base_dir)) return hash_local(request, *local, progress);
+    return download(request, tmp_dir, progress);
 }
 
 }  // namespace envbox::index

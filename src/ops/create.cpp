@@ -260,12 +260,6 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         return result;
     }
 
-    // libarchive turns each member's DOS timestamp into a time_t with mktime(), and glibc's
-    // mktime() re-reads /etc/localtime on every call unless TZ is set: 50 000 needless stat()s
-    // for a torch-sized set. No thread runs yet, and create never starts a program, so setting
-    // it for this process alone is safe.
-    if (!std::getenv("TZ")) ::setenv("TZ", ":/etc/localtime", 0);
-
     // Fetch and ingest what the store lacks, in parallel across wheels.
     store::Store store(ctx.home);
     std::vector<std::size_t> missing;
@@ -287,22 +281,80 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         return items[x].file->size.value_or(0) > items[y].file->size.value_or(0);
     });
     progress.phase("Fetching", missing.size());
-    parallel_for(missing.size(), ctx.jobs, [&](std::size_t k) {
-        Item& item = items[missing[k]];
-        index::ArtifactRequest req{item.filename,
-                                   item.file->path ? *item.file->path : item.file->url.value_or(""),
-                                   item.sha256, item.file->size};
+    // One pool for the whole fetch-and-ingest: each wheel's fetch task (downloads first,
+    // largest wheels first) adds that wheel's ingest tasks, and the biggest pieces of work of
+    // all wheels run first, so torch's gigabyte library starts at once and its thousands of
+    // small files spread over every core.
+    struct Pending {
+        std::unique_ptr<store::Ingest> ingest;
+        std::atomic<std::size_t> remaining{0};
+        fs::path downloaded;  // temporary download, removed when its ingest ends
+    };
+    std::vector<Pending> pending(items.size());
+    struct RemoveDownloads {
+        std::vector<Pending>& pending;
+        ~RemoveDownloads() {
+            for (auto& p : pending) {
+                p.ingest.reset();
+                if (!p.downloaded.empty()) {
+                    std::error_code ec;
+                    fs::remove(p.downloaded, ec);
+                }
+            }
+        }
+    } remove_downloads{pending};
+    auto with_context = [&](Item& item, const std::string& location, auto&& fn) {
         try {
-            auto got = index::fetch_artifact(req, lock_path.parent_path(), store.tmp_dir());
-            ScopedRemove remove(got.temporary ? got.path : fs::path());
-            item.wheel = store.ingest_wheel(got.path, item.sha256, item.filename, &item.stats);
-            item.fetched = true;
+            fn();
         } catch (Error& e) {
-            e.add_context("fetching " + item.package->name + " from " + req.location);
+            e.add_context("fetching " + item.package->name + " from " + location);
             throw;
         }
+    };
+    auto finish = [&](std::size_t i, const std::string& location) {
+        Item& item = items[i];
+        with_context(item, location, [&] { item.wheel = pending[i].ingest->finish(&item.stats); });
+        item.fetched = true;
+        pending[i].ingest.reset();
+        if (!pending[i].downloaded.empty()) {
+            std::error_code ignored;
+            fs::remove(pending[i].downloaded, ignored);
+            pending[i].downloaded.clear();
+        }
         progress.advance(1);
-    });
+    };
+    TaskPool pool(ctx.jobs);
+    for (std::size_t k = 0; k < missing.size(); ++k) {
+        const std::size_t i = missing[k];
+        pool.add(UINT64_MAX - k, [&, i](TaskPool& tasks) {
+            Item& item = items[i];
+            index::ArtifactRequest req{item.filename, item.file->path ? *item.file->path : item.file->url.value_or(""),
+                                       item.sha256, item.file->size};
+            Pending& p = pending[i];
+            with_context(item, req.location, [&] {
+                fs::path archive;
+                bool check_digest = false;
+                if (auto local = index::local_artifact_path(req, lock_path.parent_path())) {
+                    // Hashed by one of the ingest's own tasks, beside the others.
+                    archive = *local;
+                    check_digest = true;
+                } else {
+                    auto got = index::fetch_artifact(req, lock_path.parent_path(), store.tmp_dir());
+                    archive = p.downloaded = got.path;
+                }
+                p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256, item.filename, check_digest);
+            });
+            const std::size_t n = p.ingest->task_count();
+            p.remaining = n;
+            if (n == 0) return finish(i, req.location);
+            for (std::size_t t = 0; t < n; ++t)
+                tasks.add(p.ingest->task_cost(t), [&, i, t, location = req.location](TaskPool&) {
+                    with_context(items[i], location, [&] { pending[i].ingest->run_task(t); });
+                    if (--pending[i].remaining == 0) finish(i, location);
+                });
+        });
+    }
+    pool.run();
     result.ingest_s = lap();
     std::vector<const store::WheelFiles*> to_publish;
     for (std::size_t i : missing) {

@@ -1,9 +1,6 @@
 #include "envbox/store/store.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
-#include <locale.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -22,6 +20,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
+#include "envbox/util/zip.hpp"
 
 namespace fs = std::filesystem;
 
@@ -45,38 +44,6 @@ void make_dir(const fs::path& p) {
     fs::create_directories(p, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create directory " + p.string() + ": " + ec.message());
 }
-
-struct ArchiveCloser {
-    void operator()(archive* a) const { archive_read_free(a); }
-};
-
-// A seekable archive source over one descriptor (closed on destruction).
-struct ArchiveSource {
-    int fd = -1;
-    std::vector<char> buffer = std::vector<char>(1 << 17);
-    ~ArchiveSource() {
-        if (fd >= 0) ::close(fd);
-    }
-    static la_ssize_t read(archive*, void* self, const void** out) {
-        auto* s = static_cast<ArchiveSource*>(self);
-        for (;;) {
-            ssize_t n = ::read(s->fd, s->buffer.data(), s->buffer.size());
-            if (n < 0 && errno == EINTR) continue;
-            *out = s->buffer.data();
-            return n;
-        }
-    }
-    static la_int64_t seek(archive*, void* self, la_int64_t offset, int whence) {
-        off_t r = ::lseek(static_cast<ArchiveSource*>(self)->fd, static_cast<off_t>(offset), whence);
-        return r < 0 ? ARCHIVE_FATAL : static_cast<la_int64_t>(r);
-    }
-    static la_int64_t skip(archive*, void* self, la_int64_t request) {
-        auto* s = static_cast<ArchiveSource*>(self);
-        off_t cur = ::lseek(s->fd, 0, SEEK_CUR);
-        if (cur < 0 || ::lseek(s->fd, static_cast<off_t>(request), SEEK_CUR) < 0) return 0;
-        return request;
-    }
-};
 
 struct FdGuard {
     int fd = -1;
@@ -211,305 +178,339 @@ std::optional<WheelFiles> Store::load_wheel(std::string_view wheel_sha256) const
     return w;
 }
 
-WheelFiles Store::ingest_wheel(const fs::path& archive_path, const std::string& wheel_sha256,
-                               const std::string& filename, IngestStats* stats) const {
-    auto parsed_name = pep::WheelFilename::parse(filename);
-    if (!parsed_name) throw Error(ErrorCode::invalid_input, parsed_name.error().message());
+struct Ingest::Impl {
+    const Store& store;
+    fs::path archive;
+    std::string wheel_sha256, filename;
+    bool check_digest;
+    pep::WheelFilename parsed_name;
+    zip::File file;
+    fs::path staging;
+    int staging_fd = -1;
 
-    static std::atomic<unsigned> counter{0};
-    fs::path staging = tmp_dir() / ("ingest-" + wheel_sha256.substr(0, 16) + "-" +
-                                    std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    make_dir(staging);
-    struct Cleanup {
-        fs::path dir;
-        int fd;
-        ~Cleanup() {
-            if (fd >= 0) ::close(fd);
-            std::error_code ec;
-            fs::remove_all(dir, ec);
-        }
-    } cleanup{staging, ::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-    if (cleanup.fd < 0) sys_fail("cannot open", staging, errno);
-    const int staging_fd = cleanup.fd;
-    const struct timespec object_times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
+    // The wheel's regular files, in archive order, with their zip member index.
+    std::vector<WheelFile> files;
+    std::vector<std::size_t> member_of;
+    std::vector<Sha256Digest> digests;
+    std::vector<std::string> texts;  // RECORD, WHEEL and METADATA contents (others empty)
+    std::set<std::string> seen;      // normalised member names
 
-    // libarchive converts member names through the thread's locale: use UTF-8 here whatever
-    // the user's locale is, so non-ASCII names (`வணக்கம்/નમસ્તે.py`) come through intact.
-    struct Utf8Locale {
-        locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
-        locale_t previous = utf8 ? ::uselocale(utf8) : static_cast<locale_t>(nullptr);
-        ~Utf8Locale() {
-            if (utf8) {
-                ::uselocale(previous);
-                ::freelocale(utf8);
-            }
-        }
-    } utf8_locale;
-
-    std::unique_ptr<archive, ArchiveCloser> a(archive_read_new());
-    archive_read_support_format_zip_seekable(a.get());
-    // Wheel member names are UTF-8 whatever the process locale is.
-    archive_read_set_options(a.get(), "zip:hdrcharset=UTF-8");
-    auto archive_fail = [&](const std::string& what) -> Error {
-        const char* msg = archive_error_string(a.get());
-        return Error(ErrorCode::integrity, filename + ": " + what + (msg ? std::string(": ") + msg : ""));
+    struct Task {
+        std::size_t begin = 0, end = 0;  // files [begin, end); begin == end: the archive digest
+        std::uint64_t cost = 0;
     };
-    // Our own descriptor and callbacks: libarchive's file reader fstat()s on every seek,
-    // three system calls per member that a 50 000-member wheel set does not need.
-    ArchiveSource source;
-    source.fd = ::open(archive_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (source.fd < 0) sys_fail("cannot open", archive_path, errno);
-    archive_read_set_read_callback(a.get(), &ArchiveSource::read);
-    archive_read_set_seek_callback(a.get(), &ArchiveSource::seek);
-    archive_read_set_skip_callback(a.get(), &ArchiveSource::skip);
-    archive_read_set_callback_data(a.get(), &source);
-    if (archive_read_open1(a.get()) != ARCHIVE_OK) throw archive_fail("not a readable wheel (zip) archive");
+    std::vector<Task> tasks;
+    std::string actual_digest;
 
-    WheelFiles w;
-    w.wheel_sha256 = wheel_sha256;
-    w.filename = filename;
-    std::set<std::string> seen;                       // normalised member names
-    std::unordered_map<std::string, std::string> small_texts;  // dist-info files we parse
-    std::set<std::string> staged;                     // object names staged in this ingest
-    std::vector<Sha256Digest> digests;                // of each member, as w.files
-    std::vector<std::string> moves;                   // staged names ("ab-cdef…"), verified later
-    IngestStats local;
-    Sha256 hasher;
-    std::vector<char> buffer(1 << 16);
-    std::string content;
+    std::mutex mutex;                 // guards what follows
+    std::set<std::string> staged;     // object names staged in this ingest ("ab-cdef…")
+    std::vector<std::string> moves;   // staged names, moved in by finish
+    IngestStats stats;
 
-    for (;;) {
-        archive_entry* entry = nullptr;
-        int rc = archive_read_next_header(a.get(), &entry);
-        if (rc == ARCHIVE_EOF) break;
-        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) throw archive_fail("corrupt archive");
-        const char* name_utf8 = archive_entry_pathname_utf8(entry);
-        std::string raw = name_utf8 ? name_utf8 : (archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "");
-        auto type = archive_entry_filetype(entry);
-        bool is_dir = type == AE_IFDIR || (!raw.empty() && raw.back() == '/');
-        auto safe = pep::safe_member_path(raw);
-        if (!safe) throw Error(ErrorCode::integrity, filename + ": " + safe.error().message());
-        std::string path = std::move(*safe);
-        if (is_dir) continue;
-        if (type != AE_IFREG) {
-            throw Error(ErrorCode::integrity,
-                        filename + ": member '" + raw + "' is " +
-                            (type == AE_IFLNK ? std::string("a symbolic link")
-                                              : std::string("not a regular file")) +
-                            "; wheels may contain only regular files");
+    Impl(const Store& s, const fs::path& a, const std::string& sha, const std::string& name, bool check,
+         pep::WheelFilename parsed)
+        : store(s), archive(a), wheel_sha256(sha), filename(name), check_digest(check),
+          parsed_name(std::move(parsed)), file(a.string()) {}
+    ~Impl() {
+        if (staging_fd >= 0) ::close(staging_fd);
+        if (!staging.empty()) {
+            std::error_code ec;
+            fs::remove_all(staging, ec);
         }
-        if (!seen.insert(path).second)
-            throw Error(ErrorCode::integrity,
-                        filename + ": member '" + raw + "' " +
-                            (raw == path ? "appears twice in the archive"
-                                         : "collides with another member named '" + path + "'"));
-        WheelFile f;
-        f.path = path;
-        f.executable = (archive_entry_perm(entry) & 0111) != 0;
+    }
 
-        // Stream the member: in memory when small (or a dist-info file read below, whatever
-        // its size: torch's RECORD is megabytes), to a staging file otherwise.
-        const bool keep_text = path.ends_with(".dist-info/RECORD") || path.ends_with(".dist-info/WHEEL") ||
-                               path.ends_with(".dist-info/METADATA");
-        content.clear();
-        FdGuard out;
-        std::string stream_name;
+    Error member_error(const std::string& what) const { return Error(ErrorCode::integrity, filename + ": " + what); }
+
+    // Hashes file k's member and stages its object unless the store (or this ingest) has it.
+    void ingest_file(std::size_t k, std::string& content) {
+        static const struct timespec object_times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
+        WheelFile& f = files[k];
+        const bool keep_text = f.path.ends_with(".dist-info/RECORD") || f.path.ends_with(".dist-info/WHEEL") ||
+                               f.path.ends_with(".dist-info/METADATA");
         // Objects are created read-only from the start (the descriptor stays writable), with
         // their fixed mtime set through the descriptor: no chmod or utimensat by path later.
         const mode_t object_mode = f.executable ? 0555 : 0444;
-        std::uint64_t size = 0;
-        for (;;) {
-            la_ssize_t n = archive_read_data(a.get(), buffer.data(), buffer.size());
-            if (n < 0) throw archive_fail("cannot read member '" + raw + "'");
-            if (n == 0) break;
-            auto un = static_cast<std::size_t>(n);
-            hasher.update(buffer.data(), un);
-            size += un;
-            if (out.fd < 0 && !keep_text && content.size() + un > kInMemoryLimit) {
-                stream_name = "stream-" + std::to_string(w.files.size());
-                out.fd = ::openat(staging_fd, stream_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                                  object_mode);
-                if (out.fd < 0) sys_fail("cannot create", staging / stream_name, errno);
-                write_or_fail(out.fd, content.data(), content.size(), staging / stream_name);
-                content.clear();
-                content.shrink_to_fit();
-            }
-            if (out.fd >= 0)
-                write_or_fail(out.fd, buffer.data(), un, staging / stream_name);
-            else
-                content.append(buffer.data(), un);
+        // In memory when small (or a dist-info file read below, whatever its size: torch's
+        // RECORD is megabytes), streamed to a staging file otherwise.
+        const bool in_memory = keep_text || file.members()[member_of[k]].size <= kInMemoryLimit;
+        const std::string stream_name = "stream-" + std::to_string(k);
+        FdGuard out;
+        if (!in_memory) {
+            out.fd = ::openat(staging_fd, stream_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode);
+            if (out.fd < 0) sys_fail("cannot create", staging / stream_name, errno);
         }
-        f.size = size;
-        digests.push_back(hasher.finish());
-        f.digest = to_hex(digests.back());
-        local.unpacked_bytes += size;
+        content.clear();
+        Sha256 hasher;
+        try {
+            file.extract(member_of[k], [&](const char* data, std::size_t n) {
+                hasher.update(data, n);
+                if (out.fd >= 0) write_or_fail(out.fd, data, n, staging / stream_name);
+                else content.append(data, n);
+            });
+        } catch (Error& e) {
+            if (e.code() == ErrorCode::integrity) throw member_error(e.what());
+            throw;
+        }
+        digests[k] = hasher.finish();
+        f.digest = to_hex(digests[k]);
+        if (keep_text) texts[k] = content;
 
-        if (keep_text) small_texts[path] = content;
-
-        // Stage the object unless the store (or this ingest) already has it.
-        std::string rel = object_relpath(f.digest, f.executable);
+        std::string rel = store.object_relpath(f.digest, f.executable);
         std::string staged_name = rel;
         staged_name[2] = '-';
         struct stat st {};
-        bool present = ::fstatat(objects_fd_, rel.c_str(), &st, 0) == 0 &&
-                       static_cast<std::uint64_t>(st.st_size) == size;
-        if (!present && staged.insert(staged_name).second) {
+        bool present = ::fstatat(store.objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&
+                       static_cast<std::uint64_t>(st.st_size) == f.size;
+        bool mine = false;
+        if (!present) {
+            std::lock_guard lock(mutex);
+            mine = staged.insert(staged_name).second;
+        }
+        if (!mine) {
             if (out.fd >= 0) {
-                if (::futimens(out.fd, object_times) != 0)
-                    sys_fail("cannot set the mtime of", staging / stream_name, errno);
                 ::close(out.fd);
                 out.fd = -1;
-                if (::renameat(staging_fd, stream_name.c_str(), staging_fd, staged_name.c_str()) != 0)
-                    sys_fail("cannot stage", staging / staged_name, errno);
-            } else {
-                FdGuard sf{::openat(staging_fd, staged_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                                    object_mode)};
-                if (sf.fd < 0) sys_fail("cannot create", staging / staged_name, errno);
-                write_or_fail(sf.fd, content.data(), content.size(), staging / staged_name);
-                if (::futimens(sf.fd, object_times) != 0)
-                    sys_fail("cannot set the mtime of", staging / staged_name, errno);
+                ::unlinkat(staging_fd, stream_name.c_str(), 0);
             }
-            moves.push_back(std::move(staged_name));
-            local.new_objects++;
-            local.new_object_bytes += size;
-        } else if (out.fd >= 0) {
+            return;
+        }
+        if (out.fd >= 0) {
+            if (::futimens(out.fd, object_times) != 0) sys_fail("cannot set the mtime of", staging / stream_name, errno);
             ::close(out.fd);
             out.fd = -1;
-            ::unlinkat(staging_fd, stream_name.c_str(), 0);
+            if (::renameat(staging_fd, stream_name.c_str(), staging_fd, staged_name.c_str()) != 0)
+                sys_fail("cannot stage", staging / staged_name, errno);
+        } else {
+            FdGuard sf{::openat(staging_fd, staged_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode)};
+            if (sf.fd < 0) sys_fail("cannot create", staging / staged_name, errno);
+            write_or_fail(sf.fd, content.data(), content.size(), staging / staged_name);
+            if (::futimens(sf.fd, object_times) != 0) sys_fail("cannot set the mtime of", staging / staged_name, errno);
         }
-        w.files.push_back(std::move(f));
+        std::lock_guard lock(mutex);
+        moves.push_back(std::move(staged_name));
+        stats.new_objects++;
+        stats.new_object_bytes += f.size;
     }
+};
+
+Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& wheel_sha256,
+               const std::string& filename, bool check_digest) {
+    auto parsed_name = pep::WheelFilename::parse(filename);
+    if (!parsed_name) throw Error(ErrorCode::invalid_input, parsed_name.error().message());
+    try {
+        impl_ = std::make_unique<Impl>(store, archive, wheel_sha256, filename, check_digest, std::move(*parsed_name));
+    } catch (Error& e) {
+        if (e.code() == ErrorCode::integrity) throw Error(ErrorCode::integrity, filename + ": not a readable wheel: " + e.what());
+        throw;
+    }
+    Impl& im = *impl_;
+
+    // Every member checked before any work starts.
+    const auto& members = im.file.members();
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        const zip::Member& m = members[i];
+        auto safe = pep::safe_member_path(m.name);
+        if (!safe) throw im.member_error(safe.error().message());
+        const std::uint32_t type = m.unix_mode() & S_IFMT;
+        if (m.is_directory() || type == S_IFDIR) continue;
+        if (type != 0 && type != S_IFREG)
+            throw im.member_error("member '" + m.name + "' is " +
+                                  (type == S_IFLNK ? std::string("a symbolic link") : std::string("not a regular file")) +
+                                  "; wheels may contain only regular files");
+        if (!im.seen.insert(*safe).second)
+            throw im.member_error("member '" + m.name + "' " +
+                                  (m.name == *safe ? "appears twice in the archive"
+                                                   : "collides with another member named '" + *safe + "'"));
+        WheelFile f;
+        f.path = std::move(*safe);
+        f.executable = (m.unix_mode() & 0111) != 0;
+        f.size = m.size;
+        im.files.push_back(std::move(f));
+        im.member_of.push_back(i);
+        im.stats.unpacked_bytes += m.size;
+    }
+    im.digests.resize(im.files.size());
+    im.texts.resize(im.files.size());
+
+    // Tasks: a member of 4 MiB or more alone, smaller ones in archive-order batches of about
+    // that much work (each file also costs a few system calls, counted as 16 KiB).
+    constexpr std::uint64_t kBatch = 4 << 20, kPerFile = 16 << 10;
+    Impl::Task current;
+    for (std::size_t k = 0; k < im.files.size(); ++k) {
+        std::uint64_t cost = im.files[k].size + kPerFile;
+        if (cost >= kBatch) {
+            im.tasks.push_back({k, k + 1, cost});
+            continue;
+        }
+        if (current.end != k || current.cost + cost > kBatch) {
+            if (current.end > current.begin) im.tasks.push_back(current);
+            current = {k, k, 0};
+        }
+        current.end = k + 1;
+        current.cost += cost;
+    }
+    if (current.end > current.begin) im.tasks.push_back(current);
+    if (check_digest) im.tasks.push_back({0, 0, im.file.size() / 2});
+
+    static std::atomic<unsigned> counter{0};
+    im.staging = store.tmp_dir() / ("ingest-" + wheel_sha256.substr(0, 16) + "-" + std::to_string(::getpid()) + "-" +
+                                    std::to_string(counter++));
+    make_dir(im.staging);
+    im.staging_fd = ::open(im.staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (im.staging_fd < 0) sys_fail("cannot open", im.staging, errno);
+}
+
+Ingest::~Ingest() = default;
+
+std::size_t Ingest::task_count() const { return impl_->tasks.size(); }
+
+std::uint64_t Ingest::task_cost(std::size_t t) const { return impl_->tasks.at(t).cost; }
+
+void Ingest::run_task(std::size_t t) {
+    Impl& im = *impl_;
+    const Impl::Task& task = im.tasks.at(t);
+    if (task.begin == task.end) {
+        try {
+            im.actual_digest = to_hex(sha256_file(im.archive));
+        } catch (Error& e) {
+            e.add_context("reading " + im.filename);
+            throw;
+        }
+        return;
+    }
+    std::string content;
+    for (std::size_t k = task.begin; k < task.end; ++k) im.ingest_file(k, content);
+}
+
+WheelFiles Ingest::finish(IngestStats* stats) {
+    Impl& im = *impl_;
+    const std::string& filename = im.filename;
+    if (im.check_digest && im.actual_digest != im.wheel_sha256) {
+        std::string msg = "hash mismatch for " + filename + " (" + im.archive.string() + "): expected sha256 " +
+                          im.wheel_sha256 + ", got " + im.actual_digest;
+        throw Error(ErrorCode::integrity, msg + "; nothing was stored");
+    }
+    WheelFiles w;
+    w.wheel_sha256 = im.wheel_sha256;
+    w.filename = filename;
 
     // Exactly one .dist-info directory, named for this wheel.
     std::set<std::string> dist_infos;
-    for (const auto& f : w.files) {
+    for (const auto& f : im.files) {
         auto slash = f.path.find('/');
         if (slash != std::string::npos && f.path.substr(0, slash).ends_with(".dist-info"))
             dist_infos.insert(f.path.substr(0, slash));
     }
-    std::string expected_prefix = parsed_name->canonical_name;
     for (const auto& d : dist_infos) {
         auto dash = d.rfind('-', d.size() - 10);
         std::string dname = d.substr(0, dash == std::string::npos ? 0 : dash);
-        if (dash != std::string::npos && pep::canonicalize_name(dname) == parsed_name->canonical_name)
+        if (dash != std::string::npos && pep::canonicalize_name(dname) == im.parsed_name.canonical_name)
             w.dist_info = d;
     }
     if (dist_infos.size() != 1 || w.dist_info.empty())
-        throw Error(ErrorCode::integrity,
-                    filename + ": expected exactly one .dist-info directory for '" +
-                        parsed_name->name + "', found " +
-                        (dist_infos.empty() ? std::string("none") : *dist_infos.begin() +
-                                                                       (dist_infos.size() > 1 ? " and others" : "")));
+        throw im.member_error("expected exactly one .dist-info directory for '" + im.parsed_name.name + "', found " +
+                              (dist_infos.empty() ? std::string("none")
+                                                  : *dist_infos.begin() + (dist_infos.size() > 1 ? " and others" : "")));
 
     // WHEEL and METADATA.
     auto text_of = [&](const std::string& leaf) -> const std::string* {
-        auto it = small_texts.find(w.dist_info + "/" + leaf);
-        return it == small_texts.end() ? nullptr : &it->second;
+        const std::string path = w.dist_info + "/" + leaf;
+        for (std::size_t k = 0; k < im.files.size(); ++k)
+            if (im.files[k].path == path) return &im.texts[k];
+        return nullptr;
     };
     const std::string* wheel_text = text_of("WHEEL");
-    if (!wheel_text) throw Error(ErrorCode::integrity, filename + ": no " + w.dist_info + "/WHEEL");
+    if (!wheel_text) throw im.member_error("no " + w.dist_info + "/WHEEL");
     auto info = pep::parse_wheel_info(*wheel_text);
-    if (!info) throw Error(ErrorCode::integrity, filename + ": " + info.error().message());
+    if (!info) throw im.member_error(info.error().message());
     w.root_is_purelib = info->root_is_purelib;
     const std::string* metadata = text_of("METADATA");
-    if (!metadata) throw Error(ErrorCode::integrity, filename + ": no " + w.dist_info + "/METADATA");
+    if (!metadata) throw im.member_error("no " + w.dist_info + "/METADATA");
     for (const auto& [k, v] : pep::parse_headers(*metadata)) {
         std::string key = pep::ascii_lower(k);
         if (key == "name" && w.name.empty()) w.name = v;
         if (key == "version" && w.version.empty()) w.version = v;
     }
-    if (w.name.empty() || w.version.empty())
-        throw Error(ErrorCode::integrity, filename + ": METADATA lacks Name or Version");
+    if (w.name.empty() || w.version.empty()) throw im.member_error("METADATA lacks Name or Version");
 
     // RECORD: every member listed with a matching sha256 and size, nothing listed that is missing.
     const std::string record_path = w.dist_info + "/RECORD";
     const std::string* record_text = text_of("RECORD");
-    if (!record_text) throw Error(ErrorCode::integrity, filename + ": no " + record_path);
+    if (!record_text) throw im.member_error("no " + record_path);
     auto rows = pep::parse_record(*record_text);
-    if (!rows) throw Error(ErrorCode::integrity, filename + ": " + rows.error().message());
-    std::map<std::string, const pep::RecordRow*> by_path;
+    if (!rows) throw im.member_error(rows.error().message());
+    std::unordered_map<std::string, const pep::RecordRow*> by_path;
+    by_path.reserve(rows->size());
     for (const auto& row : *rows) {
         auto norm = pep::safe_member_path(row.path);
-        if (!norm) throw Error(ErrorCode::integrity, filename + ": RECORD: " + norm.error().message());
+        if (!norm) throw im.member_error("RECORD: " + norm.error().message());
         by_path[*norm] = &row;
     }
     auto is_signature = [&](const std::string& p) {
         return p == record_path || p == record_path + ".jws" || p == record_path + ".p7s";
     };
-    for (std::size_t k = 0; k < w.files.size(); ++k) {
-        const WheelFile& f = w.files[k];
+    for (std::size_t k = 0; k < im.files.size(); ++k) {
+        const WheelFile& f = im.files[k];
         auto it = by_path.find(f.path);
         if (is_signature(f.path)) {
             if (f.path != record_path && it != by_path.end())
-                throw Error(ErrorCode::integrity, filename + ": " + f.path + " must not be listed in RECORD");
+                throw im.member_error(f.path + " must not be listed in RECORD");
             continue;
         }
         if (it == by_path.end()) {
             if (pep::in_pycache(f.path)) continue;
-            throw Error(ErrorCode::integrity, filename + ": member '" + f.path + "' is not listed in RECORD");
+            throw im.member_error("member '" + f.path + "' is not listed in RECORD");
         }
         const pep::RecordRow& row = *it->second;
         if (row.hash.empty()) {
             if (pep::in_pycache(f.path)) continue;
-            throw Error(ErrorCode::integrity, filename + ": RECORD lists '" + f.path + "' without a hash");
+            throw im.member_error("RECORD lists '" + f.path + "' without a hash");
         }
-        if (auto problem = pep::check_record_row(row, digests[k], f.size))
-            throw Error(ErrorCode::integrity, filename + ": " + *problem);
+        if (auto problem = pep::check_record_row(row, im.digests[k], f.size)) throw im.member_error(*problem);
     }
+    std::vector<std::string> listed_missing;
     for (const auto& [p, row] : by_path)
-        if (!seen.count(p) && !p.ends_with("/"))
-            throw Error(ErrorCode::integrity,
-                        filename + ": RECORD lists '" + p + "', which is not in the archive");
+        if (!im.seen.count(p) && !p.ends_with("/")) listed_missing.push_back(p);
+    if (!listed_missing.empty()) {
+        std::sort(listed_missing.begin(), listed_missing.end());
+        throw im.member_error("RECORD lists '" + listed_missing.front() + "', which is not in the archive");
+    }
 
     // Verified: move new objects into place, never replacing an existing one.
-    for (const std::string& name : moves) {
+    const int objects_fd = im.store.objects_dir_fd();
+    for (const std::string& name : im.moves) {
         std::string rel = name;
         rel[2] = '/';
-        if (::renameat2(staging_fd, name.c_str(), objects_fd_, rel.c_str(), RENAME_NOREPLACE) == 0) continue;
+        if (::renameat2(im.staging_fd, name.c_str(), objects_fd, rel.c_str(), RENAME_NOREPLACE) == 0) continue;
         int err = errno;
         if (err == EEXIST) {
             // Another ingest stored it first, or a crash left a damaged copy: keep a copy that
             // has the right size, replace one that does not.
             struct stat theirs {}, mine {};
-            if (::fstatat(objects_fd_, rel.c_str(), &theirs, 0) == 0 &&
-                ::fstatat(staging_fd, name.c_str(), &mine, 0) == 0 && theirs.st_size == mine.st_size)
+            if (::fstatat(objects_fd, rel.c_str(), &theirs, 0) == 0 &&
+                ::fstatat(im.staging_fd, name.c_str(), &mine, 0) == 0 && theirs.st_size == mine.st_size)
                 continue;
-            if (::renameat(staging_fd, name.c_str(), objects_fd_, rel.c_str()) == 0) continue;
+            if (::renameat(im.staging_fd, name.c_str(), objects_fd, rel.c_str()) == 0) continue;
             err = errno;
         }
-        sys_fail("cannot store object", root() / "objects" / "sha256" / rel, err);
+        sys_fail("cannot store object", im.store.root() / "objects" / "sha256" / rel, err);
     }
-    local.archive_bytes = static_cast<std::uint64_t>(fs::file_size(archive_path));
-    if (stats) *stats = local;
+    w.files = std::move(im.files);
+    im.stats.archive_bytes = im.file.size();
+    if (stats) *stats = im.stats;
     return w;
 }
 
 std::optional<std::string> read_dist_info_file(const fs::path& wheel, std::string_view leaf) {
-    std::unique_ptr<archive, ArchiveCloser> a(archive_read_new());
-    archive_read_support_format_zip_seekable(a.get());
-    archive_read_set_options(a.get(), "zip:hdrcharset=UTF-8");
-    if (archive_read_open_filename(a.get(), wheel.c_str(), 1 << 16) != ARCHIVE_OK)
-        throw Error(ErrorCode::integrity, wheel.string() + " is not a readable wheel (zip) archive");
-    const std::string suffix = ".dist-info/" + std::string(leaf);
-    for (;;) {
-        archive_entry* entry = nullptr;
-        int rc = archive_read_next_header(a.get(), &entry);
-        if (rc == ARCHIVE_EOF) return std::nullopt;
-        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) throw Error(ErrorCode::integrity, wheel.string() + ": corrupt archive");
-        const char* name = archive_entry_pathname(entry);
-        std::string_view n = name ? name : "";
-        if (!n.ends_with(suffix)) continue;
-        std::string_view dir = n.substr(0, n.size() - suffix.size());
-        if (dir.find('/') != std::string_view::npos) continue;  // only the top-level .dist-info
-        std::string out;
-        char buf[65536];
-        for (;;) {
-            la_ssize_t got = archive_read_data(a.get(), buf, sizeof buf);
-            if (got < 0) throw Error(ErrorCode::integrity, wheel.string() + ": cannot read " + std::string(n));
-            if (got == 0) break;
-            out.append(buf, static_cast<std::size_t>(got));
-        }
-        return out;
+    try {
+        zip::File file(wheel.string());
+        auto i = zip::find_dist_info(file.members(), leaf);
+        if (!i) return std::nullopt;
+        return file.read(*i);
+    } catch (Error& e) {
+        if (e.code() == ErrorCode::integrity)
+            throw Error(ErrorCode::integrity, wheel.string() + " is not a readable wheel: " + e.what());
+        throw;
     }
 }
 

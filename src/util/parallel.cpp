@@ -51,4 +51,58 @@ void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::si
     if (first) std::rethrow_exception(first);
 }
 
+void TaskPool::add(std::uint64_t priority, Task task) {
+    {
+        std::lock_guard lock(mutex_);
+        queue_.push(Entry{priority, added_++, std::move(task)});
+    }
+    wake_.notify_one();
+}
+
+void TaskPool::work() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        wake_.wait(lock, [&] { return error_ || !queue_.empty() || running_ == 0; });
+        if (error_ || queue_.empty()) {
+            // Failed, or nothing queued and nothing running that could queue more: done.
+            wake_.notify_all();
+            return;
+        }
+        Task task = std::move(const_cast<Entry&>(queue_.top()).task);
+        queue_.pop();
+        ++running_;
+        lock.unlock();
+        std::exception_ptr failure;
+        try {
+            task(*this);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        lock.lock();
+        --running_;
+        if (failure && !error_) error_ = failure;
+        if (error_ || (queue_.empty() && running_ == 0)) wake_.notify_all();
+    }
+}
+
+void TaskPool::run() {
+    {
+        std::lock_guard lock(mutex_);
+        // Counted as running while the workers start, so none of them sees an empty pool
+        // before the first task is taken.
+        ++running_;
+    }
+    std::vector<std::thread> pool;
+    pool.reserve(jobs_ - 1);
+    for (unsigned t = 1; t < jobs_; ++t) pool.emplace_back([this] { work(); });
+    {
+        std::lock_guard lock(mutex_);
+        --running_;
+    }
+    wake_.notify_all();
+    work();
+    for (auto& t : pool) t.join();
+    if (error_) std::rethrow_exception(error_);
+}
+
 }  // namespace envbox

@@ -50,6 +50,41 @@ TEST_CASE("parallel_for runs every item once and rethrows the first failure") {
     CHECK(ran == 6);
 }
 
+TEST_CASE("TaskPool runs the biggest first, lets tasks add tasks, and rethrows a failure") {
+    SECTION("order on one thread: priority, then the order added") {
+        envbox::TaskPool pool(1);
+        std::vector<int> order;
+        pool.add(1, [&](envbox::TaskPool&) { order.push_back(1); });
+        pool.add(5, [&](envbox::TaskPool& p) {
+            order.push_back(5);
+            p.add(3, [&](envbox::TaskPool&) { order.push_back(3); });
+            p.add(3, [&](envbox::TaskPool&) { order.push_back(33); });
+        });
+        pool.add(2, [&](envbox::TaskPool&) { order.push_back(2); });
+        pool.run();
+        CHECK(order == std::vector<int>{5, 3, 33, 2, 1});
+    }
+    SECTION("many threads, tasks spawning tasks, every one runs once") {
+        envbox::TaskPool pool(8);
+        std::atomic<int> ran{0};
+        for (int i = 0; i < 50; ++i)
+            pool.add(static_cast<std::uint64_t>(i), [&](envbox::TaskPool& p) {
+                ++ran;
+                for (int j = 0; j < 20; ++j) p.add(static_cast<std::uint64_t>(j), [&](envbox::TaskPool&) { ++ran; });
+            });
+        pool.run();
+        CHECK(ran == 50 * 21);
+    }
+    SECTION("a failure stops new tasks and is rethrown") {
+        envbox::TaskPool pool(1);
+        std::atomic<int> ran{0};
+        pool.add(10, [&](envbox::TaskPool&) { throw std::runtime_error("boom"); });
+        for (int i = 0; i < 5; ++i) pool.add(1, [&](envbox::TaskPool&) { ++ran; });
+        CHECK_THROWS_WITH(pool.run(), "boom");
+        CHECK(ran == 0);
+    }
+}
+
 TEST_CASE("place_file hard-links, and copies when asked") {
     TempDir dir;
     envbox::write_file_atomic(dir.path / "object", "content", 0444);

@@ -38,6 +38,11 @@ FetchedArtifact fetch_artifact(const ArtifactRequest& request, const std::filesy
                                const std::filesystem::path& tmp_dir,
                                const FetchProgress& progress = {});
 
+/// The local file `request.location` names (a path, relative ones against `base_dir`, or a
+/// `file:` URL), unverified; nullopt for an `http(s)` URL. Throws for other schemes.
+std::optional<std::filesystem::path> local_artifact_path(const ArtifactRequest& request,
+                                                         const std::filesystem::path& base_dir);
+
 /// Parses a `file:` URL into a local path (percent-decoded); empty when `url` is not one.
 std::filesystem::path file_url_path(std::string_view url);
 

@@ -17,6 +17,6 @@ namespace envbox::index {
 std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf);
 
 /// The same over bytes already in memory (a whole wheel), for servers that ignore ranges.
-std::optional<std::string> read_dist_info_from_zip(const std::string& zip, const std::string& leaf);
+std::optional<std::string> read_dist_info_from_zip(const std::string& archive, const std::string& leaf);
 
 }  // namespace envbox::index

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,41 @@ struct IngestStats {
 /// an index offers no metadata file), or nullopt when the wheel has none.
 std::optional<std::string> read_dist_info_file(const std::filesystem::path& wheel, std::string_view leaf);
 
+class Store;
+
+/// One wheel being ingested into the store. The constructor reads the archive's directory and
+/// refuses unsafe members (absolute paths, `..`, symlinks and other non-regular members,
+/// duplicates and names that collide after normalisation); the members' work is then split into
+/// tasks — a big member alone, small ones in batches — which any threads may run in any order,
+/// so one torch-sized wheel spreads over every core; `finish` checks every member against RECORD
+/// (missing, unlisted, weak-hash, mismatched or wrong-size entries are errors, code
+/// `integrity`) and, when asked, the archive's own sha256, and only then moves new objects into
+/// place (never replacing an existing object). Nothing reaches the store before `finish`
+/// succeeds; the staging directory goes with the object. Safe against concurrent ingests of the
+/// same wheel. Does not publish the file list; see `Store::publish`.
+class Ingest {
+public:
+    /// `check_digest`: also hash the archive (as one more task) and require `wheel_sha256`;
+    /// false when the caller verified the bytes already (a download hashed while it streamed).
+    Ingest(const Store& store, const std::filesystem::path& archive, const std::string& wheel_sha256,
+           const std::string& filename, bool check_digest);
+    ~Ingest();
+    Ingest(const Ingest&) = delete;
+    Ingest& operator=(const Ingest&) = delete;
+
+    std::size_t task_count() const;
+    /// Rough work of task `t` in bytes, for running the biggest first.
+    std::uint64_t task_cost(std::size_t t) const;
+    /// Runs task `t`; thread-safe across distinct tasks.
+    void run_task(std::size_t t);
+    /// Once every task has run: verifies and moves the objects in.
+    WheelFiles finish(IngestStats* stats = nullptr);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
 class Store {
 public:
     /// Opens (creating when needed) the store under `home`.
@@ -70,16 +106,6 @@ public:
 
     /// The published file list of a wheel, if it was ingested before.
     std::optional<WheelFiles> load_wheel(std::string_view wheel_sha256) const;
-
-    /// Ingests the wheel at `archive`, whose sha256 the caller has verified to be
-    /// `wheel_sha256`: reads members with libarchive, rejects unsafe ones (absolute paths, `..`,
-    /// symlinks and other non-regular members, duplicates and names that collide after
-    /// normalisation), hashes every member and checks it against RECORD (missing, unlisted,
-    /// weak-hash, mismatched or wrong-size entries are errors, code `integrity`), and only
-    /// then moves new objects into place (never replacing an existing object). Does not publish
-    /// the file list; see `publish`. Safe against concurrent ingests of the same wheel.
-    WheelFiles ingest_wheel(const std::filesystem::path& archive, const std::string& wheel_sha256,
-                            const std::string& filename, IngestStats* stats = nullptr) const;
 
     /// Makes ingested objects durable (one syncfs) and then publishes the file lists.
     void publish(const std::vector<const WheelFiles*>& wheels) const;

@@ -1,8 +1,14 @@
 #pragma once
 /// Bounded parallelism for independent work items (ingesting wheels, linking directories).
 
+#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <functional>
+#include <mutex>
+#include <queue>
+#include <vector>
 
 namespace envbox {
 
@@ -15,5 +21,37 @@ unsigned default_jobs();
 /// If any call throws, no new items are started and the first exception is rethrown here once
 /// every running call has returned.
 void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& fn);
+
+/// Tasks of unequal size on up to `jobs` threads, the highest priority first (give a task its
+/// work as its priority and the biggest start first, so the longest one is not left running
+/// alone at the end). A running task may add more tasks. `run` returns when every task has run;
+/// if one throws, no new task starts and the first exception is rethrown once the running ones
+/// return.
+class TaskPool {
+public:
+    using Task = std::function<void(TaskPool&)>;
+    explicit TaskPool(unsigned jobs) : jobs_(jobs == 0 ? 1 : jobs) {}
+    void add(std::uint64_t priority, Task task);
+    /// Runs every task (the calling thread is one of the workers).
+    void run();
+
+private:
+    struct Entry {
+        std::uint64_t priority;
+        std::uint64_t order;  // first added first among equals
+        Task task;
+        bool operator<(const Entry& o) const {
+            return priority != o.priority ? priority < o.priority : order > o.order;
+        }
+    };
+    void work();
+    unsigned jobs_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::priority_queue<Entry> queue_;
+    std::uint64_t added_ = 0;
+    unsigned running_ = 0;
+    std::exception_ptr error_;
+};
 
 }  // namespace envbox

@@ -1,0 +1,291 @@
+#include "envbox/util/zip.hpp"
+
+#include <fcntl.h>
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "envbox/util/error.hpp"
+
+namespace envbox::zip {
+namespace {
+
+constexpr std::uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSig = 0x06054b50,
+                        kEnd64LocatorSig = 0x07064b50, kEnd64Sig = 0x06064b50;
+constexpr std::size_t kChunk = 1 << 18;
+
+[[noreturn]] void bad(const std::string& what) { throw Error(ErrorCode::integrity, what); }
+
+std::uint64_t le(std::string_view b, std::size_t at, int n) {
+    if (at + static_cast<std::size_t>(n) > b.size()) bad("truncated zip structure");
+    std::uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
+    return v;
+}
+
+std::string quoted(const Member& m) { return "member '" + m.name + "'"; }
+
+// One thread's decoding state and buffers (ISA-L's inflate state holds 100+ KiB of tables).
+struct Scratch {
+    inflate_state state;
+    std::vector<unsigned char> in = std::vector<unsigned char>(kChunk);
+    std::vector<unsigned char> out = std::vector<unsigned char>(kChunk);
+};
+Scratch& scratch() {
+    thread_local std::unique_ptr<Scratch> s = std::make_unique<Scratch>();
+    return *s;
+}
+
+// Decodes one member whose compressed bytes come from `next(buffer, max)` (returns bytes placed,
+// 0 at the end), checking method, size and CRC-32.
+template <typename Next>
+void decode_stream(const Member& m, Next&& next, const Sink& sink) {
+    Scratch& s = scratch();
+    std::uint32_t crc = 0;
+    std::uint64_t produced = 0;
+    if (m.method == 0) {
+        if (m.compressed_size != m.size)
+            bad(quoted(m) + " is stored with a compressed size " + std::to_string(m.compressed_size) +
+                " unequal to its size " + std::to_string(m.size));
+        for (;;) {
+            std::size_t n = next(s.in.data(), s.in.size());
+            if (n == 0) break;
+            crc = crc32_gzip_refl(crc, s.in.data(), n);
+            produced += n;
+            sink(reinterpret_cast<const char*>(s.in.data()), n);
+        }
+    } else if (m.method == 8) {
+        isal_inflate_init(&s.state);
+        s.state.crc_flag = ISAL_GZIP_NO_HDR;  // raw deflate; CRC-32 of the output in state.crc
+        bool finished = false;
+        while (!finished) {
+            if (s.state.avail_in == 0) {
+                std::size_t n = next(s.in.data(), s.in.size());
+                if (n == 0) bad(quoted(m) + " is truncated (its deflate stream does not end)");
+                s.state.next_in = s.in.data();
+                s.state.avail_in = static_cast<std::uint32_t>(n);
+            }
+            s.state.next_out = s.out.data();
+            s.state.avail_out = static_cast<std::uint32_t>(s.out.size());
+            int rc = isal_inflate(&s.state);
+            if (rc < 0) bad(quoted(m) + " has a corrupt deflate stream (ISA-L error " + std::to_string(rc) + ")");
+            std::size_t got = s.out.size() - s.state.avail_out;
+            produced += got;
+            if (produced > m.size)
+                bad(quoted(m) + " inflates to more than the " + std::to_string(m.size) + " bytes the directory records");
+            if (got) sink(reinterpret_cast<const char*>(s.out.data()), got);
+            finished = s.state.block_state == ISAL_BLOCK_FINISH;
+        }
+        crc = s.state.crc;
+    } else {
+        bad(quoted(m) + " uses compression method " + std::to_string(m.method) +
+            "; wheels use stored (0) or deflate (8)");
+    }
+    if (produced != m.size)
+        bad(quoted(m) + " has " + std::to_string(produced) + " bytes, the directory records " + std::to_string(m.size));
+    if (crc != m.crc32) bad(quoted(m) + " fails its CRC-32 check (damaged archive)");
+}
+
+std::string pread_exact(int fd, std::uint64_t offset, std::uint64_t length, const std::string& path) {
+    std::string out(length, '\0');
+    std::uint64_t done = 0;
+    while (done < length) {
+        ssize_t n = ::pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw Error(ErrorCode::generic, "cannot read " + path + ": " + std::strerror(errno));
+        if (n == 0) bad(path + " is truncated");
+        done += static_cast<std::uint64_t>(n);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<Member> read_directory(std::uint64_t file_size, const std::string& tail, const ReadAt& read_at) {
+    if (tail.size() > file_size) bad("zip tail larger than the file");
+    const std::uint64_t tail_start = file_size - tail.size();
+    auto bytes = [&](std::uint64_t offset, std::uint64_t length) -> std::string {
+        if (offset + length > file_size) bad("zip structure points past the end of the file");
+        if (offset >= tail_start) return tail.substr(offset - tail_start, length);
+        return read_at(offset, length);
+    };
+    // End of central directory: the last "PK\5\6" whose comment fits in the file.
+    std::size_t eocd = std::string::npos;
+    if (tail.size() >= 22) {
+        for (std::size_t i = tail.size() - 22;; --i) {
+            if (le(tail, i, 4) == kEndSig && i + 22 + le(tail, i + 20, 2) <= tail.size()) {
+                eocd = i;
+                break;
+            }
+            if (i == 0) break;
+        }
+    }
+    if (eocd == std::string::npos) bad("not a zip archive (no end-of-central-directory record)");
+    std::uint64_t entries = le(tail, eocd + 10, 2), cd_size = le(tail, eocd + 12, 4), cd_offset = le(tail, eocd + 16, 4);
+    std::uint64_t end_of_cd = tail_start + eocd;
+    if (entries == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
+        if (eocd < 20 || le(tail, eocd - 20, 4) != kEnd64LocatorSig) bad("zip64 archive without its end-record locator");
+        std::uint64_t z64 = le(tail, eocd - 20 + 8, 8);
+        std::string rec = bytes(z64, 56);
+        if (le(rec, 0, 4) != kEnd64Sig) bad("damaged zip64 end-of-central-directory record");
+        entries = le(rec, 32, 8);
+        cd_size = le(rec, 40, 8);
+        cd_offset = le(rec, 48, 8);
+        end_of_cd = z64;
+    }
+    if (cd_offset > end_of_cd || cd_size > end_of_cd - cd_offset)
+        bad("the zip central directory lies outside the archive");
+    const std::string cd = bytes(cd_offset, cd_size);
+
+    std::vector<Member> members;
+    members.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(entries, cd_size / 46)));
+    std::size_t p = 0;
+    while (p < cd.size()) {
+        if (le(cd, p, 4) != kCentralSig) bad("damaged zip central directory (entry " + std::to_string(members.size() + 1) + ")");
+        Member m;
+        m.made_by = static_cast<std::uint16_t>(le(cd, p + 4, 2));
+        m.flags = static_cast<std::uint16_t>(le(cd, p + 8, 2));
+        m.method = static_cast<std::uint16_t>(le(cd, p + 10, 2));
+        m.crc32 = static_cast<std::uint32_t>(le(cd, p + 16, 4));
+        m.compressed_size = le(cd, p + 20, 4);
+        m.size = le(cd, p + 24, 4);
+        std::size_t name_len = le(cd, p + 28, 2), extra_len = le(cd, p + 30, 2), comment_len = le(cd, p + 32, 2);
+        m.external_attr = static_cast<std::uint32_t>(le(cd, p + 38, 4));
+        m.local_offset = le(cd, p + 42, 4);
+        if (p + 46 + name_len + extra_len + comment_len > cd.size()) bad("damaged zip central directory (entry overruns it)");
+        m.name = cd.substr(p + 46, name_len);
+        // Zip64: the 0x0001 extra field holds, in this order, whichever of size, compressed
+        // size and offset are saturated in the fixed header.
+        std::size_t e = p + 46 + name_len, end = e + extra_len;
+        while (e + 4 <= end) {
+            std::uint64_t id = le(cd, e, 2), len = le(cd, e + 2, 2);
+            if (e + 4 + len > end) bad("damaged zip extra field for '" + m.name + "'");
+            if (id == 1) {
+                std::size_t f = e + 4, fend = f + len;
+                auto take = [&](std::uint64_t& v) {
+                    if (v != 0xFFFFFFFF) return;
+                    if (f + 8 > fend) bad("damaged zip64 extra field for '" + m.name + "'");
+                    v = le(cd, f, 8);
+                    f += 8;
+                };
+                take(m.size);
+                take(m.compressed_size);
+                take(m.local_offset);
+            }
+            e += 4 + len;
+        }
+        if (m.flags & 1) bad(quoted(m) + " is encrypted");
+        if (m.local_offset + 30 + name_len + m.compressed_size > cd_offset)
+            bad(quoted(m) + "'s data lies outside the archive");
+        members.push_back(std::move(m));
+        p += 46 + name_len + extra_len + comment_len;
+    }
+    if (members.size() != entries)
+        bad("the zip central directory holds " + std::to_string(members.size()) + " entries, its end record says " +
+            std::to_string(entries));
+    // No two members may share bytes (overlapping entries are how zip bombs and
+    // tool-dependent archives are made).
+    std::vector<const Member*> by_offset;
+    by_offset.reserve(members.size());
+    for (const auto& m : members) by_offset.push_back(&m);
+    std::sort(by_offset.begin(), by_offset.end(),
+              [](const Member* a, const Member* b) { return a->local_offset < b->local_offset; });
+    for (std::size_t i = 1; i < by_offset.size(); ++i) {
+        const Member& a = *by_offset[i - 1];
+        if (a.local_offset + 30 + a.name.size() + a.compressed_size > by_offset[i]->local_offset)
+            bad("members '" + a.name + "' and '" + by_offset[i]->name + "' overlap in the archive");
+    }
+    return members;
+}
+
+std::uint64_t data_offset(const Member& m, std::string_view local) {
+    if (le(local, 0, 4) != kLocalSig) bad(quoted(m) + " has no local header where the directory says");
+    std::size_t name_len = le(local, 26, 2), extra_len = le(local, 28, 2);
+    if (local.size() < 30 + name_len || local.substr(30, name_len) != m.name)
+        bad(quoted(m) + "'s local header names another file (" + std::string(local.substr(30, std::min(name_len, local.size() - 30))) + ")");
+    return m.local_offset + 30 + name_len + extra_len;
+}
+
+File::File(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw Error(ErrorCode::generic, "cannot open " + path + ": " + std::strerror(errno));
+    try {
+        struct stat st {};
+        if (::fstat(fd_, &st) != 0) throw Error(ErrorCode::generic, "cannot stat " + path + ": " + std::strerror(errno));
+        size_ = static_cast<std::uint64_t>(st.st_size);
+        std::uint64_t tail_len = std::min(size_, kTailSize);
+        std::string tail = pread_exact(fd_, size_ - tail_len, tail_len, path_);
+        members_ = read_directory(size_, tail, [&](std::uint64_t off, std::uint64_t len) {
+            return pread_exact(fd_, off, len, path_);
+        });
+    } catch (...) {
+        ::close(fd_);
+        throw;
+    }
+}
+
+File::~File() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void File::extract(std::size_t i, const Sink& sink) const {
+    const Member& m = members_.at(i);
+    std::string local = pread_exact(fd_, m.local_offset, 30 + m.name.size(), path_);
+    std::uint64_t at = data_offset(m, local);
+    if (at + m.compressed_size > size_) bad(quoted(m) + " is truncated");
+    std::uint64_t left = m.compressed_size;
+    auto next = [&](unsigned char* buf, std::size_t max) -> std::size_t {
+        std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, max));
+        std::size_t done = 0;
+        while (done < want) {
+            ssize_t n = ::pread(fd_, buf + done, want - done, static_cast<off_t>(at + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw Error(ErrorCode::generic, "cannot read " + path_ + ": " + std::strerror(errno));
+            if (n == 0) bad(path_ + " is truncated");
+            done += static_cast<std::size_t>(n);
+        }
+        at += want;
+        left -= want;
+        return want;
+    };
+    decode_stream(m, next, sink);
+}
+
+std::string File::read(std::size_t i) const {
+    std::string out;
+    out.reserve(static_cast<std::size_t>(members_.at(i).size));
+    extract(i, [&](const char* d, std::size_t n) { out.append(d, n); });
+    return out;
+}
+
+std::string decode(const Member& m, std::string_view compressed) {
+    if (compressed.size() != m.compressed_size) bad(quoted(m) + " is truncated");
+    std::string out;
+    out.reserve(static_cast<std::size_t>(m.size));
+    auto next = [&](unsigned char* buf, std::size_t max) -> std::size_t {
+        std::size_t n = std::min(max, compressed.size());
+        std::memcpy(buf, compressed.data(), n);
+        compressed.remove_prefix(n);
+        return n;
+    };
+    decode_stream(m, next, [&](const char* d, std::size_t n) { out.append(d, n); });
+    return out;
+}
+
+std::optional<std::size_t> find_dist_info(const std::vector<Member>& members, std::string_view leaf) {
+    const std::string suffix = ".dist-info/" + std::string(leaf);
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        std::string_view n = members[i].name;
+        if (n.size() <= suffix.size() || !n.ends_with(suffix)) continue;
+        if (n.substr(0, n.size() - suffix.size()).find('/') == std::string_view::npos) return i;
+    }
+    return std::nullopt;
+}
+
+}  // namespace envbox::zip

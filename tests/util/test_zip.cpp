@@ -1,0 +1,90 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+#include "envbox/util/error.hpp"
+#include "envbox/util/process.hpp"
+#include "envbox/util/sha256.hpp"
+#include "envbox/util/zip.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+std::vector<std::string> split(const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream s(line);
+    std::string field;
+    while (std::getline(s, field, '\t')) out.push_back(field);
+    return out;
+}
+}  // namespace
+
+// envbox's zip reader against CPython's zipfile (what pip installs with), on Debian's wheels and
+// on archives zipfile writes with every feature wheels use; and damaged archives refused with
+// the reason named.
+TEST_CASE("zip reader reads what CPython's zipfile reads and refuses damaged archives") {
+    fs::path dir = fs::temp_directory_path() / ("envbox-zip-test-" + std::to_string(::getpid()));
+    auto r = envbox::run_capture({"python3", ENVBOX_SOURCE_DIR "/tests/util/zip_cases.py", dir.string()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::stringstream lines(r.out);
+    std::string line;
+    std::unique_ptr<envbox::zip::File> file;
+    std::size_t member = 0, good = 0, bad = 0, members = 0;
+    auto close_archive = [&] {
+        if (file) CHECK(member == file->members().size());
+        file.reset();
+    };
+    while (std::getline(lines, line)) {
+        auto f = split(line);
+        if (f[0] == "good") {
+            close_archive();
+            INFO(f[1]);
+            file = std::make_unique<envbox::zip::File>(f[1]);
+            member = 0;
+            ++good;
+        } else if (f[0] == "bad") {
+            close_archive();
+            INFO(f[1]);
+            std::string message;
+            try {
+                envbox::zip::File z(f[1]);
+                for (std::size_t i = 0; i < z.members().size(); ++i) z.read(i);
+            } catch (const envbox::Error& e) {
+                message = e.what();
+                CHECK(e.code() == envbox::ErrorCode::integrity);
+            }
+            CHECK_THAT(message, Catch::Contains(f[2]));
+            ++bad;
+        } else {
+            REQUIRE(file);
+            REQUIRE(member < file->members().size());
+            const auto& m = file->members()[member];
+            INFO(m.name);
+            CHECK(m.name == f[0]);
+            std::string data = file->read(member);
+            CHECK(envbox::to_hex(envbox::sha256(data)) == f[1]);
+            CHECK(std::to_string(data.size()) == f[2]);
+            CHECK(std::stoul(f[3], nullptr, 8) == m.unix_mode());
+            ++member;
+            ++members;
+        }
+    }
+    close_archive();
+    CHECK(good >= 7);
+    CHECK(bad == 9);
+    CHECK(members > 70000);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
+
+TEST_CASE("zip reader finds the top-level dist-info member only") {
+    std::vector<envbox::zip::Member> ms(3);
+    ms[0].name = "pkg/x-1.0.dist-info/METADATA";
+    ms[1].name = "x-1.0.dist-info/METADATA";
+    ms[2].name = "x-1.0.dist-info/RECORD";
+    CHECK(envbox::zip::find_dist_info(ms, "METADATA") == std::optional<std::size_t>(1));
+    CHECK(envbox::zip::find_dist_info(ms, "RECORD") == std::optional<std::size_t>(2));
+    CHECK_FALSE(envbox::zip::find_dist_info(ms, "WHEEL"));
+}

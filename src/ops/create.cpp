@@ -324,6 +324,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         progress.advance(1);
     };
     TaskPool pool(ctx.jobs);
+    result.jobs = ctx.jobs;
     for (std::size_t k = 0; k < missing.size(); ++k) {
         const std::size_t i = missing[k];
         pool.add(UINT64_MAX - k, [&, i](TaskPool& tasks) {
@@ -360,10 +361,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     for (std::size_t i : missing) {
         to_publish.push_back(&*items[i].wheel);
         result.fetched++;
-        result.ingest.archive_bytes += items[i].stats.archive_bytes;
-        result.ingest.unpacked_bytes += items[i].stats.unpacked_bytes;
-        result.ingest.new_objects += items[i].stats.new_objects;
-        result.ingest.new_object_bytes += items[i].stats.new_object_bytes;
+        result.ingest += items[i].stats;
     }
     store.publish(to_publish);
     result.publish_s = lap();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -34,6 +35,11 @@ constexpr time_t kObjectMtime = 315532800;
 // Members up to this size are hashed in memory and written only when the object is new;
 // larger ones stream to a staging file while they are hashed.
 constexpr std::size_t kInMemoryLimit = 1 << 20;
+// A streamed member's pages are handed to the disk every this many bytes.
+constexpr std::uint64_t kWritebackChunk = 16 << 20;
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 [[noreturn]] void sys_fail(const std::string& what, const fs::path& path, int err) {
     throw Error(ErrorCode::generic, what + " " + path.string() + ": " + std::strerror(err));
@@ -119,6 +125,17 @@ std::optional<WheelFiles> deserialise(const std::string& text, std::string_view 
 }
 
 }  // namespace
+
+IngestStats& IngestStats::operator+=(const IngestStats& o) {
+    archive_bytes += o.archive_bytes;
+    unpacked_bytes += o.unpacked_bytes;
+    new_objects += o.new_objects;
+    new_object_bytes += o.new_object_bytes;
+    decode_s += o.decode_s;
+    hash_s += o.hash_s;
+    write_s += o.write_s;
+    return *this;
+}
 
 std::uint64_t WheelFiles::total_size() const {
     std::uint64_t n = 0;
@@ -241,11 +258,27 @@ struct Ingest::Impl {
         }
         content.clear();
         Sha256 hasher;
+        std::uint64_t unflushed = 0;
+        Clock::duration hashing{}, writing{};
+        const auto started = Clock::now();
         try {
             file.extract(member_of[k], [&](const char* data, std::size_t n) {
+                auto t0 = Clock::now();
                 hasher.update(data, n);
-                if (out.fd >= 0) write_or_fail(out.fd, data, n, staging / stream_name);
-                else content.append(data, n);
+                auto t1 = Clock::now();
+                hashing += t1 - t0;
+                if (out.fd < 0) {
+                    content.append(data, n);
+                    return;
+                }
+                write_or_fail(out.fd, data, n, staging / stream_name);
+                // Publishing waits for the data to reach the disk: start writing big
+                // members out while they are still being decoded.
+                if ((unflushed += n) >= kWritebackChunk) {
+                    start_writeback(out.fd);
+                    unflushed = 0;
+                }
+                writing += Clock::now() - t1;
             });
         } catch (Error& e) {
             if (e.code() == ErrorCode::integrity) throw member_error(e.what());
@@ -253,6 +286,20 @@ struct Ingest::Impl {
         }
         digests[k] = hasher.finish();
         f.digest = to_hex(digests[k]);
+        const auto decoded = Clock::now();
+        struct Account {  // adds this file's times to the ingest's on the way out
+            Impl& im;
+            Clock::time_point started, decoded;
+            Clock::duration& hashing;
+            Clock::duration& writing;
+            ~Account() {
+                auto total = Clock::now() - started;
+                std::lock_guard lock(im.mutex);
+                im.stats.decode_s += seconds(decoded - started - hashing - writing);
+                im.stats.hash_s += seconds(hashing);
+                im.stats.write_s += seconds(total - (decoded - started) + writing);
+            }
+        } account{*this, started, decoded, hashing, writing};
         if (keep_text) texts[k] = content;
 
         std::string rel = store.object_relpath(f.digest, f.executable);
@@ -276,6 +323,7 @@ struct Ingest::Impl {
         }
         if (out.fd >= 0) {
             if (::futimens(out.fd, object_times) != 0) sys_fail("cannot set the mtime of", staging / stream_name, errno);
+            start_writeback(out.fd);
             ::close(out.fd);
             out.fd = -1;
             if (::renameat(staging_fd, stream_name.c_str(), staging_fd, staged_name.c_str()) != 0)
@@ -285,6 +333,7 @@ struct Ingest::Impl {
             if (sf.fd < 0) sys_fail("cannot create", staging / staged_name, errno);
             write_or_fail(sf.fd, content.data(), content.size(), staging / staged_name);
             if (::futimens(sf.fd, object_times) != 0) sys_fail("cannot set the mtime of", staging / staged_name, errno);
+            start_writeback(sf.fd);
         }
         std::lock_guard lock(mutex);
         moves.push_back(std::move(staged_name));
@@ -371,7 +420,10 @@ void Ingest::run_task(std::size_t t) {
     const Impl::Task& task = im.tasks.at(t);
     if (task.begin == task.end) {
         try {
+            const auto started = Clock::now();
             im.actual_digest = to_hex(sha256_file(im.archive));
+            std::lock_guard lock(im.mutex);
+            im.stats.hash_s += seconds(Clock::now() - started);
         } catch (Error& e) {
             e.add_context("reading " + im.filename);
             throw;

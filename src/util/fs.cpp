@@ -99,6 +99,8 @@ std::string read_file(const std::filesystem::path& path) {
     }
 }
 
+void start_writeback(int fd) { (void)::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); }
+
 void sync_filesystem(const std::filesystem::path& path) {
     Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0 || ::syncfs(f.fd) != 0) fail("cannot sync the filesystem of", path, errno);

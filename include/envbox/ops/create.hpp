@@ -38,6 +38,7 @@ struct CreateResult {
     /// + file lists), install (venv + links + generated files), commit (stamp + switch).
     double select_s = 0, ingest_s = 0, publish_s = 0, install_s = 0, commit_s = 0;
     std::string python;               ///< "3.11.2 (/usr/bin/python3.11)"
+    unsigned jobs = 0;                ///< worker threads used
 };
 
 /// Reads the lock (and the manifest, when there is one, for the target), selects one wheel

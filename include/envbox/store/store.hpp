@@ -46,6 +46,11 @@ struct IngestStats {
     std::uint64_t unpacked_bytes = 0;   ///< member bytes hashed
     std::uint64_t new_objects = 0;      ///< objects written (others already stored)
     std::uint64_t new_object_bytes = 0;
+    /// Thread-seconds spent, summed over tasks: decoding members, hashing them (members and,
+    /// when asked, the archive), writing objects (creating, writing, staging).
+    double decode_s = 0, hash_s = 0, write_s = 0;
+
+    IngestStats& operator+=(const IngestStats& o);
 };
 
 /// The content of `<name>-<version>.dist-info/<leaf>` in the wheel at `wheel` (METADATA when

@@ -46,6 +46,11 @@ std::string read_file(const std::filesystem::path& path);
 /// filesystem durable (cheaper than one fsync per file for tens of thousands of files).
 void sync_filesystem(const std::filesystem::path& path);
 
+/// Starts writing `fd`'s dirty pages to disk now, without waiting (sync_file_range, WRITE only),
+/// so a later `sync_filesystem` finds most of the data already written: the disk works while
+/// the CPU goes on decoding. A hint; errors are ignored (the final sync reports real ones).
+void start_writeback(int fd);
+
 /// How a store object is placed into an environment.
 enum class LinkMode {
     hardlink,  ///< link(2): no data copied, same inode (verify checks inode identity)

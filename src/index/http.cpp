@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 #include <cstdlib>
 #include <ctime>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -21,11 +23,20 @@ namespace fs = std::filesystem;
 
 namespace envbox::index {
 
-// One CURLSH for the process's requests: connections, DNS and TLS sessions are reused across
-// threads (libcurl locks them through these callbacks).
+// Every transfer of a client runs on one libcurl multi handle, driven by one event-loop thread:
+// connections are pooled and HTTP/2 streams multiplexed across all requests in flight, DNS
+// answers and TLS sessions shared (CURLSH). Callers on any thread hand an easy handle to the loop
+// and wait for its result; retries and backoff stay with the caller, so a sleeping retry never
+// holds up other transfers.
 struct HttpClient::Shared {
     CURLSH* share = nullptr;
-    std::mutex locks[CURL_LOCK_DATA_LAST];
+    CURLM* multi = nullptr;
+    std::mutex share_locks[CURL_LOCK_DATA_LAST];
+
+    std::mutex mutex;  // guards incoming, stop, started
+    std::vector<std::pair<CURL*, std::promise<CURLcode>*>> incoming;
+    bool stop = false, started = false;
+    std::thread loop;
 
     Shared() {
         static std::once_flag once;
@@ -36,20 +47,84 @@ struct HttpClient::Shared {
         curl_share_setopt(share, CURLSHOPT_USERDATA, this);
         curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
         curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-        curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+        multi = curl_multi_init();
+        curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     }
-    ~Shared() { curl_share_cleanup(share); }
+    ~Shared() {
+        {
+            std::lock_guard guard(mutex);
+            stop = true;
+        }
+        if (started) {
+            curl_multi_wakeup(multi);
+            loop.join();
+        }
+        curl_multi_cleanup(multi);
+        curl_share_cleanup(share);
+    }
     static void lock(CURL*, curl_lock_data data, curl_lock_access, void* self) {
-        static_cast<Shared*>(self)->locks[data].lock();
+        static_cast<Shared*>(self)->share_locks[data].lock();
     }
-    static void unlock(CURL*, curl_lock_data data, void* self) { static_cast<Shared*>(self)->locks[data].unlock(); }
+    static void unlock(CURL*, curl_lock_data data, void* self) { static_cast<Shared*>(self)->share_locks[data].unlock(); }
+
+    // Runs `easy` to completion on the loop; returns its result.
+    CURLcode perform(CURL* easy) {
+        std::promise<CURLcode> done;
+        auto result = done.get_future();
+        {
+            std::lock_guard guard(mutex);
+            if (!started) {
+                loop = std::thread([this] { run(); });
+                started = true;
+            }
+            incoming.emplace_back(easy, &done);
+        }
+        curl_multi_wakeup(multi);
+        return result.get();
+    }
+
+    void run() {
+        std::unordered_map<CURL*, std::promise<CURLcode>*> running;
+        for (;;) {
+            {
+                std::lock_guard guard(mutex);
+                for (auto& [easy, promise] : incoming) {
+                    CURLMcode rc = curl_multi_add_handle(multi, easy);
+                    if (rc != CURLM_OK) promise->set_value(CURLE_FAILED_INIT);
+                    else running.emplace(easy, promise);
+                }
+                incoming.clear();
+                if (stop && running.empty()) return;
+            }
+            int active = 0;
+            curl_multi_perform(multi, &active);
+            int queued = 0;
+            while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+                if (msg->msg != CURLMSG_DONE) continue;
+                CURL* easy = msg->easy_handle;
+                CURLcode rc = msg->data.result;
+                curl_multi_remove_handle(multi, easy);
+                auto it = running.find(easy);
+                if (it == running.end()) continue;
+                auto* promise = it->second;
+                running.erase(it);
+                promise->set_value(rc);
+            }
+            curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+        }
+    }
 };
 
 namespace {
 
 struct Collected {
     std::string body;
-    int fd = -1;
+    int fd = -1;                 // a download's file (else the body is collected in memory)
+    CURL* easy = nullptr;
+    std::uint64_t offset = 0;    // bytes of the file already there (asked for the rest)
+    std::uint64_t written = 0;
+    bool decided = false;        // the first body byte of this response has been seen
+    bool to_file = false;        // this response's body goes to the file
     bool write_failed = false;
     std::map<std::string, std::string> headers;  // lowercase names, last value
 };
@@ -57,12 +132,28 @@ struct Collected {
 std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
     auto* c = static_cast<Collected*>(user);
     std::size_t len = size * n;
-    if (c->fd >= 0) {
+    if (c->fd >= 0 && !c->decided) {
+        // Only a 200 or 206 body belongs in the file (an error page never does); a 200 to a
+        // resuming request means the server sent the whole file again: start over.
+        c->decided = true;
+        long status = 0;
+        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+        c->to_file = status == 200 || status == 206;
+        if (status == 200 && c->offset > 0) {
+            if (::ftruncate(c->fd, 0) != 0 || ::lseek(c->fd, 0, SEEK_SET) != 0) {
+                c->write_failed = true;
+                return 0;
+            }
+            c->offset = 0;
+        }
+    }
+    if (c->to_file) {
         if (!write_all_fd(c->fd, data, len)) {
             c->write_failed = true;
             return 0;
         }
-    } else {
+        c->written += len;
+    } else if (c->fd < 0 || c->body.size() < (64 << 10)) {
         c->body.append(data, len);
     }
     return len;
@@ -194,9 +285,15 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         attempts = attempt;
         got = Collected{};
         got.fd = fd;
-        if (fd >= 0 && (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0))
-            throw Error(ErrorCode::generic, "cannot rewind the download of " + req.url + ": " + std::strerror(errno));
+        if (fd >= 0) {
+            // Whatever an earlier attempt (or an earlier run) wrote stays: ask for the rest.
+            off_t end = ::lseek(fd, 0, SEEK_END);
+            if (end < 0)
+                throw Error(ErrorCode::generic, "cannot read the download of " + req.url + ": " + std::strerror(errno));
+            got.offset = static_cast<std::uint64_t>(end);
+        }
         CURL* c = curl_easy_init();
+        got.easy = c;
         char errbuf[CURL_ERROR_SIZE] = {0};
         curl_slist* list = nullptr;
         for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
@@ -204,6 +301,9 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         if (req.range) {
             std::string r = req.range->starts_with("bytes=") ? req.range->substr(6) : *req.range;
             list = curl_slist_append(list, ("Range: bytes=" + r).c_str());
+        } else if (got.offset > 0) {
+            list = curl_slist_append(list, ("Range: bytes=" + std::to_string(got.offset) + "-").c_str());
+            stats_.resumed++;
         }
         curl_easy_setopt(c, CURLOPT_SHARE, shared_->share);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
@@ -223,6 +323,7 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         curl_easy_setopt(c, CURLOPT_USERAGENT, "envbox/" ENVBOX_VERSION);
         curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
         curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);  // rather a stream on a live HTTP/2 connection than a new one
         curl_easy_setopt(c, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
         if (req.username) curl_easy_setopt(c, CURLOPT_USERNAME, req.username->c_str());
         if (req.password) curl_easy_setopt(c, CURLOPT_PASSWORD, req.password->c_str());
@@ -231,7 +332,7 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         int now_in = ++stats_.in_flight;
         for (int peak = stats_.peak_in_flight.load(); now_in > peak && !stats_.peak_in_flight.compare_exchange_weak(peak, now_in);) {
         }
-        CURLcode rc = curl_easy_perform(c);
+        CURLcode rc = shared_->perform(c);
         --stats_.in_flight;
         stats_.requests++;
         long status = 0;
@@ -250,12 +351,33 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
             transient = rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_RECV_ERROR ||
                         rc == CURLE_SEND_ERROR || rc == CURLE_PARTIAL_FILE || rc == CURLE_GOT_NOTHING ||
                         rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
+        } else if (fd >= 0 && got.offset > 0 && status == 416) {
+            // Nothing left to send: the file is complete when the size the server gives is
+            // what we have; otherwise start over.
+            auto it = got.headers.find("content-range");
+            auto slash = it == got.headers.end() ? std::string::npos : it->second.find('/');
+            if (slash != std::string::npos && std::strtoull(it->second.c_str() + slash + 1, nullptr, 10) == got.offset) {
+                resp.status = 200;
+                return resp;
+            }
+            if (::ftruncate(fd, 0) != 0)
+                throw Error(ErrorCode::generic, "cannot rewind the download of " + req.url + ": " + std::strerror(errno));
+            last_error = "HTTP 416 for a resumed download; starting over";
+            transient = true;
+        } else if (fd >= 0 && got.offset > 0 && status == 206 &&
+                   !got.headers["content-range"].starts_with("bytes " + std::to_string(got.offset) + "-")) {
+            // Not the range asked for: those bytes cannot be appended.
+            if (::ftruncate(fd, 0) != 0)
+                throw Error(ErrorCode::generic, "cannot rewind the download of " + req.url + ": " + std::strerror(errno));
+            last_error = "HTTP 206 with an unexpected range (" + got.headers["content-range"] + "); starting over";
+            transient = true;
         } else if (status >= 500 || status == 429 || status == 408) {
             last_error = "HTTP " + std::to_string(status);
             transient = true;
             if (auto it = got.headers.find("retry-after"); it != got.headers.end()) retry_after = std::atoll(it->second.c_str());
         } else {
-            stats_.bytes += got.body.size();
+            stats_.bytes += got.body.size() + got.written;
+            if (fd >= 0 && status == 206 && !req.range) status = 200;  // resumed: the file is whole
             if (status == 304 && cached) {
                 stats_.cache_hits++;
                 cached->stored_at = now;
@@ -290,16 +412,26 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
                                         (attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : ""));
 }
 
-HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destination) {
-    // Streamed to a temporary file beside the destination (wheels are gigabytes), renamed
-    // into place once complete.
+HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destination, bool resumable) {
+    // Streamed to `<destination>.part` (wheels are gigabytes) and renamed into place once
+    // complete. A resumable download keeps the part when it fails, and the next attempt asks
+    // only for the rest; a lock file keeps two processes from writing one part.
     fs::path part = destination;
     part += ".part";
-    ScopedRemove remove(part);
-    int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    std::optional<FileLock> busy;
+    if (resumable) {
+        fs::path lock_path = destination;
+        lock_path += ".lock";
+        busy.emplace(lock_path);
+        std::error_code ec;
+        if (fs::exists(destination, ec)) return {200, {}, {}, req.url, true};  // another process finished it
+    }
+    ScopedRemove remove(resumable ? fs::path() : part);
+    int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resumable ? 0 : O_TRUNC), 0644);
     if (fd < 0) throw Error(ErrorCode::generic, "cannot create " + part.string() + ": " + std::strerror(errno));
     HttpRequest r = req;
     r.cache = false;
+    r.range.reset();
     HttpResponse resp;
     try {
         resp = transfer(r, fd);
@@ -308,8 +440,10 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
         throw;
     }
     ::close(fd);
-    if (resp.status != 200)
+    if (resp.status != 200) {
+        if (resumable) ::unlink(part.c_str());  // a 404 part is worth nothing
         throw Error(ErrorCode::network, "cannot download " + req.url + ": HTTP " + std::to_string(resp.status));
+    }
     std::error_code ec;
     fs::rename(part, destination, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot move " + part.string() + " to " + destination.string() + ": " + ec.message());

@@ -267,14 +267,38 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         if (auto w = store.load_wheel(items[i].sha256)) items[i].wheel = std::move(*w);
         else missing.push_back(i);
     }
+    // Downloads land in cache/downloads/<sha256>.whl (resumed there when interrupted) and go
+    // once their wheel is in the store; the index's CA and credentials come from the manifest.
+    const fs::path downloads_dir = ctx.home / "cache" / "downloads";
+    auto request_for = [&](const Item& item) {
+        index::ArtifactRequest req;
+        req.display = item.filename;
+        req.location = item.file->path ? *item.file->path : item.file->url.value_or("");
+        req.sha256 = item.sha256;
+        req.size = item.file->size;
+        if (manifest && item.package->index) {
+            std::string url = *item.package->index;
+            while (!url.empty() && url.back() == '/') url.pop_back();
+            for (const auto& c : index_configs(*manifest, manifest_path))
+                if (c.url == url) {
+                    req.ca = c.ca;
+                    req.username = c.username;
+                    req.password = c.password;
+                }
+        }
+        return req;
+    };
     if (!missing.empty() && opt.offline) {
         for (std::size_t i : missing) {
-            const auto& loc = items[i].file->url ? *items[i].file->url : std::string();
-            if (loc.starts_with("http://") || loc.starts_with("https://"))
+            auto req = request_for(items[i]);
+            std::error_code exists_ec;
+            if (!index::local_artifact_path(req, lock_path.parent_path()) &&
+                !fs::exists(index::download_path(req, downloads_dir), exists_ec))
                 throw Error(ErrorCode::network, "--offline: " + items[i].filename +
-                                                    " is not in the store and would be downloaded from " + loc);
+                                                    " is not in the store and would be downloaded from " + req.location);
         }
     }
+    index::HttpClient http(ctx.home / "cache" / "http", opt.offline);
     // Largest first, so the torch-sized wheel starts at once instead of being the last thing
     // running while every other worker idles.
     std::stable_sort(missing.begin(), missing.end(), [&](std::size_t x, std::size_t y) {
@@ -288,25 +312,25 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     struct Pending {
         std::unique_ptr<store::Ingest> ingest;
         std::atomic<std::size_t> remaining{0};
-        fs::path downloaded;  // temporary download, removed when its ingest ends
+        fs::path downloaded;         // removed once its wheel is stored, or when it proves bad
+        std::atomic<bool> failed{false};
     };
     std::vector<Pending> pending(items.size());
-    struct RemoveDownloads {
+    struct RemoveBadDownloads {  // a download that was never ingested stays for the next run
         std::vector<Pending>& pending;
-        ~RemoveDownloads() {
+        ~RemoveBadDownloads() {
             for (auto& p : pending) {
                 p.ingest.reset();
-                if (!p.downloaded.empty()) {
-                    std::error_code ec;
-                    fs::remove(p.downloaded, ec);
-                }
+                std::error_code ec;
+                if (p.failed && !p.downloaded.empty()) fs::remove(p.downloaded, ec);
             }
         }
-    } remove_downloads{pending};
+    } remove_bad_downloads{pending};
     auto with_context = [&](Item& item, const std::string& location, auto&& fn) {
         try {
             fn();
         } catch (Error& e) {
+            if (e.code() == ErrorCode::integrity) pending[static_cast<std::size_t>(&item - items.data())].failed = true;
             e.add_context("fetching " + item.package->name + " from " + location);
             throw;
         }
@@ -329,21 +353,19 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         const std::size_t i = missing[k];
         pool.add(UINT64_MAX - k, [&, i](TaskPool& tasks) {
             Item& item = items[i];
-            index::ArtifactRequest req{item.filename, item.file->path ? *item.file->path : item.file->url.value_or(""),
-                                       item.sha256, item.file->size};
+            const index::ArtifactRequest req = request_for(item);
             Pending& p = pending[i];
             with_context(item, req.location, [&] {
+                // Local or downloaded, the archive is hashed by one of the ingest's own tasks,
+                // beside the others, and nothing is stored unless it matches the lock.
                 fs::path archive;
-                bool check_digest = false;
                 if (auto local = index::local_artifact_path(req, lock_path.parent_path())) {
-                    // Hashed by one of the ingest's own tasks, beside the others.
                     archive = *local;
-                    check_digest = true;
                 } else {
-                    auto got = index::fetch_artifact(req, lock_path.parent_path(), store.tmp_dir());
-                    archive = p.downloaded = got.path;
+                    p.downloaded = index::download_path(req, downloads_dir);
+                    archive = index::download_artifact(http, req, downloads_dir);
                 }
-                p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256, item.filename, check_digest);
+                p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256, item.filename, true);
             });
             const std::size_t n = p.ingest->task_count();
             p.remaining = n;

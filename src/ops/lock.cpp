@@ -75,6 +75,22 @@ std::string env_credential(const std::string& index, const char* field) {
 
 }  // namespace
 
+std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m, const fs::path& manifest_path) {
+    std::vector<resolve::IndexConfig> indexes;
+    for (const auto& i : m.indexes) {
+        resolve::IndexConfig c;
+        c.name = i.name;
+        c.url = i.url;
+        while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
+        c.explicit_ = i.explicit_;
+        if (i.ca) c.ca = fs::path(*i.ca).is_absolute() ? *i.ca : (manifest_path.parent_path() / *i.ca).string();
+        if (auto u = env_credential(i.name, "USERNAME"); !u.empty()) c.username = u;
+        if (auto p = env_credential(i.name, "PASSWORD"); !p.empty()) c.password = p;
+        indexes.push_back(std::move(c));
+    }
+    return indexes;
+}
+
 std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs::path& lock_path) {
     std::vector<std::string> reasons;
     std::error_code ec;
@@ -130,18 +146,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     auto tags = m.target_tags();
     if (!tags) throw tags.error();
 
-    std::vector<resolve::IndexConfig> indexes;
-    for (const auto& i : m.indexes) {
-        resolve::IndexConfig c;
-        c.name = i.name;
-        c.url = i.url;
-        while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
-        c.explicit_ = i.explicit_;
-        if (i.ca) c.ca = fs::path(*i.ca).is_absolute() ? *i.ca : (manifest_path.parent_path() / *i.ca).string();
-        if (auto u = env_credential(i.name, "USERNAME"); !u.empty()) c.username = u;
-        if (auto p = env_credential(i.name, "PASSWORD"); !p.empty()) c.password = p;
-        indexes.push_back(std::move(c));
-    }
+    std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path);
     if (indexes.empty()) throw Error(ErrorCode::invalid_input, manifest_path.string() + " names no [[index]] to lock against");
 
     resolve::Options ropt;
@@ -164,6 +169,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     resolve::IndexSource source(http, indexes, m.sources, *tags, python_full, ctx.home / "tmp");
     ctx.progress->phase("Resolving", 0);
     auto pins = resolve::resolve(m.requirements, source, ropt);
+    source.stop_prefetching();
     if (!pins) {
         Error e = pins.error();
         e.add_context("locking " + opt.env + " for CPython " + m.python + " on " + m.platform);

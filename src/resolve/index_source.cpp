@@ -22,9 +22,17 @@ namespace {
 constexpr const char* kAccept =
     "Accept: application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
 
+// One of the requests allowed in flight; none is started once the source is being torn down
+// (a resolution that has finished leaves its speculative prefetches unsent).
 struct Slot {
     std::counting_semaphore<64>& s;
-    explicit Slot(std::counting_semaphore<64>& sem) : s(sem) { s.acquire(); }
+    Slot(std::counting_semaphore<64>& sem, const std::atomic<bool>& cancelled) : s(sem) {
+        s.acquire();
+        if (cancelled) {
+            s.release();
+            throw Error(ErrorCode::generic, "prefetch cancelled: the resolution has finished");
+        }
+    }
     ~Slot() { s.release(); }
 };
 
@@ -41,7 +49,9 @@ IndexSource::IndexSource(index::HttpClient& http, std::vector<IndexConfig> index
       tmp_dir_(std::move(tmp_dir)) {}
 
 IndexSource::~IndexSource() {
-    // Wait for prefetches still running: they use this object.
+    // Speculative prefetches still queued send nothing; wait for those in flight (they use
+    // this object).
+    cancelled_ = true;
     std::vector<std::shared_future<std::shared_ptr<Project>>> p;
     std::vector<std::shared_future<Dependencies>> m;
     {
@@ -113,7 +123,7 @@ std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::stri
         } else {
             index::HttpResponse r;
             {
-                Slot slot(slots_);
+                Slot slot(slots_, cancelled_);
                 r = http_.get({page_url, {kAccept}, ix->ca, ix->username, ix->password, true});
             }
             if (r.status == 404 || r.status == 410) continue;
@@ -253,7 +263,7 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
         text = read_file(*cached);
     } else try {
         if (wheel.has_metadata) {
-            Slot slot(slots_);
+            Slot slot(slots_, cancelled_);
             auto r = http_.get({wheel.url + ".metadata", {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
                                 ix ? ix->password : std::nullopt, true});
             if (r.status != 200)
@@ -263,7 +273,7 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
             text = std::move(r.body);
         } else if (!wheel.url.starts_with("file:")) {
             // No metadata file: read METADATA out of the remote wheel with range requests.
-            Slot slot(slots_);
+            Slot slot(slots_, cancelled_);
             auto meta = index::read_remote_dist_info(
                 http_, {wheel.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
                         ix ? ix->password : std::nullopt, false},
@@ -279,7 +289,7 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
             if (wheel.url.starts_with("file:")) {
                 fs::copy_file(index::file_url_path(wheel.url), tmp);
             } else {
-                Slot slot(slots_);
+                Slot slot(slots_, cancelled_);
                 http_.download({wheel.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
                                 ix ? ix->password : std::nullopt, false},
                                tmp);

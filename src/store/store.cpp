@@ -195,6 +195,12 @@ std::optional<WheelFiles> Store::load_wheel(std::string_view wheel_sha256) const
     return w;
 }
 
+static Error digest_mismatch(const std::string& filename, const fs::path& archive, const std::string& expected,
+                             const std::string& actual) {
+    return Error(ErrorCode::integrity, "hash mismatch for " + filename + " (" + archive.string() + "): expected sha256 " +
+                                           expected + ", got " + actual + "; nothing was stored");
+}
+
 struct Ingest::Impl {
     const Store& store;
     fs::path archive;
@@ -349,8 +355,14 @@ Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& w
     try {
         impl_ = std::make_unique<Impl>(store, archive, wheel_sha256, filename, check_digest, std::move(*parsed_name));
     } catch (Error& e) {
-        if (e.code() == ErrorCode::integrity) throw Error(ErrorCode::integrity, filename + ": not a readable wheel: " + e.what());
-        throw;
+        if (e.code() != ErrorCode::integrity) throw;
+        // Not a zip: when it is not even the file the lock names (an error page saved by a
+        // proxy, a truncated copy), that is what to say.
+        if (check_digest) {
+            std::string actual = to_hex(sha256_file(archive));
+            if (actual != wheel_sha256) throw digest_mismatch(filename, archive, wheel_sha256, actual);
+        }
+        throw Error(ErrorCode::integrity, filename + ": not a readable wheel: " + e.what());
     }
     Impl& im = *impl_;
 
@@ -431,17 +443,22 @@ void Ingest::run_task(std::size_t t) {
         return;
     }
     std::string content;
-    for (std::size_t k = task.begin; k < task.end; ++k) im.ingest_file(k, content);
+    try {
+        for (std::size_t k = task.begin; k < task.end; ++k) im.ingest_file(k, content);
+    } catch (Error& e) {
+        // A damaged member of a file that is not the one the lock names: say that instead.
+        if (e.code() != ErrorCode::integrity || !im.check_digest) throw;
+        std::string actual = to_hex(sha256_file(im.archive));
+        if (actual != im.wheel_sha256) throw digest_mismatch(im.filename, im.archive, im.wheel_sha256, actual);
+        throw;
+    }
 }
 
 WheelFiles Ingest::finish(IngestStats* stats) {
     Impl& im = *impl_;
     const std::string& filename = im.filename;
-    if (im.check_digest && im.actual_digest != im.wheel_sha256) {
-        std::string msg = "hash mismatch for " + filename + " (" + im.archive.string() + "): expected sha256 " +
-                          im.wheel_sha256 + ", got " + im.actual_digest;
-        throw Error(ErrorCode::integrity, msg + "; nothing was stored");
-    }
+    if (im.check_digest && im.actual_digest != im.wheel_sha256)
+        throw digest_mismatch(filename, im.archive, im.wheel_sha256, im.actual_digest);
     WheelFiles w;
     w.wheel_sha256 = im.wheel_sha256;
     w.filename = filename;

@@ -353,6 +353,130 @@ class FetchOverHttp(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class Cutting(http.server.BaseHTTPRequestHandler):
+    """Serves files from `directory`, honouring `Range: bytes=N-`; while `cuts` is above zero, a
+    body stops after `cut` bytes (the connection closes mid-transfer; `cuts` counts down); while
+    `refuse_ranges` is set, a ranged request gets 503. Every request's path and Range header is
+    recorded."""
+    directory = None
+    cut = 0
+    cuts = 0
+    refuse_ranges = False
+    log = []
+
+    def do_GET(self):  # noqa: N802
+        rng = self.headers.get("Range")
+        type(self).log.append((self.path, rng))
+        path = os.path.join(self.directory, self.path.lstrip("/"))
+        if not os.path.isfile(path):
+            self.send_error(404)
+            return
+        if rng and self.refuse_ranges:
+            self.send_error(503)
+            return
+        with open(path, "rb") as f:
+            data = f.read()
+        start = int(rng[len("bytes="):].split("-")[0]) if rng else 0
+        body = data[start:]
+        self.send_response(206 if rng else 200)
+        if rng:
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if type(self).cuts > 0:
+            type(self).cuts -= 1
+            body = body[: self.cut]
+        self.wfile.write(body)
+        self.wfile.flush()
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+class ResumedDownloads(unittest.TestCase):
+    """A download cut short is continued with a Range request, within one create (retries) and
+    across creates (the part stays in cache/downloads); a server that ignores ranges starts over."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-resume-")
+        served = os.path.join(self.tmp, "served")
+        payload = {f"big/blob{i}.bin": os.urandom(200_000).hex() for i in range(4)}
+        payload["big/__init__.py"] = "print('resumed')\n"
+        self.paths = [Wheel("big", "1.0", payload).build(served)]
+        self.size = os.path.getsize(self.paths[0])
+        Cutting.directory, Cutting.cut, Cutting.cuts, Cutting.refuse_ranges, Cutting.log = served, 0, 0, False, []
+        self.httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Cutting)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.project = os.path.join(self.tmp, "p")
+        os.makedirs(os.path.join(self.project, "manifests"))
+        write_lock(os.path.join(self.project, "manifests", "pylock.web.toml"), self.paths, url_prefix=self.url)
+        self.home = os.path.join(self.tmp, "home")
+
+    def tearDown(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def run_module(self):
+        return envbox("run", "web", "--", "python", "-c", "import big", home=self.home, project=self.project).stdout
+
+    def test_resumed_within_one_create(self):
+        Cutting.cut, Cutting.cuts = self.size // 3, 1  # the first response stops a third of the way in
+        envbox("create", "web", home=self.home, project=self.project)
+        self.assertEqual(self.run_module(), "resumed\n")
+        self.assertEqual(Cutting.log[0][1], None)
+        self.assertEqual(Cutting.log[1][1], f"bytes={self.size // 3}-", Cutting.log)
+        self.assertEqual(len(Cutting.log), 2)
+        self.assertEqual([f for f in os.listdir(os.path.join(self.home, "cache", "downloads"))
+                          if not f.endswith(".lock")], [], "a stored wheel's download is removed")
+
+    def test_resumed_by_the_next_create(self):
+        Cutting.cut, Cutting.cuts, Cutting.refuse_ranges = self.size // 2, 1000, True
+        r = envbox("create", "web", home=self.home, project=self.project, check=False)
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn(self.url, r.stderr)
+        parts = glob.glob(os.path.join(self.home, "cache", "downloads", "*.whl.part"))
+        self.assertEqual(len(parts), 1)
+        self.assertEqual(os.path.getsize(parts[0]), self.size // 2)
+        Cutting.cuts, Cutting.refuse_ranges, Cutting.log = 0, False, []
+        envbox("create", "web", home=self.home, project=self.project)
+        self.assertEqual(Cutting.log, [("/" + os.path.basename(self.paths[0]), f"bytes={self.size // 2}-")])
+        self.assertEqual(self.run_module(), "resumed\n")
+
+    def test_a_server_ignoring_ranges_sends_it_all_again(self):
+        part_dir = os.path.join(self.home, "cache", "downloads")
+        os.makedirs(part_dir)
+        with open(self.paths[0], "rb") as f:
+            sha = hashlib.sha256(f.read()).hexdigest()
+        with open(os.path.join(part_dir, sha + ".whl.part"), "wb") as f:
+            f.write(b"garbage that is not the start of the wheel")
+        class NoRanges(Cutting):
+            def do_GET(self):  # noqa: N802
+                del self.headers["Range"]
+                super().do_GET()
+        self.httpd.RequestHandlerClass = NoRanges
+        envbox("create", "web", home=self.home, project=self.project)
+        self.assertEqual(self.run_module(), "resumed\n")
+
+    def test_a_bad_part_is_refused_then_removed(self):
+        part_dir = os.path.join(self.home, "cache", "downloads")
+        os.makedirs(part_dir)
+        with open(self.paths[0], "rb") as f:
+            sha = hashlib.sha256(f.read()).hexdigest()
+        with open(os.path.join(part_dir, sha + ".whl.part"), "wb") as f:
+            f.write(b"X" * 1000)  # wrong bytes where the wheel's first kilobyte belongs
+        r = envbox("create", "web", home=self.home, project=self.project, check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("hash mismatch", r.stderr)
+        self.assertEqual([f for f in os.listdir(part_dir) if not f.endswith(".lock")], [],
+                         "a download that proved bad is removed")
+        envbox("create", "web", home=self.home, project=self.project)
+        self.assertEqual(self.run_module(), "resumed\n")
+
+
 class LinkModesAndConcurrency(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -87,7 +87,8 @@ error_log {t}/nginx-error.log;
 daemon off;
 events {{ worker_connections 256; }}
 http {{
-    access_log {t}/nginx-access.log;
+    log_format conn '$connection "$request" $status $body_bytes_sent';
+    access_log {t}/nginx-access.log conn;
     client_body_temp_path {t}/nginx-body; proxy_temp_path {t}/nginx-proxy;
     fastcgi_temp_path {t}/nginx-fcgi; uwsgi_temp_path {t}/nginx-uwsgi; scgi_temp_path {t}/nginx-scgi;
     types {{ text/html html; application/octet-stream whl metadata; application/vnd.pypi.simple.v1+json json; }}
@@ -136,6 +137,12 @@ http {{
         with open(os.path.join(self.tmp, "nginx-access.log")) as f:
             log = f.read()
         self.assertIn("HTTP/2.0", log, "HTTP/2 is used where the server offers it")
+        # All requests in flight at once share one connection: HTTP/2 streams multiplexed by
+        # the client's single libcurl multi handle, not a connection per request.
+        lines = log.splitlines()
+        connections = {l.split()[0] for l in lines}
+        self.assertGreater(len(lines), 20)
+        self.assertLessEqual(len(connections), 2, f"{len(lines)} requests over {len(connections)} connections")
         # The PyTorch indexes offer no metadata files: torch's METADATA comes from range
         # requests on the wheel (206), never from downloading it whole.
         torch_lines = [l for l in log.splitlines() if "/files/pytorch-cu128/torch-2.11.0" in l]

@@ -1,12 +1,14 @@
 #pragma once
-/// Fetching the artifacts a lock names (a `path` relative to the lock, a `file://` URL, or an
-/// `http(s)://` URL), verifying sha256 and size while the bytes stream.
+/// Getting the artifacts a lock names (a `path` relative to the lock, a `file://` URL, or an
+/// `http(s)://` URL) onto local disk. Verification (sha256, size) is the store's: it hashes the
+/// archive beside decoding its members (store::Ingest), so a gigabyte wheel is read once.
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
+
+#include "envbox/index/http.hpp"
 
 namespace envbox::index {
 
@@ -16,32 +18,24 @@ struct ArtifactRequest {
     std::string location;                ///< URL (`file:`, `http:`, `https:`) or local path
     std::string sha256;                  ///< expected digest, lowercase hex (required)
     std::optional<std::uint64_t> size;   ///< expected size, when the lock records one
+    std::optional<std::string> ca;       ///< CA bundle of the index it comes from
+    std::optional<std::string> username, password;  ///< the index's credentials
 };
-
-/// A verified local copy.
-struct FetchedArtifact {
-    std::filesystem::path path;  ///< the verified file
-    bool temporary = false;      ///< true when downloaded into the temp directory (caller removes)
-    std::uint64_t bytes = 0;
-};
-
-/// Called with bytes transferred so far (for progress); may be empty.
-using FetchProgress = std::function<void(std::uint64_t)>;
-
-/// Resolves `request.location` (relative paths against `base_dir`), then: a local file is
-/// hashed in place; a URL is downloaded into `tmp_dir` (a unique temporary file, removed on any
-/// failure) with retries on transient errors. Throws `Error`: code `integrity` (5) on a hash or
-/// size mismatch, naming the file, the expected and the actual digest; `network` (4) when a
-/// URL cannot be fetched (naming the URL and the HTTP status or curl error); `generic` when a
-/// local file is missing or unreadable.
-FetchedArtifact fetch_artifact(const ArtifactRequest& request, const std::filesystem::path& base_dir,
-                               const std::filesystem::path& tmp_dir,
-                               const FetchProgress& progress = {});
 
 /// The local file `request.location` names (a path, relative ones against `base_dir`, or a
 /// `file:` URL), unverified; nullopt for an `http(s)` URL. Throws for other schemes.
 std::optional<std::filesystem::path> local_artifact_path(const ArtifactRequest& request,
                                                          const std::filesystem::path& base_dir);
+
+/// Where `download_artifact` puts a URL artifact: `<downloads_dir>/<sha256>.whl`.
+std::filesystem::path download_path(const ArtifactRequest& request, const std::filesystem::path& downloads_dir);
+
+/// Downloads an `http(s)` artifact to `download_path` (unverified), unless a complete copy is
+/// there already. Resumable: a part left by an interrupted download, in this run or an earlier
+/// one, is continued with a Range request. A file whose size differs from `request.size` is
+/// removed and reported (code `integrity`). Throws `Error` (network, exit 4) naming the URL.
+std::filesystem::path download_artifact(HttpClient& http, const ArtifactRequest& request,
+                                        const std::filesystem::path& downloads_dir);
 
 /// Parses a `file:` URL into a local path (percent-decoded); empty when `url` is not one.
 std::filesystem::path file_url_path(std::string_view url);

@@ -1,6 +1,7 @@
 #pragma once
-/// The HTTP client of the index layer (libcurl): concurrent requests from any thread over shared
-/// connections (keep-alive, HTTP/2 where offered), retries with exponential backoff and jitter
+/// The HTTP client of the index layer (libcurl): concurrent requests from any thread, all run by
+/// one libcurl multi handle on one event-loop thread over pooled connections (keep-alive, HTTP/2
+/// streams multiplexed where offered), downloads resumed with Range requests, retries with exponential backoff and jitter
 /// on 5xx, 429 (Retry-After honoured), resets and timeouts; TLS always verified (system CAs,
 /// `SSL_CERT_FILE`, or a per-request CA bundle); credentials from ~/.netrc or given explicitly,
 /// never sent to another host on a redirect; and an on-disk cache of pages revalidated with
@@ -41,6 +42,7 @@ struct HttpStats {
     std::atomic<std::uint64_t> bytes{0};
     std::atomic<int> in_flight{0};
     std::atomic<int> peak_in_flight{0};
+    std::atomic<std::uint64_t> resumed{0};     ///< requests that continued a partial download
 };
 
 /// The CA bundle to verify TLS with when nothing names one: `SSL_CERT_FILE`, else the first
@@ -60,8 +62,13 @@ public:
     /// status or curl error; a 4xx other than 408/429 is returned, not thrown.
     HttpResponse get(const HttpRequest& request);
 
-    /// GET into a file (no cache): for wheels and metadata files.
-    HttpResponse download(const HttpRequest& request, const std::filesystem::path& destination);
+    /// GET into a file (no cache): for wheels and metadata files. Streams into
+    /// `<destination>.part`, renamed into place when complete. `resumable`: a part left by a
+    /// failed attempt (of this run or an earlier one) is kept and continued with a Range request
+    /// (a server that answers 200 instead sends the whole file again), and a lock file keeps
+    /// two processes from writing the same part; without it the part goes on failure.
+    HttpResponse download(const HttpRequest& request, const std::filesystem::path& destination,
+                          bool resumable = false);
 
     const HttpStats& stats() const { return stats_; }
 

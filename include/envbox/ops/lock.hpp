@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "envbox/lock/manifest.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/resolve/index_source.hpp"
 
 namespace envbox::ops {
 
@@ -37,5 +39,11 @@ LockResult lock(const Context& ctx, const LockOptions& options);
 /// matches). Compares what `[tool.envbox]` recorded: requirements, indexes, sources, target.
 std::vector<std::string> lock_staleness(const std::filesystem::path& manifest_path,
                                         const std::filesystem::path& lock_path);
+
+/// The manifest's `[[index]]` entries as the resolver and downloads use them: the URL without a
+/// trailing slash, `ca` relative to the manifest, credentials from
+/// `ENVBOX_INDEX_<NAME>_USERNAME` / `_PASSWORD` (never from the manifest or the lock).
+std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& manifest,
+                                                const std::filesystem::path& manifest_path);
 
 }  // namespace envbox::ops

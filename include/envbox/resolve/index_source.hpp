@@ -6,6 +6,7 @@
 /// parallel ahead of the solver.
 
 #include <filesystem>
+#include <atomic>
 #include <future>
 #include <map>
 #include <memory>
@@ -46,6 +47,9 @@ public:
     std::vector<Candidate> versions(const std::string& name) override;
     Dependencies dependencies(const std::string& name, const pep::Version& version) override;
     void prefetch_versions(const std::vector<std::string>& names) override;
+    /// Once the resolution is done: speculative prefetches not yet sent are dropped (what
+    /// `chosen` and `digest_and_size` need was fetched during the resolution).
+    void stop_prefetching() { cancelled_ = true; }
 
     /// The wheel chosen for name==version (after `versions(name)`).
     ChosenWheel chosen(const std::string& name, const pep::Version& version);
@@ -82,6 +86,7 @@ private:
     std::map<std::string, std::shared_future<std::shared_ptr<Project>>> projects_;
     std::map<std::string, std::shared_future<Dependencies>> metadata_;
     std::counting_semaphore<64> slots_{32};  ///< requests in flight at once
+    std::atomic<bool> cancelled_{false};     ///< set when the source goes: queued prefetches stop
 };
 
 }  // namespace envbox::resolve

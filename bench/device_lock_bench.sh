@@ -67,7 +67,9 @@ url = "$URL/simple"
 TOML
 t() { "$PY" -c "import subprocess,sys,time; t=time.perf_counter(); r=subprocess.run(sys.argv[2:],capture_output=True,text=True); print(f'{sys.argv[1]:34s} {time.perf_counter()-t:7.3f} s rc={r.returncode}', (r.stderr or '')[-600:].strip())" "$@"; }
 cd /tmp/lp
-t "envbox lock cold" "$E" --home /tmp/lh lock stack
+t "envbox lock cold" "$E" --home /tmp/lh0 lock stack
+rm -rf /tmp/lh0 manifests/pylock.stack.toml
+t "envbox lock cold (again)" "$E" --home /tmp/lh lock stack
 "$E" --home /tmp/lh --json lock stack --upgrade
 t "envbox lock (up to date)" "$E" --home /tmp/lh lock stack
 t "envbox lock --upgrade (warm cache)" "$E" --home /tmp/lh lock stack --upgrade

@@ -420,6 +420,16 @@ class ResumedDownloads(unittest.TestCase):
         self.httpd.server_close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def leave_part(self, data):
+        """A part as an interrupted download would leave it; returns its folder."""
+        part_dir = os.path.join(self.home, "cache", "downloads")
+        os.makedirs(part_dir)
+        with open(self.paths[0], "rb") as f:
+            sha = hashlib.sha256(f.read()).hexdigest()
+        with open(os.path.join(part_dir, sha + ".whl.part"), "wb") as f:
+            f.write(data)
+        return part_dir
+
     def run_module(self):
         return envbox("run", "web", "--", "python", "-c", "import big", home=self.home, project=self.project).stdout
 
@@ -447,12 +457,7 @@ class ResumedDownloads(unittest.TestCase):
         self.assertEqual(self.run_module(), "resumed\n")
 
     def test_a_server_ignoring_ranges_sends_it_all_again(self):
-        part_dir = os.path.join(self.home, "cache", "downloads")
-        os.makedirs(part_dir)
-        with open(self.paths[0], "rb") as f:
-            sha = hashlib.sha256(f.read()).hexdigest()
-        with open(os.path.join(part_dir, sha + ".whl.part"), "wb") as f:
-            f.write(b"garbage that is not the start of the wheel")
+        self.leave_part(b"garbage that is not the start of the wheel")
         class NoRanges(Cutting):
             def do_GET(self):  # noqa: N802
                 del self.headers["Range"]
@@ -462,12 +467,7 @@ class ResumedDownloads(unittest.TestCase):
         self.assertEqual(self.run_module(), "resumed\n")
 
     def test_a_bad_part_is_refused_then_removed(self):
-        part_dir = os.path.join(self.home, "cache", "downloads")
-        os.makedirs(part_dir)
-        with open(self.paths[0], "rb") as f:
-            sha = hashlib.sha256(f.read()).hexdigest()
-        with open(os.path.join(part_dir, sha + ".whl.part"), "wb") as f:
-            f.write(b"X" * 1000)  # wrong bytes where the wheel's first kilobyte belongs
+        part_dir = self.leave_part(b"X" * 1000)  # wrong bytes where the wheel's first kilobyte belongs
         r = envbox("create", "web", home=self.home, project=self.project, check=False)
         self.assertEqual(r.returncode, 5, r.stderr)
         self.assertIn("hash mismatch", r.stderr)

@@ -235,6 +235,15 @@ long long max_age_of(const std::string& cache_control) {
 
 }  // namespace
 
+long stall_timeout() {
+    static const long seconds = [] {
+        const char* env = std::getenv("ENVBOX_HTTP_TIMEOUT");
+        long v = env && *env ? std::atol(env) : 0;
+        return v > 0 ? v : 30L;
+    }();
+    return seconds;
+}
+
 const std::string& system_ca_bundle() {
     static const std::string bundle = [] {
         if (const char* env = std::getenv("SSL_CERT_FILE"); env && *env) return std::string(env);
@@ -316,9 +325,10 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);  // credentials stay with the first host
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, stall_timeout());
+        // A transfer that moves less than 1 KiB/s for that long has stalled: retried.
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall_timeout());
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
         curl_easy_setopt(c, CURLOPT_USERAGENT, "envbox/" ENVBOX_VERSION);
         curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");

@@ -224,8 +224,19 @@ class Faults(Base):
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                if self.path.startswith("/flaky/"):
-                    self.path = "/pypi/" + self.path[len("/flaky/"):]
+                if self.path.startswith("/slow/") and n < 2 and not self.path.endswith("/simple/"):
+                    # Headers, then nothing for longer than the client's stall timeout.
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    self.wfile.write(b"<html>")
+                    self.wfile.flush()
+                    time.sleep(4)
+                    self.close_connection = True
+                    return
+                if self.path.startswith("/flaky/") or self.path.startswith("/slow/"):
+                    self.path = "/pypi/" + self.path.split("/", 2)[2]
                 del kind
                 return super().do_GET()
 
@@ -264,6 +275,16 @@ url = "{self.url}/{path}"
         retried = [p for p, n in self.seen.items() if p.startswith("/flaky/") and n >= 3]
         self.assertGreater(len(retried), 5, self.seen)
         self.assertLess(time.time() - start, 60)
+
+    def test_a_stalled_transfer_is_retried_after_the_timeout(self):
+        text = self.single_index("slow", "slow").replace('["transformers", "wandb"]', '["wandb"]')
+        root = self.project("slow", text)
+        start = time.time()
+        r = self.lock(root, env={"ENVBOX_HTTP_TIMEOUT": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stalled = [p for p, n in self.seen.items() if p.startswith("/slow/") and n >= 2]
+        self.assertTrue(stalled, self.seen)
+        self.assertLess(time.time() - start, 30)
 
     def test_credentials_from_the_environment_and_netrc(self):
         root = self.project("private", self.single_index("private-mirror", "private"))

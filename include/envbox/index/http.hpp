@@ -50,6 +50,10 @@ struct HttpStats {
 /// Alpine), so a portable envbox verifies TLS on any of them. Empty: libcurl's default.
 const std::string& system_ca_bundle();
 
+/// Seconds a connection may take, and a transfer may stall (under 1 KiB/s), before the attempt
+/// fails and is retried: `ENVBOX_HTTP_TIMEOUT`, default 30.
+long stall_timeout();
+
 class HttpClient {
 public:
     /// `cache_dir` holds cached pages; `offline`: answer only from the cache.

@@ -20,6 +20,7 @@
 #include "envbox/lock/pylock.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/json.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
 
@@ -52,16 +53,8 @@ struct Item {
 std::string direct_url_json(const Item& item) {
     const lock::FileRef& f = *item.file;
     std::string url = f.url ? *f.url : "file://" + (f.path ? *f.path : item.filename);
-    auto esc = [](const std::string& s) {
-        std::string o;
-        for (char c : s) {
-            if (c == '"' || c == '\\') o += '\\';
-            o += c;
-        }
-        return o;
-    };
     return "{\"archive_info\": {\"hash\": \"sha256=" + item.sha256 + "\", \"hashes\": {\"sha256\": \"" +
-           item.sha256 + "\"}}, \"url\": \"" + esc(url) + "\"}";
+           item.sha256 + "\"}}, \"url\": " + json_quote(url) + "}";
 }
 
 std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items) {

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "cli/commands.hpp"
+
 namespace envbox::cli {
 
 ConsoleProgress::ConsoleProgress(int verbosity, bool tty) : verbosity_(verbosity), tty_(tty) {}
@@ -13,6 +15,7 @@ void ConsoleProgress::phase(const std::string& name, std::uint64_t total) {
     phase_ = name;
     total_ = total;
     done_ = 0;
+    bytes_total_ = bytes_done_ = 0;
     if (verbosity_ > 0 && !tty_) std::fprintf(stderr, "%s (%llu)\n", name.c_str(),
                                               static_cast<unsigned long long>(total));
     draw(true);
@@ -22,6 +25,17 @@ void ConsoleProgress::advance(std::uint64_t n) {
     std::lock_guard lock(mutex_);
     done_ += n;
     draw(done_ == total_);
+}
+
+void ConsoleProgress::download_total(std::uint64_t total) {
+    std::lock_guard lock(mutex_);
+    bytes_total_ = total;
+}
+
+void ConsoleProgress::downloaded(std::uint64_t n) {
+    std::lock_guard lock(mutex_);
+    bytes_done_ += n;
+    draw(false);
 }
 
 void ConsoleProgress::note(const std::string& line) {
@@ -49,8 +63,12 @@ void ConsoleProgress::draw(bool force) {
         int filled = static_cast<int>(static_cast<double>(done_) / static_cast<double>(total_) * width);
         std::string bar(static_cast<std::size_t>(filled), '=');
         bar.resize(static_cast<std::size_t>(width), ' ');
-        std::fprintf(stderr, "\r\033[2K%s [%s] %llu/%llu", phase_.c_str(), bar.c_str(),
-                     static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_));
+        std::string bytes;
+        if (bytes_done_ > 0)
+            bytes = ", " + human_bytes(bytes_done_) + (bytes_total_ ? " of " + human_bytes(bytes_total_) : "") +
+                    " downloaded";
+        std::fprintf(stderr, "\r\033[2K%s [%s] %llu/%llu%s", phase_.c_str(), bar.c_str(),
+                     static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_), bytes.c_str());
     } else {
         std::fprintf(stderr, "\r\033[2K%s…", phase_.c_str());
     }

@@ -18,6 +18,8 @@ public:
     void phase(const std::string& name, std::uint64_t total) override;
     void advance(std::uint64_t n) override;
     void note(const std::string& line) override;
+    void download_total(std::uint64_t total) override;
+    void downloaded(std::uint64_t n) override;
     /// Clears the status line (before a summary is printed).
     void clear();
 
@@ -29,6 +31,7 @@ private:
     bool drawn_ = false;
     std::string phase_;
     std::uint64_t total_ = 0, done_ = 0;
+    std::uint64_t bytes_total_ = 0, bytes_done_ = 0;
     std::chrono::steady_clock::time_point last_draw_{};
 };
 

@@ -41,7 +41,8 @@ fs::path download_path(const ArtifactRequest& request, const fs::path& downloads
     return downloads_dir / (request.sha256 + ".whl");
 }
 
-fs::path download_artifact(HttpClient& http, const ArtifactRequest& request, const fs::path& downloads_dir) {
+fs::path download_artifact(HttpClient& http, const ArtifactRequest& request, const fs::path& downloads_dir,
+                           const std::function<void(std::uint64_t)>& on_bytes) {
     fs::path path = download_path(request, downloads_dir);
     std::error_code ec;
     fs::create_directories(downloads_dir, ec);
@@ -50,6 +51,7 @@ fs::path download_artifact(HttpClient& http, const ArtifactRequest& request, con
     req.ca_file = request.ca;
     req.username = request.username;
     req.password = request.password;
+    req.on_bytes = on_bytes;
     if (!fs::exists(path, ec)) http.download(req, path, /*resumable=*/true);
     if (request.size) {
         auto got = fs::file_size(path, ec);

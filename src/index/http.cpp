@@ -126,6 +126,7 @@ struct Collected {
     bool decided = false;        // the first body byte of this response has been seen
     bool to_file = false;        // this response's body goes to the file
     bool write_failed = false;
+    const std::function<void(std::uint64_t)>* on_bytes = nullptr;
     std::map<std::string, std::string> headers;  // lowercase names, last value
 };
 
@@ -153,6 +154,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
             return 0;
         }
         c->written += len;
+        if (c->on_bytes && *c->on_bytes) (*c->on_bytes)(len);
     } else if (c->fd < 0 || c->body.size() < (64 << 10)) {
         c->body.append(data, len);
     }
@@ -294,6 +296,7 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         attempts = attempt;
         got = Collected{};
         got.fd = fd;
+        got.on_bytes = &req.on_bytes;
         if (fd >= 0) {
             // Whatever an earlier attempt (or an earlier run) wrote stays: ask for the rest.
             off_t end = ::lseek(fd, 0, SEEK_END);

@@ -298,6 +298,13 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         return items[x].file->size.value_or(0) > items[y].file->size.value_or(0);
     });
     progress.phase("Fetching", missing.size());
+    {
+        std::uint64_t to_download = 0;
+        for (std::size_t i : missing)
+            if (!index::local_artifact_path(request_for(items[i]), lock_path.parent_path()))
+                to_download += items[i].file->size.value_or(0);
+        progress.download_total(to_download);
+    }
     // One pool for the whole fetch-and-ingest: each wheel's fetch task (downloads first,
     // largest wheels first) adds that wheel's ingest tasks, and the biggest pieces of work of
     // all wheels run first, so torch's gigabyte library starts at once and its thousands of
@@ -356,7 +363,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                     archive = *local;
                 } else {
                     p.downloaded = index::download_path(req, downloads_dir);
-                    archive = index::download_artifact(http, req, downloads_dir);
+                    archive = index::download_artifact(http, req, downloads_dir,
+                                                       [&](std::uint64_t n) { progress.downloaded(n); });
                 }
                 p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256, item.filename, true);
             });

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -35,7 +36,8 @@ std::filesystem::path download_path(const ArtifactRequest& request, const std::f
 /// one, is continued with a Range request. A file whose size differs from `request.size` is
 /// removed and reported (code `integrity`). Throws `Error` (network, exit 4) naming the URL.
 std::filesystem::path download_artifact(HttpClient& http, const ArtifactRequest& request,
-                                        const std::filesystem::path& downloads_dir);
+                                        const std::filesystem::path& downloads_dir,
+                                        const std::function<void(std::uint64_t)>& on_bytes = {});
 
 /// Parses a `file:` URL into a local path (percent-decoded); empty when `url` is not one.
 std::filesystem::path file_url_path(std::string_view url);

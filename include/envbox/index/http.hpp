@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +26,8 @@ struct HttpRequest {
     std::optional<std::string> username, password;
     bool cache = false;                        ///< use and fill the page cache
     std::optional<std::string> range = std::nullopt;  ///< "bytes=-65536", "bytes=100-199" (never cached)
+    /// `download` only: called with each chunk's size as it reaches the file (any thread).
+    std::function<void(std::uint64_t)> on_bytes = {};
 };
 
 struct HttpResponse {

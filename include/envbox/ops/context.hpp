@@ -18,6 +18,10 @@ public:
     virtual void phase(const std::string& name, std::uint64_t total) { (void)name, (void)total; }
     /// `n` more units of the current phase are done.
     virtual void advance(std::uint64_t n) { (void)n; }
+    /// Bytes downloaded during the current phase, beside its units: `total` (0 when unknown)
+    /// sets the expected sum, `n` adds what arrived. Called from any thread.
+    virtual void download_total(std::uint64_t total) { (void)total; }
+    virtual void downloaded(std::uint64_t n) { (void)n; }
     /// A line worth showing (fallbacks, waits); shown with -v or when it matters.
     virtual void note(const std::string& line) { (void)line; }
 };

@@ -37,13 +37,13 @@ std::optional<fs::path> local_artifact_path(const ArtifactRequest& request, cons
     return p.lexically_normal();
 }
 
-fs::path download_path(const ArtifactRequest& request, const fs::path& downloads_dir) {
-    return downloads_dir / (request.sha256 + ".whl");
+fs::path download_path(const fs::path& downloads_dir, std::string_view sha256) {
+    return downloads_dir / (std::string(sha256) + ".whl");
 }
 
 fs::path download_artifact(HttpClient& http, const ArtifactRequest& request, const fs::path& downloads_dir,
                            const std::function<void(std::uint64_t)>& on_bytes) {
-    fs::path path = download_path(request, downloads_dir);
+    fs::path path = download_path(downloads_dir, request.sha256);
     std::error_code ec;
     fs::create_directories(downloads_dir, ec);
     HttpRequest req;

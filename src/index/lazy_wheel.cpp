@@ -38,12 +38,17 @@ std::optional<std::string> read_dist_info_from_zip(const std::string& archive, c
     return read_member(get, archive.size(), archive.substr(archive.size() - tail), leaf);
 }
 
-std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf) {
+std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf,
+                                                 std::string* whole) {
     HttpRequest tail_req = wheel;
     tail_req.cache = false;
     tail_req.range = "bytes=-" + std::to_string(zip::kTailSize);
     HttpResponse tail = http.get(tail_req);
-    if (tail.status == 200) return read_dist_info_from_zip(tail.body, leaf);  // ranges ignored: the whole file
+    if (tail.status == 200) {  // ranges ignored: the whole file
+        auto meta = read_dist_info_from_zip(tail.body, leaf);
+        if (whole) *whole = std::move(tail.body);
+        return meta;
+    }
     if (tail.status != 206) return std::nullopt;
     auto slash = tail.content_range.find('/');
     if (slash == std::string::npos) return std::nullopt;

@@ -286,7 +286,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
             auto req = request_for(items[i]);
             std::error_code exists_ec;
             if (!index::local_artifact_path(req, lock_path.parent_path()) &&
-                !fs::exists(index::download_path(req, downloads_dir), exists_ec))
+                !fs::exists(index::download_path(downloads_dir, req.sha256), exists_ec))
                 throw Error(ErrorCode::network, "--offline: " + items[i].filename +
                                                     " is not in the store and would be downloaded from " + req.location);
         }
@@ -362,7 +362,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                 if (auto local = index::local_artifact_path(req, lock_path.parent_path())) {
                     archive = *local;
                 } else {
-                    p.downloaded = index::download_path(req, downloads_dir);
+                    p.downloaded = index::download_path(downloads_dir, req.sha256);
                     archive = index::download_artifact(http, req, downloads_dir,
                                                        [&](std::uint64_t n) { progress.downloaded(n); });
                 }

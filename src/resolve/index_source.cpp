@@ -274,10 +274,23 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
         } else if (!wheel.url.starts_with("file:")) {
             // No metadata file: read METADATA out of the remote wheel with range requests.
             Slot slot(slots_, cancelled_);
+            std::string whole;
             auto meta = index::read_remote_dist_info(
                 http_, {wheel.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
                         ix ? ix->password : std::nullopt, false},
-                "METADATA");
+                "METADATA", &whole);
+            if (!whole.empty()) {
+                // The server sent the whole wheel: kept for `digest_and_size` and for create.
+                const std::string digest = to_hex(sha256(whole));
+                if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && digest != h->second)
+                    throw Error(ErrorCode::integrity, wheel.filename + " does not match the sha256 its index gives");
+                fs::create_directories(tmp_dir_);
+                static std::atomic<unsigned> counter{0};
+                fs::path tmp = tmp_dir_ / ("whole-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".whl");
+                ScopedRemove remove(tmp);
+                write_file_atomic(tmp, whole, 0644, Durability::none);
+                keep_download(tmp, digest, wheel.url, whole.size());
+            }
             if (meta) text = std::move(*meta);
         }
         if (text.empty() && !wheel.has_metadata) {
@@ -294,11 +307,13 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
                                 ix ? ix->password : std::nullopt, false},
                                tmp);
             }
-            if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && to_hex(sha256_file(tmp)) != h->second)
+            const std::string digest = to_hex(sha256_file(tmp));
+            if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && digest != h->second)
                 throw Error(ErrorCode::integrity, wheel.filename + " does not match the sha256 its index gives");
             auto meta = store::read_dist_info_file(tmp, "METADATA");
             if (!meta) throw Error(ErrorCode::integrity, wheel.filename + " has no METADATA");
             text = std::move(*meta);
+            if (!wheel.url.starts_with("file:")) keep_download(tmp, digest, wheel.url, fs::file_size(tmp));
         }
         if (cached) {
             fs::create_directories(cached->parent_path(), ec);
@@ -334,12 +349,44 @@ std::pair<std::string, std::optional<std::uint64_t>> IndexSource::digest_and_siz
                                                                                  const pep::Version& version) {
     ChosenWheel c = chosen(name, version);
     if (auto h = c.file.hashes.find("sha256"); h != c.file.hashes.end()) return {h->second, c.file.size};
+    // An index that gives no hash: the wheel itself is hashed (a local one in place).
+    if (c.file.url.starts_with("file:")) {
+        fs::path local = index::file_url_path(c.file.url);
+        return {to_hex(sha256_file(local)), fs::file_size(local)};
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = fetched_whole_.find(c.file.url); it != fetched_whole_.end()) return it->second;
+    }
+    const IndexConfig* ix = nullptr;
+    for (const auto& i : indexes_)
+        if (i.name == c.index_name) ix = &i;
     fs::create_directories(tmp_dir_);
-    fs::path tmp = tmp_dir_ / ("digest-" + std::to_string(::getpid()) + "-" + c.file.filename);
+    static std::atomic<unsigned> counter{0};
+    fs::path tmp = tmp_dir_ / ("digest-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".whl");
     ScopedRemove remove(tmp);
-    if (c.file.url.starts_with("file:")) fs::copy_file(index::file_url_path(c.file.url), tmp);
-    else http_.download({c.file.url, {}, std::nullopt, std::nullopt, std::nullopt, false}, tmp);
-    return {to_hex(sha256_file(tmp)), fs::file_size(tmp)};
+    http_.download({c.file.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
+                    ix ? ix->password : std::nullopt, false},
+                   tmp);
+    std::string digest = to_hex(sha256_file(tmp));
+    std::uint64_t size = fs::file_size(tmp);
+    keep_download(tmp, digest, c.file.url, size);
+    return {digest, size};
+}
+
+void IndexSource::keep_download(const fs::path& file, const std::string& digest, const std::string& url,
+                                std::uint64_t size) {
+    {
+        std::lock_guard lock(mutex_);
+        fetched_whole_[url] = {digest, size};
+    }
+    // Where `create` looks before downloading (index::download_path): the wheel is not fetched
+    // twice.
+    std::error_code ec;
+    fs::path dir = tmp_dir_.parent_path() / "cache" / "downloads";
+    fs::create_directories(dir, ec);
+    fs::path dest = index::download_path(dir, digest);
+    if (!fs::exists(dest, ec)) fs::rename(file, dest, ec);
 }
 
 }  // namespace envbox::resolve

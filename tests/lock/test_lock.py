@@ -302,6 +302,63 @@ url = "file://{flat}"
         r = self.envbox("run", "flat", "--", "python", "-c", "import wheel; print(wheel.__version__)")
         self.assertTrue(r.stdout.strip())
 
+    def test_a_wheel_fetched_whole_while_locking_is_not_downloaded_again(self):
+        # An index with no hashes and no metadata files, on a server without range support
+        # (Python's http.server): lock must fetch each wheel whole (for METADATA and sha256);
+        # create then finds them in cache/downloads and asks the server for nothing.
+        import http.server
+        import socketserver
+        import threading
+        www = os.path.join(self.tmp, "bare")
+        os.makedirs(os.path.join(www, "files"), exist_ok=True)
+        for w in glob.glob("/usr/share/python-wheels/*.whl"):
+            shutil.copy(w, os.path.join(www, "files"))
+            name = re.sub(r"[-_.]+", "-", os.path.basename(w).split("-")[0]).lower()
+            os.makedirs(os.path.join(www, "simple", name), exist_ok=True)
+            with open(os.path.join(www, "simple", name, "index.html"), "w") as f:
+                f.write(f'<a href="../../files/{os.path.basename(w)}">{os.path.basename(w)}</a>\n')
+        seen = []
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **k):
+                super().__init__(*a, directory=www, **k)
+
+            def do_GET(self):  # noqa: N802
+                seen.append((self.path, self.headers.get("Range")))
+                super().do_GET()
+
+            def log_message(self, *a):
+                pass
+
+        httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        try:
+            self.write("bare", f"""[environment]
+python = "{PYV}"
+platform = "manylinux_2_28_x86_64"
+requirements = ["wheel", "pip"]
+
+[[index]]
+name = "bare"
+url = "{url}/simple"
+""")
+            home = os.path.join(self.tmp, "bare-home")
+            self.envbox("lock", "bare", home=home)
+            wheel_gets = [p for p, _ in seen if p.startswith("/files/")]
+            self.assertTrue(wheel_gets)
+            self.assertEqual(len(wheel_gets), len(set(wheel_gets)), f"each wheel fetched once: {wheel_gets}")
+            seen.clear()
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+        # The server is gone: create builds from what lock fetched.
+        self.envbox("create", "bare", "--locked", home=home)
+        r = self.envbox("run", "bare", "--", "python", "-c", "import wheel; print(wheel.__version__)", home=home)
+        self.assertTrue(r.stdout.strip())
+        self.assertEqual(glob.glob(os.path.join(home, "cache", "downloads", "*.whl")), [],
+                         "downloads go once their wheels are stored")
+
     def test_warm_relock_and_offline(self):
         import json
         self.envbox("lock", "train")

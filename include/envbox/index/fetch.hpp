@@ -28,8 +28,10 @@ struct ArtifactRequest {
 std::optional<std::filesystem::path> local_artifact_path(const ArtifactRequest& request,
                                                          const std::filesystem::path& base_dir);
 
-/// Where `download_artifact` puts a URL artifact: `<downloads_dir>/<sha256>.whl`.
-std::filesystem::path download_path(const ArtifactRequest& request, const std::filesystem::path& downloads_dir);
+/// Where a wheel of this sha256 is downloaded to, and looked for before downloading:
+/// `<downloads_dir>/<sha256>.whl` (`download_artifact`, and `lock` when it had to fetch a whole
+/// wheel).
+std::filesystem::path download_path(const std::filesystem::path& downloads_dir, std::string_view sha256);
 
 /// Downloads an `http(s)` artifact to `download_path` (unverified), unless a complete copy is
 /// there already. Resumable: a part left by an interrupted download, in this run or an earlier

@@ -14,7 +14,10 @@ namespace envbox::index {
 /// The content of the wheel's top-level `*.dist-info/<leaf>`; nullopt when the server does not
 /// honour ranges or the member is missing (the caller then downloads the wheel). Throws `Error`
 /// (integrity) for a damaged archive.
-std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf);
+/// When the server ignores ranges and sends the whole wheel, that wheel goes to `whole` (when
+/// given) so the caller need not fetch it again.
+std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf,
+                                                 std::string* whole = nullptr);
 
 /// The same over bytes already in memory (a whole wheel), for servers that ignore ranges.
 std::optional<std::string> read_dist_info_from_zip(const std::string& archive, const std::string& leaf);

@@ -71,6 +71,10 @@ private:
     };
 
     std::shared_future<std::shared_ptr<Project>> project_future(const std::string& name);
+    /// Moves a whole wheel fetched while locking (from `url`) to where `create` finds it
+    /// (cache/downloads), and remembers its digest and size for `digest_and_size`.
+    void keep_download(const std::filesystem::path& file, const std::string& digest, const std::string& url,
+                       std::uint64_t size);
     std::shared_ptr<Project> fetch_project(const std::string& name);
     Dependencies fetch_dependencies(const std::string& name, const VersionInfo& v, const Project& p);
     const VersionInfo& version_info(const std::string& name, const pep::Version& version);
@@ -85,6 +89,8 @@ private:
     std::mutex mutex_;
     std::map<std::string, std::shared_future<std::shared_ptr<Project>>> projects_;
     std::map<std::string, std::shared_future<Dependencies>> metadata_;
+    /// Wheels fetched whole while locking: url → (sha256, size).
+    std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>> fetched_whole_;
     std::counting_semaphore<64> slots_{32};  ///< requests in flight at once
     std::atomic<bool> cancelled_{false};     ///< set when the source goes: queued prefetches stop
 };

@@ -11,9 +11,9 @@ bundle="$1"; repack="$2"; out="$3"
 mkdir -p "$out"
 log="$out/device_bench.txt"
 exec > "$log" 2>&1
-tar -C /tmp -xzf "$bundle"
-E=$(ls -d /tmp/envbox-*/bin/envbox | head -1)
-PY=$(command -v python3)
+start=$(date +%s)
+. bench/device_common.sh
+repack_s=$(( $(date +%s) - start ))
 timed() { # timed LABEL CMD... : wall seconds and peak RSS of CMD
     label="$1"; shift
     "$PY" - "$label" "$@" <<'PYEOF'
@@ -30,11 +30,8 @@ for line in r.stderr.splitlines():
 PYEOF
 }
 echo "== machine"; head -1 /etc/os-release; nproc; cat /sys/module/nvidia/version; $E --version
-SP=$("$PY" -c "import site; print(site.getsitepackages()[0])")
 echo "== repack $SP"
-start=$(date +%s)
-"$PY" "$repack" "$SP" /tmp/wh --jobs "$(nproc)" > /tmp/repack.txt
-echo "repacked $(wc -l < /tmp/repack.txt) wheels, $(du -sh /tmp/wh | cut -f1), in $(( $(date +%s) - start )) s"
+echo "repacked $(wc -l < /tmp/repack.txt) wheels, $(du -sh /tmp/wh | cut -f1), in $repack_s s"
 "$PY" - <<'PYEOF'
 import glob, zipfile
 ms = []

@@ -8,11 +8,7 @@ set -u
 bundle="$1"; repack="$2"; out="$3"
 mkdir -p "$out"
 exec > "$out/device_lock_bench.txt" 2>&1
-tar -C /tmp -xzf "$bundle"
-E=$(ls -d /tmp/envbox-*/bin/envbox | head -1)
-PY=$(command -v python3)
-SP=$("$PY" -c "import site; print(site.getsitepackages()[0])")
-[ -s /tmp/repack.txt ] || "$PY" "$repack" "$SP" /tmp/wh --jobs "$(nproc)" > /tmp/repack.txt
+. bench/device_common.sh
 "$PY" - <<'PYEOF'
 import hashlib, os, re, zipfile
 root = "/tmp/idx"

@@ -7,11 +7,7 @@ set -u
 bundle="$1"; repack="$2"; out="$3"
 mkdir -p "$out"
 exec > "$out/device_tmpfs.txt" 2>&1
-tar -C /tmp -xzf "$bundle"
-E=$(ls -d /tmp/envbox-*/bin/envbox | head -1)
-PY=$(command -v python3)
-SP=$("$PY" -c "import site; print(site.getsitepackages()[0])")
-"$PY" "$repack" "$SP" /tmp/wh --jobs "$(nproc)" > /tmp/repack.txt
+. bench/device_common.sh
 mkdir -p /tmp/p/manifests
 "$PY" tools/wheelgen.py lock /tmp/p/manifests/pylock.torch.toml /tmp/wh/*.whl
 sync

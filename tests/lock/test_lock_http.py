@@ -178,6 +178,16 @@ class Faults(Base):
             def log_message(self, *a):
                 pass
 
+            def start_a_long_page(self):
+                """Headers promising 100 000 bytes, then six of them."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                self.wfile.write(b"<html>")
+                self.wfile.flush()
+                self.close_connection = True
+
             def do_GET(self):
                 outer.headers_seen.append((self.path, self.headers.get("Authorization")))
                 n = outer.seen.get(self.path, 0)
@@ -215,25 +225,13 @@ class Faults(Base):
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
                     else:
-                        self.send_response(200)
-                        self.send_header("Content-Type", "text/html")
-                        self.send_header("Content-Length", "100000")
-                        self.end_headers()
-                        self.wfile.write(b"<html>")
-                        self.wfile.flush()
-                        self.close_connection = True
+                        self.start_a_long_page()
                         self.connection.shutdown(socket.SHUT_RDWR)
                     return
                 if self.path.startswith("/slow/") and n < 2 and not self.path.endswith("/simple/"):
                     # Headers, then nothing for longer than the client's stall timeout.
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/html")
-                    self.send_header("Content-Length", "100000")
-                    self.end_headers()
-                    self.wfile.write(b"<html>")
-                    self.wfile.flush()
+                    self.start_a_long_page()
                     time.sleep(4)
-                    self.close_connection = True
                     return
                 if self.path.startswith("/flaky/") or self.path.startswith("/slow/"):
                     self.path = "/pypi/" + self.path.split("/", 2)[2]

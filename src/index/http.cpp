@@ -315,7 +315,6 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
             list = curl_slist_append(list, ("Range: bytes=" + r).c_str());
         } else if (got.offset > 0) {
             list = curl_slist_append(list, ("Range: bytes=" + std::to_string(got.offset) + "-").c_str());
-            stats_.resumed++;
         }
         curl_easy_setopt(c, CURLOPT_SHARE, shared_->share);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 
 #include "envbox/util/error.hpp"
 #include "envbox/util/zip.hpp"

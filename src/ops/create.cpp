@@ -263,16 +263,18 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     // Downloads land in cache/downloads/<sha256>.whl (resumed there when interrupted) and go
     // once their wheel is in the store; the index's CA and credentials come from the manifest.
     const fs::path downloads_dir = ctx.home / "cache" / "downloads";
+    const std::vector<resolve::IndexConfig> index_config =
+        manifest ? index_configs(*manifest, manifest_path) : std::vector<resolve::IndexConfig>{};
     auto request_for = [&](const Item& item) {
         index::ArtifactRequest req;
         req.display = item.filename;
         req.location = item.file->path ? *item.file->path : item.file->url.value_or("");
         req.sha256 = item.sha256;
         req.size = item.file->size;
-        if (manifest && item.package->index) {
+        if (item.package->index) {
             std::string url = *item.package->index;
             while (!url.empty() && url.back() == '/') url.pop_back();
-            for (const auto& c : index_configs(*manifest, manifest_path))
+            for (const auto& c : index_config)
                 if (c.url == url) {
                     req.ca = c.ca;
                     req.username = c.username;

@@ -201,6 +201,14 @@ static Error digest_mismatch(const std::string& filename, const fs::path& archiv
                                            expected + ", got " + actual + "; nothing was stored");
 }
 
+// When a wheel proves damaged, the better report is that the file is not the one the lock
+// names: hashes it and throws that if so; returns when the digest matches.
+static void blame_the_file_if_not_the_locked_one(const std::string& filename, const fs::path& archive,
+                                                 const std::string& expected) {
+    std::string actual = to_hex(sha256_file(archive));
+    if (actual != expected) throw digest_mismatch(filename, archive, expected, actual);
+}
+
 struct Ingest::Impl {
     const Store& store;
     fs::path archive;
@@ -358,10 +366,7 @@ Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& w
         if (e.code() != ErrorCode::integrity) throw;
         // Not a zip: when it is not even the file the lock names (an error page saved by a
         // proxy, a truncated copy), that is what to say.
-        if (check_digest) {
-            std::string actual = to_hex(sha256_file(archive));
-            if (actual != wheel_sha256) throw digest_mismatch(filename, archive, wheel_sha256, actual);
-        }
+        if (check_digest) blame_the_file_if_not_the_locked_one(filename, archive, wheel_sha256);
         throw Error(ErrorCode::integrity, filename + ": not a readable wheel: " + e.what());
     }
     Impl& im = *impl_;
@@ -448,8 +453,7 @@ void Ingest::run_task(std::size_t t) {
     } catch (Error& e) {
         // A damaged member of a file that is not the one the lock names: say that instead.
         if (e.code() != ErrorCode::integrity || !im.check_digest) throw;
-        std::string actual = to_hex(sha256_file(im.archive));
-        if (actual != im.wheel_sha256) throw digest_mismatch(im.filename, im.archive, im.wheel_sha256, actual);
+        blame_the_file_if_not_the_locked_one(im.filename, im.archive, im.wheel_sha256);
         throw;
     }
 }

@@ -86,20 +86,9 @@ void TaskPool::work() {
 }
 
 void TaskPool::run() {
-    {
-        std::lock_guard lock(mutex_);
-        // Counted as running while the workers start, so none of them sees an empty pool
-        // before the first task is taken.
-        ++running_;
-    }
     std::vector<std::thread> pool;
     pool.reserve(jobs_ - 1);
     for (unsigned t = 1; t < jobs_; ++t) pool.emplace_back([this] { work(); });
-    {
-        std::lock_guard lock(mutex_);
-        --running_;
-    }
-    wake_.notify_all();
     work();
     for (auto& t : pool) t.join();
     if (error_) std::rethrow_exception(error_);

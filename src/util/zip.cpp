@@ -92,16 +92,21 @@ void decode_stream(const Member& m, Next&& next, const Sink& sink) {
     if (crc != m.crc32) bad(quoted(m) + " fails its CRC-32 check (damaged archive)");
 }
 
-std::string pread_exact(int fd, std::uint64_t offset, std::uint64_t length, const std::string& path) {
-    std::string out(length, '\0');
-    std::uint64_t done = 0;
+// Exactly `length` bytes at `offset` into `buf`.
+void pread_into(int fd, void* buf, std::size_t length, std::uint64_t offset, const std::string& path) {
+    std::size_t done = 0;
     while (done < length) {
-        ssize_t n = ::pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
+        ssize_t n = ::pread(fd, static_cast<char*>(buf) + done, length - done, static_cast<off_t>(offset + done));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) throw Error(ErrorCode::generic, "cannot read " + path + ": " + std::strerror(errno));
         if (n == 0) bad(path + " is truncated");
-        done += static_cast<std::uint64_t>(n);
+        done += static_cast<std::size_t>(n);
     }
+}
+
+std::string pread_exact(int fd, std::uint64_t offset, std::uint64_t length, const std::string& path) {
+    std::string out(length, '\0');
+    pread_into(fd, out.data(), out.size(), offset, path);
     return out;
 }
 
@@ -242,14 +247,7 @@ void File::extract(std::size_t i, const Sink& sink) const {
     std::uint64_t left = m.compressed_size;
     auto next = [&](unsigned char* buf, std::size_t max) -> std::size_t {
         std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, max));
-        std::size_t done = 0;
-        while (done < want) {
-            ssize_t n = ::pread(fd_, buf + done, want - done, static_cast<off_t>(at + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) throw Error(ErrorCode::generic, "cannot read " + path_ + ": " + std::strerror(errno));
-            if (n == 0) bad(path_ + " is truncated");
-            done += static_cast<std::size_t>(n);
-        }
+        pread_into(fd_, buf, want, at, path_);
         at += want;
         left -= want;
         return want;

@@ -45,7 +45,6 @@ struct HttpStats {
     std::atomic<std::uint64_t> bytes{0};
     std::atomic<int> in_flight{0};
     std::atomic<int> peak_in_flight{0};
-    std::atomic<std::uint64_t> resumed{0};     ///< requests that continued a partial download
 };
 
 /// The CA bundle to verify TLS with when nothing names one: `SSL_CERT_FILE`, else the first

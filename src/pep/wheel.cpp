@@ -254,13 +254,24 @@ bool script_name_escapes(std::string_view name) {
     return depth <= 0;  // "." and "a/.." name the scripts directory itself
 }
 
+std::string sh_quote(std::string_view word) {
+    std::string out = "'";
+    for (char c : word) {
+        if (c == '\'') out += R"('\'')";
+        else if (c == '\\') out += R"('"\\"')";
+        else out += c;
+    }
+    return out + "'";
+}
+
 std::string shebang_for(std::string_view python) {
-    bool simple = python.find(' ') == std::string_view::npos && python.size() + 3 <= 127;
+    // The kernel splits a shebang line at the first blank and ends it at the newline; every
+    // other byte ($, quotes, parentheses) is taken literally, so only those need the trampoline.
+    bool simple = python.find_first_of(" \t\n") == std::string_view::npos && python.size() + 3 <= 127;
     if (simple) return "#!" + std::string(python) + "\n";
-    std::string quoted = python.find(' ') == std::string_view::npos
-                             ? std::string(python)
-                             : "\"" + std::string(python) + "\"";
-    return "#!/bin/sh\n'''exec' " + quoted + " \"$0\" \"$@\"\n' '''\n";
+    // Line 2 is a command to sh and the start of one string literal to Python, which compiles
+    // the whole file: sh_quote leaves Python only the valid escapes \' and \\ in it.
+    return "#!/bin/sh\n'''exec' " + sh_quote(python) + " \"$0\" \"$@\"\n' '''\n";
 }
 
 std::string rewrite_shebang(std::string_view content, std::string_view python) {

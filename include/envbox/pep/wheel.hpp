@@ -76,8 +76,15 @@ bool in_pycache(std::string_view path);
 /// directory itself): `../x`, `/etc/x`, `.`, `..`, `a/../../x`.
 bool script_name_escapes(std::string_view name);
 
-/// The shebang envbox writes for `python`: `#!PYTHON\n`, or a `/bin/sh` exec trampoline when
-/// the path has a space or the line would exceed 127 bytes (the kernel limit of older Linux).
+/// `word` as one POSIX shell word: in single quotes, a `'` written `'\''` (as pip and distlib
+/// do) and a `\` written `'"\\"'`, so that the quoted text, read as the inside of a Python
+/// string literal, holds no escape but `\'` and `\\` (no SyntaxError, no SyntaxWarning).
+std::string sh_quote(std::string_view word);
+
+/// The shebang envbox writes for `python`: `#!PYTHON\n`, or a `/bin/sh` exec trampoline
+/// (`'''exec' 'PYTHON' "$0" "$@"`, valid sh and valid Python) when the path has a blank or a
+/// newline or the line would exceed 127 bytes (the kernel limit of older Linux). Any other
+/// byte (`$`, `` ` ``, `"`, `(`, `\`) is safe in both forms.
 std::string shebang_for(std::string_view python);
 
 /// For a script whose first line starts with `#!python` (including `#!pythonw`), replaces

@@ -1,5 +1,6 @@
 #include "envbox/lock/manifest.hpp"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -29,14 +30,15 @@ public:
     explicit ManifestReader(std::string_view source) : r_(source) {}
 
     Manifest read(const toml::table& doc) {
-        static const std::set<std::string_view> top{"environment", "index", "sources", "run", "tool"};
-        for (const auto& [key, node] : doc)
-            if (!top.count(key.str()))
-                r_.fail(&node, 0, "Unknown key (expected environment, index, sources, run or tool)",
-                        key.str());
+        // Every key envbox reads, table by table: a typo (`explict`) must not pass for a
+        // setting that was never applied. [sources] and [run.env] take any name.
+        r_.require_known_keys(doc, {"environment", "index", "sources", "run", "install", "tool"}, "",
+                              kToolHint);
+        if (const toml::node* tool = doc.get("tool"); tool && !tool->is_table()) r_.wrong_type(*tool, "Mapping", "tool");
         Manifest m;
         const auto* env = r_.opt_table(doc, "environment", "");
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
+        r_.require_known_keys(*env, {"python", "platform", "cuda", "requirements"}, "environment", kToolHint);
         const int line = TomlReader::line_of(*env);
         m.python = r_.req_string(*env, "python", "environment", line);
         if (!parse_major_minor(m.python, m.python_major, m.python_minor) || m.python_major != 3)
@@ -68,11 +70,13 @@ public:
                 std::string path = TomlReader::index("index", k);
                 if (!n.is_table()) r_.wrong_type(n, "Mapping", path);
                 const auto& t = *n.as_table();
+                r_.require_known_keys(t, {"name", "url", "explicit", "ca", "ignore-error-codes"}, path, kToolHint);
                 IndexSpec spec;
                 spec.name = r_.req_string(t, "name", path, TomlReader::line_of(n));
                 spec.url = r_.req_string(t, "url", path, TomlReader::line_of(n));
                 spec.explicit_ = r_.opt_bool(t, "explicit", path).value_or(false);
                 spec.ca = r_.opt_string(t, "ca", path);
+                spec.ignore_error_codes = read_status_codes(t, path);
                 if (!names.insert(spec.name).second)
                     r_.fail(t.get("name"), 0, "Duplicate index name '" + spec.name + "'", path + ".name");
                 if (spec.url.rfind("https://", 0) != 0 && spec.url.rfind("http://", 0) != 0 &&
@@ -95,6 +99,7 @@ public:
             }
         }
         if (const auto* run = r_.opt_table(doc, "run", "")) {
+            r_.require_known_keys(*run, {"env"}, "run", kToolHint);
             if (const auto* env_vars = r_.opt_table(*run, "env", "run")) {
                 for (const auto& [key, node] : *env_vars) {
                     if (!node.is_string()) r_.wrong_type(node, "str", "run.env." + std::string(key.str()));
@@ -102,10 +107,53 @@ public:
                 }
             }
         }
+        if (const auto* install = r_.opt_table(doc, "install", "")) {
+            r_.require_known_keys(*install, {"prefer"}, "install", kToolHint);
+            m.install_prefer = read_prefer(*install);
+        }
         return m;
     }
 
 private:
+    static constexpr std::string_view kToolHint = "settings for other tools belong under [tool.NAME]";
+
+    // `ignore-error-codes = [403]`: HTTP error statuses (400-599), each once.
+    std::vector<int> read_status_codes(const toml::table& t, const std::string& parent) {
+        std::vector<int> codes;
+        const std::string path = TomlReader::join(parent, "ignore-error-codes");
+        const auto* list = r_.opt_array(t, "ignore-error-codes", parent);
+        if (!list) return codes;
+        for (std::size_t k = 0; k < list->size(); ++k) {
+            const toml::node& n = *list->get(k);
+            if (!n.is_integer()) r_.wrong_type(n, "int", TomlReader::index(path, k));
+            std::int64_t code = n.as_integer()->get();
+            if (code < 400 || code > 599)
+                r_.fail(&n, 0, "Expected an HTTP error status (400-599), not " + std::to_string(code),
+                        TomlReader::index(path, k));
+            if (std::find(codes.begin(), codes.end(), code) == codes.end()) codes.push_back(static_cast<int>(code));
+        }
+        return codes;
+    }
+
+    // `prefer = ["opencv-python-headless"]`: valid package names, each once.
+    std::vector<PreferredPackage> read_prefer(const toml::table& install) {
+        std::vector<PreferredPackage> out;
+        const auto* list = r_.opt_array(install, "prefer", "install");
+        if (!list) return out;
+        for (std::size_t k = 0; k < list->size(); ++k) {
+            const toml::node& n = *list->get(k);
+            std::string path = TomlReader::index("install.prefer", k);
+            if (!n.is_string()) r_.wrong_type(n, "str", path);
+            std::string name(n.as_string()->get());
+            if (!pep::is_valid_name(name)) r_.fail(&n, 0, "Invalid package name '" + name + "'", path);
+            PreferredPackage p{pep::canonicalize_name(name), TomlReader::line_of(n)};
+            for (const auto& q : out)
+                if (q.name == p.name) r_.fail(&n, 0, "'" + name + "' is listed twice", path);
+            out.push_back(std::move(p));
+        }
+        return out;
+    }
+
     TomlReader r_;
 };
 
@@ -113,6 +161,14 @@ private:
 
 Result<Manifest> Manifest::parse(std::string_view text, std::string_view source) {
     return read_document<ManifestReader>(text, source);
+}
+
+std::optional<Error> Manifest::check_prefer(const std::vector<std::string>& lock_names, std::string_view source) const {
+    for (const auto& p : install_prefer)
+        if (std::find(lock_names.begin(), lock_names.end(), p.name) == lock_names.end())
+            return Error(ErrorCode::invalid_input, std::string(source) + ":" + std::to_string(p.line) + ": '" + p.name +
+                                                       "' is not a package of the lock in 'install.prefer'");
+    return std::nullopt;
 }
 
 Result<pep::TargetTags> Manifest::target_tags() const {

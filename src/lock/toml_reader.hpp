@@ -2,12 +2,16 @@
 // Typed, located access to a parsed TOML document: every value read through a Reader knows its
 // key path (`packages[3].wheels[0].size`) and line, so validation errors name both.
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 #include <toml++/toml.h>
 
 #include "envbox/util/error.hpp"
@@ -122,6 +126,61 @@ public:
     }
 
     static int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
+
+    /// Refuses any key of `t` not in `known` (opt-in: pylock.toml's readers tolerate unknown
+    /// keys, as PEP 751 asks). The error names the file, the key's line, its path and, when
+    /// one is close enough to be a typo, the valid key meant: "did you mean 'explicit'?".
+    void require_known_keys(const toml::table& t, std::initializer_list<std::string_view> known,
+                            std::string_view parent, std::string_view elsewhere) const {
+        for (const auto& [key, node] : t) {
+            bool ok = false;
+            for (auto k : known) ok = ok || k == key.str();
+            if (ok) continue;
+            std::string what = "Unknown key '" + join(parent, key.str()) + "'";
+            if (auto near = closest(key.str(), known)) {
+                what += " (did you mean '" + std::string(*near) + "'?)";
+            } else {
+                what += " (expected ";
+                std::size_t i = 0;
+                for (auto k : known)
+                    what += (i++ == 0 ? "" : i == known.size() ? " or " : ", ") + std::string(k);
+                what += ")";
+            }
+            if (!elsewhere.empty()) what += "; " + std::string(elsewhere);
+            int line = key.source().begin.line ? static_cast<int>(key.source().begin.line) : line_of(node);
+            throw Error(ErrorCode::invalid_input, std::string(source_) + ":" + std::to_string(line) + ": " + what);
+        }
+    }
+
+    /// The element of `candidates` nearest to `word` ignoring case (optimal string alignment
+    /// distance: an insertion, deletion, substitution or swap of neighbours costs 1), when it
+    /// is at most a third of `word`'s length away (at least 1).
+    static std::optional<std::string_view> closest(std::string_view word,
+                                                   std::initializer_list<std::string_view> candidates) {
+        std::string lower(word);
+        for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::optional<std::string_view> best;
+        std::size_t best_d = std::max<std::size_t>(1, word.size() / 3) + 1;
+        for (auto c : candidates) {
+            std::size_t d = edit_distance(lower, c);
+            if (d < best_d) best_d = d, best = c;
+        }
+        return best;
+    }
+
+    static std::size_t edit_distance(std::string_view a, std::string_view b) {
+        std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+        for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+        for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+        for (std::size_t i = 1; i <= a.size(); ++i)
+            for (std::size_t j = 1; j <= b.size(); ++j) {
+                std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+                d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+                if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                    d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            }
+        return d[a.size()][b.size()];
+    }
 
 private:
     std::string_view source_;

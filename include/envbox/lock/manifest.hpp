@@ -21,6 +21,15 @@ struct IndexSpec {
     std::string url;        ///< base URL of the simple API
     bool explicit_ = false; ///< serves only packages pinned to it in `[sources]`
     std::optional<std::string> ca;  ///< CA bundle for this index's TLS
+    /// `ignore-error-codes`: HTTP statuses that mean "this index does not have the project"
+    /// for this index, as 404 and 410 do for every index (uv's setting of the same name).
+    std::vector<int> ignore_error_codes;
+};
+
+/// A package named in `[install].prefer`, with the line that names it.
+struct PreferredPackage {
+    std::string name;  ///< normalised
+    int line = 0;
 };
 
 /// A parsed, validated manifest.
@@ -34,11 +43,22 @@ struct Manifest {
     std::vector<IndexSpec> indexes;                  ///< in manifest order (priority order)
     std::map<std::string, std::string> sources;      ///< normalised package name → index name
     std::map<std::string, std::string> run_env;      ///< `[run].env`
+    /// `[install].prefer`: where two wheels ship one path with different content, the file of
+    /// the listed package is installed (opencv-python-headless over opencv-python). Without
+    /// it such a path is an install conflict.
+    std::vector<PreferredPackage> install_prefer;
 
     /// Parses and validates; errors read "SOURCE:LINE: what in 'key'" (ErrorCode::invalid_input).
     /// Checks: python is `3.N`, platform is a supported target, cuda is `X.Y`, requirements
-    /// parse, index names are unique and URLs absolute, `[sources]` name existing indexes.
+    /// parse, index names are unique and URLs absolute, `[sources]` name existing indexes,
+    /// `ignore-error-codes` are HTTP error statuses, `[install].prefer` names valid packages.
+    /// A key envbox does not know is an error naming its line and the closest valid key; keys
+    /// for other tools belong under `[tool.NAME]`, which envbox ignores.
     static Result<Manifest> parse(std::string_view text, std::string_view source);
+
+    /// The error for the first `[install].prefer` entry that names no package of `lock_names`
+    /// (normalised names), located in `source` (the manifest's path); nothing when all do.
+    std::optional<Error> check_prefer(const std::vector<std::string>& lock_names, std::string_view source) const;
 
     /// The ranked tags of this manifest's target (CPython python_major.python_minor on platform).
     Result<pep::TargetTags> target_tags() const;

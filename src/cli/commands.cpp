@@ -19,11 +19,11 @@ struct CommandSpec {
 
 }  // namespace
 
-void add_global_options(CLI::App& app, GlobalOptions& o) {
-    app.fallthrough();  // global options are accepted after the command name too
-    app.add_option("--home", o.home, "Store and environments root (default: $ENVBOX_HOME, "
-                                     "else $XDG_DATA_HOME/envbox)")
-        ->envname("ENVBOX_HOME");
+void add_global_options(CLI::App& app, GlobalOptions& o, bool on_subcommand) {
+    if (!on_subcommand) app.fallthrough();  // global options are accepted after the command name too
+    auto* home = app.add_option("--home", o.home, "Store and environments root (default: $ENVBOX_HOME, "
+                                                  "else $XDG_DATA_HOME/envbox)");
+    if (!on_subcommand) home->envname("ENVBOX_HOME");
     app.add_option("--project", o.project,
                    "Project root (default: nearest directory upward holding manifests/)");
     app.add_flag_function("-v,--verbose", [&o](std::int64_t n) { o.verbosity += static_cast<int>(n); },
@@ -40,9 +40,12 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
     static std::vector<std::string> envs;
     static std::string text_a, text_b, format = "text", link_mode, to_gen, textconv_file;
     static std::vector<std::string> upgrade_packages;
-    static bool flag_a = false, flag_b = false, flag_c = false, flag_all = false, flag_no_wait = false;
+    static bool flag_a = false, flag_b = false, flag_c = false, flag_all = false, flag_no_wait = false,
+                flag_force = false;
     static int keep = 3;
     static std::vector<std::string> command_line;
+    static std::string sandbox_mode;
+    static CLI::App* run_app = nullptr;
 
     const std::vector<CommandSpec> specs = {
         {"lock", "Resolve manifests/ENV.toml and write manifests/pylock.ENV.toml (PEP 751)",
@@ -66,18 +69,39 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
              c.add_flag("--offline", flag_c, "Use only the store and caches");
              c.add_flag("--no-wait", flag_no_wait,
                         "Fail at once if another envbox is building this environment");
+             c.add_flag("--force,--reinstall", flag_force,
+                        "Build a fresh generation even if up to date, from store objects checked by "
+                        "content (the repair for what `verify` reports)");
          },
          [&global] {
-             CreateArgs a{text_a, text_b, link_mode, flag_a, flag_b, flag_c, flag_no_wait};
+             CreateArgs a{text_a, text_b, link_mode, flag_a, flag_b, flag_c, flag_no_wait, flag_force};
              run_create(global, a);
          }},
         {"run", "Run a command inside ENV (sandboxed where the kernel allows)",
-         [](CLI::App& c) {
+         [&global](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();
-             c.add_flag("--no-sandbox", flag_a, "Run without the read-only sandbox");
-             c.add_option("CMD", command_line, "Command and arguments (after --)");
+             auto* off = c.add_flag("--no-sandbox", flag_a, "Run without the sandbox (--sandbox off)");
+             c.add_option("--sandbox", sandbox_mode,
+                          "auto (default; warn when the kernel allows none), strict (refuse to run "
+                          "unsandboxed) or off; default $ENVBOX_SANDBOX")
+                 ->check(CLI::IsMember({"auto", "strict", "off"}))
+                 ->excludes(off);
+             // The command's first word and everything after it are the command's, as with `uv
+             // run`: CLI11 stops at the first positional nothing takes (prefix_command). CMD takes
+             // nothing (its check refuses every word); it exists so that `--` stays with `run`.
+             c.add_option("CMD", command_line, "The command and its arguments, which envbox never reads "
+                                               "(`--` before it is optional)")
+                 ->expected(1, -1)
+                 ->check([](const std::string&) { return std::string("the command's own"); });
+             c.validate_positionals();
+             c.prefix_command();
+             add_global_options(c, global, true);
+             c.fallthrough(false);
+             run_app = &c;
          },
-         [&global] { run_run(global, text_a, command_line, flag_a); }},
+         [&global] {
+             run_run(global, RunArgs{text_a, run_app->remaining(), flag_a, sandbox_mode});
+         }},
         {"diff", "What changed between two locks or environments",
          [](CLI::App& c) {
              c.add_option("A", text_a, "ENV, lock path, ENV@GITREV or ENV#GEN (old side)");

@@ -15,13 +15,20 @@ struct CreateArgs {
     std::string lock;       ///< --lock, may be empty
     std::string link_mode;  ///< --link-mode, may be empty
     bool locked = false, frozen = false, offline = false, no_wait = false;
+    bool force = false;     ///< --force / --reinstall
 };
 
 void run_create(const GlobalOptions& global, const CreateArgs& args);
 void run_lock(const GlobalOptions& global, const std::vector<std::string>& envs, bool check, bool upgrade,
               const std::vector<std::string>& upgrade_packages, bool offline, bool allow_mixed_cuda);
-[[noreturn]] void run_run(const GlobalOptions& global, const std::string& env,
-                          const std::vector<std::string>& command, bool no_sandbox);
+struct RunArgs {
+    std::string env;
+    std::vector<std::string> rest;  ///< what follows ENV and run's options: [--] CMD ARGS…
+    bool no_sandbox = false;        ///< --no-sandbox
+    std::string sandbox;            ///< --sandbox, may be empty
+};
+
+[[noreturn]] void run_run(const GlobalOptions& global, const RunArgs& args);
 void run_list(const GlobalOptions& global, bool all);
 void run_show(const GlobalOptions& global, const std::string& env);
 void run_verify(const GlobalOptions& global, const std::string& env, bool deep);

@@ -18,6 +18,7 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
     opt.no_wait = args.no_wait;
     opt.locked = args.locked;
     opt.frozen = args.frozen;
+    opt.force = args.force;
     if (args.link_mode == "reflink") opt.link_mode = LinkMode::reflink;
     else if (args.link_mode == "copy") opt.link_mode = LinkMode::copy;
     ops::CreateResult r = ops::create(ctx, opt);
@@ -38,6 +39,8 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
                      args.env.c_str(), r.generation, r.packages);
         return;
     }
+    if (r.repaired > 0)
+        std::fprintf(stderr, "Repaired %zu wheels whose store objects had been touched\n", r.repaired);
     if (r.fetched > 0)
         std::fprintf(stderr, "Stored %zu wheels (%s unpacked, %llu new objects)\n", r.fetched,
                      human_bytes(r.ingest.unpacked_bytes).c_str(),

@@ -37,9 +37,9 @@ void run_verify(const GlobalOptions& global, const std::string& env, bool deep) 
     }
     if (!rep.clean())
         throw Error(ErrorCode::integrity, env + " has drifted from its lock (" + std::to_string(rep.drift.size()) +
-                                              " differences); `envbox create " + env +
-                                              "` builds a clean generation, `envbox rollback " + env +
-                                              "` switches back");
+                                              " differences); `envbox create --force " + env +
+                                              "` builds a fresh generation from verified store objects, "
+                                              "`envbox rollback " + env + "` switches back");
 }
 
 void run_history(const GlobalOptions& global, const std::string& env) {
@@ -111,14 +111,22 @@ void run_gc(const GlobalOptions& global, int keep, bool dry_run) {
     opt.dry_run = dry_run;
     auto r = ops::gc(ctx, opt);
     if (global.json) {
+        auto list = [](const std::vector<std::string>& v) {
+            std::string o = "[";
+            for (std::size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + json_quote(v[i]);
+            return o + "]";
+        };
         std::printf("{\"dry_run\": %s, \"generations_removed\": %zu, \"wheels_removed\": %zu, \"objects_removed\": %zu, "
-                    "\"temporary_removed\": %zu, \"bytes_freed\": %llu, \"busy\": %zu}\n",
+                    "\"temporary_removed\": %zu, \"bytes_freed\": %llu, \"busy\": %zu, \"removed\": %s, "
+                    "\"in_use\": %s}\n",
                     dry_run ? "true" : "false", r.generations_removed.size(), r.wheels_removed, r.objects_removed,
-                    r.temporary_removed, static_cast<unsigned long long>(r.bytes_freed), r.busy.size());
+                    r.temporary_removed, static_cast<unsigned long long>(r.bytes_freed), r.busy.size(),
+                    list(r.generations_removed).c_str(), list(r.in_use).c_str());
         return;
     }
     const char* verb = dry_run ? "would remove" : "removed";
     for (const auto& g : r.generations_removed) std::printf("%s %s\n", verb, g.c_str());
+    for (const auto& u : r.in_use) std::fprintf(stderr, "note: kept %s (in use)\n", u.c_str());
     for (const auto& b : r.busy) std::fprintf(stderr, "note: skipped %s: a create is running there\n", b.c_str());
     if (global.verbosity >= 0)
         std::fprintf(stderr, "gc %s %zu generations, %zu wheel file lists, %zu store objects, %zu temporary files: %s %s\n",

@@ -83,7 +83,7 @@ const char* drift_kind_name(Drift::Kind kind) {
         case Drift::Kind::extra: return "extra";
         case Drift::Kind::modified: return "modified";
         case Drift::Kind::foreign_dist_info: return "foreign";
-        case Drift::Kind::store_object_writable: return "store";
+        case Drift::Kind::store_object_touched: return "store";
     }
     return "?";
 }
@@ -129,9 +129,9 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
                          unsigned jobs) {
     VerifyReport report;
     std::mutex mutex;
-    auto add = [&](Drift::Kind k, std::string path, std::string detail) {
+    auto add = [&](Drift::Kind k, std::string path, std::string detail, std::string digest = {}) {
         std::lock_guard lock(mutex);
-        report.drift.push_back({k, std::move(path), std::move(detail)});
+        report.drift.push_back({k, std::move(path), std::move(detail), std::move(digest)});
     };
     Fd root{::open(layout.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
     if (root.fd < 0)
@@ -218,19 +218,22 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
             if (f.executable != ((st.st_mode & 0100) != 0))
                 add(Drift::Kind::modified, f.rel, f.executable ? "lost its exec bit" : "became executable");
             if (f.object) {
-                // Same inode as its object: this stat is the object's, mode included. A
-                // read-only object's content is what was verified at ingest; a writable one
-                // may have been edited in place, so its content is checked too.
+                // Same inode as its object: this stat is the object's, mode, size and mtime
+                // included. An object as ingest left it has the content verified then; one
+                // that was written through a link (root, --no-sandbox) or chmod-ed is reported
+                // as the store's, since every environment linking it changed with it.
                 bool same_inode = false;
                 if (!deep) {
                     auto it = object_inodes.find(store.object_relpath(f.object->digest, f.object->executable));
                     same_inode = it != object_inodes.end() && it->second == st.st_ino && st.st_dev == objects_st.st_dev;
                 }
-                bool writable = same_inode && (st.st_mode & 0222) != 0;
-                if (writable)
-                    add(Drift::Kind::store_object_writable, store.object_path(f.object->digest, f.object->executable).string(),
-                        "store object is writable (linked as " + f.rel + ")");
-                if (same_inode && !writable) continue;
+                auto touched = same_inode ? store::object_touched(st, f.object->size, f.object->executable)
+                                          : std::nullopt;
+                if (touched)
+                    add(Drift::Kind::store_object_touched,
+                        store.object_path(f.object->digest, f.object->executable).string(),
+                        "store object " + *touched + "; linked as " + f.rel, f.object->digest);
+                if (same_inode && !touched) continue;
                 if (static_cast<std::uint64_t>(st.st_size) != f.object->size) {
                     add(Drift::Kind::modified, f.rel, "size " + std::to_string(st.st_size) + ", expected " +
                                                           std::to_string(f.object->size));

@@ -48,7 +48,37 @@ struct Item {
     std::optional<store::WheelFiles> wheel;
     store::IngestStats stats;
     bool fetched = false;
+    bool repair = false;                  // in the store, but an object of it was touched
+    std::set<std::string> replace;        // repair: the objects to store again
 };
+
+// Loads each item's wheel from the store, and returns the items to fetch and ingest: those
+// the store lacks, and those with an object that was touched since ingest (checked by stat, or
+// with `hash` by content too), so nothing touched is ever linked into a new generation; their
+// ingest replaces the damaged objects. Every object is checked, on `jobs` threads.
+std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vector<Item>& items, bool hash,
+                                           unsigned jobs, Progress& progress) {
+    std::vector<std::size_t> missing;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (auto w = store.load_wheel(items[i].sha256)) items[i].wheel = std::move(*w);
+        else missing.push_back(i);
+    }
+    std::vector<std::optional<store::Store::Damage>> damage(items.size());
+    parallel_for(items.size(), jobs, [&](std::size_t i) {
+        if (items[i].wheel) damage[i] = store.damaged_objects(*items[i].wheel, hash);
+    });
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!damage[i]) continue;
+        progress.note("store object " + damage[i]->first +
+                      (damage[i]->digests.size() > 1 ? " (and " + std::to_string(damage[i]->digests.size() - 1) + " more)" : "") +
+                      "; storing " + items[i].filename + " again");
+        items[i].wheel.reset();
+        items[i].repair = true;
+        items[i].replace = std::move(damage[i]->digests);
+        missing.push_back(i);
+    }
+    return missing;
+}
 
 std::string direct_url_json(const Item& item) {
     const lock::FileRef& f = *item.file;
@@ -63,6 +93,32 @@ std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items) {
         if (item.package->version)
             if (auto l = env::cuda_line_of(item.package->name, *item.package->version)) lines.push_back(*l);
     return lines;
+}
+
+// Points PROJECT/.envbox/ENV at the environment's `current` (and makes .envbox/ ignore itself
+// in git). Returns what went wrong, never throws.
+std::optional<std::string> link_project_dir(const fs::path& project_root, const std::string& env,
+                                            const fs::path& edir) {
+    const fs::path link_dir = project_root / ".envbox";
+    std::error_code ec;
+    fs::create_directories(link_dir, ec);
+    if (ec) return "cannot create " + link_dir.string() + ": " + ec.message();
+    try {
+        if (!fs::exists(link_dir / ".gitignore", ec))
+            write_file_atomic(link_dir / ".gitignore", "*\n", 0644, Durability::none);
+    } catch (const Error& e) {
+        return std::string(e.what());
+    }
+    fs::path tmp = link_dir / ("." + env + ".tmp");
+    fs::remove(tmp, ec);
+    fs::create_symlink(edir / "current", tmp, ec);
+    if (!ec) fs::rename(tmp, link_dir / env, ec);
+    if (ec) {
+        std::string why = "cannot link " + (link_dir / env).string() + ": " + ec.message();
+        fs::remove(tmp, ec);
+        return why;
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -235,9 +291,6 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     FileLock store_lock = FileLock::shared(store_lock_path(ctx), [&] {
         progress.note("waiting for a running `envbox gc` to finish its sweep…");
     });
-    if (!ctx.project_root.empty())
-        write_file_atomic(edir.parent_path() / "project", ctx.project_root.string() + "\n", 0644,
-                          Durability::none);
 
     const std::string digest = to_hex(sha256(lock_text + "\n--target " + interpreter.executable.string() +
                                              " " + interpreter.full_version + " " + platform));
@@ -246,20 +299,21 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     result.select_s = select_s;
     result.python = interpreter.full_version + " (" + interpreter.executable.string() + ")";
     result.packages = items.size();
-    if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest) {
+    if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest && !opt.force) {
         result.generation = cur->number;
         result.path = cur->path;
         result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         return result;
     }
 
+    if (!ctx.project_root.empty())
+        write_file_atomic(edir.parent_path() / "project", ctx.project_root.string() + "\n", 0644,
+                          Durability::none);
+
     // Fetch and ingest what the store lacks, in parallel across wheels.
     store::Store store(ctx.home);
-    std::vector<std::size_t> missing;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        if (auto w = store.load_wheel(items[i].sha256)) items[i].wheel = std::move(*w);
-        else missing.push_back(i);
-    }
+    std::vector<std::size_t> missing = stored_or_missing(store, items, opt.force, ctx.jobs, progress);
+    result.repaired = std::count_if(items.begin(), items.end(), [](const Item& i) { return i.repair; });
     // Downloads land in cache/downloads/<sha256>.whl (resumed there when interrupted) and go
     // once their wheel is in the store; the index's CA and credentials come from the manifest.
     const fs::path downloads_dir = ctx.home / "cache" / "downloads";
@@ -369,6 +423,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                                                        [&](std::uint64_t n) { progress.downloaded(n); });
                 }
                 p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256, item.filename, true);
+                if (item.repair) p.ingest->replace_objects(item.replace);
             });
             const std::size_t n = p.ingest->task_count();
             p.remaining = n;
@@ -438,18 +493,12 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         throw;
     }
 
-    // The project's .envbox/ENV link follows `current`, for IDEs.
+    // The project's .envbox/ENV link follows `current`, for IDEs. A convenience: the new
+    // generation is current already, so a project that cannot be written (a read-only checkout)
+    // gets a note, not a failure.
     if (!ctx.project_root.empty()) {
-        fs::path link_dir = ctx.project_root / ".envbox";
-        fs::create_directories(link_dir, ec);
-        if (!ec) {
-            if (!fs::exists(link_dir / ".gitignore", ec))
-                write_file_atomic(link_dir / ".gitignore", "*\n", 0644, Durability::none);
-            fs::path tmp = link_dir / ("." + opt.env + ".tmp");
-            fs::remove(tmp, ec);
-            fs::create_symlink(edir / "current", tmp, ec);
-            if (!ec) fs::rename(tmp, link_dir / opt.env, ec);
-        }
+        if (auto why = link_project_dir(ctx.project_root, opt.env, edir))
+            progress.note("generation " + std::to_string(number) + " is current, but " + *why);
     }
     result.changed = true;
     result.generation = number;

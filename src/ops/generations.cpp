@@ -14,6 +14,7 @@
 #include "envbox/env/installer.hpp"
 #include "envbox/env/interpreter.hpp"
 #include "envbox/env/venv.hpp"
+#include "envbox/ops/inspect.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -96,6 +97,16 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     auto skeleton = env::venv_skeleton(in, g.path, g.environment.empty() ? env : g.environment);
     result.plan_s = since(started) - result.load_s;
     result.report = env::verify_tree(store, layout, plan, skeleton, on_disk.get(), deep, ctx.jobs);
+    // A touched store object changed every environment that links it: name them.
+    std::set<std::string> touched;
+    for (const auto& d : result.report.drift)
+        if (!d.object_digest.empty()) touched.insert(d.object_digest);
+    auto linking = generations_linking(ctx, touched);
+    for (auto& d : result.report.drift)
+        if (auto it = linking.find(d.object_digest); !d.object_digest.empty() && it != linking.end()) {
+            d.detail += "; shared by";
+            for (std::size_t i = 0; i < it->second.size(); ++i) d.detail += (i ? ", " : " ") + it->second[i];
+        }
     result.check_s = since(started) - result.load_s - result.plan_s;
     result.seconds = since(started);
     return result;
@@ -168,63 +179,82 @@ RollbackResult rollback(const Context& ctx, const std::string& env, std::optiona
     return r;
 }
 
-GcResult gc(const Context& ctx, const GcOptions& opt) {
-    if (opt.keep < 1) throw Error(ErrorCode::usage, "--keep must be at least 1");
-    GcResult result;
-    fs::path envs = ctx.home / "envs";
-    std::error_code ec;
-    fs::create_directories(ctx.home / "locks", ec);
+namespace {
 
-    // 1. Generations, one environment at a time under its lock; busy environments are skipped.
-    if (fs::is_directory(envs, ec)) {
-        for (const auto& project : fs::directory_iterator(envs, ec)) {
-            if (!project.is_directory(ec)) continue;
-            for (const auto& e : fs::directory_iterator(project.path(), ec)) {
-                if (!e.is_directory(ec)) continue;
-                const std::string env = e.path().filename().string();
-                const std::string label = project.path().filename().string() + " " + env;
-                auto lock = FileLock::try_lock(ctx.home / "locks" / (project.path().filename().string() + "." + env + ".lock"));
-                if (!lock.held()) {
-                    result.busy.push_back(label);
+// Every gen-N directory of every environment: what a scan for runtime roots looks for.
+std::vector<fs::path> all_generation_dirs(const fs::path& envs) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& project : fs::directory_iterator(envs, ec))
+        for (const auto& e : fs::directory_iterator(project.path(), ec))
+            for (const auto& g : env::list_generations(e.path())) out.push_back(g.path);
+    return out;
+}
+
+// Step 1 of gc: generations beyond the newest `keep`, one environment at a time under its lock
+// (busy environments skipped), never one a process uses. `removed` gets the path of each
+// generation removed (or, in a dry run, that would be).
+void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& result, std::set<fs::path>& removed) {
+    const fs::path envs = ctx.home / "envs";
+    std::error_code ec;
+    if (!fs::is_directory(envs, ec)) return;
+    std::optional<env::RuntimeRoots> roots;  // one scan of /proc, when a first generation is to go
+    for (const auto& project : fs::directory_iterator(envs, ec)) {
+        if (!project.is_directory(ec)) continue;
+        for (const auto& e : fs::directory_iterator(project.path(), ec)) {
+            if (!e.is_directory(ec)) continue;
+            const std::string env = e.path().filename().string();
+            const std::string label = project.path().filename().string() + " " + env;
+            auto lock = FileLock::try_lock(ctx.home / "locks" / (project.path().filename().string() + "." + env + ".lock"));
+            if (!lock.held()) {
+                result.busy.push_back(label);
+                continue;
+            }
+            auto current = env::current_generation(e.path());
+            auto gens = env::list_generations(e.path());
+            int kept = 0;
+            for (auto it = gens.rbegin(); it != gens.rend(); ++it) {
+                bool is_current = current && current->number == it->number;
+                bool keep = is_current || (it->complete && kept < opt.keep);
+                if (it->complete && (keep || is_current)) ++kept;
+                if (keep) continue;
+                const std::string name = label + " " + env::generation_dir_name(it->number);
+                // The claim is held until the tree is gone: a job starting now waits, then
+                // sees the generation removed and runs in the current one.
+                env::GenerationClaim claim(it->path);
+                if (!claim.claimed()) {
+                    result.in_use.push_back(name + ": held by a running `envbox run` job");
                     continue;
                 }
-                auto current = env::current_generation(e.path());
-                auto gens = env::list_generations(e.path());
-                int kept = 0;
-                for (auto it = gens.rbegin(); it != gens.rend(); ++it) {
-                    bool is_current = current && current->number == it->number;
-                    bool keep = is_current || (it->complete && kept < opt.keep);
-                    if (it->complete && (keep || is_current)) ++kept;
-                    if (keep) continue;
-                    result.generations_removed.push_back(label + " " + env::generation_dir_name(it->number) +
-                                                         (it->complete ? "" : " (incomplete)"));
-                    result.bytes_freed += unique_bytes(it->path);
-                    if (!opt.dry_run) remove_tree(it->path);
+                if (!roots) roots.emplace(all_generation_dirs(envs));
+                if (auto who = roots->user_of(it->path)) {
+                    result.in_use.push_back(name + ": " + *who);
+                    continue;
                 }
+                result.generations_removed.push_back(name + (it->complete ? "" : " (incomplete)"));
+                result.bytes_freed += unique_bytes(it->path);
+                removed.insert(it->path);
+                if (!opt.dry_run) env::remove_generation(it->path);
             }
         }
     }
+}
 
-    // 2. The store sweep: exclusive, so no create is between ingesting and linking. The live set
-    //    is computed under the lock, from the generations that exist now.
+// Step 2 of gc: the store sweep, exclusive, so no create is between ingesting and linking. The
+// live set is computed under the lock from the generations that exist now, less those step 1
+// removed (a dry run leaves them on disk; they are matched by their exact path).
+void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::path>& removed, GcResult& result) {
+    const fs::path envs = ctx.home / "envs";
+    std::error_code ec;
     FileLock store_lock(store_lock_path(ctx));
     store::Store store(ctx.home);
     std::unordered_set<std::string> live_wheels;
-    if (fs::is_directory(envs, ec)) {
+    if (fs::is_directory(envs, ec))
         for (const auto& project : fs::directory_iterator(envs, ec))
             for (const auto& e : fs::directory_iterator(project.path(), ec))
-                for (const auto& g : env::list_generations(e.path())) {
-                    bool removed_in_dry_run = false;
-                    if (opt.dry_run)
-                        for (const auto& r : result.generations_removed)
-                            removed_in_dry_run = removed_in_dry_run ||
-                                                 r.starts_with(project.path().filename().string() + " " +
-                                                               e.path().filename().string() + " " +
-                                                               env::generation_dir_name(g.number));
-                    if (removed_in_dry_run) continue;
-                    for (const auto& p : g.packages) live_wheels.insert(p.wheel_sha256);
-                }
-    }
+                for (const auto& g : env::list_generations(e.path()))
+                    if (!removed.count(g.path))
+                        for (const auto& p : g.packages) live_wheels.insert(p.wheel_sha256);
     std::unordered_set<std::string> live_objects;
     fs::path wheels_dir = store.root() / "wheels";
     for (const auto& w : fs::directory_iterator(wheels_dir, ec)) {
@@ -254,6 +284,18 @@ GcResult gc(const Context& ctx, const GcOptions& opt) {
         result.temporary_removed++;
         if (!opt.dry_run) remove_tree(t.path());
     }
+}
+
+}  // namespace
+
+GcResult gc(const Context& ctx, const GcOptions& opt) {
+    if (opt.keep < 1) throw Error(ErrorCode::usage, "--keep must be at least 1");
+    GcResult result;
+    std::error_code ec;
+    fs::create_directories(ctx.home / "locks", ec);
+    std::set<fs::path> removed;
+    prune_generations(ctx, opt, result, removed);
+    sweep_store(ctx, opt, removed, result);
     return result;
 }
 

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <unordered_map>
 
+#include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -43,6 +45,45 @@ std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
         return std::tie(a.project, a.name) < std::tie(b.project, b.name);
     });
+    return out;
+}
+
+std::map<std::string, std::vector<std::string>> generations_linking(const Context& ctx,
+                                                                    const std::set<std::string>& digests) {
+    std::map<std::string, std::vector<std::string>> out;
+    if (digests.empty()) return out;
+    store::Store store(ctx.home);
+    std::unordered_map<std::string, std::vector<std::string>> wheel_hits;  // wheel sha → digests it holds
+    auto hits_of = [&](const std::string& wheel_sha) -> const std::vector<std::string>& {
+        auto [it, fresh] = wheel_hits.try_emplace(wheel_sha);
+        if (fresh)
+            if (auto w = store.load_wheel(wheel_sha))
+                for (const auto& f : w->files)
+                    if (digests.count(f.digest)) it->second.push_back(f.digest);
+        return it->second;
+    };
+    std::error_code ec;
+    for (const auto& project : fs::directory_iterator(ctx.home / "envs", ec)) {
+        if (!project.is_directory(ec)) continue;
+        std::string root = project.path().filename().string();
+        if (fs::exists(project.path() / "project", ec)) {
+            root = read_file(project.path() / "project");
+            while (!root.empty() && root.back() == '\n') root.pop_back();
+        }
+        for (const auto& e : fs::directory_iterator(project.path(), ec)) {
+            if (!e.is_directory(ec)) continue;
+            for (const auto& g : env::list_generations(e.path())) {
+                if (!g.complete) continue;
+                std::set<std::string> found;
+                for (const auto& p : g.packages)
+                    for (const auto& d : hits_of(p.wheel_sha256)) found.insert(d);
+                for (const auto& d : found)
+                    out[d].push_back(e.path().filename().string() + " generation " + std::to_string(g.number) + " (" +
+                                     root + ")");
+            }
+        }
+    }
+    for (auto& [d, list] : out) std::sort(list.begin(), list.end());
     return out;
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -29,9 +30,6 @@ namespace envbox::store {
 namespace {
 
 constexpr std::string_view kFilesHeader = "envbox-wheel-files 1";
-// Every object carries this mtime (1980-01-01, the earliest a zip can record), so identical
-// content looks identical to tools that compare mtimes.
-constexpr time_t kObjectMtime = 315532800;
 // Members up to this size are hashed in memory and written only when the object is new;
 // larger ones stream to a staging file while they are hashed.
 constexpr std::size_t kInMemoryLimit = 1 << 20;
@@ -236,6 +234,7 @@ struct Ingest::Impl {
     std::mutex mutex;                 // guards what follows
     std::set<std::string> staged;     // object names staged in this ingest ("ab-cdef…")
     std::vector<std::string> moves;   // staged names, moved in by finish
+    std::set<std::string> replace;    // digests to store again whatever is there
     IngestStats stats;
 
     Impl(const Store& s, const fs::path& a, const std::string& sha, const std::string& name, bool check,
@@ -260,15 +259,17 @@ struct Ingest::Impl {
                                f.path.ends_with(".dist-info/METADATA");
         // Objects are created read-only from the start (the descriptor stays writable), with
         // their fixed mtime set through the descriptor: no chmod or utimensat by path later.
-        const mode_t object_mode = f.executable ? 0555 : 0444;
+        const mode_t mode = object_mode(f.executable);
         // In memory when small (or a dist-info file read below, whatever its size: torch's
         // RECORD is megabytes), streamed to a staging file otherwise.
         const bool in_memory = keep_text || file.members()[member_of[k]].size <= kInMemoryLimit;
         const std::string stream_name = "stream-" + std::to_string(k);
         FdGuard out;
         if (!in_memory) {
-            out.fd = ::openat(staging_fd, stream_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode);
+            out.fd = ::openat(staging_fd, stream_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
             if (out.fd < 0) sys_fail("cannot create", staging / stream_name, errno);
+            // The umask must not leak into a store shared by several users.
+            if (::fchmod(out.fd, mode) != 0) sys_fail("cannot set the mode of", staging / stream_name, errno);
         }
         content.clear();
         Sha256 hasher;
@@ -320,8 +321,10 @@ struct Ingest::Impl {
         std::string staged_name = rel;
         staged_name[2] = '-';
         struct stat st {};
-        bool present = ::fstatat(store.objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&
-                       static_cast<std::uint64_t>(st.st_size) == f.size;
+        // A touched object (written through an environment, chmod-ed, truncated by a crash)
+        // is never reused: this ingest stages a fresh one, which replaces it.
+        bool present = !replace.count(f.digest) && ::fstatat(store.objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&
+                       !object_touched(st, f.size, f.executable);
         bool mine = false;
         if (!present) {
             std::lock_guard lock(mutex);
@@ -343,8 +346,9 @@ struct Ingest::Impl {
             if (::renameat(staging_fd, stream_name.c_str(), staging_fd, staged_name.c_str()) != 0)
                 sys_fail("cannot stage", staging / staged_name, errno);
         } else {
-            FdGuard sf{::openat(staging_fd, staged_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, object_mode)};
+            FdGuard sf{::openat(staging_fd, staged_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)};
             if (sf.fd < 0) sys_fail("cannot create", staging / staged_name, errno);
+            if (::fchmod(sf.fd, mode) != 0) sys_fail("cannot set the mode of", staging / staged_name, errno);
             write_or_fail(sf.fd, content.data(), content.size(), staging / staged_name);
             if (::futimens(sf.fd, object_times) != 0) sys_fail("cannot set the mtime of", staging / staged_name, errno);
             start_writeback(sf.fd);
@@ -554,14 +558,17 @@ WheelFiles Ingest::finish(IngestStats* stats) {
     for (const std::string& name : im.moves) {
         std::string rel = name;
         rel[2] = '/';
-        if (::renameat2(im.staging_fd, name.c_str(), objects_fd, rel.c_str(), RENAME_NOREPLACE) == 0) continue;
-        int err = errno;
+        // Atomic where renameat2 is not (NFS, FUSE, 9p): a link that fails with EEXIST.
+        int err = rename_noreplace_at(im.staging_fd, name.c_str(), objects_fd, rel.c_str());
+        if (err == 0) continue;
         if (err == EEXIST) {
-            // Another ingest stored it first, or a crash left a damaged copy: keep a copy that
-            // has the right size, replace one that does not.
+            // Another ingest stored it first, or a crash left a damaged copy, or a write
+            // through an environment touched it: keep an untouched copy, replace any other.
+            // Environments that link the replaced inode keep it; their verify reports it.
             struct stat theirs {}, mine {};
-            if (::fstatat(objects_fd, rel.c_str(), &theirs, 0) == 0 &&
-                ::fstatat(im.staging_fd, name.c_str(), &mine, 0) == 0 && theirs.st_size == mine.st_size)
+            if (!im.replace.count(rel.substr(0, 2) + rel.substr(3, 62)) && ::fstatat(objects_fd, rel.c_str(), &theirs, 0) == 0 &&
+                ::fstatat(im.staging_fd, name.c_str(), &mine, 0) == 0 &&
+                !object_touched(theirs, static_cast<std::uint64_t>(mine.st_size), name.ends_with(".x")))
                 continue;
             if (::renameat(im.staging_fd, name.c_str(), objects_fd, rel.c_str()) == 0) continue;
             err = errno;
@@ -586,6 +593,49 @@ std::optional<std::string> read_dist_info_file(const fs::path& wheel, std::strin
         throw;
     }
 }
+
+std::optional<std::string> object_touched(const struct stat& st, std::uint64_t size, bool executable) {
+    if (!S_ISREG(st.st_mode)) return std::string("not a regular file");
+    if (static_cast<std::uint64_t>(st.st_size) != size)
+        return "size " + std::to_string(st.st_size) + ", expected " + std::to_string(size);
+    if ((st.st_mode & 07777) != object_mode(executable)) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "mode %04o, expected %04o", static_cast<unsigned>(st.st_mode & 07777),
+                      static_cast<unsigned>(object_mode(executable)));
+        return std::string(buf);
+    }
+    if (st.st_mtim.tv_sec != kObjectMtime || st.st_mtim.tv_nsec != 0) return std::string("modified since it was stored");
+    return std::nullopt;
+}
+
+std::optional<Store::Damage> Store::damaged_objects(const WheelFiles& w, bool hash) const {
+    Damage damage;
+    auto add = [&](const WheelFile& f, const std::string& why) {
+        if (damage.digests.empty())
+            damage.first = object_path(f.digest, f.executable).string() + " (" + f.path + "): " + why;
+        damage.digests.insert(f.digest);
+    };
+    for (const auto& f : w.files) {
+        const std::string rel = object_relpath(f.digest, f.executable);
+        struct stat st {};
+        if (::fstatat(objects_fd_, rel.c_str(), &st, 0) != 0) {
+            add(f, std::strerror(errno));
+        } else if (auto why = object_touched(st, f.size, f.executable)) {
+            add(f, *why);
+        } else if (hash) {
+            try {
+                if (to_hex(sha256_file(object_path(f.digest, f.executable))) != f.digest)
+                    add(f, "content differs from its name");
+            } catch (const Error& e) {
+                add(f, e.what());
+            }
+        }
+    }
+    if (damage.digests.empty()) return std::nullopt;
+    return damage;
+}
+
+void Ingest::replace_objects(std::set<std::string> digests) { impl_->replace = std::move(digests); }
 
 void Store::publish(const std::vector<const WheelFiles*>& wheels) const {
     if (wheels.empty()) return;

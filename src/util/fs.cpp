@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -208,8 +209,50 @@ LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* ds
     return LinkMode::copy;
 }
 
+// flock() needs no write access: a user who may only read a shared home (or a home on a
+// read-only mount) still takes the locks of a no-op create, verify or `gc --dry-run`.
+static int open_lock_file(const std::filesystem::path& path) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+        int err = errno;
+        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) errno = err;
+    }
+    return fd;
+}
+
+const char* no_replace_method_name(NoReplaceMethod method) {
+    return method == NoReplaceMethod::renameat2 ? "renameat2" : "link fallback";
+}
+
+int rename_noreplace_at(int src_dir, const char* src, int dst_dir, const char* dst, NoReplaceMethod* used) {
+    if (used) *used = NoReplaceMethod::renameat2;
+    if (::renameat2(src_dir, src, dst_dir, dst, RENAME_NOREPLACE) == 0) return 0;
+    int err = errno;
+    // EINVAL: the filesystem has no RENAME_NOREPLACE (FUSE without rename2, the NFS client, 9p);
+    // ENOSYS/EOPNOTSUPP: the kernel or filesystem has no renameat2 at all.
+    if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP) return err;
+    if (used) *used = NoReplaceMethod::link_unlink;
+    if (::linkat(src_dir, src, dst_dir, dst, 0) != 0) return errno;  // EEXIST: someone else's
+    // `dst` is in place; a staged name that cannot be removed is left for the caller's cleanup.
+    (void)::unlinkat(src_dir, src, 0);
+    return 0;
+}
+
+bool on_overlayfs(int fd) {
+    constexpr long kOverlayfsMagic = 0x794C7630;  // OVERLAYFS_SUPER_MAGIC
+    struct statfs sf {};
+    return ::fstatfs(fd, &sf) == 0 && static_cast<long>(sf.f_type) == kOverlayfsMagic;
+}
+
+bool link_was_copied_up(const struct stat& object_before, int dst_dir, const char* dst) {
+    struct stat now {};
+    if (::fstatat(dst_dir, dst, &now, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    return now.st_ino != object_before.st_ino || now.st_nlink <= object_before.st_nlink;
+}
+
 FileLock::FileLock(const std::filesystem::path& path, const std::function<void()>& waiting) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = open_lock_file(path);
     if (fd_ < 0) fail("cannot open lock file", path, errno);
     if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
     if (errno != EWOULDBLOCK) {
@@ -228,7 +271,7 @@ FileLock::FileLock(const std::filesystem::path& path, const std::function<void()
 
 FileLock FileLock::try_lock(const std::filesystem::path& path) {
     FileLock lock;
-    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    lock.fd_ = open_lock_file(path);
     if (lock.fd_ < 0) fail("cannot open lock file", path, errno);
     if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
         int err = errno;
@@ -241,7 +284,7 @@ FileLock FileLock::try_lock(const std::filesystem::path& path) {
 
 FileLock FileLock::shared(const std::filesystem::path& path, const std::function<void()>& waiting) {
     FileLock lock;
-    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    lock.fd_ = open_lock_file(path);
     if (lock.fd_ < 0) fail("cannot open lock file", path, errno);
     if (::flock(lock.fd_, LOCK_SH | LOCK_NB) == 0) return lock;
     if (waiting) waiting();

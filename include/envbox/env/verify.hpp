@@ -15,10 +15,13 @@
 namespace envbox::env {
 
 struct Drift {
-    enum class Kind { missing, extra, modified, foreign_dist_info, store_object_writable };
+    /// `store_object_touched`: a file linked from a store object whose stat says it was written
+    /// (mtime, size) or chmod-ed since ingest: every environment linking it sees the change.
+    enum class Kind { missing, extra, modified, foreign_dist_info, store_object_touched };
     Kind kind;
     std::string path;    ///< relative to the generation (store objects: absolute)
     std::string detail;  ///< what differs ("content", "not executable", "INSTALLER: pip", …)
+    std::string object_digest;  ///< store_object_touched: the object's sha256
 };
 
 const char* drift_kind_name(Drift::Kind kind);

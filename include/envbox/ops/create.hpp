@@ -22,6 +22,10 @@ struct CreateOptions {
     bool no_wait = false;  ///< fail at once when another envbox holds this environment
     bool locked = false;   ///< a missing or stale lock is an error (exit 3), never re-locked
     bool frozen = false;   ///< use the lock as it is, without checking it against the manifest
+    /// Build a new generation even when the current one matches the lock, from store objects
+    /// verified by content (an object that fails is re-created from its wheel): the repair
+    /// for whatever `verify` found.
+    bool force = false;
 };
 
 struct CreateResult {
@@ -29,7 +33,8 @@ struct CreateResult {
     int generation = 0;
     std::filesystem::path path;       ///< the generation's directory
     std::size_t packages = 0;
-    std::size_t fetched = 0;          ///< wheels that were not in the store
+    std::size_t fetched = 0;          ///< wheels that were not in the store (or were repaired)
+    std::size_t repaired = 0;         ///< of those, wheels stored again because an object was touched
     store::IngestStats ingest;        ///< totals over fetched wheels
     env::InstallReport install;
     double seconds = 0;

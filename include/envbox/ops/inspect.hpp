@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,5 +38,11 @@ struct EnvDetails {
 };
 
 EnvDetails show_environment(const Context& ctx, const std::string& env);
+
+/// For each store object digest in `digests`: the generations of every environment in the home
+/// (all projects) built from a wheel that holds it, as "ENV generation N (PROJECT)", sorted. A
+/// touched object changed all of them; this says who is affected.
+std::map<std::string, std::vector<std::string>> generations_linking(const Context& ctx,
+                                                                    const std::set<std::string>& digests);
 
 }  // namespace envbox::ops

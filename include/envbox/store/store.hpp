@@ -7,16 +7,32 @@
 ///   store-v1/wheels/<wheel sha256>/files  the wheel's file list (published last)
 ///   tmp/                                  staging, same filesystem, cleaned on failure
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "envbox/pep/filename.hpp"
 
 namespace envbox::store {
+
+/// Every object's mtime: 1980-01-01, the earliest a zip can record.
+constexpr time_t kObjectMtime = 315532800;
+
+/// The mode of an untouched object: 0444, or 0555 for an executable member.
+constexpr mode_t object_mode(bool executable) { return executable ? 0555 : 0444; }
+
+/// What says that a store object was touched since it was ingested, or nullopt when `st` (its
+/// stat) looks as ingest left it: a regular file of `size` bytes, mode `object_mode`, mtime
+/// `kObjectMtime`. A write through a hard link (root, or a run without the sandbox) changes the
+/// mtime and usually the size; a chmod changes the mode. Same-size writes that also put the
+/// mtime back are found only by hashing (`verify --deep`, `create --force`).
+std::optional<std::string> object_touched(const struct stat& st, std::uint64_t size, bool executable);
 
 /// One regular file of a wheel.
 struct WheelFile {
@@ -82,6 +98,9 @@ public:
     std::size_t task_count() const;
     /// Rough work of task `t` in bytes, for running the biggest first.
     std::uint64_t task_cost(std::size_t t) const;
+    /// Objects (by digest) to store again even where one exists and looks untouched: a repair
+    /// of objects whose content was found wrong. Call before any task runs.
+    void replace_objects(std::set<std::string> digests);
     /// Runs task `t`; thread-safe across distinct tasks.
     void run_task(std::size_t t);
     /// Once every task has run: verifies and moves the objects in.
@@ -111,6 +130,16 @@ public:
 
     /// The published file list of a wheel, if it was ingested before.
     std::optional<WheelFiles> load_wheel(std::string_view wheel_sha256) const;
+
+    /// `w`'s objects that are missing or touched (`object_touched`), with, for the first, what
+    /// is wrong; with `hash`, each object's content is also hashed and compared with its name.
+    /// A wheel with such objects is ingested again (`Ingest::replace_objects`) before anything
+    /// links it.
+    struct Damage {
+        std::set<std::string> digests;
+        std::string first;  ///< "OBJECT (member path): what is wrong"
+    };
+    std::optional<Damage> damaged_objects(const WheelFiles& w, bool hash) const;
 
     /// Makes ingested objects durable (one syncfs) and then publishes the file lists.
     void publish(const std::vector<const WheelFiles*>& wheels) const;

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Black-box tests of tampering and repair: a write into a hard-linked file changes the shared
+store object and every environment linking it; `verify` must see it from any of them, `create`
+must never link a touched object, and `create --force` must repair. Also: a read-only project,
+a umask that would leak into the store, and a user who may only read the home.
+
+    test_tamper.py ENVBOX_BINARY
+
+Real processes, real files, real mounts (root only; skipped otherwise).
+"""
+import glob
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+sys.path.insert(0, HERE)
+from wheelgen import Wheel, write_lock  # noqa: E402
+import test_install  # noqa: E402
+from test_install import keep_or_remove  # noqa: E402
+
+ENVBOX = None
+OBJECT_MTIME = 315532800  # 1980-01-01, every store object's
+
+
+def envbox(*args, home, project, check=True, env=None, **kw):
+    test_install.ENVBOX = ENVBOX
+    if not kw:
+        return test_install.envbox(*args, home=home, project=project, check=check, env=env)
+    cmd = [ENVBOX, "--home", home, "--project", project] + list(args)
+    e = dict(os.environ, ENVBOX_PYTHON=test_install.PYTHON)
+    e.update(env or {})
+    r = subprocess.run(cmd, capture_output=True, text=True, env=e, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{cmd} exited {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+class Project:
+    """Two environments, `a` and `b`, built from the same wheel: every file shared."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.root = os.path.join(tmp, "proj")
+        self.home = os.path.join(tmp, "home")
+        os.makedirs(os.path.join(self.root, "manifests"))
+        files = {"shared/__init__.py": "VALUE = 'pristine'\n", "shared/data.txt": "x" * 100}
+        self.wheel = Wheel("shared", "1.0", files).build(os.path.join(self.root, "wheels"))
+        for env in ("a", "b"):
+            write_lock(os.path.join(self.root, "manifests", f"pylock.{env}.toml"), [self.wheel])
+
+    def run(self, *args, check=True, **kw):
+        return envbox(*args, home=self.home, project=self.root, check=check, **kw)
+
+    def current(self, env):
+        return os.path.realpath(glob.glob(os.path.join(self.home, "envs", "*", env, "current"))[0])
+
+    def module(self, env):
+        return glob.glob(os.path.join(self.current(env), "lib", "python*", "site-packages", "shared",
+                                      "__init__.py"))[0]
+
+    def value(self, env):
+        return self.run("run", env, "--no-sandbox", "--", "python", "-c",
+                        "import shared; print(shared.VALUE)").stdout.strip()
+
+
+class Tampering(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-tamper-")
+        self.p = Project(self.tmp)
+        self.p.run("create", "a")
+        self.p.run("create", "b")
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def write_through_a(self, text):
+        # What root (or a run without the sandbox that chmods first) can do: write in place.
+        path = self.p.module("a")
+        os.chmod(path, 0o644)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o444)
+
+    def test_write_into_one_environment_is_seen_from_the_other(self):
+        p = self.p
+        self.assertEqual(os.stat(p.module("a")).st_ino, os.stat(p.module("b")).st_ino)
+        self.write_through_a("VALUE = 'tampered'\n")
+        self.assertEqual(p.value("b"), "tampered", "b links the same object")
+        r = p.run("verify", "b", "--json", check=False)
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        report = json.loads(r.stdout)
+        store = [d for d in report["drift"] if d["kind"] == "store"]
+        self.assertEqual(len(store), 1, report)
+        self.assertIn("/store-v1/objects/sha256/", store[0]["path"])
+        self.assertIn("shared/__init__.py", store[0]["detail"])
+        # Every environment that shares the object is named.
+        self.assertIn("a generation 1", store[0]["detail"])
+        self.assertIn("b generation 1", store[0]["detail"])
+        self.assertIn("envbox create --force b", r.stderr)
+        # The plain text report says the same, and `a` sees it too.
+        r = p.run("verify", "a", check=False)
+        self.assertEqual(r.returncode, 5)
+        self.assertIn("store", r.stdout)
+
+    def test_chmod_of_an_object_is_seen(self):
+        p = self.p
+        os.chmod(p.module("b"), 0o644)
+        r = p.run("verify", "a", "--json", check=False)
+        self.assertEqual(r.returncode, 5)
+        details = " ".join(d["detail"] for d in json.loads(r.stdout)["drift"])
+        self.assertIn("mode 0644, expected 0444", details)
+
+    def test_create_never_links_a_touched_object(self):
+        p = self.p
+        self.write_through_a("VALUE = 'tampered'\n")
+        # A third environment from the same wheel: the object is stored again from the wheel first.
+        write_lock(os.path.join(p.root, "manifests", "pylock.c.toml"), [p.wheel])
+        r = p.run("create", "c")
+        self.assertIn("storing shared-1.0-py3-none-any.whl again", r.stderr)
+        self.assertIn("Repaired 1 wheels", r.stderr)
+        self.assertEqual(p.value("c"), "pristine")
+        self.assertEqual(p.run("verify", "c", "--deep").returncode, 0)
+        st = os.stat(p.module("c"))
+        self.assertEqual((stat.S_IMODE(st.st_mode), int(st.st_mtime)), (0o444, OBJECT_MTIME))
+        # The environments that linked the touched inode still hold it, and verify says so.
+        r = p.run("verify", "b", check=False)
+        self.assertEqual(r.returncode, 5)
+        self.assertIn("shared/__init__.py", r.stdout)
+
+    def test_create_force_repairs(self):
+        p = self.p
+        self.write_through_a("VALUE = 'tampered'\n")
+        self.assertIn("up to date", p.run("create", "b").stderr)
+        r = p.run("create", "--force", "b")
+        self.assertIn("generation 2", r.stderr)
+        self.assertEqual(p.value("b"), "pristine")
+        self.assertEqual(p.run("verify", "b").returncode, 0)
+        self.assertEqual(p.run("verify", "b", "--deep").returncode, 0)
+        # --reinstall is the same repair, for a for `a` too.
+        p.run("create", "--reinstall", "a")
+        self.assertEqual(p.run("verify", "a", "--deep").returncode, 0)
+
+    def test_force_finds_same_size_same_mtime_writes_by_content(self):
+        p = self.p
+        path = p.module("a")
+        with open(path) as f:
+            original = f.read()
+        self.write_through_a(original.replace("pristine", "tampered"))
+        os.utime(path, (OBJECT_MTIME, OBJECT_MTIME))  # the stat now looks untouched
+        self.assertEqual(p.run("verify", "b").returncode, 0, "only hashing can see this")
+        self.assertEqual(p.run("verify", "b", "--deep", check=False).returncode, 5)
+        p.run("create", "--force", "b")
+        self.assertEqual(p.value("b"), "pristine")
+        self.assertEqual(p.run("verify", "b", "--deep").returncode, 0)
+
+
+class SharedAndReadOnly(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-share-")
+        self.p = Project(self.tmp)
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def test_umask_does_not_leak_into_the_store(self):
+        p = self.p
+        p.run("create", "a", preexec_fn=lambda: os.umask(0o077))
+        objects = glob.glob(os.path.join(p.home, "store-v1", "objects", "sha256", "*", "*"))
+        self.assertTrue(objects)
+        modes = {oct(stat.S_IMODE(os.stat(o).st_mode)) for o in objects}
+        self.assertEqual(modes, {"0o444"})
+        self.assertEqual(p.run("verify", "a").returncode, 0)
+
+    def test_read_only_project_is_not_a_failure(self):
+        if os.geteuid() != 0:
+            self.skipTest("a read-only bind mount needs root")
+        p = self.p
+        ro = os.path.join(self.tmp, "ro")
+        os.makedirs(ro)
+        if subprocess.run(["mount", "--bind", p.root, ro]).returncode != 0:
+            self.skipTest("cannot bind-mount here")
+        try:
+            subprocess.run(["mount", "-o", "remount,bind,ro", ro], check=True)
+            r = envbox("create", "a", home=p.home, project=ro, check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("generation 1 is current, but", r.stderr)
+            self.assertIn("Read-only file system", r.stderr)
+            self.assertEqual(envbox("verify", "a", home=p.home, project=ro).returncode, 0)
+        finally:
+            subprocess.run(["umount", ro])
+
+    def test_a_user_who_may_only_read_the_home(self):
+        if os.geteuid() != 0:
+            self.skipTest("switching users needs root")
+        p = self.p
+        p.run("create", "a")
+        # The home readable by all, writable by its owner only; the reader is `nobody`.
+        os.chmod(self.tmp, 0o755)
+        for dirpath, dirnames, filenames in os.walk(self.tmp):
+            for d in dirnames:
+                path = os.path.join(dirpath, d)
+                if not os.path.islink(path):
+                    os.chmod(path, os.stat(path).st_mode | 0o555)
+            for f in filenames:
+                path = os.path.join(dirpath, f)
+                if not os.path.islink(path):
+                    os.chmod(path, os.stat(path).st_mode | 0o444)
+
+        def as_nobody():
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+
+        env = {"HOME": self.tmp}
+        r = p.run("create", "a", env=env, preexec_fn=as_nobody, check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("up to date", r.stderr)
+        r = p.run("gc", "--dry-run", env=env, preexec_fn=as_nobody, check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = p.run("verify", "a", env=env, preexec_fn=as_nobody, check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+if __name__ == "__main__":
+    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)

@@ -2,8 +2,10 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <cstdlib>
@@ -126,6 +128,7 @@ struct Collected {
     bool decided = false;        // the first body byte of this response has been seen
     bool to_file = false;        // this response's body goes to the file
     bool write_failed = false;
+    int write_errno = 0;         // errno of the failed write (ENOSPC, EDQUOT, EIO, …)
     const std::function<void(std::uint64_t)>* on_bytes = nullptr;
     std::map<std::string, std::string> headers;  // lowercase names, last value
 };
@@ -143,6 +146,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
         if (status == 200 && c->offset > 0) {
             if (::ftruncate(c->fd, 0) != 0 || ::lseek(c->fd, 0, SEEK_SET) != 0) {
                 c->write_failed = true;
+                c->write_errno = errno;
                 return 0;
             }
             c->offset = 0;
@@ -151,6 +155,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
     if (c->to_file) {
         if (!write_all_fd(c->fd, data, len)) {
             c->write_failed = true;
+            c->write_errno = errno;
             return 0;
         }
         c->written += len;
@@ -273,7 +278,7 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
                               for (const auto& x : req.headers) h += x + "\n";
                               return h;
                           }()));
-    std::optional<CachedPage> cached = req.cache && !req.range ? read_cache(cache_path) : std::nullopt;
+    std::optional<CachedPage> cached = req.cache && !req.range && !req.head ? read_cache(cache_path) : std::nullopt;
     long long now = static_cast<long long>(std::time(nullptr));
     if (cached && (offline_ || (cached->max_age > 0 && now - cached->stored_at < cached->max_age))) {
         stats_.cache_hits++;
@@ -333,7 +338,9 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall_timeout());
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
         curl_easy_setopt(c, CURLOPT_USERAGENT, "envbox/" ENVBOX_VERSION);
-        curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+        // A HEAD is asked for the file's own length, which an encoding would change.
+        if (req.head) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        else curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
         curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
         curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);  // rather a stream on a live HTTP/2 connection than a new one
         curl_easy_setopt(c, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
@@ -354,8 +361,12 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         resp.effective_url = eff ? eff : req.url;
         curl_easy_cleanup(c);
         curl_slist_free_all(list);
-        if (got.write_failed)
-            throw Error(ErrorCode::generic, "cannot write the download of " + req.url + ": " + std::strerror(errno));
+        if (got.write_failed) {
+            // A full disk: the part holds the space the user needs back, and is dropped.
+            if ((got.write_errno == ENOSPC || got.write_errno == EDQUOT) && fd >= 0) (void)!::ftruncate(fd, 0);
+            throw Error(ErrorCode::generic,
+                        "cannot write the download of " + req.url + ": " + std::strerror(got.write_errno));
+        }
         bool transient = false;
         long long retry_after = -1;
         if (rc != CURLE_OK) {
@@ -401,7 +412,10 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
             resp.body = std::move(got.body);
             if (auto it = got.headers.find("content-type"); it != got.headers.end()) resp.content_type = it->second;
             if (auto it = got.headers.find("content-range"); it != got.headers.end()) resp.content_range = it->second;
-            if (req.cache && !req.range && status == 200) {
+            if (auto it = got.headers.find("content-length"); it != got.headers.end() && !it->second.empty() &&
+                                                             it->second.find_first_not_of("0123456789") == std::string::npos)
+                resp.content_length = std::strtoull(it->second.c_str(), nullptr, 10);
+            if (req.cache && !req.range && !req.head && status == 200) {
                 CachedPage page;
                 page.url = req.url;
                 page.etag = got.headers.count("etag") ? got.headers["etag"] : "";
@@ -448,6 +462,8 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
     try {
         resp = transfer(r, fd);
     } catch (...) {
+        struct stat st {};
+        if (::fstat(fd, &st) == 0 && st.st_size == 0) ::unlink(part.c_str());  // nothing worth resuming
         ::close(fd);
         throw;
     }

@@ -228,6 +228,41 @@ class SharedAndReadOnly(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
 
+class FullDiskWhileDownloading(unittest.TestCase):
+    def test_enospc_is_named_and_nothing_is_left(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a small tmpfs needs root")
+        tmp = tempfile.mkdtemp(prefix="envbox-dlfull-")
+        mnt = os.path.join(tmp, "mnt")
+        os.makedirs(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt]).returncode != 0:
+            shutil.rmtree(tmp)
+            self.skipTest("cannot mount tmpfs here")
+        server = None
+        try:
+            served = os.path.join(tmp, "served")
+            # Incompressible, so the 6 MB download cannot fit on the 4 MB home.
+            big = Wheel("big", "1.0", {"big/blob.bin": os.urandom(6_000_000)}).build(served)
+            server = test_install.Serve(served)
+            project = os.path.join(tmp, "proj")
+            os.makedirs(os.path.join(project, "manifests"))
+            write_lock(os.path.join(project, "manifests", "pylock.env.toml"), [big], url_prefix=server.url)
+            home = os.path.join(mnt, "home")
+            r = envbox("create", "env", home=home, project=project, check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("No space left on device", r.stderr)
+            self.assertNotIn("No such file or directory", r.stderr)
+            left = [f for f in os.listdir(os.path.join(home, "cache", "downloads")) if not f.endswith(".lock")]
+            self.assertEqual(left, [], "no part of the download is left to fill the disk")
+            self.assertEqual(os.listdir(os.path.join(home, "tmp")), [])
+            self.assertLess(shutil.disk_usage(mnt).used, 1_000_000)
+        finally:
+            if server:
+                server.close()
+            subprocess.run(["umount", mnt])
+            keep_or_remove(tmp)
+
+
 if __name__ == "__main__":
     ENVBOX = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)

@@ -453,6 +453,7 @@ private:
             reqs = root_requirements_;
         } else {
             Dependencies deps = source_.dependencies(pkg.base, pkg.candidates[v].version);
+            if (!deps.unusable.empty()) return rule_out(best, v, deps.unusable);
             reqs = std::move(deps.requires_dist);
         }
         // Ask for every dependency's versions at once, so a networked source fetches them in
@@ -471,6 +472,23 @@ private:
         }
         assign(Term{best, true, VSet::one(pkg.candidates.size(), v)}, -1);
         return best;
+    }
+
+    // A version found unusable only once its metadata was read: an incompatibility like those
+    // `package` adds for unusable candidates, so propagation derives "not v" (or a conflict) and
+    // the explanation gives the reason. Every package of the same base (its extras) shares it.
+    PkgId rule_out(PkgId id, std::size_t v, const std::string& reason) {
+        const std::string base = packages_[static_cast<std::size_t>(id)].base;
+        const pep::Version version = packages_[static_cast<std::size_t>(id)].candidates[v].version;
+        for (std::size_t p = 1; p < packages_.size(); ++p) {
+            Package& pkg = packages_[p];
+            if (pkg.base != base || v >= pkg.candidates.size() || !(pkg.candidates[v].version == version)) continue;
+            if (!pkg.candidates[v].unusable.empty()) continue;
+            pkg.candidates[v].unusable = reason;
+            add_incompat({{Term{static_cast<PkgId>(p), true, VSet::one(pkg.candidates.size(), v)}}, Kind::unavailable, -1, -1,
+                          reason});
+        }
+        return id;
     }
 
     void add_requirement(PkgId from, std::size_t v, const pep::Requirement& r, std::vector<int>& added) {

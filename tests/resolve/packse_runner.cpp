@@ -38,6 +38,16 @@ public:
     std::string python_full;
     std::optional<pep::TargetTags> tags;
     std::set<std::string> no_binary;
+    /// Requires-Python only in the metadata (an index page without `data-requires-python`):
+    /// reported by `dependencies`, not `versions`. The outcome must be the same.
+    bool metadata_requires_python = false;
+
+    std::string python_mismatch(const Version& v) const {
+        if (!v.requires_python) return "";
+        auto spec = pep::SpecifierSet::parse(*v.requires_python).value();
+        if (spec.contains(pep::Version::parse(python_full).value(), true)) return "";
+        return "requires Python " + *v.requires_python + " (the target is " + python_full + ")";
+    }
 
     std::vector<resolve::Candidate> versions(const std::string& name) override {
         std::vector<resolve::Candidate> out;
@@ -47,11 +57,7 @@ public:
             resolve::Candidate c;
             c.version = pep::Version::parse(text).value();
             c.yanked = v.yanked;
-            if (v.requires_python) {
-                auto spec = pep::SpecifierSet::parse(*v.requires_python).value();
-                if (!spec.contains(pep::Version::parse(python_full).value(), true))
-                    c.unusable = "requires Python " + *v.requires_python + " (the target is " + python_full + ")";
-            }
+            if (!metadata_requires_python) c.unusable = python_mismatch(v);
             if (c.unusable.empty() && (!v.wheel || no_binary.count(name)))
                 c.unusable = "has no wheel (envbox installs wheels and does not build sdists)";
             if (c.unusable.empty() && !v.wheel_tags.empty()) {
@@ -72,6 +78,7 @@ public:
         resolve::Dependencies d;
         for (const auto& [text, v] : packages[name]) {
             if (!(pep::Version::parse(text).value() == version)) continue;
+            if (metadata_requires_python) d.unusable = python_mismatch(v);
             for (const auto& r : v.requires_dist) d.requires_dist.push_back(pep::Requirement::parse(r).value());
             for (const auto& [extra, reqs] : v.extras) {
                 d.provides_extra.insert(pep::canonicalize_name(extra));
@@ -191,6 +198,23 @@ int main(int argc, char** argv) {
         std::string why;
         bool pass = result.ok() == expect_ok;
         if (!pass) why = result.ok() ? "resolved, expected no solution" : "no solution: " + result.error().message();
+        if (pass) {
+            // The same scenario with Requires-Python learnt only from the metadata: the same outcome.
+            w.metadata_requires_python = true;
+            auto late = resolve::resolve(root, w, opt);
+            w.metadata_requires_python = false;
+            std::string a, b;
+            if (result.ok())
+                for (const auto& p : *result) a += " " + p.name + "==" + p.version.str();
+            if (late.ok())
+                for (const auto& p : *late) b += " " + p.name + "==" + p.version.str();
+            if (late.ok() != result.ok() || a != b) {
+                pass = false;
+                why = "with Requires-Python only in the metadata: " +
+                      (late.ok() ? "got" + b : "no solution: " + late.error().message()) + "; with it on the page: " +
+                      (result.ok() ? "got" + a : "no solution");
+            }
+        }
         if (pass && result.ok())
             if (auto* expected = doc["expected"]["packages"].as_table()) {
                 std::map<std::string, std::string> want, got;

@@ -33,6 +33,11 @@ struct Candidate {
 struct Dependencies {
     std::vector<pep::Requirement> requires_dist;
     std::set<std::string> provides_extra;  ///< normalised
+    /// Why the version cannot be installed on the target, learnt only from its metadata (a
+    /// `Requires-Python` the index page did not carry); empty when it can. The solver treats
+    /// it as it treats `Candidate::unusable`: the version is ruled out, the solver backtracks to
+    /// another, and a failure explains it.
+    std::string unusable;
 };
 
 /// Where versions and metadata come from (an index client, a test's in-memory world).

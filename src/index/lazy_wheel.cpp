@@ -37,12 +37,13 @@ std::optional<std::string> read_dist_info_from_zip(const std::string& archive, c
 }
 
 std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf,
-                                                 std::string* whole) {
+                                                 std::string* whole, std::optional<std::uint64_t>* size) {
     HttpRequest tail_req = wheel;
     tail_req.cache = false;
     tail_req.range = "bytes=-" + std::to_string(zip::kTailSize);
     HttpResponse tail = http.get(tail_req);
     if (tail.status == 200) {  // ranges ignored: the whole file
+        if (size) *size = tail.body.size();
         auto meta = read_dist_info_from_zip(tail.body, leaf);
         if (whole) *whole = std::move(tail.body);
         return meta;
@@ -52,6 +53,7 @@ std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpReq
     if (slash == std::string::npos) return std::nullopt;
     std::uint64_t total = std::strtoull(tail.content_range.c_str() + slash + 1, nullptr, 10);
     if (total < tail.body.size()) return std::nullopt;
+    if (size) *size = total;
     auto get = [&](std::uint64_t off, std::uint64_t len) {
         HttpRequest r = wheel;
         r.cache = false;

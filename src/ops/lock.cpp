@@ -40,7 +40,13 @@ Inputs inputs_of(const lock::Manifest& m) {
     Inputs in;
     for (const auto& r : m.requirements) in.requirements.push_back(r.str());
     std::sort(in.requirements.begin(), in.requirements.end());
-    for (const auto& i : m.indexes) in.indexes.push_back(i.name + " " + i.url + (i.explicit_ ? " explicit" : ""));
+    for (const auto& i : m.indexes) {
+        std::string line = i.name + " " + i.url + (i.explicit_ ? " explicit" : "");
+        // Only when given, so locks written before the setting existed stay up to date.
+        for (std::size_t k = 0; k < i.ignore_error_codes.size(); ++k)
+            line += (k ? "," : " ignore-error-codes=") + std::to_string(i.ignore_error_codes[k]);
+        in.indexes.push_back(std::move(line));
+    }
     for (const auto& [pkg, ix] : m.sources) in.sources.push_back(pkg + " = " + ix);
     in.python = m.python;
     in.platform = m.platform;
@@ -83,6 +89,7 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m, const f
         c.url = i.url;
         while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
         c.explicit_ = i.explicit_;
+        c.ignore_error_codes = i.ignore_error_codes;
         if (i.ca) c.ca = fs::path(*i.ca).is_absolute() ? *i.ca : (manifest_path.parent_path() / *i.ca).string();
         if (auto u = env_credential(i.name, "USERNAME"); !u.empty()) c.username = u;
         if (auto p = env_credential(i.name, "PASSWORD"); !p.empty()) c.password = p;
@@ -152,18 +159,25 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     resolve::Options ropt;
     ropt.environment = pep::MarkerEnvironment::linux_cpython(python_full, machine);
     std::string previous;
+    std::set<std::string> known;  // what --upgrade-package may name: locked packages and requirements
+    for (const auto& r : m.requirements) known.insert(pep::canonicalize_name(r.name));
+    std::set<std::string> skip;
+    for (const auto& p : opt.upgrade_packages) skip.insert(pep::canonicalize_name(p));
     if (fs::exists(result.lock_path, ec)) {
         previous = read_file(result.lock_path);
-        if (!opt.upgrade) {
-            auto old = lock::Pylock::parse(previous, result.lock_path.string());
-            if (old) {
-                std::set<std::string> skip;
-                for (const auto& p : opt.upgrade_packages) skip.insert(pep::canonicalize_name(p));
-                for (const auto& p : old->packages)
-                    if (p.version && !skip.count(p.name)) ropt.preferences[p.name] = *p.version;
+        auto old = lock::Pylock::parse(previous, result.lock_path.string());
+        if (old)
+            for (const auto& p : old->packages) {
+                known.insert(p.name);
+                if (!opt.upgrade && p.version && !skip.count(p.name)) ropt.preferences[p.name] = *p.version;
             }
-        }
     }
+    // A misspelt --upgrade-package would otherwise upgrade nothing, silently.
+    for (const auto& p : opt.upgrade_packages)
+        if (!known.count(pep::canonicalize_name(p)))
+            throw Error(ErrorCode::usage, "--upgrade-package " + p + ": no package of that name is in " +
+                                              result.lock_path.filename().string() + " or required by " +
+                                              manifest_path.filename().string());
 
     index::HttpClient http(ctx.home / "cache" / "http", opt.offline);
     resolve::IndexSource source(http, indexes, m.sources, *tags, python_full, ctx.home / "tmp");

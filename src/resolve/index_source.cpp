@@ -36,6 +36,45 @@ struct Slot {
     ~Slot() { s.release(); }
 };
 
+// A sha256 from an index page names cache files: only 64 hex digits are taken as one.
+bool is_hex_digest(const std::string& s) {
+    return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// The host of an absolute URL, lowercased ("download.pytorch.org").
+std::string host_of(const std::string& url) {
+    auto start = url.find("://");
+    if (start == std::string::npos) return "";
+    start += 3;
+    auto end = url.find_first_of("/?#", start);
+    std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (auto at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
+    if (auto colon = authority.find(':'); colon != std::string::npos) authority.erase(colon);
+    for (auto& ch : authority) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return authority;
+}
+
+// Whether a page's status says "this index does not have the project", so the next is asked.
+bool means_not_here(const IndexConfig& ix, long status) {
+    if (status == 404 || status == 410) return true;
+    if (std::find(ix.ignore_error_codes.begin(), ix.ignore_error_codes.end(), status) != ix.ignore_error_codes.end())
+        return true;
+    // The PyTorch indexes answer 403 for every project they do not serve.
+    return status == 403 && host_of(ix.url) == "download.pytorch.org";
+}
+
+// Where the METADATA of the wheel with this sha256 is cached; `<it>.size` beside it holds the
+// wheel's byte count once known. Both never change for a given sha256.
+fs::path metadata_cache(const fs::path& tmp_dir, const std::string& sha256) {
+    return tmp_dir.parent_path() / "cache" / "metadata" / sha256.substr(0, 2) / (sha256.substr(2) + ".METADATA");
+}
+
+fs::path size_cache(const fs::path& tmp_dir, const std::string& sha256) {
+    fs::path p = metadata_cache(tmp_dir, sha256);
+    p.replace_extension(".size");
+    return p;
+}
+
 }  // namespace
 
 IndexSource::IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes, std::map<std::string, std::string> pins,
@@ -126,10 +165,14 @@ std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::stri
                 Slot slot(slots_, cancelled_);
                 r = http_.get({page_url, {kAccept}, ix->ca, ix->username, ix->password, true});
             }
-            if (r.status == 404 || r.status == 410) continue;
+            if (means_not_here(*ix, r.status)) continue;
             if (r.status != 200)
-                throw Error(ErrorCode::network, "index " + ix->name + " answered HTTP " + std::to_string(r.status) +
-                                                    " for " + page_url);
+                throw Error(ErrorCode::network,
+                            "index " + ix->name + " answered HTTP " + std::to_string(r.status) + " for " + page_url +
+                                (r.status == 401 || r.status == 403
+                                     ? " (if it answers so for projects it does not have, give it ignore-error-codes = [" +
+                                           std::to_string(r.status) + "] in the manifest)"
+                                     : ""));
             // The content type decides; a JSON page served as text/plain is still JSON.
             std::string_view body = r.body;
             while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front()))) body.remove_prefix(1);
@@ -256,8 +299,11 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
     std::string text;
     // Metadata of a wheel known by its sha256 never changes: kept on disk by that digest.
     std::optional<fs::path> cached;
-    if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && h->second.size() == 64)
-        cached = tmp_dir_.parent_path() / "cache" / "metadata" / h->second.substr(0, 2) / (h->second.substr(2) + ".METADATA");
+    std::optional<std::string> sha;
+    if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && is_hex_digest(h->second)) {
+        sha = h->second;
+        cached = metadata_cache(tmp_dir_, h->second);
+    }
     std::error_code ec;
     if (cached && fs::exists(*cached, ec)) {
         text = read_file(*cached);
@@ -275,10 +321,12 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
             // No metadata file: read METADATA out of the remote wheel with range requests.
             Slot slot(slots_, cancelled_);
             std::string whole;
+            std::optional<std::uint64_t> size;
             auto meta = index::read_remote_dist_info(
                 http_, {wheel.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
                         ix ? ix->password : std::nullopt, false},
-                "METADATA", &whole);
+                "METADATA", &whole, &size);
+            if (size) remember_size(wheel.url, sha, *size);
             if (!whole.empty()) {
                 // The server sent the whole wheel: kept for `digest_and_size` and for create.
                 const std::string digest = to_hex(sha256(whole));
@@ -336,6 +384,10 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
     Dependencies d;
     d.requires_dist = meta->requires_dist;
     for (const auto& e : meta->provides_extra) d.provides_extra.insert(e);
+    // The metadata's Requires-Python binds even where the index page carries none (private
+    // mirrors, flat directories, PyTorch-index pages).
+    if (meta->requires_python && !meta->requires_python->contains(python_version_, true))
+        d.unusable = "requires Python " + meta->requires_python->str() + " (the target is " + python_full_ + ")";
     return d;
 }
 
@@ -348,8 +400,13 @@ ChosenWheel IndexSource::chosen(const std::string& name, const pep::Version& ver
 std::pair<std::string, std::optional<std::uint64_t>> IndexSource::digest_and_size(const std::string& name,
                                                                                  const pep::Version& version) {
     ChosenWheel c = chosen(name, version);
-    if (auto h = c.file.hashes.find("sha256"); h != c.file.hashes.end()) return {h->second, c.file.size};
-    // An index that gives no hash: the wheel itself is hashed (a local one in place).
+    std::optional<std::string> given;
+    if (auto h = c.file.hashes.find("sha256"); h != c.file.hashes.end()) given = h->second;
+    if (given && c.file.size) return {*given, c.file.size};
+    if (given)
+        if (auto size = known_size(c, *given)) return {*given, size};
+    // An index that gives no hash, or no way to learn the size: the wheel itself is hashed (a
+    // local one in place).
     if (c.file.url.starts_with("file:")) {
         fs::path local = index::file_url_path(c.file.url);
         return {to_hex(sha256_file(local)), fs::file_size(local)};
@@ -369,9 +426,69 @@ std::pair<std::string, std::optional<std::uint64_t>> IndexSource::digest_and_siz
                     ix ? ix->password : std::nullopt, false},
                    tmp);
     std::string digest = to_hex(sha256_file(tmp));
+    if (given && digest != *given)
+        throw Error(ErrorCode::integrity, c.file.filename + " does not match the sha256 its index gives");
     std::uint64_t size = fs::file_size(tmp);
     keep_download(tmp, digest, c.file.url, size);
     return {digest, size};
+}
+
+std::optional<std::uint64_t> IndexSource::known_size(const ChosenWheel& c, const std::string& sha256) {
+    std::error_code ec;
+    if (c.file.url.starts_with("file:")) {
+        auto size = fs::file_size(index::file_url_path(c.file.url), ec);
+        return ec ? std::nullopt : std::optional<std::uint64_t>(size);
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = sizes_.find(c.file.url); it != sizes_.end()) return it->second;
+        if (auto it = fetched_whole_.find(c.file.url); it != fetched_whole_.end()) return it->second.second;
+    }
+    if (is_hex_digest(sha256)) {
+        // Learnt by an earlier lock of the same file (its METADATA then came from the cache).
+        fs::path p = size_cache(tmp_dir_, sha256);
+        if (fs::exists(p, ec)) {
+            try {
+                std::string text = read_file(p);
+                if (!text.empty() && text.size() < 20 && text.find_first_not_of("0123456789") == std::string::npos)
+                    return std::strtoull(text.c_str(), nullptr, 10);
+            } catch (const Error&) {
+                // unreadable: asked again below
+            }
+        }
+    }
+    const IndexConfig* ix = nullptr;
+    for (const auto& i : indexes_)
+        if (i.name == c.index_name) ix = &i;
+    try {
+        index::HttpRequest head{c.file.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
+                                ix ? ix->password : std::nullopt, false};
+        head.head = true;
+        auto r = http_.get(head);
+        if (r.status == 200 && r.content_length && *r.content_length > 0) {
+            remember_size(c.file.url, sha256, *r.content_length);
+            return r.content_length;
+        }
+    } catch (const Error&) {
+        // no HEAD (offline, a server that refuses it): the caller fetches the wheel
+    }
+    return std::nullopt;
+}
+
+void IndexSource::remember_size(const std::string& url, const std::optional<std::string>& sha256, std::uint64_t size) {
+    {
+        std::lock_guard lock(mutex_);
+        sizes_[url] = size;
+    }
+    if (!sha256 || !is_hex_digest(*sha256)) return;
+    fs::path p = size_cache(tmp_dir_, *sha256);
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+    try {
+        write_file_atomic(p, std::to_string(size), 0644, Durability::none);
+    } catch (const Error&) {
+        // an unwritable cache only costs a HEAD next time
+    }
 }
 
 void IndexSource::keep_download(const fs::path& file, const std::string& digest, const std::string& url,

@@ -28,6 +28,8 @@ struct HttpRequest {
     std::optional<std::string> range = std::nullopt;  ///< "bytes=-65536", "bytes=100-199" (never cached)
     /// `download` only: called with each chunk's size as it reaches the file (any thread).
     std::function<void(std::uint64_t)> on_bytes = {};
+    /// `get` only: a HEAD (status and headers, no body, never cached), for a file's size.
+    bool head = false;
 };
 
 struct HttpResponse {
@@ -37,6 +39,7 @@ struct HttpResponse {
     std::string effective_url;                 ///< after redirects
     bool from_cache = false;
     std::string content_range = {};            ///< "bytes 100-199/5000" on a 206
+    std::optional<std::uint64_t> content_length = std::nullopt;  ///< the Content-Length header, when sent
 };
 
 struct HttpStats {

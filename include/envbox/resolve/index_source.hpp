@@ -29,6 +29,10 @@ struct IndexConfig {
     bool explicit_ = false;
     std::optional<std::string> ca;
     std::optional<std::string> username, password;
+    /// HTTP statuses that mean "this index does not have the project" besides 404 and 410
+    /// (the manifest's `ignore-error-codes`, as uv has): the next index is asked. 403 is one by
+    /// default for download.pytorch.org, which answers so for projects it does not serve.
+    std::vector<int> ignore_error_codes;
 };
 
 /// The file the lock will name for one package version, and where it came from.
@@ -53,7 +57,10 @@ public:
 
     /// The wheel chosen for name==version (after `versions(name)`).
     ChosenWheel chosen(const std::string& name, const pep::Version& version);
-    /// Its sha256 and size, downloading the wheel when the index gave no sha256.
+    /// Its sha256 and size, downloading the wheel when the index gave no sha256. The size is
+    /// always known: from the index page, else from the range requests that read its
+    /// METADATA (or what an earlier lock of the same sha256 learnt), else a HEAD, else the
+    /// wheel itself, fetched whole and kept for `create`.
     std::pair<std::string, std::optional<std::uint64_t>> digest_and_size(const std::string& name,
                                                                          const pep::Version& version);
 
@@ -76,6 +83,10 @@ private:
     void keep_download(const std::filesystem::path& file, const std::string& digest, const std::string& url,
                        std::uint64_t size);
     std::shared_ptr<Project> fetch_project(const std::string& name);
+    /// The size of a wheel whose sha256 the index gave but whose size it did not.
+    std::optional<std::uint64_t> known_size(const ChosenWheel& c, const std::string& sha256);
+    /// Remembers `size` for `url` (and on disk beside the cached METADATA of `sha256`, when known).
+    void remember_size(const std::string& url, const std::optional<std::string>& sha256, std::uint64_t size);
     Dependencies fetch_dependencies(const std::string& name, const VersionInfo& v, const Project& p);
     const VersionInfo& version_info(const std::string& name, const pep::Version& version);
 
@@ -91,6 +102,8 @@ private:
     std::map<std::string, std::shared_future<Dependencies>> metadata_;
     /// Wheels fetched whole while locking: url → (sha256, size).
     std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>> fetched_whole_;
+    /// Sizes learnt from range answers (url → bytes), for pages that give none.
+    std::map<std::string, std::uint64_t> sizes_;
     std::counting_semaphore<64> slots_{32};  ///< requests in flight at once
     std::atomic<bool> cancelled_{false};     ///< set when the source goes: queued prefetches stop
 };

@@ -20,8 +20,8 @@ void run_diff(const GlobalOptions& global, const std::string& a, const std::stri
     if (a.empty()) throw Error(ErrorCode::usage, "envbox diff needs A (and optionally B), or --textconv FILE");
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    ops::LockView old_side = b.empty() ? ops::load_side(ctx, a, true) : ops::load_side(ctx, a, false);
-    ops::LockView new_side = b.empty() ? ops::load_side(ctx, a, false) : ops::load_side(ctx, b, false);
+    auto [old_side, new_side] = b.empty() ? ops::load_sides(ctx, a)
+                                          : std::pair{ops::load_side(ctx, a, false), ops::load_side(ctx, b, false)};
     ops::Diff d = ops::diff(old_side, new_side);
     std::string out;
     if (format == "json" || global.json) out = ops::render_json(d);

@@ -8,6 +8,7 @@
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/lock/pylock.hpp"
+#include "envbox/pep/filename.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -35,6 +36,7 @@ LockView view_of(const std::string& text, const std::string& label, const fs::pa
         if (!p.wheels.empty()) {
             const auto& w = p.wheels.front();
             e.filename = w.filename();
+            e.sha256 = w.sha256().value_or("");
             e.size = w.size;
             if (store)
                 if (auto sha = w.sha256())
@@ -69,17 +71,43 @@ const char* kind_word(DiffEntry::Kind k) {
         case DiffEntry::Kind::removed: return "removed";
         case DiffEntry::Kind::upgraded: return "upgraded";
         case DiffEntry::Kind::downgraded: return "downgraded";
-        case DiffEntry::Kind::rebuilt: return "local label changed";
+        case DiffEntry::Kind::local_label: return "local label changed";
         case DiffEntry::Kind::index_changed: return "index changed";
+        case DiffEntry::Kind::wheel_changed: return "wheel changed";
+        case DiffEntry::Kind::rebuilt: return "rebuilt";
     }
     return "?";
+}
+
+// What differs between two wheel file names of one version: its tags (cp311 → cp312), its build
+// tag, or else the name as a whole.
+std::string wheel_detail(const std::string& before, const std::string& after) {
+    auto a = pep::WheelFilename::parse(before), b = pep::WheelFilename::parse(after);
+    if (a && b) {
+        if (a->tag_text != b->tag_text) return "tags " + a->tag_text + " → " + b->tag_text;
+        auto build = [](const std::optional<pep::BuildTag>& t) {
+            return t ? std::to_string(t->number) + t->rest : std::string("none");
+        };
+        if (a->build != b->build) return "build tag " + build(a->build) + " → " + build(b->build);
+    }
+    return "file " + before + " → " + after;
+}
+
+std::string short_digest(const std::string& sha) { return sha.empty() ? "—" : sha.substr(0, 12) + "…"; }
+
+// "rebuilt: same version, new sha256 and size" for the text and markdown reports.
+std::string change_words(const DiffEntry& e) {
+    return e.detail.empty() ? kind_word(e.kind) : std::string(kind_word(e.kind)) + ": " + e.detail;
 }
 
 }  // namespace
 
 LockView load_side(const Context& ctx, const std::string& spec, bool current_generation) {
     std::error_code ec;
-    if (spec.find('/') != std::string::npos || spec.ends_with(".toml")) {
+    const auto at_sign = spec.find('@');
+    const bool git_rev = at_sign != std::string::npos && spec.substr(0, at_sign).find('/') == std::string::npos &&
+                         !fs::exists(spec, ec);  // ENV@origin/main is a revision, not a path
+    if (!git_rev && (spec.find('/') != std::string::npos || spec.ends_with(".toml"))) {
         if (!fs::exists(spec, ec)) throw Error(ErrorCode::usage, "no lock file " + spec);
         return view_of(read_file(spec), spec, ctx.home);
     }
@@ -111,6 +139,17 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
     return view_of(read_file(lock), (fs::path("manifests") / lock.filename()).string(), ctx.home);
 }
 
+std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a) {
+    std::error_code ec;
+    const auto at = a.find('@'), hash = a.find('#');
+    const bool path = (a.find('/') != std::string::npos && (at == std::string::npos || a.substr(0, at).find('/') != std::string::npos)) ||
+                      a.ends_with(".toml") || fs::exists(a, ec);
+    if (path) throw Error(ErrorCode::usage, "envbox diff " + a + ": a lock file needs a second lock to compare with");
+    if (at != std::string::npos) return {load_side(ctx, a, false), load_side(ctx, a.substr(0, at), false)};
+    if (hash != std::string::npos) return {load_side(ctx, a, false), load_side(ctx, a.substr(0, hash), true)};
+    return {load_side(ctx, a, true), load_side(ctx, a, false)};
+}
+
 Diff diff(const LockView& a, const LockView& b) {
     Diff d;
     d.a = a.label;
@@ -129,8 +168,14 @@ Diff diff(const LockView& a, const LockView& b) {
         const auto* y = after.count(n) ? after[n] : nullptr;
         DiffEntry e;
         e.name = n;
-        if (x) e.before = x->version, e.index_before = x->index, e.cuda_before = cuda_of(n, x->version);
-        if (y) e.after = y->version, e.index_after = y->index, e.cuda_after = cuda_of(n, y->version);
+        if (x) {
+            e.before = x->version, e.index_before = x->index, e.cuda_before = cuda_of(n, x->version);
+            e.wheel_before = x->filename, e.sha256_before = x->sha256;
+        }
+        if (y) {
+            e.after = y->version, e.index_after = y->index, e.cuda_after = cuda_of(n, y->version);
+            e.wheel_after = y->filename, e.sha256_after = y->sha256;
+        }
         e.download_delta = (y ? sz(y->size) : 0) - (x ? sz(x->size) : 0);
         bool known = (!x || x->installed) && (!y || y->installed);
         if (known) e.installed_delta = (y ? sz(y->installed) : 0) - (x ? sz(x->installed) : 0);
@@ -139,11 +184,18 @@ Diff diff(const LockView& a, const LockView& b) {
         else if (x->version != y->version) {
             auto vx = pep::Version::try_parse(x->version), vy = pep::Version::try_parse(y->version);
             e.kind = vx && vy && *vy < *vx ? DiffEntry::Kind::downgraded : DiffEntry::Kind::upgraded;
-            // Same public version, another local label (+cu128 → +cu130): a rebuild, not an upgrade.
-            if (vx && vy && vx->public_str() == vy->public_str()) e.kind = DiffEntry::Kind::rebuilt;
-        } else if (x->index != y->index) e.kind = DiffEntry::Kind::index_changed;
-        else if (x->filename != y->filename) e.kind = DiffEntry::Kind::rebuilt;
-        else {
+            // Same public version, another local label (+cu128 → +cu130): not an upgrade.
+            if (vx && vy && vx->public_str() == vy->public_str()) e.kind = DiffEntry::Kind::local_label;
+        } else if (x->index != y->index) {
+            e.kind = DiffEntry::Kind::index_changed;
+        } else if (x->filename != y->filename) {
+            e.kind = DiffEntry::Kind::wheel_changed;
+            e.detail = wheel_detail(x->filename, y->filename);
+        } else if (x->sha256 != y->sha256) {
+            // The same file name with other bytes: a re-upload.
+            e.kind = DiffEntry::Kind::rebuilt;
+            e.detail = std::string("same version, new sha256") + (x->size != y->size ? " and size" : "");
+        } else {
             d.unchanged++;
             continue;
         }
@@ -166,6 +218,13 @@ std::string render_text(const Diff& d, bool color) {
         switch (e.kind) {
             case DiffEntry::Kind::added: line = paint("32", "+ " + e.name + " " + e.after); break;
             case DiffEntry::Kind::removed: line = paint("31", "- " + e.name + " " + e.before); break;
+            case DiffEntry::Kind::wheel_changed:
+                line = paint("33", "~ " + e.name + " " + e.after) + " (" + change_words(e) + ")";
+                break;
+            case DiffEntry::Kind::rebuilt:
+                line = paint("1;33", "~ " + e.name + " " + e.after) + " (" + change_words(e) + ")  sha256 " +
+                       short_digest(e.sha256_before) + " → " + short_digest(e.sha256_after);
+                break;
             default: line = paint("33", "~ " + e.name + " " + e.before + " → " + e.after) + " (" + kind_word(e.kind) + ")";
         }
         if (!e.cuda_before.empty() && !e.cuda_after.empty() && e.cuda_before != e.cuda_after)
@@ -192,7 +251,11 @@ std::string render_markdown(const Diff& d) {
                                      (e.cuda_after.empty() ? "—" : e.cuda_after) + "**"
                                : "";
         o << "| `" << e.name << "` | " << (e.before.empty() ? "—" : e.before) << " | " << (e.after.empty() ? "—" : e.after)
-          << " | " << kind_word(e.kind) << " | " << cuda << " | " << signed_bytes(e.download_delta) << " |\n";
+          << " | " << change_words(e)
+          << (e.kind == DiffEntry::Kind::rebuilt
+                  ? " (`" + short_digest(e.sha256_before) + "` → `" + short_digest(e.sha256_after) + "`)"
+                  : "")
+          << " | " << cuda << " | " << signed_bytes(e.download_delta) << " |\n";
     }
     return o.str();
 }
@@ -207,6 +270,11 @@ std::string render_json(const Diff& d) {
         o << (i ? ", " : "") << "{\"name\": " << json_quote(e.name) << ", \"kind\": " << json_quote(kind_word(e.kind))
           << ", \"before\": " << (e.before.empty() ? "null" : json_quote(e.before))
           << ", \"after\": " << (e.after.empty() ? "null" : json_quote(e.after))
+          << ", \"detail\": " << (e.detail.empty() ? "null" : json_quote(e.detail))
+          << ", \"wheel_before\": " << (e.wheel_before.empty() ? "null" : json_quote(e.wheel_before))
+          << ", \"wheel_after\": " << (e.wheel_after.empty() ? "null" : json_quote(e.wheel_after))
+          << ", \"sha256_before\": " << (e.sha256_before.empty() ? "null" : json_quote(e.sha256_before))
+          << ", \"sha256_after\": " << (e.sha256_after.empty() ? "null" : json_quote(e.sha256_after))
           << ", \"index_before\": " << json_quote(e.index_before) << ", \"index_after\": " << json_quote(e.index_after)
           << ", \"cuda_before\": " << (e.cuda_before.empty() ? "null" : json_quote(e.cuda_before))
           << ", \"cuda_after\": " << (e.cuda_after.empty() ? "null" : json_quote(e.cuda_after))
@@ -223,7 +291,9 @@ std::string textconv(const std::string& lock_path) {
         o << e.name << "==" << e.version;
         if (auto c = cuda_of(e.name, e.version); !c.empty()) o << "  [CUDA " << c << "]";
         if (!e.index.empty()) o << "  (" << e.index << ")";
+        if (auto w = pep::WheelFilename::parse(e.filename)) o << "  " << w->tag_text;
         if (e.size) o << "  " << *e.size << " bytes";
+        if (!e.sha256.empty()) o << "  sha256=" << e.sha256;
         o << "\n";
     }
     return o.str();

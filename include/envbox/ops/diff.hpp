@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "envbox/ops/context.hpp"
@@ -15,6 +16,7 @@ struct LockView {
     std::string label;  ///< "manifests/pylock.train.toml", "train#3", "train@HEAD~1"
     struct Entry {
         std::string name, version, index, filename;
+        std::string sha256;                         ///< of the wheel ("" when the lock gives none)
         std::optional<std::uint64_t> size;          ///< download size
         std::optional<std::uint64_t> installed;     ///< installed size, when the store knows the wheel
     };
@@ -23,13 +25,25 @@ struct LockView {
 
 /// Resolves a diff operand: a lock file path, `ENV` (its lock), `ENV#N` (generation N's lock),
 /// `ENV@REV` (the lock at a git revision of the project), or `ENV` current generation when
-/// `generation_side` is set.
+/// `current_generation` is set.
 LockView load_side(const Context& ctx, const std::string& spec, bool current_generation);
 
+/// The two sides `envbox diff A` compares when B is not given, as `git diff` does: `ENV` is its
+/// current generation against its lock, `ENV@REV` the lock at REV against the working lock,
+/// `ENV#N` generation N against the current generation. A lock path alone is a usage error.
+std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a);
+
 struct DiffEntry {
-    enum class Kind { added, removed, upgraded, downgraded, rebuilt, index_changed };
+    /// What changed, the most telling first: a version, its local label (`+cu128` → `+cu130`),
+    /// the index, the wheel chosen for the same version (its tags or build tag), or only the
+    /// wheel's content (the same file name re-uploaded with a new sha256: the change a review
+    /// must never miss).
+    enum class Kind { added, removed, upgraded, downgraded, local_label, index_changed, wheel_changed, rebuilt };
     Kind kind;
     std::string name, before, after;  ///< versions ("" when absent)
+    std::string detail;               ///< wheel_changed, rebuilt: what differs, in words
+    std::string wheel_before, wheel_after;    ///< wheel file names ("" when absent)
+    std::string sha256_before, sha256_after;  ///< wheel sha256 ("" when absent)
     std::string index_before, index_after;
     std::string cuda_before, cuda_after;  ///< CUDA line change ("12.8" → "13.0"), when one
     std::int64_t download_delta = 0;
@@ -50,7 +64,8 @@ std::string render_text(const Diff& d, bool color);
 std::string render_markdown(const Diff& d);
 std::string render_json(const Diff& d);
 
-/// The text git shows for a lock with `diff.pylock.textconv`: one stable line per package.
+/// The text git shows for a lock with `diff.pylock.textconv`: one stable line per package,
+/// with its wheel's tags, size and sha256, so a re-uploaded wheel shows as a changed line.
 std::string textconv(const std::string& lock_path);
 
 }  // namespace envbox::ops

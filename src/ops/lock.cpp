@@ -15,6 +15,7 @@
 #include "envbox/resolve/resolver.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -203,10 +204,14 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     doc.environment_marker = "python_version == '" + m.python + "' and sys_platform == 'linux'" +
                              (machine.empty() ? "" : " and platform_machine == '" + machine + "'");
     doc.requires_python = "==" + m.python + ".*";
-    for (const auto& pin : *pins) {
+    // A digest or size the index did not give costs a request (a HEAD, or the whole wheel):
+    // those run side by side, not one after another. The writer sorts the packages.
+    doc.packages.resize(pins->size());
+    parallel_for(pins->size(), 16, [&](std::size_t i) {
+        const resolve::Pinned& pin = (*pins)[i];
         auto chosen = source.chosen(pin.name, pin.version);
         auto [digest, size] = source.digest_and_size(pin.name, pin.version);
-        lock::LockedPackage p;
+        lock::LockedPackage& p = doc.packages[i];
         p.name = pin.name;
         p.version = pin.version.str();
         p.index = chosen.index_url;
@@ -214,8 +219,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         p.wheel.url = chosen.file.url;
         p.wheel.sha256 = digest;
         p.wheel.size = size;
-        doc.packages.push_back(std::move(p));
-    }
+    });
     doc.tool["manifest-digest"] = inputs.digest();
     doc.tool["python"] = inputs.python;
     doc.tool["platform"] = inputs.platform;

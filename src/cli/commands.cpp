@@ -105,7 +105,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
         {"diff", "What changed between two locks or environments",
          [](CLI::App& c) {
              c.add_option("A", text_a, "ENV, lock path, ENV@GITREV or ENV#GEN (old side)");
-             c.add_option("B", text_b, "New side (default: with A an ENV, its current generation → its lock)");
+             c.add_option("B", text_b, "New side (default, as git diff: ENV: current generation → lock; ENV@REV: → the working lock; ENV#N: → the current generation)");
              c.add_option("--format", format, "text, markdown or json")
                  ->check(CLI::IsMember({"text", "markdown", "json"}));
              c.add_option("--textconv", textconv_file, "Print FILE (a lock) as git's diff driver should show it");

@@ -9,6 +9,9 @@
 namespace envbox::cli {
 
 void run_create(const GlobalOptions& global, const CreateArgs& args) {
+    if (args.locked && args.frozen)
+        throw Error(ErrorCode::usage, "--locked (refuse a stale lock) and --frozen (do not check the lock) "
+                                      "contradict each other: give one");
     ConsoleProgress progress(global.verbosity, stderr_is_tty());
     ops::Context ctx = make_context(global, progress);
     ops::CreateOptions opt;

@@ -23,6 +23,8 @@ void run_doctor(const GlobalOptions& global) {
     }
     std::printf("store: %s on %s, %s free; placing files: %s\n", r.store_path.c_str(), r.store_filesystem.c_str(),
                 human_bytes(r.store_free).c_str(), r.link_mode.c_str());
+    std::printf("run sandbox: %s%s\n", r.sandbox.c_str(),
+                r.sandboxed ? "" : "; `envbox run` warns and runs unsandboxed (--sandbox strict refuses)");
     if (!r.indexes.empty()) std::printf("indexes:\n");
     for (const auto& i : r.indexes) std::printf("  %s\n", i.c_str());
 }

@@ -15,8 +15,11 @@ struct GlobalOptions {
     std::string color = "auto";   ///< --color auto|always|never (NO_COLOR honoured)
 };
 
-/// Registers the global options on `app`.
-void add_global_options(CLI::App& app, GlobalOptions& options);
+/// Registers the global options on `app`. Every other command takes them after its name by
+/// falling through to the main app; `run` cannot (the command's own `-v` would be envbox's), so
+/// they are registered on it again with `on_subcommand`: without fallthrough and without their
+/// environment variables (the main app reads those, once).
+void add_global_options(CLI::App& app, GlobalOptions& options, bool on_subcommand = false);
 
 /// Registers every command of the envbox surface on `app`.
 void add_commands(CLI::App& app, GlobalOptions& options);

@@ -1,30 +1,76 @@
-// envbox run ENV -- CMD…
+// envbox run ENV [--] CMD…
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "envbox/env/sandbox.hpp"
 #include "envbox/ops/run.hpp"
+#include "envbox/util/error.hpp"
 #include "envbox/util/process.hpp"
 
 namespace envbox::cli {
+namespace {
 
-void run_run(const GlobalOptions& global, const std::string& env, const std::vector<std::string>& command,
-             bool no_sandbox) {
+// The command: what follows ENV, less one leading `--`. Anything else that looks like an
+// option there is one `run` does not know (CLI11 stopped at it).
+std::vector<std::string> command_of(const std::vector<std::string>& rest) {
+    if (!rest.empty() && rest.front() == "--") return {rest.begin() + 1, rest.end()};
+    if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-')
+        throw Error(ErrorCode::usage, "run: unknown option " + rest.front() +
+                                          " (the command starts at its first word; put -- before a command "
+                                          "that starts with -)");
+    return rest;
+}
+
+// --sandbox, else --no-sandbox, else $ENVBOX_SANDBOX, else auto. The flag beats the variable so
+// that one run can opt out of a strict default on purpose.
+ops::SandboxMode sandbox_mode(const RunArgs& args) {
+    std::string mode = args.sandbox;
+    if (mode.empty() && args.no_sandbox) return ops::SandboxMode::off;
+    std::string from = "--sandbox";
+    if (const char* v = std::getenv("ENVBOX_SANDBOX"); mode.empty() && v && *v) {
+        mode = v;
+        from = "ENVBOX_SANDBOX";
+    }
+    if (mode.empty() || mode == "auto") return ops::SandboxMode::automatic;
+    if (mode == "strict") return ops::SandboxMode::strict;
+    if (mode == "off") return ops::SandboxMode::off;
+    throw Error(ErrorCode::usage, from + "=" + mode + " is not a sandbox mode (auto, strict or off)");
+}
+
+// What the user must know every time (a weaker or no sandbox), and with -v what happened.
+void report_sandbox(const GlobalOptions& global, const ops::RunPlan& plan, ops::SandboxMode mode,
+                    const env::SandboxOutcome& o) {
+    if (mode == ops::SandboxMode::off) {
+        if (global.verbosity > 0) std::fprintf(stderr, "envbox: running in %s without the sandbox (--sandbox off)\n",
+                                               plan.generation.c_str());
+    } else if (o.kind == env::SandboxKind::mount_namespace) {
+        if (global.verbosity > 0)
+            std::fprintf(stderr, "envbox: running in %s in the read-only sandbox\n", plan.generation.c_str());
+    } else if (o.kind == env::SandboxKind::landlock) {
+        if (global.verbosity >= 0)
+            std::fprintf(stderr, "envbox: note: no mount namespace here (%s); Landlock keeps the envbox home "
+                                 "read-only instead\n", o.namespace_refused.c_str());
+    } else {
+        std::fprintf(stderr, "envbox: warning: running WITHOUT the sandbox: no mount namespace (%s) and no "
+                             "Landlock (%s); this command can write into every environment and the store "
+                             "(--sandbox strict refuses to run like this)\n",
+                     o.namespace_refused.c_str(), o.landlock_refused.c_str());
+    }
+    if (global.verbosity > 0)
+        for (const auto& n : plan.notes) std::fprintf(stderr, "envbox: %s\n", n.c_str());
+}
+
+}  // namespace
+
+void run_run(const GlobalOptions& global, const RunArgs& args) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    ops::RunPlan plan = ops::plan_run(ctx, env, command, current_environment());
-    std::string sandbox = "without the sandbox (--no-sandbox)";
-    if (!no_sandbox) {
-        // The generation and the store read-only for the command; when the kernel does not
-        // allow namespaces here, say so (with -v) and run without.
-        auto why = env::enter_read_only_sandbox({plan.generation, ctx.home / "store-v1"});
-        sandbox = why ? "without the sandbox: " + *why : "in the read-only sandbox";
-    }
-    if (global.verbosity > 0) {
-        std::fprintf(stderr, "envbox: running in %s %s\n", plan.generation.c_str(), sandbox.c_str());
-        for (const auto& n : plan.notes) std::fprintf(stderr, "envbox: %s\n", n.c_str());
-    }
+    ops::SandboxMode mode = sandbox_mode(args);
+    ops::RunPlan plan = ops::plan_run(ctx, args.env, command_of(args.rest), current_environment());
+    env::SandboxOutcome sandbox = ops::enter_run_sandbox(ctx, plan, mode);
+    report_sandbox(global, plan, mode, sandbox);
     std::fflush(nullptr);
     exec_replace(plan.argv, plan.environment);
 }

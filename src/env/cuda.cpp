@@ -96,8 +96,24 @@ std::optional<std::string> nvml_driver_version() {
 
 }  // namespace
 
+namespace {
+
+// An NVIDIA driver version as the driver writes it: 2 or 3 dot-separated numbers, the first of
+// at most 4 digits ("550.54.15", "580.82", "470.256.02"). Anything else set by the user is a
+// mistake to report, not to ignore (a typo would silently mean "no driver" or a wrong one).
+std::string checked_driver_override(const std::string& v) {
+    static const std::regex driver(R"(([1-9][0-9]{0,3})(\.[0-9]{1,4}){1,2})");
+    if (!std::regex_match(v, driver))
+        throw Error(ErrorCode::usage, "ENVBOX_CUDA_DRIVER='" + v +
+                                          "' is not an NVIDIA driver version (like 550.54.15); unset it to "
+                                          "read the installed driver");
+    return v;
+}
+
+}  // namespace
+
 std::optional<std::string> nvidia_driver_version() {
-    if (const char* v = std::getenv("ENVBOX_CUDA_DRIVER"); v && *v) return std::string(v);
+    if (const char* v = std::getenv("ENVBOX_CUDA_DRIVER"); v && *v) return checked_driver_override(v);
     try {
         std::string s = read_file("/sys/module/nvidia/version");
         while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();

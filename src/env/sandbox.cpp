@@ -3,10 +3,21 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "landlock.hpp"
+
+namespace fs = std::filesystem;
 
 namespace envbox::env {
 namespace {
@@ -19,35 +30,187 @@ bool write_proc(const char* path, const std::string& text) {
     return ok;
 }
 
-}  // namespace
+bool is_at_or_below(const fs::path& p, const fs::path& dir) {
+    auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+    return d == dir.end();
+}
 
-std::optional<std::string> enter_read_only_sandbox(const std::vector<std::filesystem::path>& read_only) {
+// A mount point from /proc/self/mountinfo: spaces, tabs, newlines and backslashes come as \ooo.
+std::string unescape_mount_point(const std::string& s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        bool octal = s[i] == '\\' && i + 3 < s.size();
+        for (std::size_t k = 1; octal && k <= 3; ++k) octal = s[i + k] >= '0' && s[i + k] <= '7';
+        if (octal) {
+            out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+            i += 3;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+// Every mount point at or below `dir` in this mount namespace, each once.
+std::vector<fs::path> mounts_at_or_below(const fs::path& dir) {
+    std::ifstream in("/proc/self/mountinfo");
+    std::set<fs::path> seen;
+    std::vector<fs::path> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string id, parent, dev, root, point;
+        if (!(fields >> id >> parent >> dev >> root >> point)) continue;
+        fs::path p = unescape_mount_point(point);
+        if (is_at_or_below(p, dir) && seen.insert(p).second) out.push_back(p);
+    }
+    return out;
+}
+
+// The per-mount flags a read-only bind remount must repeat: a user namespace may not clear a
+// locked nosuid/nodev/noexec/atime flag (EPERM), and root would silently clear them.
+unsigned long mount_flags_of(const fs::path& p) {
+    struct statvfs sv {};
+    if (::statvfs(p.c_str(), &sv) != 0) return 0;
+    unsigned long flags = 0;
+    const std::pair<unsigned long, unsigned long> map[] = {
+        {ST_NOSUID, MS_NOSUID},     {ST_NODEV, MS_NODEV},         {ST_NOEXEC, MS_NOEXEC},
+        {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}};
+    for (const auto& [st, ms] : map)
+        if (sv.f_flag & st) flags |= ms;
+    return flags;
+}
+
+// unshare: a mount namespace; inside a user namespace when not root, and when root is refused
+// one (no CAP_SYS_ADMIN) — a user namespace needs no capability.
+std::optional<std::string> unshare_mount_namespace() {
     uid_t uid = ::geteuid();
     gid_t gid = ::getegid();
-    int flags = CLONE_NEWNS | (uid == 0 ? 0 : CLONE_NEWUSER);
-    if (::unshare(flags) != 0)
-        return std::string("cannot create a ") + (uid == 0 ? "mount" : "user and mount") +
-               " namespace: " + std::strerror(errno);
-    if (uid != 0) {
-        // Stay ourselves inside the user namespace.
-        write_proc("/proc/self/setgroups", "deny");
-        if (!write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n") ||
-            !write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n"))
-            return std::string("cannot map the user into its namespace: ") + std::strerror(errno);
+    std::string refused;
+    if (uid == 0) {
+        if (::unshare(CLONE_NEWNS) == 0) return std::nullopt;
+        refused = std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno) + "; ";
+        if (errno != EPERM) return refused;
     }
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+        return refused + "unshare(CLONE_NEWUSER|CLONE_NEWNS): " + std::strerror(errno);
+    // Stay ourselves inside the user namespace.
+    write_proc("/proc/self/setgroups", "deny");
+    if (!write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n") ||
+        !write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n"))
+        return std::string("cannot map the user into its namespace: ") + std::strerror(errno);
+    return std::nullopt;
+}
+
+std::optional<std::string> bind_over_itself(const fs::path& p) {
+    if (::mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+        return "cannot bind-mount " + p.string() + ": " + std::strerror(errno);
+    return std::nullopt;
+}
+
+std::optional<std::string> enter_mount_namespace(const fs::path& read_only, const std::vector<fs::path>& writable) {
+    if (auto why = unshare_mount_namespace()) return why;
     // Mounts made here must not propagate back to the host.
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
         return std::string("cannot make mounts private: ") + std::strerror(errno);
-    for (const auto& p : read_only) {
-        std::error_code ec;
-        auto real = std::filesystem::canonical(p, ec);
-        if (ec) continue;
-        if (::mount(real.c_str(), real.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
-            return "cannot bind-mount " + real.string() + ": " + std::strerror(errno);
-        if (::mount(nullptr, real.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0)
-            return "cannot make " + real.string() + " read-only: " + std::strerror(errno);
+    // The writable directories are bound while their mounts are still writable: a bind mount
+    // takes its source mount's flags.
+    if (auto why = bind_over_itself(read_only)) return why;
+    for (const auto& w : writable)
+        if (auto why = bind_over_itself(w)) return why;
+    for (const auto& m : mounts_at_or_below(read_only)) {
+        bool keep = false;
+        for (const auto& w : writable) keep = keep || is_at_or_below(m, w);
+        if (keep) continue;
+        unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | mount_flags_of(m);
+        if (::mount(nullptr, m.c_str(), nullptr, flags, nullptr) != 0)
+            return "cannot make " + m.string() + " read-only: " + std::strerror(errno);
     }
     return std::nullopt;
+}
+
+}  // namespace
+
+SandboxOutcome enter_sandbox(const SandboxSpec& spec) {
+    SandboxOutcome out;
+    std::error_code ec;
+    fs::path read_only = fs::canonical(spec.read_only, ec);
+    if (ec) {
+        out.namespace_refused = out.landlock_refused = "cannot resolve " + spec.read_only.string() + ": " + ec.message();
+        return out;
+    }
+    std::vector<fs::path> writable;
+    for (const auto& w : spec.writable) {
+        fs::path c = fs::canonical(w, ec);
+        if (!ec && is_at_or_below(c, read_only)) writable.push_back(c);
+    }
+    auto why = enter_mount_namespace(read_only, writable);
+    if (!why) {
+        out.kind = SandboxKind::mount_namespace;
+        return out;
+    }
+    out.namespace_refused = *why;
+    if (auto no = landlock_protect(read_only, writable)) {
+        out.landlock_refused = *no;
+        return out;
+    }
+    out.kind = SandboxKind::landlock;
+    return out;
+}
+
+SandboxOutcome probe_sandbox(const SandboxSpec& spec) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return {SandboxKind::none, "cannot probe: pipe failed", "cannot probe"};
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return {SandboxKind::none, "cannot probe: fork failed", "cannot probe"};
+    }
+    if (pid == 0) {
+        ::close(fds[0]);
+        SandboxOutcome o = enter_sandbox(spec);
+        if (o.kind != SandboxKind::none) {
+            // The proof: a new file directly in the protected directory must be refused.
+            fs::path probe = spec.read_only / (".sandbox-probe-" + std::to_string(::getpid()));
+            int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd >= 0) {
+                ::close(fd);
+                ::unlink(probe.c_str());
+                o.landlock_refused = "the sandbox was entered but a write into " + spec.read_only.string() +
+                                     " still succeeded";
+                o.kind = SandboxKind::none;
+            }
+        }
+        std::string msg = std::to_string(static_cast<int>(o.kind)) + "\n" + o.namespace_refused + "\n" +
+                          o.landlock_refused + "\n";
+        ssize_t ignored = ::write(fds[1], msg.data(), msg.size());
+        (void)ignored;
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string msg;
+    char buf[512];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::istringstream in(msg);
+    std::string kind, ns, ll;
+    if (!std::getline(in, kind) || kind.empty()) return {SandboxKind::none, "the probe died", "the probe died"};
+    std::getline(in, ns);
+    std::getline(in, ll);
+    return {static_cast<SandboxKind>(std::stoi(kind)), ns, ll};
+}
+
+std::string describe(const SandboxOutcome& o) {
+    switch (o.kind) {
+        case SandboxKind::mount_namespace: return "read-only mount namespace";
+        case SandboxKind::landlock: return "Landlock (no mount namespace: " + o.namespace_refused + ")";
+        case SandboxKind::none: break;
+    }
+    return "none (no mount namespace: " + o.namespace_refused + "; no Landlock: " + o.landlock_refused + ")";
 }
 
 }  // namespace envbox::env

@@ -8,6 +8,7 @@
 
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/interpreter.hpp"
+#include "envbox/env/sandbox.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/store/store.hpp"
@@ -81,6 +82,11 @@ DoctorReport doctor(const Context& ctx) {
     std::error_code ec;
     fs::remove(probe, ec);
     fs::remove(placed, ec);
+
+    // Before any HTTP: the probe forks, and a user namespace needs a single-threaded process.
+    env::SandboxOutcome sandbox = env::probe_sandbox({ctx.home, {}});
+    r.sandbox = env::describe(sandbox);
+    r.sandboxed = sandbox.kind != env::SandboxKind::none;
 
     if (!ctx.project_root.empty() && fs::is_directory(ctx.project_root / "manifests", ec)) {
         index::HttpClient http(ctx.home / "cache" / "http", false);

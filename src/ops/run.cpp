@@ -2,7 +2,6 @@
 
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
-#include "envbox/ops/create.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -10,12 +9,31 @@
 namespace fs = std::filesystem;
 
 namespace envbox::ops {
+namespace {
+
+// Like create's check, except that a machine without a driver is only a -v note: a CPU job
+// must not find envbox's remark on its stderr at every run (create and doctor say it).
+void check_run_driver(const std::vector<env::CudaLine>& lines, RunPlan& plan) {
+    if (lines.empty()) return;
+    env::CudaLine newest = lines.front();
+    for (const auto& l : lines)
+        if (l.major > newest.major) newest = l;
+    auto driver = env::nvidia_driver_version();
+    if (!driver) {
+        plan.notes.push_back("no NVIDIA driver found here: the CUDA " + newest.str() + " packages will not find a GPU");
+        return;
+    }
+    if (auto why = env::driver_refuses(*driver, newest)) throw Error(ErrorCode::cuda, *why);
+}
+
+}  // namespace
 
 RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::string> argv,
                  std::map<std::string, std::string> base) {
     check_env_name(env);
     if (argv.empty()) throw Error(ErrorCode::usage, "no command given: envbox run " + env + " -- CMD [ARGS…]");
-    auto gen = env::current_generation(env_dir(ctx, env));
+    // Held (a shared lock inherited across the exec) so that gc keeps it while the command lives.
+    auto gen = env::hold_current_generation(env_dir(ctx, env));
     if (!gen)
         throw Error(ErrorCode::generic, "environment '" + env + "' has not been created" +
                                             (ctx.project_root.empty() ? std::string()
@@ -25,8 +43,8 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     for (const auto& p : gen->packages)
         if (auto v = pep::Version::try_parse(p.version))
             if (auto l = env::cuda_line_of(p.name, *v)) lines.push_back(*l);
-    check_driver(lines, *ctx.progress);
     RunPlan plan;
+    check_run_driver(lines, plan);
     plan.generation = gen->path;
     plan.argv = std::move(argv);
     for (const char* drop : {"PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"}) {
@@ -77,10 +95,13 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
                 if (l.major > newest.major || (l.major == newest.major && l.minor && !newest.minor)) newest = l;
             build += "+cuda" + newest.str();
         }
-        fs::path dir = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env) / build;
+        fs::path env_caches = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env);
+        fs::path dir = env_caches / build;
         std::error_code ec;
         fs::create_directories(dir / "inductor", ec);
         fs::create_directories(dir / "triton", ec);
+        // The one place in the home the sandbox leaves writable: made here, before it is entered.
+        plan.writable.push_back(env_caches);
         base["TORCHINDUCTOR_CACHE_DIR"] = (dir / "inductor").string();
         base["TRITON_CACHE_DIR"] = (dir / "triton").string();
         plan.notes.push_back("compile caches in " + dir.string());
@@ -106,6 +127,15 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     }
     plan.environment = std::move(base);
     return plan;
+}
+
+env::SandboxOutcome enter_run_sandbox(const Context& ctx, const RunPlan& plan, SandboxMode mode) {
+    if (mode == SandboxMode::off) return {};
+    env::SandboxOutcome out = env::enter_sandbox({ctx.home, plan.writable});
+    if (out.kind == env::SandboxKind::none && mode == SandboxMode::strict)
+        throw Error(ErrorCode::generic, "refusing to run without the sandbox (--sandbox strict): no mount namespace (" +
+                                            out.namespace_refused + ") and no Landlock (" + out.landlock_refused + ")");
+    return out;
 }
 
 }  // namespace envbox::ops

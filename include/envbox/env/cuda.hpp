@@ -37,7 +37,8 @@ std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& pack
 
 /// The NVIDIA driver version: `ENVBOX_CUDA_DRIVER`, else /sys/module/nvidia/version, else NVML
 /// (libnvidia-ml.so.1 through dlopen), else /proc/driver/nvidia/version. Nothing when there is
-/// no NVIDIA driver.
+/// no NVIDIA driver. Throws (usage, exit 2) when ENVBOX_CUDA_DRIVER is set to anything but a
+/// driver version ("550.54.15").
 std::optional<std::string> nvidia_driver_version();
 
 /// The driver a CUDA major line needs (cu13x: 580, cu12x: 525.60.13).

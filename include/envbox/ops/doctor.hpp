@@ -17,6 +17,8 @@ struct DoctorReport {
     std::string link_mode;                      ///< what placing a file in the store's filesystem gives
     unsigned long long store_free = 0;
     std::vector<std::string> indexes;           ///< "pypi https://… reachable (HTTP 200)" per manifest index
+    std::string sandbox;                        ///< what `run`'s sandbox is here, tried for real (env::describe)
+    bool sandboxed = false;                     ///< whether `run` can keep the home read-only here
 };
 
 DoctorReport doctor(const Context& ctx);

@@ -1,11 +1,12 @@
 #pragma once
-/// `envbox run ENV -- CMD…`: the computed environment a command runs with.
+/// `envbox run ENV CMD…`: the computed environment a command runs with, and its sandbox.
 
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "envbox/env/sandbox.hpp"
 #include "envbox/ops/context.hpp"
 
 namespace envbox::ops {
@@ -14,14 +15,28 @@ struct RunPlan {
     std::filesystem::path generation;            ///< the generation the command runs in
     std::vector<std::string> argv;
     std::map<std::string, std::string> environment;
+    std::vector<std::filesystem::path> writable; ///< what stays writable in the home (compile caches), created
     std::vector<std::string> notes;              ///< what was changed, for -v
 };
 
 /// The environment for running `argv` in ENV's current generation, starting from `base`
 /// (the caller's environment): `bin/` first on PATH, VIRTUAL_ENV set, PYTHONPATH and
 /// PYTHONHOME removed, PYTHONNOUSERSITE=1, then the manifest's `[run].env`. Throws when the
-/// environment has no complete generation.
+/// environment has no complete generation, or (exit 6) when this machine's NVIDIA driver cannot
+/// run the environment's CUDA line; a missing driver is only a note (create and doctor say it).
 RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::string> argv,
                  std::map<std::string, std::string> base);
+
+/// How hard `run` insists on its sandbox (`--sandbox`, `ENVBOX_SANDBOX`).
+enum class SandboxMode {
+    off,        ///< no sandbox (`--no-sandbox`)
+    automatic,  ///< the sandbox where the kernel allows; otherwise run anyway, with a warning
+    strict,     ///< refuse to run unsandboxed
+};
+
+/// Confines this process for the command of `plan`: the whole of `ctx.home` read-only except
+/// `plan.writable` (env/sandbox.hpp says how). Call right before exec, single-threaded. In
+/// `strict` mode, throws (exit 1, with the kernel's reasons) when no sandbox could be made.
+env::SandboxOutcome enter_run_sandbox(const Context& ctx, const RunPlan& plan, SandboxMode mode);
 
 }  // namespace envbox::ops

@@ -140,10 +140,10 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
 }
 
 std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a) {
-    std::error_code ec;
     const auto at = a.find('@'), hash = a.find('#');
+    // As `load_side` reads it: a '/' outside a revision, or a .toml name, is a lock path.
     const bool path = (a.find('/') != std::string::npos && (at == std::string::npos || a.substr(0, at).find('/') != std::string::npos)) ||
-                      a.ends_with(".toml") || fs::exists(a, ec);
+                      a.ends_with(".toml");
     if (path) throw Error(ErrorCode::usage, "envbox diff " + a + ": a lock file needs a second lock to compare with");
     if (at != std::string::npos) return {load_side(ctx, a, false), load_side(ctx, a.substr(0, at), false)};
     if (hash != std::string::npos) return {load_side(ctx, a, false), load_side(ctx, a.substr(0, hash), true)};

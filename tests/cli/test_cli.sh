@@ -29,5 +29,11 @@ check "diff without operands is a usage error" 2 "$envbox" --home "$home" diff
 check "rollback --to needs a number" 2 "$envbox" --home "$home" --project "$home" rollback env --to abc
 check "run of an environment never created" 1 "$envbox" --home "$home" --project "$home" run nothere -- true
 check "lock outside a project" 3 "$envbox" --home "$home" --project "$home" lock env
+check "create --locked with --frozen is a usage error" 2 "$envbox" --home "$home" --project "$home" create env --locked --frozen
+check "a malformed ENVBOX_CUDA_DRIVER is a usage error" 2 env ENVBOX_CUDA_DRIVER=550. "$envbox" --home "$home" doctor
+check "run --sandbox takes auto, strict or off" 2 "$envbox" --home "$home" --project "$home" run --sandbox maybe env true
+check "run's unknown option before the command" 2 "$envbox" --home "$home" --project "$home" run env --frobnicate true
+check "run's -V after the command is the command's" 1 "$envbox" --home "$home" --project "$home" run nothere python -V
+"$envbox" --home "$home" doctor | grep -q '^run sandbox: ' || { echo "FAIL doctor reports the sandbox"; fail=1; }
 rm -rf "$home"
 exit $fail

@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "envbox/env/cuda.hpp"
+#include "envbox/util/error.hpp"
 
 using envbox::env::cuda_line_of;
 using envbox::pep::Version;
@@ -55,4 +58,33 @@ TEST_CASE("driver minimums: cu13x needs 580, cu12x 525.60.13") {
     CHECK_FALSE(driver_refuses("550.54.15", {12, 8}));
     CHECK(driver_refuses("520.61.05", {12, 8}));
     CHECK_FALSE(driver_refuses("525.60.13", {12, {}}));
+}
+
+TEST_CASE("ENVBOX_CUDA_DRIVER is a driver version or an error naming it") {
+    struct Case {
+        const char* value;
+        bool valid;
+    };
+    const Case cases[] = {
+        {"550.54.15", true},  {"580.82.07", true},  {"470.256.02", true}, {"570.86", true},
+        {"abc", false},       {"550.", false},      {"-1", false},        {"999999999999.1", false},
+        {"550", false},       {" 550.54.15", false}, {"550.54.15\n", false}, {"550.54.15.1", false},
+        {"0550.54", false},   {"550..54", false},   {"550.54.15-1", false},
+    };
+    for (const auto& c : cases) {
+        INFO(c.value);
+        ::setenv("ENVBOX_CUDA_DRIVER", c.value, 1);
+        if (c.valid) {
+            CHECK(envbox::env::nvidia_driver_version() == std::optional<std::string>(c.value));
+        } else {
+            try {
+                (void)envbox::env::nvidia_driver_version();
+                FAIL("accepted");
+            } catch (const envbox::Error& e) {
+                CHECK(e.code() == envbox::ErrorCode::usage);
+                CHECK_THAT(e.message(), Catch::Contains("ENVBOX_CUDA_DRIVER"));
+            }
+        }
+    }
+    ::unsetenv("ENVBOX_CUDA_DRIVER");
 }

@@ -1,0 +1,89 @@
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <string>
+
+#include "envbox/ops/diff.hpp"
+
+// How `envbox diff` classifies one package locked on both sides, over changes real locks show:
+// PyPI upgrades, PyTorch local labels, a package moving index, a wheel for another Python, a
+// build-tag respin, and a wheel re-uploaded under the same name with other bytes.
+namespace {
+
+using envbox::ops::DiffEntry;
+using envbox::ops::LockView;
+
+LockView side(const std::string& label, const std::string& name, const std::string& version, const std::string& index,
+              const std::string& filename, const std::string& sha256, std::uint64_t size) {
+    LockView v;
+    v.label = label;
+    LockView::Entry e;
+    e.name = name;
+    e.version = version;
+    e.index = index;
+    e.filename = filename;
+    e.sha256 = sha256;
+    e.size = size;
+    v.packages.push_back(e);
+    return v;
+}
+
+const std::string kPypi = "https://pypi.org/simple", kCu128 = "https://download.pytorch.org/whl/cu128";
+const std::string kShaA(64, 'a'), kShaB(64, 'b');
+
+}  // namespace
+
+TEST_CASE("diff names what changed for a package locked on both sides") {
+    struct Row {
+        const char* what;
+        std::string name, v1, ix1, file1, sha1;
+        std::uint64_t size1;
+        std::string v2, ix2, file2, sha2;
+        std::uint64_t size2;
+        std::optional<DiffEntry::Kind> kind;  // nullopt: unchanged
+        std::string detail;
+    };
+    const std::string np = "numpy-2.3.3-cp312-cp312-manylinux_2_28_x86_64.whl";
+    const Row rows[] = {
+        {"nothing", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaA, 100, std::nullopt, ""},
+        {"upgrade", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.4", kPypi,
+         "numpy-2.3.4-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 120, DiffEntry::Kind::upgraded, ""},
+        {"downgrade", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.2.6", kPypi,
+         "numpy-2.2.6-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 90, DiffEntry::Kind::downgraded, ""},
+        {"local label", "torch", "2.11.0+cu128", kCu128, "torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl",
+         kShaA, 900, "2.11.0+cu130", "https://download.pytorch.org/whl/cu130",
+         "torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 950, DiffEntry::Kind::local_label, ""},
+        {"index", "filelock", "3.19.1", kCu128, "filelock-3.19.1-py3-none-any.whl", kShaA, 10, "3.19.1", kPypi,
+         "filelock-3.19.1-py3-none-any.whl", kShaA, 10, DiffEntry::Kind::index_changed, ""},
+        {"tags", "numpy", "2.3.3", kPypi, "numpy-2.3.3-cp311-cp311-manylinux_2_28_x86_64.whl", kShaA, 100, "2.3.3", kPypi,
+         np, kShaB, 101, DiffEntry::Kind::wheel_changed,
+         "tags cp311-cp311-manylinux_2_28_x86_64 → cp312-cp312-manylinux_2_28_x86_64"},
+        {"build tag", "triton", "3.5.0", kCu128, "triton-3.5.0-1-cp312-cp312-manylinux_2_28_x86_64.whl", kShaA, 50,
+         "3.5.0", kCu128, "triton-3.5.0-2-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 50,
+         DiffEntry::Kind::wheel_changed, "build tag 1 → 2"},
+        {"re-upload", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaB, 104, DiffEntry::Kind::rebuilt,
+         "same version, new sha256 and size"},
+        {"re-upload, same size", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaB, 100,
+         DiffEntry::Kind::rebuilt, "same version, new sha256"},
+    };
+    for (const Row& r : rows) {
+        INFO(r.what);
+        auto d = envbox::ops::diff(side("a", r.name, r.v1, r.ix1, r.file1, r.sha1, r.size1),
+                                   side("b", r.name, r.v2, r.ix2, r.file2, r.sha2, r.size2));
+        if (!r.kind) {
+            CHECK(d.entries.empty());
+            CHECK(d.unchanged == 1);
+            CHECK(envbox::ops::render_text(d, false).find("no changes") != std::string::npos);
+            continue;
+        }
+        REQUIRE(d.entries.size() == 1);
+        const DiffEntry& e = d.entries[0];
+        CHECK(e.kind == *r.kind);
+        CHECK(e.detail == r.detail);
+        CHECK(e.sha256_before == r.sha1);
+        CHECK(e.sha256_after == r.sha2);
+        CHECK(d.download_delta == static_cast<std::int64_t>(r.size2) - static_cast<std::int64_t>(r.size1));
+        CHECK(envbox::ops::render_text(d, false).find("no changes") == std::string::npos);
+        CHECK(envbox::ops::render_json(d).find("\"sha256_after\": \"" + r.sha2 + "\"") != std::string::npos);
+    }
+}

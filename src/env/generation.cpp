@@ -62,6 +62,10 @@ std::optional<Generation> read_generation(const fs::path& gen_path) {
             for (auto& p : g.packages)
                 if (sp2 != std::string::npos && p.name == value.substr(0, sp2)) p.direct_url = value.substr(sp2 + 1);
         }
+        else if (key == "prefer") {
+            for (auto& p : g.packages)
+                if (p.name == value) p.preferred = true;
+        }
         else if (key == "package") {
             std::istringstream f(value);
             GenerationPackage p;
@@ -116,6 +120,8 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
           << (p.requested ? "requested" : "-") << "\n";
     for (const auto& p : g.packages)
         if (!p.direct_url.empty()) s << "direct-url " << p.name << " " << p.direct_url << "\n";
+    for (const auto& p : g.packages)
+        if (p.preferred) s << "prefer " << p.name << "\n";
     write_file_atomic(dir / "info", s.str(), 0444, Durability::none);
     write_file_atomic(dir / "pylock.toml", lock_text, 0444, Durability::none);
 }

@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "envbox/pep/name.hpp"
 #include "envbox/pep/wheel.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
@@ -32,6 +33,7 @@ struct Placement {
     bool executable = false;
     std::size_t wheel = 0;          // index into requests
     std::string record_path;        // as RECORD lists it: relative to the .dist-info's parent
+    bool record = false;            // the wheel's RECORD, written once overlaps are decided
 };
 
 std::string hex_to_record_b64(const std::string& hex) {
@@ -66,6 +68,8 @@ public:
 
     std::vector<Placement> placements;
     std::vector<std::string> wheel_labels;
+    std::vector<std::string> dist_info_prefix;         // "lib/…/site-packages/x-1.dist-info/" per wheel
+    std::vector<std::vector<std::size_t>> of_wheel;    // placements of each wheel, RECORD last
 
     void plan(const InstallRequest& req, std::size_t index) {
         const store::WheelFiles& w = *req.wheel;
@@ -91,7 +95,7 @@ public:
         std::set<std::string> entry_names;
         for (const auto& e : entries) entry_names.insert(e.name);
 
-        std::vector<std::size_t> mine;  // placements of this wheel, for RECORD
+        std::vector<std::size_t>& mine = of_wheel.emplace_back();  // this wheel's placements
         const std::string root_rel = rel_of(root_dir);
         // A file's RECORD path: relative to root_dir, so `../../../bin/x` for scripts.
         auto record_path_of = [&](const std::string& rel) {
@@ -149,27 +153,36 @@ public:
         if (req.direct_url)
             add(dist_info + "/direct_url.json", nullptr, *req.direct_url, false, w.dist_info + "/direct_url.json");
 
-        // RECORD, paths relative to the site-packages directory holding the .dist-info.
-        std::vector<std::string> rows;
-        rows.reserve(mine.size() + 1);
-        for (std::size_t i : mine) {
-            const Placement& p = placements[i];
-            std::string row = pep::csv_field(p.record_path);
-            if (p.object) {
-                row += ",sha256=" + hex_to_record_b64(p.object->digest) + "," + std::to_string(p.object->size);
-            } else {
-                row += ",sha256=" + to_record_b64(sha256(p.content)) + "," + std::to_string(p.content.size());
+        dist_info_prefix.push_back(dist_info + "/");
+        add(dist_info + "/RECORD", nullptr, {}, false, w.dist_info + "/RECORD");
+        placements.back().record = true;
+    }
+
+    /// Writes each wheel's RECORD (paths relative to the site-packages directory holding the
+    /// .dist-info) over its placements that `listed` keeps.
+    void write_records(const std::vector<char>& listed) {
+        for (const auto& mine : of_wheel) {
+            Placement& record = placements[mine.back()];
+            std::vector<std::string> rows;
+            rows.reserve(mine.size());
+            for (std::size_t k = 0; k + 1 < mine.size(); ++k) {
+                const Placement& p = placements[mine[k]];
+                if (!listed[mine[k]]) continue;
+                std::string row = pep::csv_field(p.record_path);
+                if (p.object) {
+                    row += ",sha256=" + hex_to_record_b64(p.object->digest) + "," + std::to_string(p.object->size);
+                } else {
+                    row += ",sha256=" + to_record_b64(sha256(p.content)) + "," + std::to_string(p.content.size());
+                }
+                rows.push_back(std::move(row));
             }
-            rows.push_back(std::move(row));
+            rows.push_back(pep::csv_field(record.record_path) + ",,");
+            std::sort(rows.begin(), rows.end());
+            std::size_t total = 0;
+            for (const auto& r : rows) total += r.size() + 1;
+            record.content.reserve(total);
+            for (const auto& r : rows) record.content.append(r).push_back('\n');
         }
-        rows.push_back(pep::csv_field(w.dist_info + "/RECORD") + ",,");
-        std::sort(rows.begin(), rows.end());
-        std::size_t total = 0;
-        for (const auto& r : rows) total += r.size() + 1;
-        std::string text;
-        text.reserve(total);
-        for (const auto& r : rows) text.append(r).push_back('\n');
-        add(dist_info + "/RECORD", nullptr, std::move(text), false, w.dist_info + "/RECORD");
     }
 
 private:
@@ -185,6 +198,93 @@ private:
     const VenvLayout& layout_;
 };
 
+// Which placements are written and which RECORDs list them, once every path claimed by
+// several wheels is decided (plan_install's contract in installer.hpp).
+struct Overlaps {
+    std::vector<char> placed;               // 1: written into the environment
+    std::vector<char> listed;               // 1: in its wheel's RECORD
+    std::vector<std::string> notes;
+};
+
+// What a claimant installs at its path: the content's sha256 and the exec bit.
+std::string content_key(const Placement& p) {
+    return (p.object ? p.object->digest : to_hex(sha256(p.content))) + (p.executable ? "+x" : "");
+}
+
+[[noreturn]] void refuse_overlap(const std::string& rel, const std::string& a, const std::string& b,
+                                 const std::string& why, const std::string& hint = {}) {
+    throw Error(ErrorCode::conflict,
+                "file " + rel + " is installed by two wheels " + why + ": " + a + " and " + b + hint);
+}
+
+Overlaps decide_overlaps(const Planner& planner, const std::vector<InstallRequest>& requests) {
+    const auto& ps = planner.placements;
+    const auto& label = planner.wheel_labels;
+    Overlaps out{std::vector<char>(ps.size(), 1), std::vector<char>(ps.size(), 1), {}};
+    // Claimants of each path claimed more than once, by the first claimant; rare, so the map
+    // of paths is the only cost paid for every file.
+    std::unordered_map<std::string_view, std::size_t> first;
+    first.reserve(ps.size());
+    std::map<std::size_t, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+        auto [it, fresh] = first.emplace(ps[i].rel, i);
+        if (fresh) continue;
+        auto& g = groups[it->second];
+        if (g.empty()) g.push_back(it->second);
+        g.push_back(i);
+    }
+    std::map<std::pair<std::size_t, std::size_t>, std::size_t> won;  // (winner, loser wheel) → paths
+    for (const auto& [_, g] : groups) {
+        const std::string& rel = ps[g[0]].rel;
+        std::vector<std::string> keys;
+        for (std::size_t k = 0; k < g.size(); ++k) {
+            const Placement& p = ps[g[k]];
+            for (std::size_t j = 0; j < k; ++j)
+                if (ps[g[j]].wheel == p.wheel)
+                    throw Error(ErrorCode::conflict, "file " + rel + " is claimed by one wheel twice: " + label[p.wheel]);
+            keys.push_back(p.record ? std::string() : content_key(p));
+        }
+        auto differing = [&](std::size_t k) {  // a claimant whose content differs from g[k]'s
+            for (std::size_t j = 0; j < g.size(); ++j)
+                if (j != k && (keys[j] != keys[k] || keys[j].empty())) return j;
+            return k;
+        };
+        bool same = std::all_of(keys.begin(), keys.end(), [&](const auto& k) { return !k.empty() && k == keys[0]; });
+        for (std::size_t k = 1; k < g.size(); ++k) out.placed[g[k]] = 0;  // the first places it
+        if (same) continue;
+        // A wheel's own metadata is never given to another wheel.
+        for (std::size_t k = 0; k < g.size(); ++k)
+            if (ps[g[k]].record || rel.starts_with(planner.dist_info_prefix[ps[g[k]].wheel]))
+                refuse_overlap(rel, label[ps[g[k]].wheel], label[ps[g[differing(k)]].wheel],
+                               "with different content", " (the path is in the first one's .dist-info)");
+        std::optional<std::size_t> winner;
+        for (std::size_t k = 0; k < g.size(); ++k) {
+            if (!requests[ps[g[k]].wheel].preferred) continue;
+            if (winner && keys[*winner] != keys[k])
+                refuse_overlap(rel, label[ps[g[*winner]].wheel], label[ps[g[k]].wheel],
+                               "with different content, and [install] prefer names both");
+            if (!winner) winner = k;
+        }
+        if (!winner) {
+            const bool only_mode = keys[0].substr(0, 64) == keys[differing(0)].substr(0, 64);
+            refuse_overlap(rel, label[ps[g[0]].wheel], label[ps[g[differing(0)]].wheel],
+                           only_mode ? "with different modes" : "with different content",
+                           "; to install one of them over the other, name it in the manifest's [install] "
+                           "prefer (prefer = [\"" + pep::canonicalize_name(requests[ps[g[0]].wheel].wheel->name) +
+                               "\"])");
+        }
+        for (std::size_t k = 0; k < g.size(); ++k) {
+            out.placed[g[k]] = k == *winner;
+            out.listed[g[k]] = keys[k] == keys[*winner];
+            if (!out.listed[g[k]]) ++won[{ps[g[*winner]].wheel, ps[g[k]].wheel}];
+        }
+    }
+    for (const auto& [pair, n] : won)
+        out.notes.push_back(label[pair.first] + " wins " + std::to_string(n) + (n == 1 ? " path" : " paths") +
+                            " over " + label[pair.second] + " ([install] prefer)");
+    return out;
+}
+
 }  // namespace
 
 InstallPlan plan_install(const store::Store& store, const Interpreter& in, const VenvLayout& layout,
@@ -198,30 +298,30 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
             throw;
         }
     }
+    // Everything is decided from the plan, without asking the filesystem.
+    Overlaps overlaps = decide_overlaps(planner, requests);
+    planner.write_records(overlaps.listed);
     InstallPlan plan;
+    plan.notes = std::move(overlaps.notes);
     plan.wheel_labels = std::move(planner.wheel_labels);
     for (const auto& w : requests) {
         const fs::path root_dir = w.wheel->root_is_purelib ? layout.purelib : layout.platlib;
         plan.dist_info_dirs.push_back((root_dir / w.wheel->dist_info).lexically_relative(layout.root).generic_string());
     }
     plan.files.reserve(planner.placements.size());
-    for (auto& p : planner.placements)
+    for (std::size_t i = 0; i < planner.placements.size(); ++i) {
+        if (!overlaps.placed[i]) continue;
+        auto& p = planner.placements[i];
         plan.files.push_back({std::move(p.rel), p.object, std::move(p.content), p.executable, p.wheel});
+    }
 
-    // A path claimed twice is an error naming both wheels; shared directories are merged.
-    // Everything is decided from the plan, without asking the filesystem.
+    // Directories shared by several wheels are merged; a file that is a directory in another
+    // wheel is a conflict.
     std::unordered_map<std::string_view, std::size_t> owner;
     owner.reserve(plan.files.size());
     for (std::size_t i = 0; i < plan.files.size(); ++i) {
         const auto& f = plan.files[i];
-        auto [it, fresh] = owner.emplace(f.rel, i);
-        if (!fresh) {
-            const auto& a = plan.wheel_labels[plan.files[it->second].wheel];
-            const auto& b = plan.wheel_labels[f.wheel];
-            throw Error(ErrorCode::invalid_input,
-                        "file " + f.rel + " is claimed by " +
-                            (a == b ? "one wheel twice: " + a : "two wheels: " + a + " and " + b));
-        }
+        owner.emplace(f.rel, i);
         for (auto slash = f.rel.rfind('/'); slash != std::string::npos && slash > 0;
              slash = f.rel.rfind('/', slash - 1)) {
             if (!plan.dirs.insert(f.rel.substr(0, slash)).second) break;  // its parents are in already
@@ -229,8 +329,8 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
     }
     for (const auto& d : plan.dirs)
         if (auto it = owner.find(d); it != owner.end())
-            throw Error(ErrorCode::invalid_input, d + " is a file in " + plan.wheel_labels[plan.files[it->second].wheel] +
-                                                      " and a directory in another wheel");
+            throw Error(ErrorCode::conflict, d + " is a file in " + plan.wheel_labels[plan.files[it->second].wheel] +
+                                                 " and a directory in another wheel");
     return plan;
 }
 
@@ -315,7 +415,8 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
     r.copied = copied;
     r.generated = r.files - r.hardlinked - r.reflinked - r.copied;
     r.bytes = bytes;
-    r.notes.assign(notes.begin(), notes.end());
+    r.notes = plan.notes;
+    r.notes.insert(r.notes.end(), notes.begin(), notes.end());
     return r;
 }
 

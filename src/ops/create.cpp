@@ -193,6 +193,11 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     auto parsed = lock::Pylock::parse(lock_text, lock_path.string());
     if (!parsed) throw parsed.error();
     const lock::Pylock& pylock = *parsed;
+    if (manifest) {  // [install].prefer names packages of this lock
+        std::vector<std::string> names;
+        for (const auto& p : pylock.packages) names.push_back(p.name);
+        if (auto e = manifest->check_prefer(names, manifest_path.string())) throw *e;
+    }
 
     // The interpreter and the target it defines.
     const fs::path probe_cache = ctx.home / "cache" / "interpreters";
@@ -292,8 +297,11 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         progress.note("waiting for a running `envbox gc` to finish its sweep…");
     });
 
+    std::string prefer;  // [install].prefer decides which file overlapping wheels install
+    if (manifest)
+        for (const auto& p : manifest->install_prefer) prefer += "\n--prefer " + p.name;
     const std::string digest = to_hex(sha256(lock_text + "\n--target " + interpreter.executable.string() +
-                                             " " + interpreter.full_version + " " + platform));
+                                             " " + interpreter.full_version + " " + platform + prefer));
     CreateResult result;
     result.relocked = relocked;
     result.select_s = select_s;
@@ -473,9 +481,12 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         r.wheel = &*item.wheel;
         r.requested = !manifest || roots.count(item.package->name) > 0;
         if (item.direct) r.direct_url = direct_url_json(item);
+        r.preferred = manifest && std::any_of(manifest->install_prefer.begin(), manifest->install_prefer.end(),
+                                              [&](const auto& p) { return p.name == item.package->name; });
         requests.push_back(r);
         gen.packages.push_back({item.package->name, item.wheel->version, item.sha256, item.filename, r.requested,
                                 r.direct_url.value_or("")});
+        gen.packages.back().preferred = r.preferred;
     }
     try {
         progress.phase("Installing", items.size());

@@ -90,6 +90,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
         r.wheel = &wheels[i];
         r.requested = g.packages[i].requested;
         if (!g.packages[i].direct_url.empty()) r.direct_url = g.packages[i].direct_url;
+        r.preferred = g.packages[i].preferred;
         requests.push_back(r);
     }
     env::VenvLayout layout = env::VenvLayout::of(in, g.path);

@@ -715,7 +715,7 @@ class HostileInput(unittest.TestCase):
         finally:
             with open(self.good.lock, "w", encoding="utf-8") as f:
                 f.write(good)
-        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(r.returncode, 7, r.stderr)  # an install conflict
         self.assertIn("claim-a", r.stderr)
         self.assertIn("claim-b", r.stderr)
         self.assertEqual(tree(self.env_current), before_env)

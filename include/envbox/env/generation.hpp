@@ -14,6 +14,7 @@ struct GenerationPackage {
     std::string name, version, wheel_sha256, filename;
     bool requested = false;       ///< REQUESTED was written (a root of the environment)
     std::string direct_url;       ///< direct_url.json content, when installed from a direct URL
+    bool preferred = false;       ///< in `[install].prefer`: its files won overlaps (see plan_install)
 };
 
 struct Generation {

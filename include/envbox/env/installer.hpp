@@ -20,6 +20,9 @@ struct InstallRequest {
     const store::WheelFiles* wheel = nullptr;
     bool requested = false;                   ///< write REQUESTED (a root of the lock)
     std::optional<std::string> direct_url;    ///< direct_url.json content (PEP 610), if any
+    /// Named in the manifest's `[install].prefer`: where wheels ship one path with different
+    /// content, this wheel's file is installed and the others' RECORDs leave the path out.
+    bool preferred = false;
 };
 
 struct InstallReport {
@@ -47,11 +50,25 @@ struct InstallPlan {
     std::set<std::string> dirs;                 ///< every directory the files need (relative)
     std::vector<std::string> wheel_labels;      ///< "name version (file name)" per request
     std::vector<std::string> dist_info_dirs;    ///< relative `.dist-info` directory per request
+    /// One line per pair of wheels whose overlap `preferred` decided ("opencv-python-headless
+    /// 4.10 (…) wins 2 paths over opencv-python 4.10 (…) ([install] prefer)").
+    std::vector<std::string> notes;
 };
 
 /// Plans the installation of `requests` into `layout` (which need not exist): scheme mapping,
-/// scripts and launchers, RECORD, INSTALLER, REQUESTED, direct_url.json. A path claimed by two
-/// wheels, or a file in one wheel that is a directory in another, is an error naming both.
+/// scripts and launchers, RECORD, INSTALLER, REQUESTED, direct_url.json.
+///
+/// Overlaps (pip and uv install them; envbox decides them here, before anything is written):
+/// - a path several wheels ship with the same content and mode (the empty `nvidia/__init__.py`
+///   of every CUDA 12 wheel) is placed once and listed in every claimant's RECORD;
+/// - a path shipped with different content (or mode) is an install conflict
+///   (ErrorCode::conflict) naming the path and two wheels, unless exactly one of the contents
+///   comes from `preferred` wheels: that one is installed, and the RECORD of each wheel whose
+///   content lost omits the path (a RECORD never lists a hash its file does not have, and
+///   uninstalling that wheel with pip leaves the winner's file in place);
+/// - a path in a claimant's own `.dist-info`, a path claimed twice by one wheel, and a file of
+///   one wheel that is a directory in another stay conflicts whatever `preferred` says.
+/// Deterministic in `requests`: `verify` recomputes the same plan from a generation's record.
 InstallPlan plan_install(const store::Store& store, const Interpreter& interpreter,
                          const VenvLayout& layout, const std::vector<InstallRequest>& requests);
 
@@ -60,9 +77,10 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
                             LinkMode mode, unsigned jobs);
 
 /// Installs every wheel of `requests` into `layout` in one pass: plans every destination
-/// first (a path claimed by two wheels is an error naming both; directories shared by several
-/// wheels, like `nvidia/cu13/lib`, are merged), creates the directories, then places files in
-/// parallel with `mode` (falling back as `place_file` does, reported in `notes`).
+/// first (`plan_install`: overlaps decided, directories shared by several wheels, like
+/// `nvidia/cu13/lib`, merged), creates the directories, then places files in parallel with
+/// `mode` (falling back as `place_file` does). The plan's notes and the fallbacks taken are in
+/// the report's `notes`.
 InstallReport install_wheels(const store::Store& store, const Interpreter& interpreter,
                              const VenvLayout& layout, const std::vector<InstallRequest>& requests,
                              LinkMode mode, unsigned jobs);

@@ -24,6 +24,7 @@ enum class ErrorCode : int {
     network = 4,        ///< network or package-index failure
     integrity = 5,      ///< hash mismatch; verify found drift
     cuda = 6,           ///< CUDA line incompatible with the driver or with the lock
+    conflict = 7,       ///< two wheels install one path with different content (install conflict)
     interrupted = 130,  ///< SIGINT / SIGTERM
 };
 

@@ -289,35 +289,6 @@ class CrashSafety(unittest.TestCase):
             keep_or_remove(tmp)
 
 
-class Sandbox(unittest.TestCase):
-    def test_run_is_read_only_unless_no_sandbox(self):
-        tmp = tempfile.mkdtemp(prefix="envbox-sandbox-")
-        try:
-            p = Project(tmp)
-            p.lock("env", [many_files("stack", "1.0", 5)])
-            p.run("create", "env")
-            probe = p.run("-v", "run", "env", "--", "true")
-            if "without the sandbox" in probe.stderr:
-                self.skipTest("namespaces are not available here: " + probe.stderr.strip())
-            pip = next(w for w in test_install.DEBIAN_WHEELS if os.path.basename(w).startswith("pip-"))
-            extra = Wheel("intruder", "0.1", {"intruder.py": "X = 1\n"}).build(os.path.join(tmp, "w"))
-            r = p.run("run", "env", "--", "python", os.path.join(pip, "pip"), "install", "-q", "--no-deps",
-                      "--no-index", "--disable-pip-version-check", extra, check=False)
-            self.assertNotEqual(r.returncode, 0)
-            self.assertIn("Read-only file system", r.stdout + r.stderr)
-            code = "import sysconfig; open(sysconfig.get_paths()['purelib'] + '/stray.py', 'w')"
-            r = p.run("run", "env", "--", "python", "-c", code, check=False)
-            self.assertNotEqual(r.returncode, 0)
-            self.assertIn("Read-only file system", r.stderr)
-            self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
-            p.run("run", "env", "--no-sandbox", "--", "python", "-c", code)
-            r = p.run("verify", "env", check=False)
-            self.assertEqual(r.returncode, 5)
-            self.assertIn("stray.py", r.stdout)
-        finally:
-            keep_or_remove(tmp)
-
-
 class DiskFull(unittest.TestCase):
     def test_enospc_leaves_previous_generation_current(self):
         if os.geteuid() != 0:

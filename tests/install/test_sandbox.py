@@ -163,6 +163,13 @@ class HomeReadOnly(unittest.TestCase):
         for env in ("a", "b", "t"):
             self.assertEqual(self.w.envbox("verify", env, "--deep", check=False).returncode, 0)
 
+    def test_no_sandbox_writes_and_verify_sees_it(self):
+        code = "import sysconfig; open(sysconfig.get_paths()['purelib'] + '/stray.py', 'w')"
+        self.w.envbox("run", "a", "--no-sandbox", "--", "python", "-c", code)
+        r = self.w.envbox("verify", "a", check=False)
+        self.assertEqual(r.returncode, 5)
+        self.assertIn("stray.py", r.stdout)
+
     def test_strict_runs_when_the_sandbox_works(self):
         r = self.w.envbox("run", "--sandbox", "strict", "a", "python", "-c", "print('in')")
         self.assertEqual(r.stdout, "in\n")

@@ -14,8 +14,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("-V,--version", std::string("envbox ") + ENVBOX_VERSION);
     app.footer(
         "Exit status: 0 ok, 1 failure, 2 usage, 3 manifest/lock invalid or stale, 4 network or "
-        "index, 5 integrity (hash mismatch, drift), 6 CUDA/driver incompatible, 130 "
-        "interrupted.");
+        "index, 5 integrity (hash mismatch, drift), 6 CUDA/driver incompatible, 7 install "
+        "conflict (two wheels ship one path with different content), 130 interrupted.");
     envbox::cli::GlobalOptions options;
     envbox::cli::add_global_options(app, options);
     envbox::cli::add_commands(app, options);

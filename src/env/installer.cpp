@@ -204,6 +204,7 @@ struct Overlaps {
     std::vector<char> placed;               // 1: written into the environment
     std::vector<char> listed;               // 1: in its wheel's RECORD
     std::vector<std::string> notes;
+    std::unordered_map<std::string_view, std::size_t> first;  // each path → its first claimant
 };
 
 // What a claimant installs at its path: the content's sha256 and the exec bit.
@@ -220,10 +221,10 @@ std::string content_key(const Placement& p) {
 Overlaps decide_overlaps(const Planner& planner, const std::vector<InstallRequest>& requests) {
     const auto& ps = planner.placements;
     const auto& label = planner.wheel_labels;
-    Overlaps out{std::vector<char>(ps.size(), 1), std::vector<char>(ps.size(), 1), {}};
+    Overlaps out{std::vector<char>(ps.size(), 1), std::vector<char>(ps.size(), 1), {}, {}};
     // Claimants of each path claimed more than once, by the first claimant; rare, so the map
     // of paths is the only cost paid for every file.
-    std::unordered_map<std::string_view, std::size_t> first;
+    auto& first = out.first;
     first.reserve(ps.size());
     std::map<std::size_t, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < ps.size(); ++i) {
@@ -302,35 +303,33 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
     Overlaps overlaps = decide_overlaps(planner, requests);
     planner.write_records(overlaps.listed);
     InstallPlan plan;
+    // Directories shared by several wheels are merged; a file that is a directory in another
+    // wheel is a conflict.
+    const auto& ps = planner.placements;
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+        if (!overlaps.placed[i]) continue;
+        const std::string& rel = ps[i].rel;
+        for (auto slash = rel.rfind('/'); slash != std::string::npos && slash > 0; slash = rel.rfind('/', slash - 1))
+            if (!plan.dirs.insert(rel.substr(0, slash)).second) break;  // its parents are in already
+    }
+    for (const auto& d : plan.dirs)
+        if (auto it = overlaps.first.find(d); it != overlaps.first.end())
+            throw Error(ErrorCode::conflict, d + " is a file in " + planner.wheel_labels[ps[it->second].wheel] +
+                                                 " and a directory in another wheel");
+    overlaps.first.clear();  // its keys view the paths moved below
+
     plan.notes = std::move(overlaps.notes);
     plan.wheel_labels = std::move(planner.wheel_labels);
     for (const auto& w : requests) {
         const fs::path root_dir = w.wheel->root_is_purelib ? layout.purelib : layout.platlib;
         plan.dist_info_dirs.push_back((root_dir / w.wheel->dist_info).lexically_relative(layout.root).generic_string());
     }
-    plan.files.reserve(planner.placements.size());
-    for (std::size_t i = 0; i < planner.placements.size(); ++i) {
+    plan.files.reserve(ps.size());
+    for (std::size_t i = 0; i < ps.size(); ++i) {
         if (!overlaps.placed[i]) continue;
         auto& p = planner.placements[i];
         plan.files.push_back({std::move(p.rel), p.object, std::move(p.content), p.executable, p.wheel});
     }
-
-    // Directories shared by several wheels are merged; a file that is a directory in another
-    // wheel is a conflict.
-    std::unordered_map<std::string_view, std::size_t> owner;
-    owner.reserve(plan.files.size());
-    for (std::size_t i = 0; i < plan.files.size(); ++i) {
-        const auto& f = plan.files[i];
-        owner.emplace(f.rel, i);
-        for (auto slash = f.rel.rfind('/'); slash != std::string::npos && slash > 0;
-             slash = f.rel.rfind('/', slash - 1)) {
-            if (!plan.dirs.insert(f.rel.substr(0, slash)).second) break;  // its parents are in already
-        }
-    }
-    for (const auto& d : plan.dirs)
-        if (auto it = owner.find(d); it != owner.end())
-            throw Error(ErrorCode::conflict, d + " is a file in " + plan.wheel_labels[plan.files[it->second].wheel] +
-                                                 " and a directory in another wheel");
     return plan;
 }
 

@@ -310,6 +310,29 @@ class DifferentContent(unittest.TestCase):
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("env.toml:6: 'opencv-contrib-python' is not a package of the lock in 'install.prefer'", r.stderr)
 
+    def test_overlaps_no_preference_settles(self):
+        cases = [
+            ("a file in one wheel, a directory in another",
+             [Wheel("fd-a", "1.0", {"shared/x": "file\n"}), Wheel("fd-b", "1.0", {"shared/x/y.py": ""})],
+             "shared/x is a file in fd-a 1.0"),
+            ("one wheel claiming a path twice (root and .data/purelib)",
+             [Wheel("twice", "1.0", {"twice/m.py": "a\n", "twice-1.0.data/purelib/twice/m.py": "b\n"})],
+             "twice/m.py is claimed by one wheel twice: twice 1.0"),
+            ("a file in another wheel's .dist-info",
+             [Wheel("meta-a", "1.0", {"meta_a.py": ""}),
+              Wheel("meta-b", "1.0", {"meta_b-1.0.data/purelib/meta_a-1.0.dist-info/METADATA": "Name: hijack\n"})],
+             "(the path is in the first one's .dist-info)"),
+        ]
+        for what, wheels, expect in cases:
+            with self.subTest(what):
+                shutil.rmtree(os.path.join(self.tmp, "proj"), ignore_errors=True)
+                fx = test_install.Fixture(self.tmp, "proj", wheels)
+                names = [w.name for w in wheels]
+                manifest(fx.project, "env", names, f"[install]\nprefer = {names!r}\n".replace("'", '"'))
+                r = self.create(fx, check=False)
+                self.assertEqual(r.returncode, 7, r.stderr)
+                self.assertIn(expect, r.stderr)
+
     def test_prefer_naming_both_is_a_conflict(self):
         fx = self.project(opencv_wheels(), prefer=["opencv-python", "opencv-python-headless"])
         r = self.create(fx, check=False)

@@ -1,11 +1,15 @@
 #include "envbox/env/generation.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "envbox/util/error.hpp"
@@ -124,6 +128,7 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
         if (p.preferred) s << "prefer " << p.name << "\n";
     write_file_atomic(dir / "info", s.str(), 0444, Durability::none);
     write_file_atomic(dir / "pylock.toml", lock_text, 0444, Durability::none);
+    write_file_atomic(in_use_lock_path(g.path), "", 0444, Durability::none);
 }
 
 void stamp_complete(const fs::path& gen_path) {
@@ -148,6 +153,170 @@ void switch_current(const fs::path& env_dir, int number) {
         ::fsync(fd);
         ::close(fd);
     }
+}
+
+// ---- generations in use ------------------------------------------------------------------
+
+fs::path in_use_lock_path(const fs::path& gen_path) { return gen_path / ".envbox" / "in-use"; }
+
+std::optional<Generation> hold_current_generation(const fs::path& env_dir) {
+    // Each retry means a gc removed the generation just read, which it does only after
+    // `current` has moved on: a few tries are plenty.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        auto gen = current_generation(env_dir);
+        if (!gen) return std::nullopt;
+        const fs::path lock = in_use_lock_path(gen->path);
+        // No O_CLOEXEC: the command exec'd in the generation, and its children, inherit the
+        // descriptor and with it the lock. O_CREAT only for generations built before the lock
+        // file existed; a read-only file of nothing, so the inherited descriptor gives a
+        // sandboxed command no way to write into the generation.
+        int fd = ::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW, 0444);
+        if (fd < 0 && errno == ENOENT) continue;  // the whole tree went meanwhile
+        if (fd < 0) fd = ::open(lock.c_str(), O_RDONLY | O_NOFOLLOW);
+        if (fd < 0) return gen;  // cannot be held here: the /proc scan still finds the job
+        int rc;
+        while ((rc = ::flock(fd, LOCK_SH)) != 0 && errno == EINTR) {
+        }
+        // gc removes the stamp first, holding the lock: a stamp seen now stays while we hold it.
+        std::error_code ec;
+        if (rc != 0 || fs::exists(gen->path / ".envbox" / "complete", ec)) return gen;  // fd stays open
+        ::close(fd);
+    }
+    throw Error(ErrorCode::generic, "the current generation of " + env_dir.string() +
+                                        " was removed again and again while envbox tried to run in it");
+}
+
+GenerationClaim::GenerationClaim(const fs::path& gen_path) {
+    const fs::path lock = in_use_lock_path(gen_path);
+    fd_ = ::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (fd_ < 0) fd_ = ::open(lock.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    // No lock file and none can be made (an unfinished generation without .envbox/): no job can
+    // hold it either, since a job holds only a stamped generation.
+    if (fd_ < 0) {
+        claimed_ = true;
+        return;
+    }
+    // EWOULDBLOCK: a job holds it. A filesystem without locks (ENOLCK) fails the jobs' lock
+    // too, which then rely on the /proc scan alone.
+    claimed_ = ::flock(fd_, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK;
+}
+
+GenerationClaim::~GenerationClaim() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void remove_generation(const fs::path& gen_path) {
+    const fs::path stamp = gen_path / ".envbox" / "complete";
+    if (::unlink(stamp.c_str()) != 0 && errno != ENOENT)
+        throw Error(ErrorCode::generic, "cannot remove " + stamp.string() + ": " + std::strerror(errno));
+    // A job that opened the lock file just as its name went (see hold_current_generation) may
+    // have made a new one in .envbox/ while the tree was being removed: one more pass finds it.
+    std::error_code ec;
+    for (int pass = 0; pass < 2; ++pass) {
+        fs::remove_all(gen_path, ec);
+        if (!ec) return;
+    }
+    throw Error(ErrorCode::generic, "cannot remove " + gen_path.string() + ": " + ec.message());
+}
+
+namespace {
+
+// `path` is `dir` or lies below it: exact path components, so gen-1 never claims gen-10.
+bool is_under(std::string_view path, std::string_view dir) {
+    return path.starts_with(dir) && (path.size() == dir.size() || path[dir.size()] == '/');
+}
+
+std::string read_link(const std::string& path) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// A /proc file (they report no size), at most `limit` bytes; empty when it cannot be read.
+std::string read_proc_file(const std::string& path, std::size_t limit) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    std::string out;
+    char buf[65536];
+    while (out.size() < limit) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return out;
+}
+
+// Calls `f` with each line (maps) or NUL-terminated entry (environ) of `text`.
+template <typename F>
+void for_each_record(std::string_view text, char sep, F&& f) {
+    while (!text.empty()) {
+        auto end = text.find(sep);
+        f(text.substr(0, end));
+        if (end == std::string_view::npos) break;
+        text.remove_prefix(end + 1);
+    }
+}
+
+}  // namespace
+
+RuntimeRoots::RuntimeRoots(const std::vector<fs::path>& generation_dirs, const fs::path& proc) {
+    std::vector<std::string> gens;
+    for (const auto& d : generation_dirs) {
+        std::error_code ec;
+        fs::path c = fs::weakly_canonical(d, ec);
+        gens.push_back((ec ? d : c).string());
+    }
+    DIR* procdir = gens.empty() ? nullptr : ::opendir(proc.c_str());
+    if (!procdir) return;
+    const std::string self = std::to_string(::getpid());
+    std::set<std::string> found;
+    while (dirent* e = ::readdir(procdir)) {
+        const std::string pid = e->d_name;
+        if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::string base = proc.string() + "/" + pid + "/";
+        auto note = [&](std::string_view path, std::string_view how) {
+            for (const auto& g : gens) {
+                if (found.count(g) || !is_under(path, g)) continue;
+                found.insert(g);
+                std::string comm = read_proc_file(base + "comm", 64);
+                if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+                users_.emplace_back(g, "pid " + pid + " (" + comm + "): " + std::string(how) + " " + std::string(path));
+            }
+        };
+        note(read_link(base + "exe"), "runs");
+        note(read_link(base + "cwd"), "works in");
+        note(read_link(base + "root"), "is rooted in");
+        if (DIR* fds = ::opendir((base + "fd").c_str())) {
+            while (dirent* f = ::readdir(fds))
+                if (f->d_name[0] != '.') note(read_link(base + "fd/" + f->d_name), "has open");
+            ::closedir(fds);
+        }
+        // Mapped libraries: the path is the last field, from its first '/' to the line's end.
+        for_each_record(read_proc_file(base + "maps", 64 << 20), '\n', [&](std::string_view line) {
+            if (auto slash = line.find('/'); slash != std::string_view::npos) note(line.substr(slash), "maps");
+        });
+        // The environment it started with: VIRTUAL_ENV, PATH entries, any path-valued variable.
+        for_each_record(read_proc_file(base + "environ", 4 << 20), '\0', [&](std::string_view entry) {
+            auto eq = entry.find('=');
+            if (eq == std::string_view::npos) return;
+            for_each_record(entry.substr(eq + 1), ':', [&](std::string_view value) {
+                if (value.starts_with('/')) note(value, "has in its environment");
+            });
+        });
+        if (found.size() == gens.size()) break;
+    }
+    ::closedir(procdir);
+}
+
+std::optional<std::string> RuntimeRoots::user_of(const fs::path& gen_path) const {
+    std::error_code ec;
+    fs::path c = fs::weakly_canonical(gen_path, ec);
+    const std::string key = (ec ? gen_path : c).string();
+    for (const auto& [g, who] : users_)
+        if (g == key) return who;
+    return std::nullopt;
 }
 
 }  // namespace envbox::env

@@ -1,9 +1,11 @@
 #include "envbox/ops/doctor.hpp"
 
+#include <fcntl.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <set>
 
 #include "envbox/env/cuda.hpp"
@@ -76,6 +78,14 @@ DoctorReport doctor(const Context& ctx) {
         if (place_file(probe, cloned, LinkMode::reflink, 0444) == LinkMode::reflink) r.link_mode += " (reflinks work too)";
         std::error_code ec;
         fs::remove(cloned, ec);
+        // How new objects are stored: renameat2 RENAME_NOREPLACE, or a link where it is missing.
+        fs::path stored = probe;
+        stored += ".stored";
+        NoReplaceMethod how{};
+        int err = rename_noreplace_at(AT_FDCWD, placed.c_str(), AT_FDCWD, stored.c_str(), &how);
+        r.link_mode += std::string("; atomic no-replace rename: ") + (err ? std::strerror(err) : no_replace_method_name(how));
+        fs::remove(stored, ec);
+        if (r.store_filesystem == "overlayfs") r.link_mode += "; overlayfs copies an image layer's object up when it is linked";
     } catch (const Error& e) {
         r.link_mode = "unknown: " + e.message();
     }

@@ -53,4 +53,59 @@ void stamp_complete(const std::filesystem::path& gen_path);
 /// Points `env_dir/current` at `gen-N` with one atomic rename (then fsyncs the directory).
 void switch_current(const std::filesystem::path& env_dir, int number);
 
+// ---- generations in use ------------------------------------------------------------------
+// A generation a process uses must outlive it. Two kinds of holders are recognised:
+// `envbox run` jobs hold `gen-N/.envbox/in-use` shared (flock) through a descriptor inherited
+// across exec by the command and every child that keeps it; processes started otherwise (an
+// activated venv, an IDE) are found in /proc, as Nix's gc finds runtime roots.
+
+/// `gen/.envbox/in-use`: the empty file whose flock marks a generation as used by a job.
+std::filesystem::path in_use_lock_path(const std::filesystem::path& gen_path);
+
+/// ENV's current generation, held shared for the rest of this process and whatever it execs:
+/// the lock's descriptor is opened without O_CLOEXEC and never closed by envbox. The stamp is
+/// read again once the lock is held, so a generation that a gc removed meanwhile is noticed and
+/// the (new) current one held instead. nullopt when there is no complete current generation.
+/// When the lock file cannot be opened (a read-only shared store whose generation predates
+/// the lock file), the generation is returned unheld: the /proc scan still finds the job.
+std::optional<Generation> hold_current_generation(const std::filesystem::path& env_dir);
+
+/// An exclusive hold on a generation's in-use lock, taken by gc before it removes one.
+class GenerationClaim {
+public:
+    /// Tries once, without waiting: `claimed()` is false while any process holds the generation.
+    explicit GenerationClaim(const std::filesystem::path& gen_path);
+    GenerationClaim(const GenerationClaim&) = delete;
+    GenerationClaim& operator=(const GenerationClaim&) = delete;
+    ~GenerationClaim();
+    bool claimed() const { return claimed_; }
+
+private:
+    int fd_ = -1;
+    bool claimed_ = false;
+};
+
+/// Removes a claimed generation: its completion stamp first, so that a half-removed tree (a
+/// crash, a full disk) is never taken for a good generation and a job about to hold it sees
+/// it gone, then the tree. Throws `Error` naming the path on failure.
+void remove_generation(const std::filesystem::path& gen_path);
+
+/// Running processes that use files under some of `generation_dirs`, found the way Nix's gc
+/// finds runtime roots: /proc/PID/exe, cwd, root, every fd/*, the files in maps, and paths
+/// (colon-separated values too: PATH, VIRTUAL_ENV) in environ. A path is under a generation
+/// when it is the generation's directory or starts with it and '/' (gen-1 never claims gen-10);
+/// the kernel reports resolved paths, so `current` and project links need no special case.
+/// Entries that cannot be read (other users' processes, processes that exited) are skipped.
+class RuntimeRoots {
+public:
+    /// Scans /proc once for paths under `generation_dirs` (made canonical here).
+    explicit RuntimeRoots(const std::vector<std::filesystem::path>& generation_dirs,
+                          const std::filesystem::path& proc = "/proc");
+    /// "pid 123 (python3): working directory" for a process using `gen_path`, if any.
+    std::optional<std::string> user_of(const std::filesystem::path& gen_path) const;
+
+private:
+    std::vector<std::pair<std::string, std::string>> users_;  ///< canonical gen dir, who uses it
+};
+
 }  // namespace envbox::env

@@ -47,6 +47,7 @@ struct GcOptions {
 struct GcResult {
     std::vector<std::string> generations_removed;  ///< "project ENV gen-N"
     std::vector<std::string> busy;                 ///< environments skipped: a create is running
+    std::vector<std::string> in_use;               ///< "project ENV gen-N: who uses it", kept
     std::size_t wheels_removed = 0;
     std::size_t objects_removed = 0;
     std::size_t temporary_removed = 0;
@@ -54,8 +55,10 @@ struct GcResult {
 };
 
 /// Removes generations beyond the newest `keep` per environment (never the current one, never
-/// one being built), then, holding the store exclusively, the file lists and objects no
-/// remaining generation needs and leftover temporary files.
+/// one being built, never one a process uses: an `envbox run` job holding it, or a process
+/// found in /proc; see env/generation.hpp), then, holding the store exclusively, the file lists
+/// and objects no remaining generation needs and leftover temporary files. A dry run reports
+/// exactly what the same call would remove.
 GcResult gc(const Context& ctx, const GcOptions& options);
 
 /// `home/locks/store.lock`: creates hold it shared for their whole run, gc's sweep exclusively.

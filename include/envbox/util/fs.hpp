@@ -1,6 +1,7 @@
 #pragma once
 /// Filesystem primitives with the guarantees the store and generations rely on.
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -75,6 +76,36 @@ LinkMode place_file(const std::filesystem::path& src, const std::filesystem::pat
 /// open, so a link costs no walk of the full paths.
 LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* dst, LinkMode mode,
                        mode_t copy_mode);
+
+/// How `rename_noreplace_at` moved a file into place.
+enum class NoReplaceMethod {
+    renameat2,    ///< renameat2(RENAME_NOREPLACE): one atomic call
+    link_unlink,  ///< linkat (atomic, EEXIST when taken) then unlink of the source
+};
+
+/// "renameat2" or "link fallback".
+const char* no_replace_method_name(NoReplaceMethod method);
+
+/// Moves `src` to `dst` only when `dst` does not exist, atomically: a concurrent writer of the
+/// same name never has its file replaced. renameat2(RENAME_NOREPLACE) where the filesystem has
+/// it; where it answers EINVAL, ENOSYS or EOPNOTSUPP (NFS, sshfs and other FUSE filesystems,
+/// 9p) linkat of `src` to `dst`, just as atomic and failing with EEXIST too, then unlink of
+/// `src` (an unlink that fails leaves `src` behind, never a missing `dst`). Returns 0, or the
+/// errno: EEXIST when `dst` exists (`src` is then untouched). `used` (optional) tells which way
+/// was taken.
+int rename_noreplace_at(int src_dir, const char* src, int dst_dir, const char* dst,
+                        NoReplaceMethod* used = nullptr);
+
+/// True when the file or directory open as `fd` lies on overlayfs (statfs f_type).
+bool on_overlayfs(int fd);
+
+/// Whether hard-linking an object just copied it: overlayfs copies a file of a lower layer (a
+/// container image's) up into the upper layer before it links it, so the link is a full copy.
+/// `object_before` is the object's stat taken before the link, `dst` the name just linked. The
+/// link was a copy-up when the new name has another inode, or when the object's links did not
+/// grow (the copy-up left the lower layer's other names behind). An object of a lower layer
+/// that had no other link keeps its inode number across a copy-up and is not detected.
+bool link_was_copied_up(const struct stat& object_before, int dst_dir, const char* dst);
 
 /// Exclusive advisory lock (flock(2)) on a lock file, created if needed; released on
 /// destruction. Locks die with their process, so a crash never leaves a stale lock.

@@ -342,7 +342,10 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         if (req.head) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
         else curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
         curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
-        curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);  // rather a stream on a live HTTP/2 connection than a new one
+        // Rather a stream on a live HTTP/2 connection than a new one. Only over TLS, where ALPN can
+        // offer HTTP/2: over plain http every connection is HTTP/1.1, and waiting would run all
+        // requests to one host one after another.
+        if (req.url.starts_with("https:")) curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
         curl_easy_setopt(c, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
         if (req.username) curl_easy_setopt(c, CURLOPT_USERNAME, req.username->c_str());
         if (req.password) curl_easy_setopt(c, CURLOPT_PASSWORD, req.password->c_str());

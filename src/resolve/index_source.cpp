@@ -271,23 +271,27 @@ const IndexSource::VersionInfo& IndexSource::version_info(const std::string& nam
     throw Error(ErrorCode::generic, "resolver asked for " + name + " " + version.str() + ", which no index offers");
 }
 
-Dependencies IndexSource::dependencies(const std::string& name, const pep::Version& version) {
+std::shared_future<Dependencies> IndexSource::metadata_future(const std::string& name, const pep::Version& version) {
     std::string key = name + "==" + version.str();
-    std::shared_future<Dependencies> f;
     {
         std::lock_guard lock(mutex_);
         auto it = metadata_.find(key);
-        if (it != metadata_.end()) f = it->second;
+        if (it != metadata_.end()) return it->second;
     }
-    if (!f.valid()) {
-        VersionInfo v = version_info(name, version);
-        Project p = *project_future(name).get();
-        std::lock_guard lock(mutex_);
-        auto [it, fresh] = metadata_.try_emplace(key);
-        if (fresh) it->second = std::async(std::launch::async, [this, name, v, p] { return fetch_dependencies(name, v, p); }).share();
-        f = it->second;
-    }
-    return f.get();
+    VersionInfo v = version_info(name, version);
+    Project p = *project_future(name).get();
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = metadata_.try_emplace(key);
+    if (fresh) it->second = std::async(std::launch::async, [this, name, v, p] { return fetch_dependencies(name, v, p); }).share();
+    return it->second;
+}
+
+Dependencies IndexSource::dependencies(const std::string& name, const pep::Version& version) {
+    return metadata_future(name, version).get();
+}
+
+void IndexSource::prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) {
+    for (const auto& [name, version] : wanted) metadata_future(name, version);
 }
 
 Dependencies IndexSource::fetch_dependencies(const std::string& name, const VersionInfo& v, const Project& p) {

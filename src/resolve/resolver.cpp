@@ -453,7 +453,10 @@ private:
             reqs = root_requirements_;
         } else {
             Dependencies deps = source_.dependencies(pkg.base, pkg.candidates[v].version);
-            if (!deps.unusable.empty()) return rule_out(best, v, deps.unusable);
+            if (!deps.unusable.empty()) {
+                prefetch_below(best, v);
+                return rule_out(best, v, deps.unusable);
+            }
             reqs = std::move(deps.requires_dist);
         }
         // Ask for every dependency's versions at once, so a networked source fetches them in
@@ -472,6 +475,20 @@ private:
         }
         assign(Term{best, true, VSet::one(pkg.candidates.size(), v)}, -1);
         return best;
+    }
+
+    // The versions the solver will try next once `v` is ruled out: where pages carry no
+    // Requires-Python, a run of newer releases is often excluded one metadata file at a time,
+    // so the next few are fetched side by side rather than one after another.
+    void prefetch_below(PkgId id, std::size_t v) {
+        const Package& pkg = packages_[static_cast<std::size_t>(id)];
+        const auto& allowed = acc_[static_cast<std::size_t>(id)];
+        std::vector<std::pair<std::string, pep::Version>> next;
+        for (std::size_t i = v; i-- > 0 && next.size() < 4;)
+            if ((!allowed || allowed->set.has(i) == allowed->positive) && pkg.candidates[i].unusable.empty() &&
+                !pkg.candidates[i].yanked)
+                next.emplace_back(pkg.base, pkg.candidates[i].version);
+        source_.prefetch(next);
     }
 
     // A version found unusable only once its metadata was read: an incompatibility like those

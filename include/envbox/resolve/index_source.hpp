@@ -51,6 +51,8 @@ public:
     std::vector<Candidate> versions(const std::string& name) override;
     Dependencies dependencies(const std::string& name, const pep::Version& version) override;
     void prefetch_versions(const std::vector<std::string>& names) override;
+    /// Starts fetching the metadata of these versions (of packages whose pages are known).
+    void prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) override;
     /// Once the resolution is done: speculative prefetches not yet sent are dropped (what
     /// `chosen` and `digest_and_size` need was fetched during the resolution).
     void stop_prefetching() { cancelled_ = true; }
@@ -83,6 +85,8 @@ private:
     void keep_download(const std::filesystem::path& file, const std::string& digest, const std::string& url,
                        std::uint64_t size);
     std::shared_ptr<Project> fetch_project(const std::string& name);
+    /// The metadata of name==version, fetched once (started on the first call).
+    std::shared_future<Dependencies> metadata_future(const std::string& name, const pep::Version& version);
     /// The size of a wheel whose sha256 the index gave but whose size it did not.
     std::optional<std::uint64_t> known_size(const ChosenWheel& c, const std::string& sha256);
     /// Remembers `size` for `url` (and on disk beside the cached METADATA of `sha256`, when known).

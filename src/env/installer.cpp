@@ -368,6 +368,9 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
     constexpr std::size_t kChunk = 256;
     std::size_t chunks = (order.size() + kChunk - 1) / kChunk;
     const int objects_fd = store.objects_dir_fd();
+    // overlayfs copies an object of a lower layer (a container image's) up before linking it:
+    // such a link is counted as the copy it was (see link_was_copied_up).
+    const bool overlay = mode == LinkMode::hardlink && on_overlayfs(objects_fd);
     parallel_for(chunks, jobs, [&](std::size_t c) {
         std::size_t end = std::min(order.size(), (c + 1) * kChunk);
         DirFd dir;
@@ -392,8 +395,16 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
             }
             std::string src = store.object_relpath(p.object->digest, p.object->executable);
             const char* name = slash == std::string::npos ? r.c_str() : r.c_str() + slash + 1;
+            struct stat before {};
+            const bool watch = overlay && ::fstatat(objects_fd, src.c_str(), &before, 0) == 0;
             LinkMode used = place_file_at(objects_fd, src.c_str(), dir.fd, name, mode, p.executable ? 0555 : 0444);
             bytes += p.object->size;
+            if (watch && used == LinkMode::hardlink && link_was_copied_up(before, dir.fd, name)) {
+                ++copied;
+                std::lock_guard lock(note_mutex);
+                notes.insert("overlayfs copied store objects up from a lower layer before linking them (counted as copies)");
+                continue;
+            }
             if (used == LinkMode::hardlink) {
                 ++hard;
                 continue;

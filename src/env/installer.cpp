@@ -218,71 +218,79 @@ std::string content_key(const Placement& p) {
                 "file " + rel + " is installed by two wheels " + why + ": " + a + " and " + b + hint);
 }
 
-Overlaps decide_overlaps(const Planner& planner, const std::vector<InstallRequest>& requests) {
+using WonPaths = std::map<std::pair<std::size_t, std::size_t>, std::size_t>;  // (winner, loser wheel) → paths
+
+// Decides one path that the placements `g` (in request order) all claim: which one is written
+// and which RECORDs list it. Throws the conflicts no preference settles.
+void decide_path(const Planner& planner, const std::vector<InstallRequest>& requests,
+                 const std::vector<std::size_t>& g, Overlaps& out, WonPaths& won) {
     const auto& ps = planner.placements;
     const auto& label = planner.wheel_labels;
+    const std::string& rel = ps[g[0]].rel;
+    std::vector<std::string> keys;  // empty for a RECORD, whose content is not known yet
+    for (std::size_t k = 0; k < g.size(); ++k) {
+        const Placement& p = ps[g[k]];
+        for (std::size_t j = 0; j < k; ++j)
+            if (ps[g[j]].wheel == p.wheel)
+                throw Error(ErrorCode::conflict, "file " + rel + " is claimed by one wheel twice: " + label[p.wheel]);
+        keys.push_back(p.record ? std::string() : content_key(p));
+    }
+    auto differing = [&](std::size_t k) {  // a claimant whose content differs from g[k]'s
+        for (std::size_t j = 0; j < g.size(); ++j)
+            if (j != k && (keys[j] != keys[k] || keys[j].empty())) return j;
+        return k;
+    };
+    for (std::size_t k = 1; k < g.size(); ++k) out.placed[g[k]] = 0;  // the first places it
+    if (std::all_of(keys.begin(), keys.end(), [&](const auto& key) { return !key.empty() && key == keys[0]; }))
+        return;
+    // A wheel's own metadata is never given to another wheel.
+    for (std::size_t k = 0; k < g.size(); ++k)
+        if (ps[g[k]].record || rel.starts_with(planner.dist_info_prefix[ps[g[k]].wheel]))
+            refuse_overlap(rel, label[ps[g[k]].wheel], label[ps[g[differing(k)]].wheel], "with different content",
+                           " (the path is in the first one's .dist-info)");
+    std::optional<std::size_t> winner;
+    for (std::size_t k = 0; k < g.size(); ++k) {
+        if (!requests[ps[g[k]].wheel].preferred) continue;
+        if (winner && keys[*winner] != keys[k])
+            refuse_overlap(rel, label[ps[g[*winner]].wheel], label[ps[g[k]].wheel],
+                           "with different content, and [install] prefer names both");
+        if (!winner) winner = k;
+    }
+    if (!winner) {
+        const std::size_t other = differing(0);
+        const bool only_mode = keys[0].substr(0, 64) == keys[other].substr(0, 64);
+        refuse_overlap(rel, label[ps[g[0]].wheel], label[ps[g[other]].wheel],
+                       only_mode ? "with different modes" : "with different content",
+                       "; to install one of them over the other, name it in the manifest's [install] prefer "
+                       "(prefer = [\"" + pep::canonicalize_name(requests[ps[g[0]].wheel].wheel->name) + "\"])");
+    }
+    for (std::size_t k = 0; k < g.size(); ++k) {
+        out.placed[g[k]] = k == *winner;
+        out.listed[g[k]] = keys[k] == keys[*winner];
+        if (!out.listed[g[k]]) ++won[{ps[g[*winner]].wheel, ps[g[k]].wheel}];
+    }
+}
+
+Overlaps decide_overlaps(const Planner& planner, const std::vector<InstallRequest>& requests) {
+    const auto& ps = planner.placements;
     Overlaps out{std::vector<char>(ps.size(), 1), std::vector<char>(ps.size(), 1), {}, {}};
-    // Claimants of each path claimed more than once, by the first claimant; rare, so the map
-    // of paths is the only cost paid for every file.
-    auto& first = out.first;
-    first.reserve(ps.size());
+    // The claimants of each path claimed more than once, keyed by the first; such paths are
+    // rare, so the map of paths is the only cost every file pays.
+    out.first.reserve(ps.size());
     std::map<std::size_t, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < ps.size(); ++i) {
-        auto [it, fresh] = first.emplace(ps[i].rel, i);
+        auto [it, fresh] = out.first.emplace(ps[i].rel, i);
         if (fresh) continue;
         auto& g = groups[it->second];
         if (g.empty()) g.push_back(it->second);
         g.push_back(i);
     }
-    std::map<std::pair<std::size_t, std::size_t>, std::size_t> won;  // (winner, loser wheel) → paths
-    for (const auto& [_, g] : groups) {
-        const std::string& rel = ps[g[0]].rel;
-        std::vector<std::string> keys;
-        for (std::size_t k = 0; k < g.size(); ++k) {
-            const Placement& p = ps[g[k]];
-            for (std::size_t j = 0; j < k; ++j)
-                if (ps[g[j]].wheel == p.wheel)
-                    throw Error(ErrorCode::conflict, "file " + rel + " is claimed by one wheel twice: " + label[p.wheel]);
-            keys.push_back(p.record ? std::string() : content_key(p));
-        }
-        auto differing = [&](std::size_t k) {  // a claimant whose content differs from g[k]'s
-            for (std::size_t j = 0; j < g.size(); ++j)
-                if (j != k && (keys[j] != keys[k] || keys[j].empty())) return j;
-            return k;
-        };
-        bool same = std::all_of(keys.begin(), keys.end(), [&](const auto& k) { return !k.empty() && k == keys[0]; });
-        for (std::size_t k = 1; k < g.size(); ++k) out.placed[g[k]] = 0;  // the first places it
-        if (same) continue;
-        // A wheel's own metadata is never given to another wheel.
-        for (std::size_t k = 0; k < g.size(); ++k)
-            if (ps[g[k]].record || rel.starts_with(planner.dist_info_prefix[ps[g[k]].wheel]))
-                refuse_overlap(rel, label[ps[g[k]].wheel], label[ps[g[differing(k)]].wheel],
-                               "with different content", " (the path is in the first one's .dist-info)");
-        std::optional<std::size_t> winner;
-        for (std::size_t k = 0; k < g.size(); ++k) {
-            if (!requests[ps[g[k]].wheel].preferred) continue;
-            if (winner && keys[*winner] != keys[k])
-                refuse_overlap(rel, label[ps[g[*winner]].wheel], label[ps[g[k]].wheel],
-                               "with different content, and [install] prefer names both");
-            if (!winner) winner = k;
-        }
-        if (!winner) {
-            const bool only_mode = keys[0].substr(0, 64) == keys[differing(0)].substr(0, 64);
-            refuse_overlap(rel, label[ps[g[0]].wheel], label[ps[g[differing(0)]].wheel],
-                           only_mode ? "with different modes" : "with different content",
-                           "; to install one of them over the other, name it in the manifest's [install] "
-                           "prefer (prefer = [\"" + pep::canonicalize_name(requests[ps[g[0]].wheel].wheel->name) +
-                               "\"])");
-        }
-        for (std::size_t k = 0; k < g.size(); ++k) {
-            out.placed[g[k]] = k == *winner;
-            out.listed[g[k]] = keys[k] == keys[*winner];
-            if (!out.listed[g[k]]) ++won[{ps[g[*winner]].wheel, ps[g[k]].wheel}];
-        }
-    }
+    WonPaths won;
+    for (const auto& [_, g] : groups) decide_path(planner, requests, g, out, won);
     for (const auto& [pair, n] : won)
-        out.notes.push_back(label[pair.first] + " wins " + std::to_string(n) + (n == 1 ? " path" : " paths") +
-                            " over " + label[pair.second] + " ([install] prefer)");
+        out.notes.push_back(planner.wheel_labels[pair.first] + " wins " + std::to_string(n) +
+                            (n == 1 ? " path" : " paths") + " over " + planner.wheel_labels[pair.second] +
+                            " ([install] prefer)");
     return out;
 }
 

@@ -363,6 +363,56 @@ class NginxWorld(Base):
                                  if l.startswith("torch==")][0])
 
 
+class PlainHttpInParallel(Base):
+    """A plain-http index (HTTP/1.1, as most private mirrors and find-links servers are) gets its
+    requests side by side, not one after another waiting for a multiplexed stream that HTTP/1.1
+    cannot give."""
+
+    def test_requests_overlap_on_the_server(self):
+        import http.server
+        import socketserver
+        import threading
+        www = os.path.join(self.tmp, "www-plain")
+        indexworld.build(www)
+        state = {"now": 0, "peak": 0}
+        lock = threading.Lock()
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **k):
+                super().__init__(*a, directory=www, **k)
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):  # noqa: N802
+                with lock:
+                    state["now"] += 1
+                    state["peak"] = max(state["peak"], state["now"])
+                try:
+                    time.sleep(0.05)
+                    super().do_GET()
+                finally:
+                    with lock:
+                        state["now"] -= 1
+
+        class Server(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+            request_queue_size = 256
+
+        httpd = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        try:
+            p = self.project("plain-http")
+            p.write("env", env_manifest([("pypi", f"http://127.0.0.1:{httpd.server_address[1]}/pypi", "")],
+                                        ["transformers", "datasets", "wandb"]))
+            p.ok("lock", "env")
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+        self.assertGreaterEqual(state["peak"], 3, "requests to one plain-http host in flight at once")
+
+
 class UpgradePackage(Base):
     def test_an_unknown_upgrade_package_is_a_usage_error(self):
         flat = os.path.join(self.tmp, "flat-up")

@@ -1,6 +1,9 @@
 // envbox run ENV [--] CMD…
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
@@ -39,9 +42,21 @@ ops::SandboxMode sandbox_mode(const RunArgs& args) {
     throw Error(ErrorCode::usage, from + "=" + mode + " is not a sandbox mode (auto, strict or off)");
 }
 
+// The temporary directory ($TMPDIR, else /tmp) when it is the home or one of its ancestors.
+std::optional<std::filesystem::path> temp_dir_holding(const std::filesystem::path& home) {
+    const char* t = std::getenv("TMPDIR");
+    std::error_code ec;
+    auto tmp = std::filesystem::canonical(t && *t ? t : "/tmp", ec);
+    auto real_home = std::filesystem::canonical(home, ec);
+    if (ec || tmp.empty()) return std::nullopt;
+    auto [a, b] = std::mismatch(tmp.begin(), tmp.end(), real_home.begin(), real_home.end());
+    if (a != tmp.end()) return std::nullopt;
+    return tmp;
+}
+
 // What the user must know every time (a weaker or no sandbox), and with -v what happened.
-void report_sandbox(const GlobalOptions& global, const ops::RunPlan& plan, ops::SandboxMode mode,
-                    const env::SandboxOutcome& o) {
+void report_sandbox(const GlobalOptions& global, const std::filesystem::path& home, const ops::RunPlan& plan,
+                    ops::SandboxMode mode, const env::SandboxOutcome& o) {
     if (mode == ops::SandboxMode::off) {
         if (global.verbosity > 0) std::fprintf(stderr, "envbox: running in %s without the sandbox (--sandbox off)\n",
                                                plan.generation.c_str());
@@ -52,6 +67,12 @@ void report_sandbox(const GlobalOptions& global, const ops::RunPlan& plan, ops::
         if (global.verbosity >= 0)
             std::fprintf(stderr, "envbox: note: no mount namespace here (%s); Landlock keeps the envbox home "
                                  "read-only instead\n", o.namespace_refused.c_str());
+        // Landlock's one limit bites hardest here: gcc (Triton's kernels) aborts when it cannot
+        // make a file in its temporary directory.
+        if (auto tmp = temp_dir_holding(home))
+            std::fprintf(stderr, "envbox: warning: %s holds the envbox home, so under Landlock no new file can be "
+                                 "made directly in it: set TMPDIR to another directory, or move the home\n",
+                         tmp->c_str());
     } else {
         std::fprintf(stderr, "envbox: warning: running WITHOUT the sandbox: no mount namespace (%s) and no "
                              "Landlock (%s); this command can write into every environment and the store "
@@ -70,7 +91,7 @@ void run_run(const GlobalOptions& global, const RunArgs& args) {
     ops::SandboxMode mode = sandbox_mode(args);
     ops::RunPlan plan = ops::plan_run(ctx, args.env, command_of(args.rest), current_environment());
     env::SandboxOutcome sandbox = ops::enter_run_sandbox(ctx, plan, mode);
-    report_sandbox(global, plan, mode, sandbox);
+    report_sandbox(global, ctx.home, plan, mode, sandbox);
     std::fflush(nullptr);
     exec_replace(plan.argv, plan.environment);
 }

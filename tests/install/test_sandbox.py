@@ -276,6 +276,14 @@ class WithoutNamespaces(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("Permission denied", r.stdout + r.stderr)
         self.assertEqual(self.w.envbox("run", "--sandbox", "strict", "a", "true", **kw).returncode, 0)
+        # /tmp holds this home: no new file directly in it (gcc would abort), and run says so.
+        mkstemp = "import tempfile; print(tempfile.mkstemp()[1])"
+        r = self.w.envbox("run", "a", "python", "-c", mkstemp, check=False, **kw)
+        self.assertIn("holds the envbox home", r.stderr)
+        elsewhere = os.path.join(self.tmp, "proj")
+        r = self.w.envbox("run", "a", "python", "-c", mkstemp, env={"TMPDIR": elsewhere}, **kw)
+        self.assertNotIn("holds the envbox home", r.stderr)
+        self.assertTrue(r.stdout.startswith(elsewhere), r.stdout)
         for env in ("a", "b", "t"):
             self.assertEqual(self.w.envbox("verify", env, "--deep", check=False).returncode, 0)
 

@@ -14,7 +14,7 @@ namespace envbox::cli {
 ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) {
     ops::Context ctx;
     ctx.home = global.home.empty() ? ops::default_home() : fs::path(global.home);
-    ctx.home = fs::absolute(ctx.home).lexically_normal();
+    ctx.home = ops::canonical_home(ctx.home);
     if (!global.project.empty()) {
         ctx.project_root = fs::absolute(global.project).lexically_normal();
         std::error_code ec;

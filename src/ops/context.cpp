@@ -1,8 +1,11 @@
 #include "envbox/ops/context.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -13,6 +16,36 @@ fs::path default_home() {
     if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "envbox";
     if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".local" / "share" / "envbox";
     throw Error(ErrorCode::usage, "cannot place the store: set ENVBOX_HOME, XDG_DATA_HOME or HOME");
+}
+
+fs::path canonical_home(const fs::path& home) {
+    std::error_code ec;
+    fs::path path = fs::absolute(home, ec).lexically_normal();
+    fs::create_directories(path, ec);  // a failure shows later, where the home is used
+    fs::path canonical = fs::weakly_canonical(path, ec);
+    if (!ec) path = canonical;
+    const fs::path record = path / ".home-path";
+    struct stat here {}, there {};
+    if (::stat(path.c_str(), &here) != 0) return path;
+    if (!fs::exists(record, ec)) {
+        try {  // best effort: a read-only home simply has no recorded name
+            write_file_atomic(record, path.string() + "\n", 0644, Durability::none);
+        } catch (const Error&) {
+        }
+        return path;
+    }
+    std::string recorded;
+    try {
+        recorded = read_file(record);
+    } catch (const Error&) {
+        return path;
+    }
+    if (!recorded.empty() && recorded.back() == '\n') recorded.pop_back();
+    // Only a name of this same directory is taken: the file cannot send envbox elsewhere.
+    if (recorded.empty() || recorded.front() != '/' || ::stat(recorded.c_str(), &there) != 0 ||
+        there.st_dev != here.st_dev || there.st_ino != here.st_ino)
+        return path;
+    return fs::path(recorded);
 }
 
 fs::path find_project_root(const fs::path& start) {

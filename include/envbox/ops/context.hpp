@@ -37,6 +37,14 @@ struct Context {
 /// `~/.local/share/envbox`.
 std::filesystem::path default_home();
 
+/// The one name of a home, however it was reached: absolute, created when missing (so that every
+/// symlink on its way resolves), then `weakly_canonical`; and where the home records the name
+/// it was first used by (`HOME/.home-path`) and that name is this very directory (same device
+/// and inode: a bind mount), that name. Everything envbox writes into an environment (launcher
+/// shebangs, `activate`, RECORD) derives from the home's path, so a home reached through a
+/// symlink or a bind mount must give the same path as the real one, or verify sees drift.
+std::filesystem::path canonical_home(const std::filesystem::path& home);
+
 /// The nearest directory from `start` upward that holds `manifests/`; empty when none.
 std::filesystem::path find_project_root(const std::filesystem::path& start);
 

@@ -26,6 +26,80 @@ void check_run_driver(const std::vector<env::CudaLine>& lines, RunPlan& plan) {
     if (auto why = env::driver_refuses(*driver, newest)) throw Error(ErrorCode::cuda, *why);
 }
 
+// LD_LIBRARY_PATH entries holding CUDA libraries would shadow the ones the environment's wheels
+// ship (nvidia/*/lib): they are dropped, everything else kept.
+void drop_shadowing_cuda_libraries(std::map<std::string, std::string>& base, RunPlan& plan) {
+    auto ld = base.find("LD_LIBRARY_PATH");
+    if (ld == base.end()) return;
+    std::string kept;
+    std::string_view rest = ld->second;
+    while (true) {
+        auto colon = rest.find(':');
+        std::string dir(rest.substr(0, colon));
+        bool shadows = false;
+        std::error_code ec;
+        if (!dir.empty() && fs::is_directory(dir, ec))
+            for (const auto& e : fs::directory_iterator(dir, ec)) {
+                std::string n = e.path().filename().string();
+                for (const char* lib : {"libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so", "libnccl.so",
+                                        "libcusparse.so", "libcufft.so", "libnvrtc.so"})
+                    if (n.starts_with(lib)) shadows = true;
+                if (shadows) break;
+            }
+        if (shadows) plan.notes.push_back("removed " + dir + " from LD_LIBRARY_PATH (its CUDA libraries would "
+                                          "shadow the environment's)");
+        else if (!dir.empty()) kept += (kept.empty() ? "" : ":") + dir;
+        if (colon == std::string_view::npos) break;
+        rest.remove_prefix(colon + 1);
+    }
+    if (kept.empty()) base.erase(ld);
+    else ld->second = kept;
+}
+
+// torch.compile and Triton caches per environment and torch build: kept across rebuilds of the
+// environment, never shared between CUDA lines. The environment's cache folder is the one place
+// in the home the sandbox leaves writable, so it is made here, before the sandbox is entered.
+void add_compile_caches(const Context& ctx, const std::string& env, const std::vector<env::GenerationPackage>& packages,
+                        const std::vector<env::CudaLine>& lines, std::map<std::string, std::string>& base,
+                        RunPlan& plan) {
+    for (const auto& p : packages) {
+        if (p.name != "torch") continue;
+        // The torch build names the folder; a torch without a local label (a PyPI or repacked
+        // build) gets the environment's CUDA line, so two lines never share a cache.
+        std::string build = "torch-" + p.version;
+        if (p.version.find('+') == std::string::npos && !lines.empty()) {
+            env::CudaLine newest = lines.front();
+            for (const auto& l : lines)
+                if (l.major > newest.major || (l.major == newest.major && l.minor && !newest.minor)) newest = l;
+            build += "+cuda" + newest.str();
+        }
+        fs::path env_caches = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env);
+        fs::path dir = env_caches / build;
+        std::error_code ec;
+        fs::create_directories(dir / "inductor", ec);
+        fs::create_directories(dir / "triton", ec);
+        plan.writable.push_back(env_caches);
+        base["TORCHINDUCTOR_CACHE_DIR"] = (dir / "inductor").string();
+        base["TRITON_CACHE_DIR"] = (dir / "triton").string();
+        plan.notes.push_back("compile caches in " + dir.string());
+    }
+}
+
+// The manifest's [run].env, last, so it wins.
+void add_manifest_run_env(const Context& ctx, const std::string& env, std::map<std::string, std::string>& base,
+                          RunPlan& plan) {
+    if (ctx.project_root.empty()) return;
+    fs::path manifest = ctx.project_root / "manifests" / (env + ".toml");
+    std::error_code ec;
+    if (!fs::exists(manifest, ec)) return;
+    auto m = lock::Manifest::parse(read_file(manifest), manifest.string());
+    if (!m) throw m.error();
+    for (const auto& [k, v] : m->run_env) {
+        base[k] = v;
+        plan.notes.push_back("set " + k + " from [run].env");
+    }
+}
+
 }  // namespace
 
 RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::string> argv,
@@ -50,62 +124,8 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     for (const char* drop : {"PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"}) {
         if (base.erase(drop)) plan.notes.push_back(std::string("removed ") + drop);
     }
-    // LD_LIBRARY_PATH entries holding CUDA libraries would shadow the ones the environment's
-    // wheels ship (nvidia/*/lib): they are dropped, everything else kept.
-    if (auto ld = base.find("LD_LIBRARY_PATH"); ld != base.end() && !gen->packages.empty()) {
-        bool env_has_cuda = false;
-        for (const auto& p : gen->packages)
-            if (auto v = pep::Version::try_parse(p.version)) env_has_cuda = env_has_cuda || env::cuda_line_of(p.name, *v);
-        if (env_has_cuda) {
-            std::string kept;
-            std::string_view rest = ld->second;
-            while (true) {
-                auto colon = rest.find(':');
-                std::string dir(rest.substr(0, colon));
-                bool shadows = false;
-                std::error_code ec;
-                if (!dir.empty() && fs::is_directory(dir, ec))
-                    for (const auto& e : fs::directory_iterator(dir, ec)) {
-                        std::string n = e.path().filename().string();
-                        for (const char* lib : {"libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so",
-                                                "libnccl.so", "libcusparse.so", "libcufft.so", "libnvrtc.so"})
-                            if (n.starts_with(lib)) shadows = true;
-                        if (shadows) break;
-                    }
-                if (shadows) plan.notes.push_back("removed " + dir + " from LD_LIBRARY_PATH (its CUDA libraries would "
-                                                  "shadow the environment's)");
-                else if (!dir.empty()) kept += (kept.empty() ? "" : ":") + dir;
-                if (colon == std::string_view::npos) break;
-                rest.remove_prefix(colon + 1);
-            }
-            if (kept.empty()) base.erase(ld);
-            else ld->second = kept;
-        }
-    }
-    // torch.compile and Triton caches per environment and torch build: kept across rebuilds of
-    // the environment, never shared between CUDA lines.
-    for (const auto& p : gen->packages) {
-        if (p.name != "torch") continue;
-        // The torch build names the folder; a torch without a local label (a PyPI or repacked
-        // build) gets the environment's CUDA line, so two lines never share a cache.
-        std::string build = "torch-" + p.version;
-        if (p.version.find('+') == std::string::npos && !lines.empty()) {
-            env::CudaLine newest = lines.front();
-            for (const auto& l : lines)
-                if (l.major > newest.major || (l.major == newest.major && l.minor && !newest.minor)) newest = l;
-            build += "+cuda" + newest.str();
-        }
-        fs::path env_caches = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env);
-        fs::path dir = env_caches / build;
-        std::error_code ec;
-        fs::create_directories(dir / "inductor", ec);
-        fs::create_directories(dir / "triton", ec);
-        // The one place in the home the sandbox leaves writable: made here, before it is entered.
-        plan.writable.push_back(env_caches);
-        base["TORCHINDUCTOR_CACHE_DIR"] = (dir / "inductor").string();
-        base["TRITON_CACHE_DIR"] = (dir / "triton").string();
-        plan.notes.push_back("compile caches in " + dir.string());
-    }
+    if (!lines.empty()) drop_shadowing_cuda_libraries(base, plan);
+    add_compile_caches(ctx, env, gen->packages, lines, base, plan);
     base["PYTHONNOUSERSITE"] = "1";
     base["VIRTUAL_ENV"] = gen->path.string();
     base.erase("VIRTUAL_ENV_PROMPT");
@@ -113,18 +133,7 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     std::string bin = (gen->path / "bin").string();
     base["PATH"] = path == base.end() || path->second.empty() ? bin + ":/usr/local/bin:/usr/bin:/bin"
                                                               : bin + ":" + path->second;
-    if (!ctx.project_root.empty()) {
-        fs::path manifest = ctx.project_root / "manifests" / (env + ".toml");
-        std::error_code ec;
-        if (fs::exists(manifest, ec)) {
-            auto m = lock::Manifest::parse(read_file(manifest), manifest.string());
-            if (!m) throw m.error();
-            for (const auto& [k, v] : m->run_env) {
-                base[k] = v;
-                plan.notes.push_back("set " + k + " from [run].env");
-            }
-        }
-    }
+    add_manifest_run_env(ctx, env, base, plan);
     plan.environment = std::move(base);
     return plan;
 }

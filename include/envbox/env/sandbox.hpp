@@ -42,8 +42,8 @@ struct SandboxOutcome {
 /// Confines this process (call right before exec; the process must be single-threaded, as
 /// unshare(CLONE_NEWUSER) demands). Tries the mount namespace, then Landlock. Paths are
 /// canonicalised first; writable paths that do not exist are ignored. Never throws: what could
-/// not be done is in the outcome, and a process left with kind `none` may be in a new mount
-/// namespace but has no new read-only mount.
+/// not be done is in the outcome. A process left with kind `none` may be in a new mount
+/// namespace with part of the home read-only: treat it as unsandboxed.
 SandboxOutcome enter_sandbox(const SandboxSpec& spec);
 
 /// Whether the sandbox works here, tried for real in a forked child: it enters the sandbox and

@@ -76,9 +76,10 @@ bool in_pycache(std::string_view path);
 /// directory itself): `../x`, `/etc/x`, `.`, `..`, `a/../../x`.
 bool script_name_escapes(std::string_view name);
 
-/// `word` as one POSIX shell word: in single quotes, a `'` written `'\''` (as pip and distlib
-/// do) and a `\` written `'"\\"'`, so that the quoted text, read as the inside of a Python
-/// string literal, holds no escape but `\'` and `\\` (no SyntaxError, no SyntaxWarning).
+/// `word` as one POSIX shell word: in single quotes, a `'` written `'\''` (as uv does; pip's
+/// double quotes let the shell expand `$`) and a `\` written `'"\\"'`, so that the quoted
+/// text, read as the inside of a Python string literal, holds no escape but `\'` and `\\` (no
+/// SyntaxError, no SyntaxWarning).
 std::string sh_quote(std::string_view word);
 
 /// The shebang envbox writes for `python`: `#!PYTHON\n`, or a `/bin/sh` exec trampoline

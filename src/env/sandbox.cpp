@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,20 +52,64 @@ std::string unescape_mount_point(const std::string& s) {
     return out;
 }
 
-// Every mount point at or below `dir` in this mount namespace, each once.
-std::vector<fs::path> mounts_at_or_below(const fs::path& dir) {
+struct MountEntry {
+    std::string dev;  // major:minor of the filesystem
+    fs::path root;    // the mounted directory's path within its filesystem
+    fs::path point;   // where it is mounted
+};
+
+// The mounts of this mount namespace, in mount order (a later one at a path covers an earlier).
+std::vector<MountEntry> read_mountinfo() {
     std::ifstream in("/proc/self/mountinfo");
-    std::set<fs::path> seen;
-    std::vector<fs::path> out;
+    std::vector<MountEntry> out;
     std::string line;
     while (std::getline(in, line)) {
         std::istringstream fields(line);
         std::string id, parent, dev, root, point;
-        if (!(fields >> id >> parent >> dev >> root >> point)) continue;
-        fs::path p = unescape_mount_point(point);
-        if (is_at_or_below(p, dir) && seen.insert(p).second) out.push_back(p);
+        if (fields >> id >> parent >> dev >> root >> point)
+            out.push_back({dev, unescape_mount_point(root), unescape_mount_point(point)});
     }
     return out;
+}
+
+// Every mount point at or below `dir`, each once.
+std::vector<fs::path> mounts_at_or_below(const std::vector<MountEntry>& mounts, const fs::path& dir) {
+    std::set<fs::path> seen;
+    std::vector<fs::path> out;
+    for (const auto& m : mounts)
+        if (is_at_or_below(m.point, dir) && seen.insert(m.point).second) out.push_back(m.point);
+    return out;
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+    struct stat sa {}, sb {};
+    return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+// Other paths that reach the home's files: another mount of its filesystem (a bind mount, the
+// same device mounted twice) that shows the home, or part of it, elsewhere. Writes through
+// them would bypass a read-only home, so they are made read-only too. `home` must already be
+// bind-mounted over itself, so that its own entry names its path within the filesystem.
+std::vector<fs::path> aliases_of(const std::vector<MountEntry>& mounts, const fs::path& home) {
+    const MountEntry* own = nullptr;
+    for (const auto& m : mounts)
+        if (m.point == home) own = &m;
+    if (!own) return {};
+    std::set<fs::path> out;
+    for (const auto& m : mounts) {
+        // Never the home's own mounts, nor one above it (it would make far more read-only).
+        if (m.dev != own->dev || is_at_or_below(m.point, home) || is_at_or_below(home, m.point)) continue;
+        if (is_at_or_below(own->root, m.root)) {
+            fs::path rel = own->root.lexically_relative(m.root);
+            fs::path alias = rel == "." ? m.point : m.point / rel;
+            if (!is_at_or_below(alias, home) && same_file(alias, home)) out.insert(alias);
+        } else if (is_at_or_below(m.root, own->root)) {
+            fs::path rel = m.root.lexically_relative(own->root);
+            if (same_file(m.point, rel == "." ? home : home / rel)) out.insert(m.point);
+        }
+    }
+    return {out.begin(), out.end()};
 }
 
 // The per-mount flags a read-only bind remount must repeat: a user namespace may not clear a
@@ -118,14 +163,20 @@ std::optional<std::string> enter_mount_namespace(const fs::path& read_only, cons
     if (auto why = bind_over_itself(read_only)) return why;
     for (const auto& w : writable)
         if (auto why = bind_over_itself(w)) return why;
-    for (const auto& m : mounts_at_or_below(read_only)) {
-        bool keep = false;
-        for (const auto& w : writable) keep = keep || is_at_or_below(m, w);
-        if (keep) continue;
-        unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | mount_flags_of(m);
-        if (::mount(nullptr, m.c_str(), nullptr, flags, nullptr) != 0)
-            return "cannot make " + m.string() + " read-only: " + std::strerror(errno);
-    }
+    std::vector<fs::path> protect = aliases_of(read_mountinfo(), read_only);
+    for (const auto& a : protect)
+        if (auto why = bind_over_itself(a)) return why;
+    protect.push_back(read_only);
+    const std::vector<MountEntry> mounts = read_mountinfo();
+    for (const auto& dir : protect)
+        for (const auto& m : mounts_at_or_below(mounts, dir)) {
+            bool keep = false;
+            for (const auto& w : writable) keep = keep || is_at_or_below(m, w);
+            if (keep) continue;
+            unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | mount_flags_of(m);
+            if (::mount(nullptr, m.c_str(), nullptr, flags, nullptr) != 0)
+                return "cannot make " + m.string() + " read-only: " + std::strerror(errno);
+        }
     return std::nullopt;
 }
 

@@ -163,6 +163,27 @@ class HomeReadOnly(unittest.TestCase):
         for env in ("a", "b", "t"):
             self.assertEqual(self.w.envbox("verify", env, "--deep", check=False).returncode, 0)
 
+    def test_the_home_reached_through_a_bind_mount_is_read_only_too(self):
+        if os.geteuid() != 0:
+            self.skipTest("bind mounts need root")
+        alias, objects = os.path.join(self.tmp, "alias"), os.path.join(self.tmp, "objects-alias")
+        mounted = []
+        try:
+            for src, dst in ((self.w.home, alias), (os.path.join(self.w.home, "store-v1", "objects"), objects)):
+                os.makedirs(dst)
+                if subprocess.run(["mount", "--bind", src, dst]).returncode != 0:
+                    self.skipTest("cannot bind-mount here")
+                mounted.append(dst)
+            site_b = os.path.join(alias, os.path.relpath(self.w.site("b"), os.path.realpath(self.w.home)))
+            targets = [os.path.join(site_b, "stray.py"), os.path.join(objects, "stray"),
+                       os.path.join(self.tmp, "beside-ok")]
+            got = json.loads(self.w.envbox("run", "a", "python", "-c", WRITER, *targets).stdout)
+            self.assertEqual(got, {targets[0]: "Read-only file system", targets[1]: "Read-only file system",
+                                   targets[2]: "ok"})
+        finally:
+            for m in reversed(mounted):
+                subprocess.run(["umount", m])
+
     def test_no_sandbox_writes_and_verify_sees_it(self):
         code = "import sysconfig; open(sysconfig.get_paths()['purelib'] + '/stray.py', 'w')"
         self.w.envbox("run", "a", "--no-sandbox", "--", "python", "-c", code)

@@ -1,3 +1,4 @@
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@ namespace envbox::cli {
 ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) {
     ops::Context ctx;
     ctx.home = global.home.empty() ? ops::default_home() : fs::path(global.home);
+    ctx.user_umask = ::umask(static_cast<mode_t>(ops::home_umask(ctx.home)));
     ctx.home = ops::canonical_home(ctx.home);
     if (!global.project.empty()) {
         ctx.project_root = fs::absolute(global.project).lexically_normal();

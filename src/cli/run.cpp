@@ -1,4 +1,5 @@
 // envbox run ENV [--] CMD…
+#include <sys/stat.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -93,6 +94,7 @@ void run_run(const GlobalOptions& global, const RunArgs& args) {
     env::SandboxOutcome sandbox = ops::enter_run_sandbox(ctx, plan, mode);
     report_sandbox(global, ctx.home, plan, mode, sandbox);
     std::fflush(nullptr);
+    ::umask(static_cast<mode_t>(ctx.user_umask));  // the workload's files are the user's business
     exec_replace(plan.argv, plan.environment);
 }
 

@@ -48,6 +48,11 @@ fs::path canonical_home(const fs::path& home) {
     return fs::path(recorded);
 }
 
+unsigned home_umask(const fs::path& home) {
+    struct stat st {};
+    return ::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISGID) ? 002 : 022;
+}
+
 fs::path find_project_root(const fs::path& start) {
     std::error_code ec;
     fs::path dir = fs::absolute(start, ec);

@@ -158,7 +158,9 @@ Store::Store(fs::path home) : home_(std::move(home)) {
         static const char* hex = "0123456789abcdef";
         for (int i = 0; i < 256; ++i) {
             char shard[3] = {hex[i >> 4], hex[i & 15], 0};
-            if (::mkdir((objects / shard).c_str(), 0755) != 0 && errno != EEXIST)
+            // 0777 less envbox's umask (ops::home_umask): 0775 in a group-shared home, where
+            // every member adds objects.
+            if (::mkdir((objects / shard).c_str(), 0777) != 0 && errno != EEXIST)
                 sys_fail("cannot create", objects / shard, errno);
         }
     }

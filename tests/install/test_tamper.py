@@ -228,6 +228,74 @@ class SharedAndReadOnly(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
 
+def ensure_user(name, group):
+    subprocess.run(["groupadd", "-f", group], check=True)
+    if subprocess.run(["id", name], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", "-g", group, name], check=True)
+    ids = subprocess.run(["id", "-u", name], capture_output=True, text=True, check=True).stdout
+    gid = subprocess.run(["getent", "group", group], capture_output=True, text=True, check=True).stdout
+    return int(ids), int(gid.split(":")[2])
+
+
+class GroupSharedHome(unittest.TestCase):
+    """One home, two members of a group (a set-group-ID home directory): each creates
+    environments, neither's umask locks the other out, and objects stay 0444."""
+
+    def test_two_members_share_one_home(self):
+        if os.geteuid() != 0 or not shutil.which("useradd"):
+            self.skipTest("making users needs root and useradd")
+        alice = ensure_user("envbox-alice", "envbox-team")
+        bob = ensure_user("envbox-bob", "envbox-team")
+        tmp = tempfile.mkdtemp(prefix="envbox-team-")
+        try:
+            os.chmod(tmp, 0o755)
+            p = Project(tmp)
+            for dirpath, dirnames, filenames in os.walk(p.root):
+                for n in dirnames + filenames:
+                    os.chmod(os.path.join(dirpath, n), 0o755)
+            os.chmod(p.root, 0o755)
+            extra = Wheel("bobs", "1.0", {"bobs.py": "B = 1\n"}).build(os.path.join(p.root, "wheels"))
+            os.chmod(extra, 0o644)
+            write_lock(os.path.join(p.root, "manifests", "pylock.b.toml"), [p.wheel, extra])
+            os.makedirs(p.home)
+            os.chown(p.home, 0, alice[1])
+            os.chmod(p.home, 0o2775)  # group-shared: set-group-ID
+
+            def as_user(uid_gid, umask):
+                def switch():
+                    os.setgroups([uid_gid[1]])
+                    os.setgid(uid_gid[1])
+                    os.setuid(uid_gid[0])
+                    os.umask(umask)
+                return switch
+
+            env = {"HOME": tmp}
+            # Alice's umask would lock everyone out of what she makes; Bob's is the usual one.
+            r = p.run("create", "a", env=env, preexec_fn=as_user(alice, 0o077), check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = p.run("--json", "create", "b", env=env, preexec_fn=as_user(bob, 0o022), check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            report = json.loads(r.stdout)
+            self.assertEqual(report["files"], report["hardlinked"] + report["copied"] + report["reflinked"] +
+                             report["generated"])
+            objects = glob.glob(os.path.join(p.home, "store-v1", "objects", "sha256", "*", "*"))
+            self.assertEqual({stat.S_IMODE(os.stat(o).st_mode) for o in objects}, {0o444})
+            owners = {os.stat(o).st_uid for o in objects}
+            self.assertEqual(owners, {alice[0], bob[0]}, "both members stored objects")
+            shard = os.path.join(p.home, "store-v1", "objects", "sha256", "00")
+            self.assertEqual(stat.S_IMODE(os.stat(shard).st_mode) & 0o070, 0o070)
+            for who, name in ((alice, "a"), (bob, "b"), (alice, "b"), (bob, "a")):
+                r = p.run("verify", name, env=env, preexec_fn=as_user(who, 0o022), check=False)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = p.run("run", "b", "--", "python", "-c", "import bobs, shared; print(bobs.B, shared.VALUE)",
+                      env=env, preexec_fn=as_user(alice, 0o022), check=False)
+            self.assertEqual(r.stdout.strip(), "1 pristine", r.stderr)
+            r = p.run("gc", "--dry-run", env=env, preexec_fn=as_user(bob, 0o022), check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            keep_or_remove(tmp)
+
+
 class FullDiskWhileDownloading(unittest.TestCase):
     def test_enospc_is_named_and_nothing_is_left(self):
         if os.geteuid() != 0:

@@ -31,7 +31,16 @@ struct Context {
     std::filesystem::path project_root;  ///< holds manifests/ (may be empty for --lock only)
     unsigned jobs = 1;
     Progress* progress = nullptr;        ///< never null once made by `make_context`
+    /// The user's umask, put back before `run` execs the workload (envbox itself works under
+    /// `home_umask`).
+    unsigned user_umask = 022;
 };
+
+/// The umask envbox works under in `home`, whatever the user's: 022 (directories 0755, files
+/// as each write says) for a home of one owner, 002 for a home shared by a group (its directory
+/// has the set-group-ID bit, so everything made in it belongs to that group), so that a member's
+/// umask never locks the others out. Store objects are 0444/0555 either way.
+unsigned home_umask(const std::filesystem::path& home);
 
 /// `$ENVBOX_HOME` is handled by the cli; this is the fallback: `$XDG_DATA_HOME/envbox`, else
 /// `~/.local/share/envbox`.

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -63,30 +64,45 @@ bool add_rule(int ruleset, int fd, std::uint64_t rights) {
     return ::syscall(SYS_landlock_add_rule, ruleset, rule_path_beneath, &attr, 0) == 0;
 }
 
-// Grants `rights` for every entry of directory `dir` except `skip`. A file gets only the rights a
-// file can carry; a symlink nothing (its target is granted where it lives, or not at all when
-// that is beneath the protected directory). Entries that vanish or cannot be opened are skipped.
-std::optional<std::string> grant_siblings(int ruleset, const std::filesystem::path& dir, const std::string& skip,
-                                          std::uint64_t rights) {
+bool is_at_or_below(const std::filesystem::path& p, const std::filesystem::path& dir) {
+    auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+    return d == dir.end();
+}
+
+// Grants `rights` beneath every entry of directory `dir` that neither is nor holds a protected
+// path, and descends into those that hold one. A file gets only the rights a file can carry; a
+// symlink nothing (its target is granted where it lives, or not at all when that is protected).
+// Entries that vanish or cannot be opened are skipped.
+std::optional<std::string> grant_around(int ruleset, const std::filesystem::path& dir,
+                                        const std::vector<std::filesystem::path>& protect, std::uint64_t rights) {
     Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dfd.fd < 0) return "cannot read " + dir.string() + ": " + std::strerror(errno);
     DIR* d = ::fdopendir(::dup(dfd.fd));
     if (!d) return "cannot read " + dir.string() + ": " + std::strerror(errno);
-    std::optional<std::string> failed;
-    while (dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
-        if (name == "." || name == ".." || name == skip) continue;
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d))
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+    ::closedir(d);
+    for (const auto& name : names) {
+        const std::filesystem::path path = dir / name;
+        bool is_protected = false, holds_protected = false;
+        for (const auto& p : protect) {
+            is_protected = is_protected || p == path;
+            holds_protected = holds_protected || is_at_or_below(p, path);
+        }
+        if (is_protected) continue;
+        if (holds_protected) {
+            if (auto why = grant_around(ruleset, path, protect, rights)) return why;
+            continue;
+        }
         Fd fd(::openat(dfd.fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
         struct stat st {};
         if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0 || S_ISLNK(st.st_mode)) continue;
         std::uint64_t allowed = S_ISDIR(st.st_mode) ? rights : rights & (write_file | truncate);
-        if (!add_rule(ruleset, fd.fd, allowed)) {
-            failed = "cannot add a Landlock rule for " + (dir / name).string() + ": " + std::strerror(errno);
-            break;
-        }
+        if (!add_rule(ruleset, fd.fd, allowed))
+            return "cannot add a Landlock rule for " + path.string() + ": " + std::strerror(errno);
     }
-    ::closedir(d);
-    return failed;
+    return std::nullopt;
 }
 
 }  // namespace
@@ -99,7 +115,7 @@ LandlockSupport landlock_support() {
     return {0, std::string("Landlock is unavailable: ") + std::strerror(errno)};
 }
 
-std::optional<std::string> landlock_protect(const std::filesystem::path& read_only,
+std::optional<std::string> landlock_protect(const std::vector<std::filesystem::path>& read_only,
                                             const std::vector<std::filesystem::path>& writable) {
     LandlockSupport support = landlock_support();
     if (support.abi == 0) return support.why;
@@ -107,12 +123,11 @@ std::optional<std::string> landlock_protect(const std::filesystem::path& read_on
     RulesetAttr attr{rights};
     Fd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
     if (ruleset.fd < 0) return std::string("cannot create a Landlock ruleset: ") + std::strerror(errno);
-    // Down the chain `/` → read_only, granting everything beside it.
-    std::filesystem::path dir = read_only.root_path();
-    for (const auto& part : read_only.relative_path()) {
-        if (auto why = grant_siblings(ruleset.fd, dir, part.string(), rights)) return why;
-        dir /= part;
-    }
+    // Down the chains `/` → each protected directory, granting everything beside them.
+    bool root_protected = false;
+    for (const auto& p : read_only) root_protected = root_protected || p == p.root_path();
+    if (!root_protected)
+        if (auto why = grant_around(ruleset.fd, "/", read_only, rights)) return why;
     for (const auto& w : writable) {
         Fd fd(::open(w.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (fd.fd < 0) continue;

@@ -8,7 +8,9 @@
 //   - only write rights are handled (reading and executing stay as they were);
 //   - for each ancestor A of HOME (`/`, `/work`, …), every entry of A other than the next
 //     ancestor is granted all write rights (a directory: beneath it; a file: writing and
-//     truncating it; a symlink: nothing, its target is granted where it lives);
+//     truncating it; a symlink: nothing, its target is granted where it lives); with several
+//     protected directories (HOME and the bind mounts that show it elsewhere), an entry is
+//     granted when it neither is nor holds one of them;
 //   - each writable directory beneath HOME is granted all write rights.
 // So everything off the chain `/` → HOME stays writable and HOME is not, except the granted
 // directories. The one limit: an ancestor itself gets no new entries, renames or removals (no
@@ -30,9 +32,10 @@ struct LandlockSupport {
 };
 LandlockSupport landlock_support();
 
-/// Restricts this process (and what it execs) as described above. Returns why it could not,
-/// with the process unrestricted, or nothing on success. Paths must be canonical.
-std::optional<std::string> landlock_protect(const std::filesystem::path& read_only,
+/// Restricts this process (and what it execs) as described above: nothing beneath `read_only`
+/// is writable but `writable`. Returns why it could not, with the process unrestricted, or
+/// nothing on success. Paths must be canonical.
+std::optional<std::string> landlock_protect(const std::vector<std::filesystem::path>& read_only,
                                             const std::vector<std::filesystem::path>& writable);
 
 }  // namespace envbox::env

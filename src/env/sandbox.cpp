@@ -89,24 +89,27 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 // Other paths that reach the home's files: another mount of its filesystem (a bind mount, the
 // same device mounted twice) that shows the home, or part of it, elsewhere. Writes through
-// them would bypass a read-only home, so they are made read-only too. `home` must already be
-// bind-mounted over itself, so that its own entry names its path within the filesystem.
+// them would bypass a read-only home, so they are made read-only too.
 std::vector<fs::path> aliases_of(const std::vector<MountEntry>& mounts, const fs::path& home) {
+    auto join = [](const fs::path& a, const fs::path& rel) { return rel == "." ? a : a / rel; };
+    // The mount the home is on (the deepest, the last of those stacked there) gives its device
+    // and its path within the filesystem.
     const MountEntry* own = nullptr;
     for (const auto& m : mounts)
-        if (m.point == home) own = &m;
+        if (is_at_or_below(home, m.point) && (!own || m.point.native().size() >= own->point.native().size()))
+            own = &m;
     if (!own) return {};
+    const std::string dev = own->dev;
+    const fs::path in_fs = join(own->root, home.lexically_relative(own->point));
     std::set<fs::path> out;
     for (const auto& m : mounts) {
         // Never the home's own mounts, nor one above it (it would make far more read-only).
-        if (m.dev != own->dev || is_at_or_below(m.point, home) || is_at_or_below(home, m.point)) continue;
-        if (is_at_or_below(own->root, m.root)) {
-            fs::path rel = own->root.lexically_relative(m.root);
-            fs::path alias = rel == "." ? m.point : m.point / rel;
+        if (m.dev != dev || is_at_or_below(m.point, home) || is_at_or_below(home, m.point)) continue;
+        if (is_at_or_below(in_fs, m.root)) {
+            fs::path alias = join(m.point, in_fs.lexically_relative(m.root));
             if (!is_at_or_below(alias, home) && same_file(alias, home)) out.insert(alias);
-        } else if (is_at_or_below(m.root, own->root)) {
-            fs::path rel = m.root.lexically_relative(own->root);
-            if (same_file(m.point, rel == "." ? home : home / rel)) out.insert(m.point);
+        } else if (is_at_or_below(m.root, in_fs)) {
+            if (same_file(m.point, join(home, m.root.lexically_relative(in_fs)))) out.insert(m.point);
         }
     }
     return {out.begin(), out.end()};
@@ -201,7 +204,9 @@ SandboxOutcome enter_sandbox(const SandboxSpec& spec) {
         return out;
     }
     out.namespace_refused = *why;
-    if (auto no = landlock_protect(read_only, writable)) {
+    std::vector<fs::path> protect = aliases_of(read_mountinfo(), read_only);
+    protect.push_back(read_only);
+    if (auto no = landlock_protect(protect, writable)) {
         out.landlock_refused = *no;
         return out;
     }

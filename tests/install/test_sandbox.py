@@ -308,6 +308,22 @@ class WithoutNamespaces(unittest.TestCase):
         for env in ("a", "b", "t"):
             self.assertEqual(self.w.envbox("verify", env, "--deep", check=False).returncode, 0)
 
+    def test_landlock_covers_a_bind_mount_of_the_home(self):
+        kw = {"preexec": refuse_namespaces()}
+        if os.geteuid() != 0 or "Landlock (" not in sandbox_works(self.w, **kw):
+            self.skipTest("needs root (bind mounts) and Landlock")
+        alias = os.path.join(self.tmp, "alias")
+        os.makedirs(alias)
+        if subprocess.run(["mount", "--bind", self.w.home, alias]).returncode != 0:
+            self.skipTest("cannot bind-mount here")
+        try:
+            site_b = os.path.join(alias, os.path.relpath(self.w.site("b"), os.path.realpath(self.w.home)))
+            targets = [os.path.join(site_b, "stray.py"), os.path.join(self.tmp, "proj", "beside-ok")]
+            got = json.loads(self.w.envbox("run", "a", "python", "-c", WRITER, *targets, **kw).stdout)
+            self.assertEqual(got, {targets[0]: "Permission denied", targets[1]: "ok"})
+        finally:
+            subprocess.run(["umount", alias])
+
     def test_no_sandbox_at_all_warns_every_time_and_strict_refuses(self):
         kw = {"preexec": refuse_namespaces(landlock_too=True)}
         line = sandbox_works(self.w, **kw)

@@ -1,5 +1,7 @@
 #include "envbox/env/venv.hpp"
 
+#include "envbox/pep/wheel.hpp"
+
 #include <unistd.h>
 
 #include "envbox/util/error.hpp"
@@ -34,13 +36,13 @@ deactivate () {
     if [ ! "${1:-}" = "nondestructive" ]; then unset -f deactivate; fi
 }
 deactivate nondestructive
-VIRTUAL_ENV=')SH" + root.string() + R"SH('
+VIRTUAL_ENV=)SH" + pep::sh_quote(root.string()) + R"SH(
 export VIRTUAL_ENV
 _OLD_VIRTUAL_PATH="$PATH"
 PATH="$VIRTUAL_ENV/bin:$PATH"
 export PATH
 if [ -n "${PYTHONHOME:-}" ]; then _OLD_VIRTUAL_PYTHONHOME="$PYTHONHOME"; unset PYTHONHOME; fi
-VIRTUAL_ENV_PROMPT=')SH" + prompt + R"SH('
+VIRTUAL_ENV_PROMPT=)SH" + pep::sh_quote(prompt) + R"SH(
 export VIRTUAL_ENV_PROMPT
 if [ -z "${VIRTUAL_ENV_DISABLE_PROMPT:-}" ]; then _OLD_VIRTUAL_PS1="${PS1:-}"; PS1="($VIRTUAL_ENV_PROMPT) ${PS1:-}"; export PS1; fi
 hash -r 2>/dev/null

@@ -403,6 +403,13 @@ class ShellSpecialPaths(unittest.TestCase):
         r = envbox("run", "env", "--", "quoted-tool", home=self.home, project=self.project, check=False)
         self.assertEqual((r.returncode, r.stdout), (3, "tool ran []\n"), r.stderr)
 
+    def test_activate_sets_the_path_as_it_is(self):
+        for shell in ("bash", "sh"):
+            r = subprocess.run([shell, "-c", '. "$1/bin/activate" && printf "%s\\n" "$VIRTUAL_ENV" && command -v python',
+                                "_", self.root], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.splitlines(), [self.root, os.path.join(self.root, "bin", "python")], shell)
+
     def test_verify_is_clean(self):
         envbox("verify", "env", "--deep", home=self.home, project=self.project)
 

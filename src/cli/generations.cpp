@@ -126,7 +126,7 @@ void run_gc(const GlobalOptions& global, int keep, bool dry_run) {
     }
     const char* verb = dry_run ? "would remove" : "removed";
     for (const auto& g : r.generations_removed) std::printf("%s %s\n", verb, g.c_str());
-    for (const auto& u : r.in_use) std::fprintf(stderr, "note: kept %s (in use)\n", u.c_str());
+    for (const auto& u : r.in_use) std::fprintf(stderr, "note: kept %s\n", u.c_str());
     for (const auto& b : r.busy) std::fprintf(stderr, "note: skipped %s: a create is running there\n", b.c_str());
     if (global.verbosity >= 0)
         std::fprintf(stderr, "gc %s %zu generations, %zu wheel file lists, %zu store objects, %zu temporary files: %s %s\n",

@@ -276,33 +276,36 @@ RuntimeRoots::RuntimeRoots(const std::vector<fs::path>& generation_dirs, const f
         const std::string pid = e->d_name;
         if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
         const std::string base = proc.string() + "/" + pid + "/";
+        // `how` reads after "pid N (comm), ": "which runs %s", with %s the path.
         auto note = [&](std::string_view path, std::string_view how) {
             for (const auto& g : gens) {
                 if (found.count(g) || !is_under(path, g)) continue;
                 found.insert(g);
                 std::string comm = read_proc_file(base + "comm", 64);
                 if (!comm.empty() && comm.back() == '\n') comm.pop_back();
-                users_.emplace_back(g, "pid " + pid + " (" + comm + "): " + std::string(how) + " " + std::string(path));
+                std::string text(how);
+                text.replace(text.find("%s"), 2, path);
+                users_.emplace_back(g, "pid " + pid + " (" + comm + "), " + text);
             }
         };
-        note(read_link(base + "exe"), "runs");
-        note(read_link(base + "cwd"), "works in");
-        note(read_link(base + "root"), "is rooted in");
+        note(read_link(base + "exe"), "which runs %s");
+        note(read_link(base + "cwd"), "whose working directory is %s");
+        note(read_link(base + "root"), "whose root is %s");
         if (DIR* fds = ::opendir((base + "fd").c_str())) {
             while (dirent* f = ::readdir(fds))
-                if (f->d_name[0] != '.') note(read_link(base + "fd/" + f->d_name), "has open");
+                if (f->d_name[0] != '.') note(read_link(base + "fd/" + f->d_name), "which has %s open");
             ::closedir(fds);
         }
         // Mapped libraries: the path is the last field, from its first '/' to the line's end.
         for_each_record(read_proc_file(base + "maps", 64 << 20), '\n', [&](std::string_view line) {
-            if (auto slash = line.find('/'); slash != std::string_view::npos) note(line.substr(slash), "maps");
+            if (auto slash = line.find('/'); slash != std::string_view::npos) note(line.substr(slash), "which maps %s");
         });
         // The environment it started with: VIRTUAL_ENV, PATH entries, any path-valued variable.
         for_each_record(read_proc_file(base + "environ", 4 << 20), '\0', [&](std::string_view entry) {
             auto eq = entry.find('=');
             if (eq == std::string_view::npos) return;
             for_each_record(entry.substr(eq + 1), ':', [&](std::string_view value) {
-                if (value.starts_with('/')) note(value, "has in its environment");
+                if (value.starts_with('/')) note(value, "whose environment names %s");
             });
         });
         if (found.size() == gens.size()) break;

@@ -224,12 +224,12 @@ void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& resul
                 // sees the generation removed and runs in the current one.
                 env::GenerationClaim claim(it->path);
                 if (!claim.claimed()) {
-                    result.in_use.push_back(name + ": held by a running `envbox run` job");
+                    result.in_use.push_back(name + ": in use by a running `envbox run` job");
                     continue;
                 }
                 if (!roots) roots.emplace(all_generation_dirs(envs));
                 if (auto who = roots->user_of(it->path)) {
-                    result.in_use.push_back(name + ": " + *who);
+                    result.in_use.push_back(name + ": in use by " + *who);
                     continue;
                 }
                 result.generations_removed.push_back(name + (it->complete ? "" : " (incomplete)"));

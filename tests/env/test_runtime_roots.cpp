@@ -57,11 +57,11 @@ TEST_CASE("runtime roots: exact generation directories from links, maps and envi
     RuntimeRoots roots({gen1, gen10, gen2, gen3}, proc.root);
     CHECK(!roots.user_of(gen1));
     REQUIRE(roots.user_of(gen10));
-    CHECK(*roots.user_of(gen10) == "pid 100 (python3): works in " + (gen10 / "lib").string());
+    CHECK(*roots.user_of(gen10) == "pid 100 (python3), whose working directory is " + (gen10 / "lib").string());
     REQUIRE(roots.user_of(gen2));
-    CHECK(roots.user_of(gen2)->starts_with("pid 200 (ide): maps " + (gen2 / "lib" / "_c.so").string()));
+    CHECK(roots.user_of(gen2)->starts_with("pid 200 (ide), which maps " + (gen2 / "lib" / "_c.so").string()));
     REQUIRE(roots.user_of(gen3));
-    CHECK(*roots.user_of(gen3) == "pid 300 (bash): has in its environment " + (gen3 / "bin").string());
+    CHECK(*roots.user_of(gen3) == "pid 300 (bash), whose environment names " + (gen3 / "bin").string());
 }
 
 TEST_CASE("runtime roots: an open file counts, a sibling directory does not") {
@@ -74,7 +74,7 @@ TEST_CASE("runtime roots: an open file counts, a sibling directory does not") {
     fs::create_symlink(proc.root / "envs" / "p" / "e" / "gen-40" / "x", p / "fd" / "4");
     RuntimeRoots roots({gen, proc.root / "envs" / "p" / "e" / "gen-40"}, proc.root);
     REQUIRE(roots.user_of(gen));
-    CHECK(roots.user_of(gen)->find("has open") != std::string::npos);
+    CHECK(roots.user_of(gen)->find("which has") != std::string::npos);
     REQUIRE(roots.user_of(proc.root / "envs" / "p" / "e" / "gen-40"));
     CHECK(!RuntimeRoots({}, proc.root).user_of(gen));
 }

@@ -168,7 +168,7 @@ class PlainProcesses(RootsTest):
         old, site = self.two_generations()
         self.second_generation()
         proc = self.hold("import sys, time; open(sys.argv[1], 'w').close(); time.sleep(600)", cwd=site)
-        self.assert_kept_by(proc, "works in")
+        self.assert_kept_by(proc, "working directory")
 
     def test_a_file_held_open_under_the_old_generation(self):
         old, site = self.two_generations()
@@ -176,7 +176,7 @@ class PlainProcesses(RootsTest):
         path = os.path.join(site, "lateonly.py")
         proc = self.hold(f"import sys, time; f = open({path!r}); open(sys.argv[1], 'w').close(); time.sleep(600)",
                          cwd=self.tmp)
-        self.assert_kept_by(proc, "has open")
+        self.assert_kept_by(proc, "open")
 
     def test_a_file_mapped_but_closed(self):
         old, site = self.two_generations()

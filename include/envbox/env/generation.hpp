@@ -101,7 +101,8 @@ public:
     /// Scans /proc once for paths under `generation_dirs` (made canonical here).
     explicit RuntimeRoots(const std::vector<std::filesystem::path>& generation_dirs,
                           const std::filesystem::path& proc = "/proc");
-    /// "pid 123 (python3): working directory" for a process using `gen_path`, if any.
+    /// "pid 123 (python3), whose working directory is PATH" (or "which has PATH open", "which
+    /// maps PATH", …) for a process using `gen_path`, if any.
     std::optional<std::string> user_of(const std::filesystem::path& gen_path) const;
 
 private:

@@ -2,9 +2,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "envbox/env/cuda.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
 
@@ -30,6 +32,9 @@ ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) 
         fs::path canonical = fs::canonical(ctx.project_root, ec);
         if (!ec) ctx.project_root = canonical;
     }
+    // A malformed ENVBOX_CUDA_DRIVER is an error whatever the command, not only once a CUDA
+    // environment reads it.
+    if (const char* d = std::getenv("ENVBOX_CUDA_DRIVER"); d && *d) (void)env::nvidia_driver_version();
     ctx.jobs = default_jobs();
     ctx.progress = &progress;
     return ctx;

@@ -412,7 +412,7 @@ class OptionChecks(unittest.TestCase):
 
     def test_garbage_in_envbox_cuda_driver_is_an_error_naming_it(self):
         for bad in ("abc", "550.", "-1", "999999999999.1", "550.54.15 ", "5x0.1"):
-            for args in (["run", "t", "true"], ["create", "t"], ["doctor"]):
+            for args in (["run", "t", "true"], ["create", "t"], ["doctor"], ["list"]):
                 r = self.w.envbox(*args, check=False, env={"ENVBOX_CUDA_DRIVER": bad})
                 self.assertEqual(r.returncode, 2, (bad, args, r.stderr))
                 self.assertIn("ENVBOX_CUDA_DRIVER", r.stderr)

@@ -191,6 +191,13 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         throw e;
     }
 
+    // [install].prefer must name packages of this lock: a misspelt name would settle nothing.
+    {
+        std::vector<std::string> names;
+        for (const auto& pin : *pins) names.push_back(pin.name);
+        if (auto e = m.check_prefer(names, manifest_path.string())) throw *e;
+    }
+
     // One CUDA line per lock, the manifest's when it declares one.
     std::vector<env::CudaPackage> cuda;
     for (const auto& pin : *pins)

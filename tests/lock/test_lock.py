@@ -175,6 +175,15 @@ class LockTheMissionWorld(unittest.TestCase):
         text = text.replace(f"CPython {PYV}", "CPython X.Y")
         self.assertEqual(text, golden("conflict.explanation.txt", text))
 
+    def test_install_prefer_must_name_a_package_of_the_lock(self):
+        text = manifest(self.server.url, "cu128", ["torch==2.11.0+cu128"])
+        self.write("prefers", text + '\n[install]\nprefer = ["opencv-python-headless"]\n')
+        r = self.envbox("lock", "prefers", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("prefers.toml:", r.stderr)
+        self.assertIn("'opencv-python-headless' is not a package of the lock", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.project, "manifests", "pylock.prefers.toml")))
+
     def test_unpinned_torch_comes_from_pypi_never_an_explicit_index(self):
         self.write("plain", manifest(self.server.url, "cu128", ["torch"]).replace('torch = "pytorch-cu128"\n', ""))
         self.envbox("lock", "plain")

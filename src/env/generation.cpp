@@ -168,8 +168,9 @@ std::optional<Generation> hold_current_generation(const fs::path& env_dir) {
         const fs::path lock = in_use_lock_path(gen->path);
         // No O_CLOEXEC: the command exec'd in the generation, and its children, inherit the
         // descriptor and with it the lock. O_CREAT only for generations built before the lock
-        // file existed; a read-only file of nothing, so the inherited descriptor gives a
-        // sandboxed command no way to write into the generation.
+        // file existed. An empty file nothing reads, not the generation's directory: through
+        // the inherited descriptor (opened before the sandbox's read-only mounts) a command
+        // reaches nothing that matters.
         int fd = ::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW, 0444);
         if (fd < 0 && errno == ENOENT) continue;  // the whole tree went meanwhile
         if (fd < 0) fd = ::open(lock.c_str(), O_RDONLY | O_NOFOLLOW);

@@ -18,8 +18,65 @@
 
 namespace envbox::lock {
 
-/// Parses a TOML document; a syntax error becomes "SOURCE:LINE:COLUMN: description".
+/// The most bytes a lock or manifest may have, and the most segments one dotted key (`a.b.c`, a
+/// `[table.header]`) may have. toml++ bounds nested arrays and inline tables itself (256) but
+/// recurses once per dotted-key segment, so a 200 kB key overflows the stack; real locks use
+/// three or four segments.
+constexpr std::size_t kMaxTomlBytes = 16u << 20;
+constexpr int kMaxTomlKeySegments = 32;
+
+/// Checks what toml++ does not bound, before it sees the text: the size, and the segments of
+/// each dotted key. Dots are counted outside strings and comments between the characters that
+/// end a key (`=`, `,`, brackets, braces, newline), so the dots of floats, dates and quoted
+/// text never count. Returns the problem (" is N bytes…" or ":LINE: what", to follow the
+/// file's name), or nullopt.
+inline std::optional<std::string> toml_shape_problem(std::string_view text) {
+    if (text.size() > kMaxTomlBytes)
+        return " is " + std::to_string(text.size()) + " bytes; the limit is " +
+               std::to_string(kMaxTomlBytes) + " (16 MiB)";
+    std::size_t line = 1;
+    int dots = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '#') {
+            while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        } else if (c == '"' || c == '\'') {
+            const std::string triple(3, c);
+            const bool multi = text.substr(i, 3) == triple;
+            std::size_t j = i + (multi ? 3 : 1);
+            for (; j < text.size(); ++j) {
+                if (text[j] == '\n') {
+                    if (!multi) break;  // an unterminated string: the parser reports it
+                    ++line;
+                } else if (c == '"' && text[j] == '\\') {
+                    if (j + 1 < text.size() && text[j + 1] == '\n') ++line;
+                    ++j;
+                } else if (multi ? text.substr(j, 3) == triple : text[j] == c) {
+                    if (multi) {
+                        j += 2;  // up to two more quotes still belong to the string
+                        for (int extra = 0; extra < 2 && j + 1 < text.size() && text[j + 1] == c; ++extra) ++j;
+                    }
+                    break;
+                }
+            }
+            i = j < text.size() && text[j] == '\n' ? j - 1 : j;
+        } else if (c == '.') {
+            if (++dots >= kMaxTomlKeySegments)
+                return ":" + std::to_string(line) + ": a dotted key has more than " +
+                       std::to_string(kMaxTomlKeySegments) + " segments";
+        } else if (c == '=' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == '\n') {
+            dots = 0;
+            if (c == '\n') ++line;
+        }
+    }
+    return std::nullopt;
+}
+
+/// Parses a TOML document; a syntax error becomes "SOURCE:LINE:COLUMN: description", and a
+/// document toml_shape_problem refuses is an error before parsing.
 inline Result<toml::table> parse_toml(std::string_view text, std::string_view source) {
+    if (auto problem = toml_shape_problem(text))
+        return Error(ErrorCode::invalid_input, std::string(source) + *problem);
     try {
         return toml::parse(text, source);
     } catch (const toml::parse_error& e) {

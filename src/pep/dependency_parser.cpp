@@ -105,6 +105,11 @@ public:
 private:
     std::string_view s_;
     std::size_t i_ = 0;
+    // Parenthesised groups open so far. The parser (and the evaluator and printer after it)
+    // recurse once per level, so a hostile `((((…` in a lock or a wheel's METADATA would
+    // otherwise overflow the stack; real markers nest two or three deep.
+    static constexpr int kMaxMarkerDepth = 64;
+    int depth_ = 0;
 
     [[noreturn]] void fail(std::string_view what) const { throw parse_error(what, s_, i_); }
     bool at_end() const { return i_ >= s_.size(); }
@@ -241,8 +246,10 @@ private:
     MarkerElement marker_atom() {
         skip_ws();
         if (take('(')) {
+            if (++depth_ > kMaxMarkerDepth) fail("Marker expression nests parentheses too deeply");
             skip_ws();
             auto inner = marker_group();
+            --depth_;
             skip_ws();
             if (!take(')'))
                 fail("Expected matching RIGHT_PARENTHESIS for LEFT_PARENTHESIS, after marker "

@@ -15,16 +15,16 @@ exec > "$out/device_guarantee.txt" 2>&1
 . bench/device_common.sh
 t() { # t LABEL CMD... : wall seconds and exit status
     label="$1"; shift
-    s=$(date +%s.%N); "$@" > /tmp/t.out 2> /tmp/t.err; rc=$?; e=$(date +%s.%N)
-    printf '%-34s %6.2f s  rc=%s\n' "$label" "$(echo "$e - $s" | bc)" "$rc"
+    s=$(date +%s%N); "$@" > /tmp/t.out 2> /tmp/t.err; rc=$?; e=$(date +%s%N)
+    printf '%-34s %6d ms  rc=%s\n' "$label" "$(( (e - s) / 1000000 ))" "$rc"
     [ "$rc" = 0 ] || tail -5 /tmp/t.err
 }
 echo "== machine"; head -1 /etc/os-release; nproc; cat /sys/module/nvidia/version; $E --version
 echo "== namespace files the real stack's wheels share (RECORD rows)"
-grep -h '^nvidia/__init__.py,\|^nvidia/[a-z_]*/__init__.py,' "$SP"/nvidia_*.dist-info/RECORD | sort | uniq -c | sort -rn | head -8
+grep -h '^nvidia/__init__.py,\|^nvidia/[a-z0-9_]*/__init__.py,' "$SP"/nvidia_*.dist-info/RECORD | sort | uniq -c | sort -rn | head -8
 echo "wheels: $(wc -l < /tmp/repack.txt)"
 sync
-mkdir -p /tmp/p/manifests
+rm -rf /tmp/h /tmp/p /tmp/cpal; mkdir -p /tmp/p/manifests
 "$PY" tools/wheelgen.py lock /tmp/p/manifests/pylock.torch.toml /tmp/wh/*.whl
 cd /tmp/p
 export ENVBOX_PYTHON="$PY"
@@ -61,6 +61,10 @@ F=$(ls -d /tmp/h/envs/*/torch2/current/lib/python3*/site-packages/torch/version.
 chmod u+w "$F"; echo "# tampered" >> "$F"
 t "verify torch3 (shares the file)" "$E" --home /tmp/h verify torch3
 head -3 /tmp/t.out
-t "create --force torch3" "$E" --home /tmp/h create --force torch3
+t "create --force torch3" "$E" --home /tmp/h create --force torch3 --lock /tmp/p/manifests/pylock.torch.toml
+cat /tmp/t.err
 t "verify --deep torch3 after repair" "$E" --home /tmp/h verify --deep torch3
+t "verify torch2 (still links the old inode)" "$E" --home /tmp/h verify torch2
+t "create warm after the repair" "$E" --home /tmp/h create torch4 --lock /tmp/p/manifests/pylock.torch.toml
+t "verify --deep torch4" "$E" --home /tmp/h verify --deep torch4
 echo "== done"

@@ -226,6 +226,12 @@ class SharedAndReadOnly(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         r = p.run("verify", "a", env=env, preexec_fn=as_nobody, check=False)
         self.assertEqual(r.returncode, 0, r.stderr)
+        for args in (["list"], ["show", "a"], ["history", "a"]):
+            r = p.run(*args, env=env, preexec_fn=as_nobody, check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = p.run("run", "a", "--", "python", "-c", "import shared; print(shared.VALUE)", env=env,
+                  preexec_fn=as_nobody, check=False)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "pristine"), r.stderr)
 
 
 def ensure_user(name, group):

@@ -116,7 +116,7 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
     if (tail.size() > file_size) bad("zip tail larger than the file");
     const std::uint64_t tail_start = file_size - tail.size();
     auto bytes = [&](std::uint64_t offset, std::uint64_t length) -> std::string {
-        if (offset + length > file_size) bad("zip structure points past the end of the file");
+        if (offset > file_size || length > file_size - offset) bad("zip structure points past the end of the file");
         if (offset >= tail_start) return tail.substr(offset - tail_start, length);
         return read_at(offset, length);
     };
@@ -186,7 +186,10 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
             e += 4 + len;
         }
         if (m.flags & 1) bad(quoted(m) + " is encrypted");
-        if (m.local_offset + 30 + name_len + m.compressed_size > cd_offset)
+        // Compared by subtraction: a zip64 offset or size near 2^64 must not wrap the sum
+        // back inside the archive (a member would then claim the bytes of every other).
+        if (m.local_offset > cd_offset || 30 + name_len > cd_offset - m.local_offset ||
+            m.compressed_size > cd_offset - m.local_offset - 30 - name_len)
             bad(quoted(m) + "'s data lies outside the archive");
         members.push_back(std::move(m));
         p += 46 + name_len + extra_len + comment_len;
@@ -255,9 +258,17 @@ void File::extract(std::size_t i, const Sink& sink) const {
     decode_stream(m, next, sink);
 }
 
+namespace {
+// What to reserve for a member of `size` bytes: the directory's word is not trusted with more
+// than 64 MiB up front (a zip64 size of 2^62 would throw length_error, not a zip error).
+std::size_t reserve_for(std::uint64_t size) {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(size, 64u << 20));
+}
+}  // namespace
+
 std::string File::read(std::size_t i) const {
     std::string out;
-    out.reserve(static_cast<std::size_t>(members_.at(i).size));
+    out.reserve(reserve_for(members_.at(i).size));
     extract(i, [&](const char* d, std::size_t n) { out.append(d, n); });
     return out;
 }
@@ -265,7 +276,7 @@ std::string File::read(std::size_t i) const {
 std::string decode(const Member& m, std::string_view compressed) {
     if (compressed.size() != m.compressed_size) bad(quoted(m) + " is truncated");
     std::string out;
-    out.reserve(static_cast<std::size_t>(m.size));
+    out.reserve(reserve_for(m.size));
     auto next = [&](unsigned char* buf, std::size_t max) -> std::size_t {
         std::size_t n = std::min(max, compressed.size());
         std::memcpy(buf, compressed.data(), n);

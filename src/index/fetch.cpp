@@ -27,11 +27,11 @@ std::optional<fs::path> local_artifact_path(const ArtifactRequest& request, cons
     if (loc.starts_with("file:")) {
         fs::path p = file_url_path(loc);
         if (p.empty())
-            throw Error(ErrorCode::invalid_input, "unsupported file URL for " + request.display + ": " + loc);
+            throw Error(ErrorCode::invalid_input, "unsupported file URL for " + request.display + ": " + redact_url(loc));
         return p;
     }
     if (loc.find("://") != std::string::npos)
-        throw Error(ErrorCode::invalid_input, "unsupported URL scheme for " + request.display + ": " + loc);
+        throw Error(ErrorCode::invalid_input, "unsupported URL scheme for " + request.display + ": " + redact_url(loc));
     fs::path p(loc);
     if (p.is_relative()) p = base_dir / p;
     return p.lexically_normal();
@@ -51,13 +51,18 @@ fs::path download_artifact(HttpClient& http, const ArtifactRequest& request, con
     req.ca_file = request.ca;
     req.username = request.username;
     req.password = request.password;
+    req.credential_origin = url_origin(request.index_url);
     req.on_bytes = on_bytes;
+    if (request.size) {
+        req.max_bytes = *request.size;
+        req.max_bytes_what = "the lock's size";
+    }
     if (!fs::exists(path, ec)) http.download(req, path, /*resumable=*/true);
     if (request.size) {
         auto got = fs::file_size(path, ec);
         if (!ec && got != *request.size) {
             fs::remove(path, ec);
-            throw Error(ErrorCode::integrity, "size mismatch for " + request.display + " (" + request.location +
+            throw Error(ErrorCode::integrity, "size mismatch for " + request.display + " (" + redact_url(request.location) +
                                                   "): expected " + std::to_string(*request.size) + " bytes, got " +
                                                   std::to_string(got) + "; nothing was stored");
         }

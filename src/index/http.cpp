@@ -131,28 +131,50 @@ struct Collected {
     int write_errno = 0;         // errno of the failed write (ENOSPC, EDQUOT, EIO, …)
     const std::function<void(std::uint64_t)>* on_bytes = nullptr;
     std::map<std::string, std::string> headers;  // lowercase names, last value
+    // Limits: the body may hold `max_bytes` (a 206 only `range_length`), decided on its first byte.
+    std::uint64_t max_bytes = 0;
+    std::optional<std::uint64_t> range_length;
+    std::uint64_t limit = 0;
+    long status = 0;              // of the response whose body this is
+    bool over_limit = false;      // stopped at the first byte past `limit`
+    std::uint64_t header_bytes = 0;
+    bool headers_over = false;
 };
+
+// The limit for this response's body, once its status is known.
+std::uint64_t body_limit(const Collected& c) {
+    if (c.status == 206 && c.range_length) return *c.range_length;
+    return c.max_bytes;
+}
 
 std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
     auto* c = static_cast<Collected*>(user);
     std::size_t len = size * n;
-    if (c->fd >= 0 && !c->decided) {
-        // Only a 200 or 206 body belongs in the file (an error page never does); a 200 to a
-        // resuming request means the server sent the whole file again: start over.
+    if (!c->decided) {
         c->decided = true;
-        long status = 0;
-        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
-        c->to_file = status == 200 || status == 206;
-        if (status == 200 && c->offset > 0) {
-            if (::ftruncate(c->fd, 0) != 0 || ::lseek(c->fd, 0, SEEK_SET) != 0) {
-                c->write_failed = true;
-                c->write_errno = errno;
-                return 0;
+        curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->status);
+        c->limit = body_limit(*c);
+        if (c->fd >= 0) {
+            // Only a 200 or 206 body belongs in the file (an error page never does); a 200 to a
+            // resuming request means the server sent the whole file again: start over.
+            c->to_file = c->status == 200 || c->status == 206;
+            if (c->status == 200 && c->offset > 0) {
+                if (::ftruncate(c->fd, 0) != 0 || ::lseek(c->fd, 0, SEEK_SET) != 0) {
+                    c->write_failed = true;
+                    c->write_errno = errno;
+                    return 0;
+                }
+                c->offset = 0;
             }
-            c->offset = 0;
         }
     }
+    // Bytes are counted as decoded (a gzip bomb is stopped by what it inflates to), and the
+    // transfer stops before the first byte past the limit is kept.
     if (c->to_file) {
+        if (c->offset + c->written + len > c->limit) {
+            c->over_limit = true;
+            return 0;
+        }
         if (!write_all_fd(c->fd, data, len)) {
             c->write_failed = true;
             c->write_errno = errno;
@@ -160,7 +182,13 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
         }
         c->written += len;
         if (c->on_bytes && *c->on_bytes) (*c->on_bytes)(len);
-    } else if (c->fd < 0 || c->body.size() < (64 << 10)) {
+    } else if (c->fd >= 0) {
+        if (c->body.size() < (64 << 10)) c->body.append(data, len);  // an error page, for the message
+    } else {
+        if (c->body.size() + len > c->limit) {
+            c->over_limit = true;
+            return 0;
+        }
         c->body.append(data, len);
     }
     return len;
@@ -169,7 +197,15 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
 std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
     auto* c = static_cast<Collected*>(user);
     std::string_view line(data, size * n);
-    if (line.starts_with("HTTP/")) c->headers.clear();  // a new response (redirect, 100-continue)
+    if (line.starts_with("HTTP/")) {  // a new response (redirect, 100-continue)
+        c->headers.clear();
+        c->header_bytes = 0;
+    }
+    c->header_bytes += line.size();
+    if (c->header_bytes > kMaxHeaderBytes) {
+        c->headers_over = true;
+        return 0;
+    }
     auto colon = line.find(':');
     if (colon != std::string_view::npos) {
         std::string name(line.substr(0, colon));
@@ -240,7 +276,74 @@ long long max_age_of(const std::string& cache_control) {
     return std::atoll(cache_control.c_str() + pos + 8);
 }
 
+// "64 MiB" for a limit, "1234 bytes" for anything not a whole MiB.
+std::string describe_bytes(std::uint64_t n) {
+    if (n >= (1u << 20) && n % (1u << 20) == 0) return std::to_string(n >> 20) + " MiB";
+    return std::to_string(n) + " bytes";
+}
+
+// The length a Range header value asks for ("bytes=-65536", "bytes=100-199").
+std::optional<std::uint64_t> range_length(const std::string& range) {
+    std::string r = range.starts_with("bytes=") ? range.substr(6) : range;
+    auto dash = r.find('-');
+    if (dash == std::string::npos) return std::nullopt;
+    auto digits = [](const std::string& t) { return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos; };
+    std::string a = r.substr(0, dash), b = r.substr(dash + 1);
+    if (a.empty() && digits(b)) return std::strtoull(b.c_str(), nullptr, 10);
+    if (digits(a) && digits(b)) {
+        auto from = std::strtoull(a.c_str(), nullptr, 10), to = std::strtoull(b.c_str(), nullptr, 10);
+        if (to >= from) return to - from + 1;
+    }
+    return std::nullopt;
+}
+
+// [start, end) of the userinfo and its '@' in `url`, when it has one.
+std::optional<std::pair<std::size_t, std::size_t>> userinfo_span(std::string_view url) {
+    auto scheme = url.find("://");
+    if (scheme == std::string_view::npos) return std::nullopt;
+    std::size_t start = scheme + 3;
+    auto end = url.find_first_of("/?#", start);
+    std::string_view authority = url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    auto at = authority.rfind('@');
+    if (at == std::string_view::npos) return std::nullopt;
+    return std::make_pair(start, start + at + 1);
+}
+
 }  // namespace
+
+std::string url_origin(std::string_view url) {
+    // Parsed by libcurl's own URL parser, so the origin compared is the one it connects to.
+    CURLU* u = curl_url();
+    std::string out;
+    if (curl_url_set(u, CURLUPART_URL, std::string(url).c_str(), 0) == CURLUE_OK) {
+        char *scheme = nullptr, *host = nullptr, *port = nullptr;
+        if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+            std::string sch = scheme, h = host;
+            for (auto* t : {&sch, &h})
+                for (auto& ch : *t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            if (sch == "http" || sch == "https") out = sch + "://" + h + ":" + port;
+        }
+        curl_free(scheme);
+        curl_free(host);
+        curl_free(port);
+    }
+    curl_url_cleanup(u);
+    return out;
+}
+
+std::string redact_url(std::string_view url) {
+    auto span = userinfo_span(url);
+    if (!span) return std::string(url);
+    return std::string(url.substr(0, span->first)) + "***@" + std::string(url.substr(span->second));
+}
+
+std::string strip_userinfo(std::string_view url) {
+    auto span = userinfo_span(url);
+    if (!span) return std::string(url);
+    return std::string(url.substr(0, span->first)) + std::string(url.substr(span->second));
+}
 
 long stall_timeout() {
     static const long seconds = [] {
@@ -285,7 +388,16 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         return {200, std::move(cached->body), cached->content_type, cached->effective_url, true};
     }
     if (offline_)
-        throw Error(ErrorCode::network, "--offline: " + req.url + " is not in the cache");
+        throw Error(ErrorCode::network, "--offline: " + redact_url(req.url) + " is not in the cache");
+    const std::string shown = redact_url(req.url);  // what messages name
+    // Credentials only for the origin they belong to; https never falls back to http.
+    const bool https = [&] {
+        std::string scheme = req.url.substr(0, 8);
+        for (auto& ch : scheme) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        return scheme == "https://";
+    }();
+    const bool own_origin = !req.credential_origin.empty() && url_origin(req.url) == req.credential_origin;
+    const std::uint64_t max_bytes = req.max_bytes ? req.max_bytes : fd >= 0 ? kMaxDownloadBytes : kMaxPageBytes;
 
     std::vector<std::string> headers = req.headers;
     if (cached && !cached->etag.empty()) headers.push_back("If-None-Match: " + cached->etag);
@@ -302,12 +414,20 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         got = Collected{};
         got.fd = fd;
         got.on_bytes = &req.on_bytes;
+        got.max_bytes = max_bytes;
+        if (req.range) got.range_length = range_length(*req.range);
         if (fd >= 0) {
-            // Whatever an earlier attempt (or an earlier run) wrote stays: ask for the rest.
+            // Whatever an earlier attempt (or an earlier run) wrote stays: ask for the rest. A
+            // part already past the size cannot be the file: start over.
             off_t end = ::lseek(fd, 0, SEEK_END);
             if (end < 0)
-                throw Error(ErrorCode::generic, "cannot read the download of " + req.url + ": " + std::strerror(errno));
+                throw Error(ErrorCode::generic, "cannot read the download of " + shown + ": " + std::strerror(errno));
             got.offset = static_cast<std::uint64_t>(end);
+            if (got.offset > max_bytes) {
+                if (::ftruncate(fd, 0) != 0)
+                    throw Error(ErrorCode::generic, "cannot rewind the download of " + shown + ": " + std::strerror(errno));
+                got.offset = 0;
+            }
         }
         CURL* c = curl_easy_init();
         got.easy = c;
@@ -330,8 +450,9 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
         curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
         curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);  // credentials stay with the first host
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        // An https request never continues over http (a redirect to http is refused).
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, https ? "https" : "http,https");
+        curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, stall_timeout());
         // A transfer that moves less than 1 KiB/s for that long has stalled: retried.
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
@@ -345,10 +466,12 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         // Rather a stream on a live HTTP/2 connection than a new one. Only over TLS, where ALPN can
         // offer HTTP/2: over plain http every connection is HTTP/1.1, and waiting would run all
         // requests to one host one after another.
-        if (req.url.starts_with("https:")) curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
-        curl_easy_setopt(c, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
-        if (req.username) curl_easy_setopt(c, CURLOPT_USERNAME, req.username->c_str());
-        if (req.password) curl_easy_setopt(c, CURLOPT_PASSWORD, req.password->c_str());
+        if (https) curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
+        // ~/.netrc entries name a host, not a scheme: read for https, and for plain http only on
+        // the origin of a plain-http index the user configured.
+        curl_easy_setopt(c, CURLOPT_NETRC, static_cast<long>(https || own_origin ? CURL_NETRC_OPTIONAL : CURL_NETRC_IGNORED));
+        if (own_origin && req.username) curl_easy_setopt(c, CURLOPT_USERNAME, req.username->c_str());
+        if (own_origin && req.password) curl_easy_setopt(c, CURLOPT_PASSWORD, req.password->c_str());
         if (req.ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, req.ca_file->c_str());
         else if (!system_ca_bundle().empty()) curl_easy_setopt(c, CURLOPT_CAINFO, system_ca_bundle().c_str());
         int now_in = ++stats_.in_flight;
@@ -368,7 +491,34 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
             // A full disk: the part holds the space the user needs back, and is dropped.
             if ((got.write_errno == ENOSPC || got.write_errno == EDQUOT) && fd >= 0) (void)!::ftruncate(fd, 0);
             throw Error(ErrorCode::generic,
-                        "cannot write the download of " + req.url + ": " + std::strerror(got.write_errno));
+                        "cannot write the download of " + shown + ": " + std::strerror(got.write_errno));
+        }
+        if (got.headers_over)
+            throw Error(ErrorCode::network, shown + " sent more than " + describe_bytes(kMaxHeaderBytes) + " of headers");
+        if (got.over_limit) {
+            if (fd >= 0) {
+                // Nothing past the size is kept, nor the part before it: it cannot be the file.
+                (void)!::ftruncate(fd, 0);
+                if (!req.max_bytes_what.empty())
+                    throw Error(ErrorCode::integrity, shown + " is larger than " + req.max_bytes_what + " " +
+                                                          std::to_string(max_bytes) +
+                                                          " (stopped at the first byte past it; the partial file was removed)");
+                throw Error(ErrorCode::network, shown + " is larger than " + describe_bytes(max_bytes) +
+                                                    ", the limit for a download of unknown size (stopped there)");
+            }
+            if (got.status == 206 && got.range_length)
+                throw Error(ErrorCode::network, shown + " answered a request for " + std::to_string(*got.range_length) +
+                                                    " bytes with more than that");
+            if (req.range && got.status == 200) {
+                // Ranges ignored, and the whole file is too big to hold: the caller downloads it.
+                resp.status = 200;
+                resp.too_large = true;
+                resp.effective_url = req.url;
+                return resp;
+            }
+            throw Error(ErrorCode::network, shown + " sent more than " + describe_bytes(max_bytes) + " (the limit for " +
+                                                (req.max_bytes_what.empty() ? std::string("an index page") : req.max_bytes_what) +
+                                                "); stopped there");
         }
         bool transient = false;
         long long retry_after = -1;
@@ -387,14 +537,14 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
                 return resp;
             }
             if (::ftruncate(fd, 0) != 0)
-                throw Error(ErrorCode::generic, "cannot rewind the download of " + req.url + ": " + std::strerror(errno));
+                throw Error(ErrorCode::generic, "cannot rewind the download of " + shown + ": " + std::strerror(errno));
             last_error = "HTTP 416 for a resumed download; starting over";
             transient = true;
         } else if (fd >= 0 && got.offset > 0 && status == 206 &&
                    !got.headers["content-range"].starts_with("bytes " + std::to_string(got.offset) + "-")) {
             // Not the range asked for: those bytes cannot be appended.
             if (::ftruncate(fd, 0) != 0)
-                throw Error(ErrorCode::generic, "cannot rewind the download of " + req.url + ": " + std::strerror(errno));
+                throw Error(ErrorCode::generic, "cannot rewind the download of " + shown + ": " + std::strerror(errno));
             last_error = "HTTP 206 with an unexpected range (" + got.headers["content-range"] + "); starting over";
             transient = true;
         } else if (status >= 500 || status == 429 || status == 408) {
@@ -437,7 +587,7 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
                                               : (100LL << attempt) + std::uniform_int_distribution<int>(0, 100)(rng);
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
-    throw Error(ErrorCode::network, "cannot fetch " + req.url + ": " + last_error +
+    throw Error(ErrorCode::network, "cannot fetch " + shown + ": " + last_error +
                                         (attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : ""));
 }
 
@@ -473,7 +623,7 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
     ::close(fd);
     if (resp.status != 200) {
         if (resumable) ::unlink(part.c_str());  // a 404 part is worth nothing
-        throw Error(ErrorCode::network, "cannot download " + req.url + ": HTTP " + std::to_string(resp.status));
+        throw Error(ErrorCode::network, "cannot download " + redact_url(req.url) + ": HTTP " + std::to_string(resp.status));
     }
     std::error_code ec;
     fs::rename(part, destination, ec);

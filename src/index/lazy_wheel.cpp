@@ -18,6 +18,11 @@ std::optional<std::string> read_member(const zip::ReadAt& get, std::uint64_t tot
     auto i = zip::find_dist_info(members, leaf);
     if (!i) return std::nullopt;
     const zip::Member& m = members[*i];
+    // A METADATA or WHEEL file is kilobytes; a member claiming more is not read into memory.
+    if (m.compressed_size > kMaxMetadataBytes || m.size > kMaxMetadataBytes)
+        throw Error(ErrorCode::integrity, m.name + " claims " + std::to_string(std::max(m.size, m.compressed_size)) +
+                                              " bytes, more than the " + std::to_string(kMaxMetadataBytes >> 20) +
+                                              " MiB limit for a wheel's metadata");
     // Local header and data in one request, allowing for a local extra field.
     std::uint64_t want = std::min(30 + m.name.size() + 256 + m.compressed_size, total - m.local_offset);
     std::string local = m.local_offset >= tail_start && m.local_offset + want <= total
@@ -41,7 +46,10 @@ std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpReq
     HttpRequest tail_req = wheel;
     tail_req.cache = false;
     tail_req.range = "bytes=-" + std::to_string(zip::kTailSize);
+    // Ranges ignored: the whole file comes, kept in memory only up to the page limit (else
+    // `too_large`, and the caller downloads it to disk).
     HttpResponse tail = http.get(tail_req);
+    if (tail.too_large) return std::nullopt;
     if (tail.status == 200) {  // ranges ignored: the whole file
         if (size) *size = tail.body.size();
         auto meta = read_dist_info_from_zip(tail.body, leaf);
@@ -55,12 +63,16 @@ std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpReq
     if (total < tail.body.size()) return std::nullopt;
     if (size) *size = total;
     auto get = [&](std::uint64_t off, std::uint64_t len) {
+        if (len == 0) return std::string();
+        if (len > kMaxPageBytes)
+            throw Error(ErrorCode::integrity, redact_url(wheel.url) + ": its zip directory asks to read " + std::to_string(len) +
+                                                  " bytes, more than the " + std::to_string(kMaxPageBytes >> 20) + " MiB limit");
         HttpRequest r = wheel;
         r.cache = false;
         r.range = "bytes=" + std::to_string(off) + "-" + std::to_string(off + len - 1);
         HttpResponse resp = http.get(r);
         if (resp.status != 206 || resp.body.size() != len)
-            throw Error(ErrorCode::network, "range request for " + wheel.url + " answered HTTP " + std::to_string(resp.status));
+            throw Error(ErrorCode::network, "range request for " + redact_url(wheel.url) + " answered HTTP " + std::to_string(resp.status));
         return resp.body;
     };
     return read_member(get, total, tail.body, leaf);

@@ -11,6 +11,16 @@ namespace {
 
 char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
 
+// `url` with its userinfo shown as `***@` (as index::redact_url, without libcurl).
+std::string redact_userinfo(std::string_view url) {
+    auto scheme = url.find("://");
+    if (scheme == std::string_view::npos) return std::string(url);
+    auto end = url.find_first_of("/?#", scheme + 3);
+    auto at = url.substr(0, end).rfind('@');
+    if (at == std::string_view::npos || at < scheme) return std::string(url);
+    return std::string(url.substr(0, scheme + 3)) + "***" + std::string(url.substr(at));
+}
+
 void append_utf8(std::string& out, unsigned long cp) {
     if (cp < 0x80) {
         out += static_cast<char>(cp);
@@ -100,6 +110,25 @@ std::optional<Tag> read_tag(std::string_view html, std::size_t& i) {
     }
 }
 
+bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+    if (s.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i)
+        if (lower(s[i]) != prefix[i]) return false;
+    return true;
+}
+
+bool is_http_url(std::string_view url) { return starts_with_nocase(url, "http://") || starts_with_nocase(url, "https://"); }
+
+// A remote page links only to http(s): a `file:` (or any other) link would make envbox read
+// local files a server chose. Only a `file:` index may name local files.
+std::optional<Error> refuse_foreign_scheme(const IndexFile& f, std::string_view page_url) {
+    if (!is_http_url(page_url) || is_http_url(f.url)) return std::nullopt;
+    auto colon = f.url.find(':');
+    return Error(ErrorCode::network, "index page " + redact_userinfo(page_url) + " links to a " +
+                                         (colon == std::string::npos ? std::string("non-http") : f.url.substr(0, colon)) +
+                                         " URL (" + f.filename + "); a remote index may only link to http(s) files");
+}
+
 IndexFile file_from_url(std::string url, std::string_view page_url) {
     IndexFile f;
     std::string absolute = join_url(page_url, url);
@@ -146,7 +175,10 @@ std::string html_unescape(std::string_view s) {
             out += s[i];
             continue;
         }
-        auto semi = s.find(';', i);
+        // A reference is short: the semicolon is looked for in the next few characters only, so
+        // a value of a million '&' decodes in linear time.
+        auto semi = s.substr(i, 12).find(';');
+        if (semi != std::string_view::npos) semi += i;
         if (semi == std::string_view::npos || semi - i > 10) {
             // HTML5's legacy references without the semicolon (`&lt 1`).
             bool legacy = false;
@@ -169,6 +201,8 @@ std::string html_unescape(std::string_view s) {
             if (!digits.empty()) {
                 try {
                     cp = std::stoul(digits, nullptr, hex ? 16 : 10);
+                    // Not a Unicode scalar value: U+FFFD, as HTML5 decodes it.
+                    if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0) cp = 0xfffd;
                     append_utf8(out, cp);
                     done = true;
                 } catch (const std::exception&) {
@@ -273,6 +307,7 @@ Result<ProjectPage> parse_html_page(std::string_view html, std::string_view page
         auto href = tag->attr("href");
         if (!href || href->empty()) continue;
         IndexFile f = file_from_url(html_unescape(*href), base);
+        if (auto refused = refuse_foreign_scheme(f, page_url)) return *refused;
         if (tag->has_value("data-requires-python")) {
             std::string rp = html_unescape(*tag->attr("data-requires-python"));
             if (!rp.empty()) f.requires_python = rp;
@@ -297,14 +332,15 @@ Result<ProjectPage> parse_json_page(std::string_view text, std::string_view page
     try {
         j = nlohmann::json::parse(text);
     } catch (const std::exception& e) {
-        return Error(ErrorCode::network, std::string("invalid JSON project page ") + std::string(page_url) + ": " + e.what());
+        return Error(ErrorCode::network, std::string("invalid JSON project page ") + redact_userinfo(page_url) + ": " + e.what());
     }
     ProjectPage page;
     if (!j.is_object() || !j.contains("files") || !j["files"].is_array())
-        return Error(ErrorCode::network, "JSON project page " + std::string(page_url) + " has no files list");
+        return Error(ErrorCode::network, "JSON project page " + redact_userinfo(page_url) + " has no files list");
     for (const auto& jf : j["files"]) {
         if (!jf.is_object() || !jf.contains("url") || !jf["url"].is_string()) continue;
         IndexFile f = file_from_url(jf["url"].get<std::string>(), page_url);
+        if (auto refused = refuse_foreign_scheme(f, page_url)) return *refused;
         if (jf.contains("filename") && jf["filename"].is_string()) f.filename = jf["filename"].get<std::string>();
         if (jf.contains("hashes") && jf["hashes"].is_object())
             for (const auto& [k, v] : jf["hashes"].items())

@@ -341,6 +341,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                     req.ca = c.ca;
                     req.username = c.username;
                     req.password = c.password;
+                    req.index_url = c.url;
                 }
         }
         return req;

@@ -67,15 +67,19 @@ void diff_lists(const char* what, const std::vector<std::string>& locked, const 
                 std::vector<std::string>& reasons) {
     std::set<std::string> a(locked.begin(), locked.end()), b(now.begin(), now.end());
     for (const auto& x : b)
-        if (!a.count(x)) reasons.push_back(std::string(what) + " added or changed in the manifest: " + x);
+        if (!a.count(x)) reasons.push_back(std::string(what) + " added or changed in the manifest: " + index::redact_url(x));
     for (const auto& x : a)
         if (!b.count(x)) reasons.push_back(std::string(what) + " no longer in the manifest: " + x);
 }
 
-std::string env_credential(const std::string& index, const char* field) {
+std::string env_credential_name(const std::string& index, const char* field) {
     std::string var = "ENVBOX_INDEX_";
     for (char c : index) var += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '_';
-    var += std::string("_") + field;
+    return var + "_" + field;
+}
+
+std::string env_credential(const std::string& index, const char* field) {
+    std::string var = env_credential_name(index, field);
     const char* v = std::getenv(var.c_str());
     return v ? v : "";
 }
@@ -87,6 +91,13 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m, const f
     for (const auto& i : m.indexes) {
         resolve::IndexConfig c;
         c.name = i.name;
+        // A password in the manifest would be committed, printed and written into locks:
+        // refused, with where credentials go instead.
+        if (index::strip_userinfo(i.url) != i.url)
+            throw Error(ErrorCode::invalid_input,
+                        manifest_path.string() + ": index " + i.name + " has credentials in its URL (" +
+                            index::redact_url(i.url) + "); give them in " + env_credential_name(i.name, "USERNAME") +
+                            " / " + env_credential_name(i.name, "PASSWORD") + " or ~/.netrc instead");
         c.url = i.url;
         while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
         c.explicit_ = i.explicit_;
@@ -223,7 +234,8 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         p.version = pin.version.str();
         p.index = chosen.index_url;
         p.wheel.filename = chosen.file.filename;
-        p.wheel.url = chosen.file.url;
+        // A lock is committed: a URL's userinfo (a page's own token) is never written into it.
+        p.wheel.url = index::strip_userinfo(chosen.file.url);
         p.wheel.sha256 = digest;
         p.wheel.size = size;
     });

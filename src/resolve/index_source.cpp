@@ -77,6 +77,58 @@ fs::path size_cache(const fs::path& tmp_dir, const std::string& sha256) {
 
 }  // namespace
 
+FetchPool::FetchPool(unsigned workers) {
+    for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+}
+
+FetchPool::~FetchPool() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+void FetchPool::push(std::shared_ptr<Job> job, bool urgent) {
+    {
+        std::lock_guard lock(mutex_);
+        if (urgent) queue_.push_front(std::move(job));
+        else queue_.push_back(std::move(job));
+    }
+    wake_.notify_one();
+}
+
+void FetchPool::promote(const std::shared_ptr<Job>& job) {
+    // Queued once more at the front; whichever copy a worker reaches first runs it.
+    if (job && !job->taken) push(job, true);
+}
+
+void FetchPool::work() {
+    for (;;) {
+        std::shared_ptr<Job> job;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+            if (queue_.empty()) return;  // stopping, and nothing left
+            job = std::move(queue_.front());
+            queue_.pop_front();
+        }
+        if (!job->taken.exchange(true)) job->run();
+    }
+}
+
+index::HttpRequest IndexSource::request_for(const IndexConfig* ix, std::string url) {
+    index::HttpRequest r;
+    r.url = std::move(url);
+    if (!ix) return r;
+    r.ca_file = ix->ca;
+    r.username = ix->username;
+    r.password = ix->password;
+    r.credential_origin = index::url_origin(ix->url);
+    return r;
+}
+
 IndexSource::IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes, std::map<std::string, std::string> pins,
                          const pep::TargetTags& tags, std::string python_full_version, fs::path tmp_dir)
     : http_(http),
@@ -102,17 +154,29 @@ IndexSource::~IndexSource() {
     for (auto& f : m) f.wait();
 }
 
-std::shared_future<std::shared_ptr<IndexSource::Project>> IndexSource::project_future(const std::string& name) {
+std::shared_future<std::shared_ptr<IndexSource::Project>> IndexSource::project_future(const std::string& name,
+                                                                                     bool urgent) {
     std::lock_guard lock(mutex_);
     auto it = projects_.find(name);
-    if (it != projects_.end()) return it->second;
-    auto f = std::async(std::launch::async, [this, name] { return fetch_project(name); }).share();
+    if (it != projects_.end()) {
+        if (urgent) pool_.promote(project_jobs_[name]);
+        return it->second;
+    }
+    auto [f, job] = pool_.submit<std::shared_ptr<Project>>([this, name] { return fetch_project(name); }, urgent);
     projects_.emplace(name, f);
+    project_jobs_[name] = job;
     return f;
 }
 
 void IndexSource::prefetch_versions(const std::vector<std::string>& names) {
-    for (const auto& n : names) project_future(n);
+    for (const auto& n : names) project_future(n, /*urgent=*/false);
+}
+
+void IndexSource::start_metadata(const std::string& key, const std::string& name, const VersionInfo& v,
+                                 const Project& p, bool urgent) {
+    auto [f, job] = pool_.submit<Dependencies>([this, name, v, p] { return fetch_dependencies(name, v, p); }, urgent);
+    metadata_[key] = f;
+    metadata_jobs_[key] = job;
 }
 
 std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::string& name) {
@@ -163,12 +227,17 @@ std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::stri
             index::HttpResponse r;
             {
                 Slot slot(slots_, cancelled_);
-                r = http_.get({page_url, {kAccept}, ix->ca, ix->username, ix->password, true});
+                index::HttpRequest req = request_for(ix, page_url);
+                req.headers = {kAccept};
+                req.cache = true;
+                req.max_bytes_what = "an index page";
+                r = http_.get(req);
             }
             if (means_not_here(*ix, r.status)) continue;
             if (r.status != 200)
                 throw Error(ErrorCode::network,
-                            "index " + ix->name + " answered HTTP " + std::to_string(r.status) + " for " + page_url +
+                            "index " + ix->name + " answered HTTP " + std::to_string(r.status) + " for " +
+                                index::redact_url(page_url) +
                                 (r.status == 401 || r.status == 403
                                      ? " (if it answers so for projects it does not have, give it ignore-error-codes = [" +
                                            std::to_string(r.status) + "] in the manifest)"
@@ -232,13 +301,7 @@ std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::stri
         if (likely) {
             std::string key = name + "==" + likely->version.str();
             std::lock_guard lock(mutex_);
-            if (!metadata_.count(key)) {
-                VersionInfo v = *likely;
-                Project p = *project;
-                metadata_.emplace(key, std::async(std::launch::async, [this, name, v, p] {
-                                           return fetch_dependencies(name, v, p);
-                                       }).share());
-            }
+            if (!metadata_.count(key)) start_metadata(key, name, *likely, *project, /*urgent=*/false);
         }
     }
     return project;
@@ -271,19 +334,22 @@ const IndexSource::VersionInfo& IndexSource::version_info(const std::string& nam
     throw Error(ErrorCode::generic, "resolver asked for " + name + " " + version.str() + ", which no index offers");
 }
 
-std::shared_future<Dependencies> IndexSource::metadata_future(const std::string& name, const pep::Version& version) {
+std::shared_future<Dependencies> IndexSource::metadata_future(const std::string& name, const pep::Version& version,
+                                                              bool urgent) {
     std::string key = name + "==" + version.str();
     {
         std::lock_guard lock(mutex_);
         auto it = metadata_.find(key);
-        if (it != metadata_.end()) return it->second;
+        if (it != metadata_.end()) {
+            if (urgent) pool_.promote(metadata_jobs_[key]);
+            return it->second;
+        }
     }
     VersionInfo v = version_info(name, version);
     Project p = *project_future(name).get();
     std::lock_guard lock(mutex_);
-    auto [it, fresh] = metadata_.try_emplace(key);
-    if (fresh) it->second = std::async(std::launch::async, [this, name, v, p] { return fetch_dependencies(name, v, p); }).share();
-    return it->second;
+    if (!metadata_.count(key)) start_metadata(key, name, v, p, urgent);
+    return metadata_[key];
 }
 
 Dependencies IndexSource::dependencies(const std::string& name, const pep::Version& version) {
@@ -291,7 +357,7 @@ Dependencies IndexSource::dependencies(const std::string& name, const pep::Versi
 }
 
 void IndexSource::prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) {
-    for (const auto& [name, version] : wanted) metadata_future(name, version);
+    for (const auto& [name, version] : wanted) metadata_future(name, version, /*urgent=*/false);
 }
 
 Dependencies IndexSource::fetch_dependencies(const std::string& name, const VersionInfo& v, const Project& p) {
@@ -314,10 +380,14 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
     } else try {
         if (wheel.has_metadata) {
             Slot slot(slots_, cancelled_);
-            auto r = http_.get({wheel.url + ".metadata", {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
-                                ix ? ix->password : std::nullopt, true});
+            index::HttpRequest req = request_for(ix, wheel.url + ".metadata");
+            req.cache = true;
+            req.max_bytes = index::kMaxMetadataBytes;
+            req.max_bytes_what = "a metadata file";
+            auto r = http_.get(req);
             if (r.status != 200)
-                throw Error(ErrorCode::network, "HTTP " + std::to_string(r.status) + " for " + wheel.url + ".metadata");
+                throw Error(ErrorCode::network,
+                            "HTTP " + std::to_string(r.status) + " for " + index::redact_url(wheel.url) + ".metadata");
             if (auto h = wheel.metadata_hashes.find("sha256"); h != wheel.metadata_hashes.end() && to_hex(sha256(r.body)) != h->second)
                 throw Error(ErrorCode::integrity, "metadata file of " + wheel.filename + " does not match its sha256");
             text = std::move(r.body);
@@ -326,10 +396,7 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
             Slot slot(slots_, cancelled_);
             std::string whole;
             std::optional<std::uint64_t> size;
-            auto meta = index::read_remote_dist_info(
-                http_, {wheel.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
-                        ix ? ix->password : std::nullopt, false},
-                "METADATA", &whole, &size);
+            auto meta = index::read_remote_dist_info(http_, request_for(ix, wheel.url), "METADATA", &whole, &size);
             if (size) remember_size(wheel.url, sha, *size);
             if (!whole.empty()) {
                 // The server sent the whole wheel: kept for `digest_and_size` and for create.
@@ -355,9 +422,12 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
                 fs::copy_file(index::file_url_path(wheel.url), tmp);
             } else {
                 Slot slot(slots_, cancelled_);
-                http_.download({wheel.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
-                                ix ? ix->password : std::nullopt, false},
-                               tmp);
+                index::HttpRequest req = request_for(ix, wheel.url);
+                if (wheel.size) {
+                    req.max_bytes = *wheel.size;
+                    req.max_bytes_what = "the index's size";
+                }
+                http_.download(req, tmp);
             }
             const std::string digest = to_hex(sha256_file(tmp));
             if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && digest != h->second)
@@ -426,9 +496,12 @@ std::pair<std::string, std::optional<std::uint64_t>> IndexSource::digest_and_siz
     static std::atomic<unsigned> counter{0};
     fs::path tmp = tmp_dir_ / ("digest-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".whl");
     ScopedRemove remove(tmp);
-    http_.download({c.file.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
-                    ix ? ix->password : std::nullopt, false},
-                   tmp);
+    index::HttpRequest req = request_for(ix, c.file.url);
+    if (c.file.size) {
+        req.max_bytes = *c.file.size;
+        req.max_bytes_what = "the index's size";
+    }
+    http_.download(req, tmp);
     std::string digest = to_hex(sha256_file(tmp));
     if (given && digest != *given)
         throw Error(ErrorCode::integrity, c.file.filename + " does not match the sha256 its index gives");
@@ -465,8 +538,7 @@ std::optional<std::uint64_t> IndexSource::known_size(const ChosenWheel& c, const
     for (const auto& i : indexes_)
         if (i.name == c.index_name) ix = &i;
     try {
-        index::HttpRequest head{c.file.url, {}, ix ? ix->ca : std::nullopt, ix ? ix->username : std::nullopt,
-                                ix ? ix->password : std::nullopt, false};
+        index::HttpRequest head = request_for(ix, c.file.url);
         head.head = true;
         auto r = http_.get(head);
         if (r.status == 200 && r.content_length && *r.content_length > 0) {

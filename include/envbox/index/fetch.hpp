@@ -21,6 +21,9 @@ struct ArtifactRequest {
     std::optional<std::uint64_t> size;   ///< expected size, when the lock records one
     std::optional<std::string> ca;       ///< CA bundle of the index it comes from
     std::optional<std::string> username, password;  ///< the index's credentials
+    /// The URL of the index they belong to: they are sent only to its origin (scheme, host,
+    /// port), never to a file the lock places on another host.
+    std::string index_url = {};
 };
 
 /// The local file `request.location` names (a path, relative ones against `base_dir`, or a
@@ -35,8 +38,11 @@ std::filesystem::path download_path(const std::filesystem::path& downloads_dir, 
 
 /// Downloads an `http(s)` artifact to `download_path` (unverified), unless a complete copy is
 /// there already. Resumable: a part left by an interrupted download, in this run or an earlier
-/// one, is continued with a Range request. A file whose size differs from `request.size` is
-/// removed and reported (code `integrity`). Throws `Error` (network, exit 4) naming the URL.
+/// one, is continued with a Range request. The transfer stops at the first byte past
+/// `request.size` ("larger than the lock's size N", code `integrity`, the part removed); a file
+/// whose size differs from it is removed and reported the same way; with no size, a download
+/// stops at `kMaxDownloadBytes`. Throws `Error` (network, exit 4) naming the URL (never its
+/// userinfo).
 std::filesystem::path download_artifact(HttpClient& http, const ArtifactRequest& request,
                                         const std::filesystem::path& downloads_dir,
                                         const std::function<void(std::uint64_t)>& on_bytes = {});

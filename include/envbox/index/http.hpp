@@ -4,7 +4,9 @@
 /// streams multiplexed where offered), downloads resumed with Range requests, retries with exponential backoff and jitter
 /// on 5xx, 429 (Retry-After honoured), resets and timeouts; TLS always verified (system CAs,
 /// `SSL_CERT_FILE`, or a per-request CA bundle); credentials from ~/.netrc or given explicitly,
-/// never sent to another host on a redirect; and an on-disk cache of pages revalidated with
+/// only to the origin they belong to (never to another host, on a redirect or a link, and never
+/// over http once a request is https: https requests follow only https redirects); every body
+/// bounded (`max_bytes`); and an on-disk cache of pages revalidated with
 /// ETag / Last-Modified (fresh within Cache-Control max-age without a request).
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace envbox::index {
@@ -30,7 +33,37 @@ struct HttpRequest {
     std::function<void(std::uint64_t)> on_bytes = {};
     /// `get` only: a HEAD (status and headers, no body, never cached), for a file's size.
     bool head = false;
+    /// The origin (`url_origin` of the index's URL) that `username` / `password` belong to.
+    /// They are attached only when this request's URL has exactly that origin (scheme, host and
+    /// port), never to a host a page links to; ~/.netrc (matched by host by libcurl) is read for
+    /// https requests, and for plain http only on that origin. Empty: no explicit credentials.
+    std::string credential_origin = {};
+    /// The most body bytes accepted, counted after Content-Encoding is decoded (0: the
+    /// default, `kMaxPageBytes` in memory, `kMaxDownloadBytes` into a file). A download past
+    /// it stops at the first byte over (integrity, exit 5: "larger than <max_bytes_what> N");
+    /// an in-memory body past it is a network error (exit 4) naming the URL and the limit. A
+    /// range request's 206 may carry no more than the range's length.
+    std::uint64_t max_bytes = 0;
+    std::string max_bytes_what = {};  ///< "the lock's size", for the download's message
 };
+
+/// Limits on what a server may send (README "Limits"): an index page or any other body held in
+/// memory, a PEP 658 metadata file, a download whose size nothing states, a response's headers.
+inline constexpr std::uint64_t kMaxPageBytes = 64ull << 20;
+inline constexpr std::uint64_t kMaxMetadataBytes = 16ull << 20;
+inline constexpr std::uint64_t kMaxDownloadBytes = 16ull << 30;
+inline constexpr std::uint64_t kMaxHeaderBytes = 1ull << 20;
+
+/// `scheme://host:port` of an absolute http(s) URL, lowercased, the port always written
+/// (`https://pypi.org:443`); empty for anything else. Userinfo is not part of it.
+std::string url_origin(std::string_view url);
+
+/// `url` with any userinfo (`user:password@`) replaced by `***@`: the only form of a URL that
+/// goes into a message, a log line or a lock.
+std::string redact_url(std::string_view url);
+
+/// `url` without its userinfo (`https://user:pw@host/x` → `https://host/x`).
+std::string strip_userinfo(std::string_view url);
 
 struct HttpResponse {
     long status = 0;
@@ -40,6 +73,9 @@ struct HttpResponse {
     bool from_cache = false;
     std::string content_range = {};            ///< "bytes 100-199/5000" on a 206
     std::optional<std::uint64_t> content_length = std::nullopt;  ///< the Content-Length header, when sent
+    /// A range request answered 200 (the whole file) with more than `max_bytes`: the transfer
+    /// was stopped and `body` is empty; the caller downloads the file to disk instead.
+    bool too_large = false;
 };
 
 struct HttpStats {

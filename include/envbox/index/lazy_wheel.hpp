@@ -15,6 +15,9 @@ namespace envbox::index {
 /// The content of the wheel's top-level `*.dist-info/<leaf>`; nullopt when the server does not
 /// honour ranges or the member is missing (the caller then downloads the wheel). Throws `Error`
 /// (integrity) for a damaged archive.
+/// Every answer is bounded: a range's 206 by its length, a member or central directory by
+/// `kMaxMetadataBytes` / `kMaxPageBytes` (integrity error past them), and a whole wheel sent
+/// for a range by `kMaxPageBytes` (past it nothing is kept and nullopt is returned).
 /// When the server ignores ranges and sends the whole wheel, that wheel goes to `whole` (when
 /// given) so the caller need not fetch it again. `size` (when given) receives the wheel's byte
 /// count when an answer told it (the total of the first range response's `Content-Range`, or

@@ -37,17 +37,21 @@ bool is_known_hash(std::string_view algorithm);
 /// `#sha256=…` (among `&`-separated pairs) of a URL: {algorithm, value}.
 std::optional<std::pair<std::string, std::string>> url_hash(std::string_view url);
 
-/// Decodes HTML character references (`&gt;`, `&#62;`, `&#x3e;`, `&amp;`, …), once.
+/// Decodes HTML character references (`&gt;`, `&#62;`, `&#x3e;`, `&amp;`, …), once, in
+/// linear time (a reference is at most 10 characters; a code point that is no Unicode scalar
+/// value becomes U+FFFD).
 std::string html_unescape(std::string_view s);
 
 /// Resolves `ref` against `base` (RFC 3986 reference resolution, as browsers and pip do).
 std::string join_url(std::string_view base, std::string_view ref);
 
 /// A PEP 503 page: every `<a href>`, with `data-requires-python` (unescaped), `data-yanked`,
-/// `data-core-metadata` / `data-dist-info-metadata`; `<base href>` honoured.
+/// `data-core-metadata` / `data-dist-info-metadata`; `<base href>` honoured. A page whose URL
+/// is http(s) may link only to http(s) files: any other scheme (`file:`) is an error naming
+/// the page (code network); only a `file:` index may link to local files. Linear in the page.
 Result<ProjectPage> parse_html_page(std::string_view html, std::string_view page_url);
 
-/// A PEP 691 JSON page (`application/vnd.pypi.simple.v1+json`).
+/// A PEP 691 JSON page (`application/vnd.pypi.simple.v1+json`), with the same rule on schemes.
 Result<ProjectPage> parse_json_page(std::string_view json, std::string_view page_url);
 
 /// The metadata attribute of one anchor as PEP 714 reads it: absent → nullopt; present →

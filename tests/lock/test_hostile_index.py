@@ -1,0 +1,479 @@
+#!/usr/bin/env python3
+"""`envbox lock` and `envbox create` against hostile package indexes: real HTTP(S) servers on
+127.0.0.1 / 127.0.0.2 that link to other hosts, redirect https to http, link to local files,
+put passwords in URLs, answer with gzip bombs, endless bodies, a 200 to a range request, a
+million `&` in an href, and a package with 3000 dependencies. Each server records the
+Authorization header of every request, so where credentials went is checked, not assumed.
+
+    test_hostile_index.py ENVBOX_BINARY
+"""
+import base64
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import socketserver
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from wheelgen import Wheel  # noqa: E402
+
+ENVBOX = None
+PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
+PYV = f"{sys.version_info[0]}.{sys.version_info[1]}"
+AUTH = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+MEMORY_GUARD_KIB = 1536 << 10
+CREDS = {"ENVBOX_INDEX_IX_USERNAME": "alice", "ENVBOX_INDEX_IX_PASSWORD": "s3cret"}
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest(url, requirements, extra=""):
+    reqs = ", ".join(f'"{r}"' for r in requirements)
+    return (f'[environment]\npython = "{PYV}"\nplatform = "manylinux_2_28_x86_64"\nrequirements = [{reqs}]\n'
+            f'\n[[index]]\nname = "ix"\nurl = "{url}"\n{extra}')
+
+
+def reply(h, status, body=b"", ctype="text/html", headers=()):
+    h.send_response(status)
+    h.send_header("Content-Type", ctype)
+    h.send_header("Content-Length", str(len(body)))
+    for k, v in headers:
+        h.send_header(k, v)
+    h.end_headers()
+    if h.command != "HEAD":
+        h.wfile.write(body)
+
+
+def endless(h, status=200, ctype="text/html", chunk=b"<!-- " + b"x" * 65530 + b"\n"):
+    """A chunked body that never ends (until the client goes)."""
+    h.send_response(status)
+    h.send_header("Content-Type", ctype)
+    h.send_header("Transfer-Encoding", "chunked")
+    h.end_headers()
+    frame = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
+    try:
+        while True:
+            h.wfile.write(frame)
+    except OSError:
+        pass
+    h.close_connection = True
+
+
+class Server:
+    """A real HTTP(S) server on `host`; `route(handler)` answers. `seen`: (path, Authorization)."""
+
+    def __init__(self, route, host="127.0.0.1", tls=None):
+        self.seen = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):  # noqa: N802
+                outer.seen.append((self.path, self.headers.get("Authorization")))
+                route(self)
+
+            do_HEAD = do_GET
+
+        class Threading(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+            request_queue_size = 256
+
+            def handle_error(self, request, client_address):
+                pass  # a client that stopped reading (as envbox does at a limit)
+
+        self.httpd = Threading((host, 0), Handler)
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def auth_of(self, prefix):
+        return [a for p, a in self.seen if p.startswith(prefix)]
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Run:
+    """envbox run to completion, sampling its peak thread count and resident memory."""
+
+    def __init__(self, args, env, timeout):
+        self.peak_threads = self.peak_rss_kib = 0
+        p = subprocess.Popen([ENVBOX] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        out = {}
+        reader = threading.Thread(target=lambda: out.update(zip(("stdout", "stderr"), p.communicate())))
+        reader.start()
+        deadline = time.time() + timeout
+        while p.poll() is None and time.time() < deadline:
+            try:
+                with open(f"/proc/{p.pid}/status") as f:
+                    for line in f:
+                        if line.startswith("Threads:"):
+                            self.peak_threads = max(self.peak_threads, int(line.split()[1]))
+                        elif line.startswith("VmRSS:"):
+                            self.peak_rss_kib = max(self.peak_rss_kib, int(line.split()[1]))
+            except OSError:
+                pass
+            if self.peak_rss_kib > MEMORY_GUARD_KIB:
+                break  # runaway memory (the bug under test): stopped before it hurts the machine
+            time.sleep(0.01)
+        self.timed_out = p.poll() is None
+        if self.timed_out:
+            p.kill()
+        reader.join()
+        self.returncode = p.returncode
+        self.stdout, self.stderr = out.get("stdout", ""), out.get("stderr", "")
+
+    def __str__(self):
+        return (f"exit {self.returncode} (timed out or killed: {self.timed_out}, peak RSS {self.peak_rss_kib} KiB)\n"
+                f"{self.stdout}{self.stderr[-3000:]}")
+
+
+class Base(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-hostile-")
+        os.chmod(cls.tmp, 0o755)
+        path = Wheel("alpha", "1.0", {"alpha/__init__.py": "A = 1\n"}).build(os.path.join(cls.tmp, "wheels"))
+        with open(path, "rb") as f:
+            cls.wheel = f.read()
+        cls.wheel_name = os.path.basename(path)
+        import zipfile
+        with zipfile.ZipFile(path) as z:
+            cls.metadata = z.read("alpha-1.0.dist-info/METADATA")
+
+    @classmethod
+    def tearDownClass(cls):
+        if not os.environ.get("ENVBOX_TEST_KEEP"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def project(self, name, text):
+        root = os.path.join(self.tmp, name)
+        os.makedirs(os.path.join(root, "manifests"), exist_ok=True)
+        with open(os.path.join(root, "manifests", "env.toml"), "w") as f:
+            f.write(text)
+        return root
+
+    def envbox(self, root, *args, env=None, timeout=120):
+        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+        e.update(env or {})
+        return Run(["--home", os.path.join(root, "home"), "--project", root] + list(args), e, timeout)
+
+    def lock_text(self, root):
+        path = os.path.join(root, "manifests", "pylock.env.toml")
+        if not os.path.exists(path):
+            return ""
+        with open(path) as f:
+            return f.read()
+
+    def anchor(self, url, metadata=True):
+        meta = f' data-core-metadata="sha256={sha256(self.metadata)}"' if metadata else ""
+        return f'<a href="{url}#sha256={sha256(self.wheel)}"{meta}>{self.wheel_name}</a>'
+
+    def serve_wheel(self, h, path):
+        """Answers /files/<wheel> and its .metadata; False for any other path."""
+        if path.endswith(self.wheel_name + ".metadata"):
+            reply(h, 200, self.metadata, "application/octet-stream")
+        elif path.endswith(self.wheel_name):
+            reply(h, 200, self.wheel, "application/octet-stream")
+        else:
+            return False
+        return True
+
+
+class Credentials(Base):
+    """Index credentials go to the index's own origin only (scheme, host and port); https never
+    continues over http; a remote page cannot point envbox at local files; no password in a
+    URL is ever printed or written into a lock."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        t = cls.tmp
+        run = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
+        run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=envbox test CA",
+            "-keyout", f"{t}/ca.key", "-out", f"{t}/ca.pem")
+        run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", f"{t}/server.key",
+            "-out", f"{t}/server.csr")
+        with open(f"{t}/san.ext", "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1\n")
+        run("openssl", "x509", "-req", "-in", f"{t}/server.csr", "-CA", f"{t}/ca.pem", "-CAkey", f"{t}/ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", f"{t}/san.ext", "-out", f"{t}/server.pem")
+        cls.tls = (f"{t}/server.pem", f"{t}/server.key")
+        cls.ca = f"{t}/ca.pem"
+        cls.netrc_home = os.path.join(t, "netrc-home")
+        os.makedirs(cls.netrc_home)
+        with open(os.path.join(cls.netrc_home, ".netrc"), "w") as f:
+            f.write("machine 127.0.0.1 login alice password s3cret\n")
+        os.chmod(os.path.join(cls.netrc_home, ".netrc"), 0o600)
+
+    def files_server(self, host="127.0.0.1"):
+        def route(h):
+            if not self.serve_wheel(h, h.path):
+                reply(h, 404)
+        s = Server(route, host)
+        self.addCleanup(s.close)
+        return s
+
+    def index_server(self, pages, tls=False, require_auth=True):
+        """`pages`: path → HTML text, or ("redirect", url)."""
+        def route(h):
+            if require_auth and h.headers.get("Authorization") != AUTH:
+                return reply(h, 401, headers=[("WWW-Authenticate", 'Basic realm="ix"')])
+            page = pages.get(h.path)
+            if isinstance(page, tuple):
+                return reply(h, 302, headers=[("Location", page[1])])
+            if page is not None:
+                return reply(h, 200, page.encode())
+            if not self.serve_wheel(h, h.path):
+                reply(h, 404)
+        s = Server(route, tls=self.tls if tls else None)
+        self.addCleanup(s.close)
+        return s
+
+    def test_credentials_never_go_to_another_host_or_port_a_page_links_to(self):
+        other_host = self.files_server("127.0.0.2")
+        other_port = self.files_server("127.0.0.1")
+        pages = {"/simple/alpha/": self.anchor(f"{other_host.url}/files/{self.wheel_name}")}
+        ix = self.index_server(pages)
+        root = self.project("links", manifest(f"{ix.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env", env=CREDS)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertTrue(ix.auth_of("/simple/") and all(a == AUTH for a in ix.auth_of("/simple/")))
+        self.assertTrue(other_host.seen, "the metadata and wheel are fetched from the other host")
+        self.assertEqual([a for _, a in other_host.seen if a], [], "no credentials to another host")
+        # The same with a file on the index's host but another port: another origin.
+        pages["/simple/alpha/"] = self.anchor(f"{other_port.url}/files/{self.wheel_name}")
+        root = self.project("links-port", manifest(f"{ix.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env", env=CREDS)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertTrue(other_port.seen)
+        self.assertEqual([a for _, a in other_port.seen if a], [], "no credentials to another port")
+
+    def test_an_https_index_never_continues_over_http(self):
+        plain = self.files_server("127.0.0.1")
+        pages = {"/simple/alpha/": ("redirect", f"{plain.url}/simple/alpha/")}
+        ix = self.index_server(pages, tls=True)
+        extra = f'ca = "{self.ca}"\n'
+        root = self.project("downgrade", manifest(f"{ix.url}/simple", ["alpha"], extra))
+        for env in (CREDS, {"HOME": self.netrc_home}):
+            r = self.envbox(root, "lock", "env", env=env)
+            self.assertEqual(r.returncode, 4, r)
+            self.assertIn(f"{ix.url}/simple/alpha/", r.stderr)
+            self.assertEqual(plain.seen, [], "an https -> http redirect is not followed")
+        # A page linking its files over plain http: fetched, but ~/.netrc (an entry for the
+        # host, whatever the scheme) is not sent in clear text.
+        pages["/simple/alpha/"] = self.anchor(f"{plain.url}/files/{self.wheel_name}")
+        r = self.envbox(root, "lock", "env", env={"HOME": self.netrc_home})
+        self.assertEqual(r.returncode, 0, r)
+        self.assertTrue(ix.auth_of("/simple/alpha/")[-1] == AUTH, "netrc is used for the https index")
+        self.assertTrue(plain.seen)
+        self.assertEqual([a for _, a in plain.seen if a], [], "netrc credentials never go over http")
+
+    def test_a_remote_page_cannot_link_to_local_files(self):
+        planted = os.path.join(self.tmp, "planted")
+        os.makedirs(planted, exist_ok=True)
+        with open(os.path.join(planted, self.wheel_name), "wb") as f:
+            f.write(self.wheel)
+        pages = {"/simple/alpha/": self.anchor(f"file://{planted}/{self.wheel_name}", metadata=False)}
+        ix = self.index_server(pages, require_auth=False)
+        root = self.project("file-link", manifest(f"{ix.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env")
+        self.assertEqual(r.returncode, 4, r)
+        self.assertIn(f"{ix.url}/simple/alpha/", r.stderr)
+        self.assertIn("file", r.stderr)
+        self.assertEqual(self.lock_text(root), "")
+        # A <base href> pointing at the file system, and /etc/passwd itself, the same.
+        pages["/simple/alpha/"] = '<base href="file:///etc/"><a href="passwd#/alpha-1.0-py3-none-any.whl">' \
+                                  'alpha-1.0-py3-none-any.whl</a>'
+        r = self.envbox(root, "lock", "env")
+        self.assertEqual(r.returncode, 4, r)
+        self.assertNotIn("root:", r.stdout + r.stderr)
+
+    def test_passwords_in_urls_are_never_printed_or_locked(self):
+        ix = self.index_server({}, require_auth=False)
+        root = self.project("userinfo-manifest", manifest(
+            ix.url.replace("://", "://alice:PW-IN-MANIFEST@") + "/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env")
+        self.assertEqual(r.returncode, 3, r)
+        self.assertNotIn("PW-IN-MANIFEST", r.stdout + r.stderr)
+        self.assertIn("ENVBOX_INDEX_IX_PASSWORD", r.stderr)
+        self.assertEqual(self.lock_text(root), "")
+        # A page linking to a URL with a password: not in a message when it fails…
+        dead = self.files_server()
+        dead_url = dead.url
+        dead.close()
+        pages = {"/simple/alpha/": self.anchor(dead_url.replace("://", "://bob:PW-IN-LINK@") + "/files/" +
+                                               self.wheel_name)}
+        ix = self.index_server(pages, require_auth=False)
+        root = self.project("userinfo-link", manifest(f"{ix.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env", env={"ENVBOX_HTTP_TIMEOUT": "2"})
+        self.assertEqual(r.returncode, 4, r)
+        self.assertNotIn("PW-IN-LINK", r.stdout + r.stderr)
+        self.assertIn("***@", r.stderr)
+        # …nor in the lock when it works.
+        files = self.files_server()
+        pages["/simple/alpha/"] = self.anchor(files.url.replace("://", "://bob:PW-IN-LINK@") + "/files/" +
+                                              self.wheel_name)
+        r = self.envbox(root, "lock", "env")
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn(f'{files.url}/files/{self.wheel_name}', self.lock_text(root))
+        self.assertNotIn("PW-IN-LINK", self.lock_text(root) + r.stdout + r.stderr)
+
+
+class Hangs(Base):
+    def test_a_million_ampersands_in_an_href_parse_in_linear_time(self):
+        page = ('<a href="' + "&" * 3_000_000 + '">x</a>\n' + self.anchor(f"/files/{self.wheel_name}")).encode()
+
+        def route(h):
+            if h.path == "/simple/alpha/":
+                return reply(h, 200, page)
+            if not self.serve_wheel(h, h.path):
+                reply(h, 404)
+        s = Server(route)
+        self.addCleanup(s.close)
+        root = self.project("ampersands", manifest(f"{s.url}/simple", ["alpha"]))
+        start = time.time()
+        r = self.envbox(root, "lock", "env", timeout=60)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertLess(time.time() - start, 30)
+
+    def test_thousands_of_dependencies_run_on_a_bounded_pool_of_threads(self):
+        n = 3000
+        deps = [f"dep{i}" for i in range(n)]
+
+        def route(h):
+            time.sleep(0.005)
+            parts = h.path.strip("/").split("/")
+            if parts[0] == "simple" and len(parts) == 2:
+                name = parts[1]
+                fn = f"{name}-1.0-py3-none-any.whl"
+                body = json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": [
+                    {"filename": fn, "url": f"/files/{fn}", "hashes": {"sha256": sha256(fn.encode())},
+                     "size": 1000, "core-metadata": True}]}).encode()
+                return reply(h, 200, body, "application/vnd.pypi.simple.v1+json")
+            if parts[0] == "files" and h.path.endswith(".whl.metadata"):
+                name = parts[1].split("-")[0]
+                text = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+                if name == "big":
+                    text += "".join(f"Requires-Dist: {d}\n" for d in deps)
+                return reply(h, 200, text.encode(), "application/octet-stream")
+            reply(h, 404)
+        s = Server(route)
+        self.addCleanup(s.close)
+        root = self.project("many-deps", manifest(f"{s.url}/simple", ["big"]))
+        r = self.envbox(root, "lock", "env", timeout=300)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(self.lock_text(root).count("[[packages]]"), n + 1)
+        # 32 fetch workers, the HTTP loop, the main thread and the lock writer's 16.
+        self.assertLessEqual(r.peak_threads, 64, "fetches run on a fixed pool, not a thread per package")
+
+
+class Limits(Base):
+    """Every body a server sends is bounded, counted as decoded: pages 64 MiB, metadata files
+    16 MiB, a download the size the lock (or the index) gives."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        zeros = b"\0" * (1 << 20)
+        cls.bomb = b"".join(z.compress(zeros) for _ in range(1024)) + z.flush()  # 1 GiB of zeros
+
+    def serve(self, route):
+        s = Server(route)
+        self.addCleanup(s.close)
+        return s
+
+    def test_a_gzip_bomb_page_stops_at_the_page_limit(self):
+        def route(h):
+            reply(h, 200, self.bomb, headers=[("Content-Encoding", "gzip")])
+        s = self.serve(route)
+        root = self.project("bomb", manifest(f"{s.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env", timeout=60)
+        self.assertEqual(r.returncode, 4, r)
+        self.assertIn(f"{s.url}/simple/alpha/", r.stderr)
+        self.assertIn("64 MiB", r.stderr)
+        self.assertLess(r.peak_rss_kib, 400 << 10, "the page is not inflated into memory")
+
+    def test_an_endless_page_or_metadata_file_stops_at_its_limit(self):
+        def route(h):
+            if h.path == "/simple/alpha/":
+                return reply(h, 200, self.anchor(f"/files/{self.wheel_name}").encode())
+            endless(h)
+        s = self.serve(route)
+        root = self.project("endless-meta", manifest(f"{s.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env", timeout=60)
+        self.assertEqual(r.returncode, 4, r)
+        self.assertIn(f"{s.url}/files/{self.wheel_name}.metadata", r.stderr)
+        self.assertIn("16 MiB", r.stderr)
+        s2 = self.serve(lambda h: endless(h))
+        root = self.project("endless-page", manifest(f"{s2.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env", timeout=60)
+        self.assertEqual(r.returncode, 4, r)
+        self.assertIn("64 MiB", r.stderr)
+
+    def test_a_range_request_answered_with_an_endless_200_stops_at_the_index_size(self):
+        page = json.dumps({"meta": {"api-version": "1.1"}, "name": "alpha", "files": [
+            {"filename": self.wheel_name, "url": f"/files/{self.wheel_name}", "hashes": {"sha256": sha256(self.wheel)},
+             "size": len(self.wheel)}]}).encode()
+
+        def route(h):
+            if h.path == "/simple/alpha/":
+                return reply(h, 200, page, "application/vnd.pypi.simple.v1+json")
+            endless(h, ctype="application/octet-stream")
+        s = self.serve(route)
+        root = self.project("range-200", manifest(f"{s.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env", timeout=60)
+        self.assertEqual(r.returncode, 5, r)
+        self.assertIn(f"larger than the index's size {len(self.wheel)}", r.stderr)
+        self.assertLess(r.peak_rss_kib, 400 << 10)
+
+    def test_a_download_stops_at_the_first_byte_past_the_locks_size(self):
+        state = {"endless": False}
+
+        def route(h):
+            if h.path == "/simple/alpha/":
+                return reply(h, 200, self.anchor(f"/files/{self.wheel_name}").encode())
+            if state["endless"] and h.path.endswith(".whl"):
+                return endless(h, ctype="application/octet-stream")
+            if not self.serve_wheel(h, h.path):
+                reply(h, 404)
+        s = self.serve(route)
+        root = self.project("create-size", manifest(f"{s.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env")
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn(f"size = {len(self.wheel)}", self.lock_text(root))
+        state["endless"] = True
+        r = self.envbox(root, "create", "env", timeout=60)
+        self.assertEqual(r.returncode, 5, r)
+        self.assertIn(f"larger than the lock's size {len(self.wheel)}", r.stderr)
+        downloads = os.path.join(root, "home", "cache", "downloads")
+        left = [f for f in os.listdir(downloads) if not f.endswith(".lock")] if os.path.isdir(downloads) else []
+        self.assertEqual(left, [], "the part is removed")
+
+
+if __name__ == "__main__":
+    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "envbox/pep/digest.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -20,7 +21,64 @@ namespace fs = std::filesystem;
 namespace envbox::env {
 namespace {
 
-constexpr std::string_view kInfoHeader = "envbox-generation 1";
+// Version 1 wrote values as they were, so a value with a blank or a line break (a hostile
+// METADATA Version) shifted the fields. Version 2 writes every value percent-encoded (`%`,
+// blanks, control characters), so no value can break a line or a field; version 1 records are
+// still read, strictly.
+constexpr std::string_view kInfoHeaderV1 = "envbox-generation 1";
+constexpr std::string_view kInfoHeader = "envbox-generation 2";
+
+std::string encode_value(std::string_view v) {
+    static const char* hex = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(v.size());
+    for (char c : v) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '%' || u <= 0x20 || u == 0x7f) {
+            out += '%';
+            out += hex[u >> 4];
+            out += hex[u & 15];
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::optional<std::string> decode_value(std::string_view v) {
+    auto digit = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+    };
+    std::string out;
+    out.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i] != '%') {
+            out += v[i];
+            continue;
+        }
+        if (i + 2 >= v.size()) return std::nullopt;
+        int hi = digit(v[i + 1]), lo = digit(v[i + 2]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        out += static_cast<char>(hi << 4 | lo);
+        i += 2;
+    }
+    return out;
+}
+
+// The space-separated fields of a record line.
+std::vector<std::string_view> split_fields(std::string_view line) {
+    std::vector<std::string_view> out;
+    while (!line.empty()) {
+        auto sp = line.find(' ');
+        out.push_back(line.substr(0, sp));
+        if (sp == std::string_view::npos) break;
+        line.remove_prefix(sp + 1);
+    }
+    return out;
+}
 
 std::optional<int> parse_gen_number(const std::string& name) {
     if (!name.starts_with("gen-") || name.size() == 4 || name.size() > 13) return std::nullopt;
@@ -48,34 +106,86 @@ std::optional<Generation> read_generation(const fs::path& gen_path) {
     if (!fs::exists(info, ec)) return g;
     std::istringstream s(read_file(info));
     std::string line;
-    if (!std::getline(s, line) || line != kInfoHeader) return g;
+    if (!std::getline(s, line) || (line != kInfoHeader && line != kInfoHeaderV1)) {
+        g.damaged = "unknown record header";
+        return g;
+    }
+    const bool v1 = line == kInfoHeaderV1;
+    int line_number = 1;
+    auto damaged = [&](const std::string& why) {
+        if (g.damaged.empty()) g.damaged = "line " + std::to_string(line_number) + ": " + why;
+    };
+    // Fields of a line after its key: v1 values as written, v2 ones decoded.
+    auto fields = [&](std::string_view rest) {
+        std::vector<std::string> out;
+        for (std::string_view f : split_fields(rest)) {
+            auto d = v1 ? std::optional<std::string>(f) : decode_value(f);
+            if (!d) {
+                damaged("bad %-escape");
+                return std::vector<std::string>();
+            }
+            out.push_back(std::move(*d));
+        }
+        return out;
+    };
     while (std::getline(s, line)) {
+        ++line_number;
         auto sp = line.find(' ');
         if (sp == std::string::npos) continue;
-        std::string key = line.substr(0, sp), value = line.substr(sp + 1);
-        if (key == "created") g.created = value;
-        else if (key == "lock-digest") g.lock_digest = value;
-        else if (key == "lock-source") g.lock_source = value;
-        else if (key == "python") g.python = value;
-        else if (key == "python-version") g.python_version = value;
-        else if (key == "platform") g.platform = value;
-        else if (key == "environment") g.environment = value;
-        else if (key == "link-mode") g.link_mode = value;
+        std::string key = line.substr(0, sp);
+        std::string_view rest = std::string_view(line).substr(sp + 1);
+        // A single value: v1 took the rest of the line (paths with blanks), v2 one field.
+        auto value = [&]() -> std::string {
+            if (v1) return std::string(rest);
+            auto f = fields(rest);
+            if (f.empty()) return std::string();
+            if (f.size() != 1) return damaged("expected one value for " + key), std::string();
+            return f[0];
+        };
+        if (key == "created") g.created = value();
+        else if (key == "lock-digest") g.lock_digest = value();
+        else if (key == "lock-source") g.lock_source = value();
+        else if (key == "python") g.python = value();
+        else if (key == "python-version") g.python_version = value();
+        else if (key == "platform") g.platform = value();
+        else if (key == "environment") g.environment = value();
+        else if (key == "link-mode") g.link_mode = value();
         else if (key == "direct-url") {
-            auto sp2 = value.find(' ');
+            // v1: NAME, then the JSON (which may hold blanks) to the end of the line.
+            std::vector<std::string> f;
+            if (v1) {
+                auto sp2 = rest.find(' ');
+                if (sp2 != std::string_view::npos) f = {std::string(rest.substr(0, sp2)), std::string(rest.substr(sp2 + 1))};
+            } else {
+                f = fields(rest);
+            }
+            if (f.size() != 2) {
+                damaged("bad direct-url line");
+                continue;
+            }
             for (auto& p : g.packages)
-                if (sp2 != std::string::npos && p.name == value.substr(0, sp2)) p.direct_url = value.substr(sp2 + 1);
+                if (p.name == f[0]) p.direct_url = f[1];
         }
         else if (key == "prefer") {
+            const std::string name = value();
             for (auto& p : g.packages)
-                if (p.name == value) p.preferred = true;
+                if (p.name == name) p.preferred = true;
         }
         else if (key == "package") {
-            std::istringstream f(value);
+            // name version wheel-sha256 filename requested|-: anything else is a record that a
+            // value broke (an older envbox wrote a hostile Version as it was) and must not be
+            // taken for what the generation uses.
+            auto f = fields(rest);
+            if (f.size() != 5 || !pep::is_sha256_hex(f[2]) || (f[4] != "requested" && f[4] != "-")) {
+                damaged("malformed package line");
+                continue;
+            }
             GenerationPackage p;
-            std::string requested;
-            f >> p.name >> p.version >> p.wheel_sha256 >> p.filename >> requested;
-            p.requested = requested == "requested";
+            p.name = f[0];
+            p.version = f[1];
+            p.wheel_sha256 = f[2];
+            p.filename = f[3];
+            p.requested = f[4] == "requested";
             g.packages.push_back(std::move(p));
         }
     }
@@ -108,24 +218,31 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create " + dir.string() + ": " + ec.message());
+    // gc keeps what the records name: a package whose wheel is not a digest would be a record
+    // that protects nothing.
+    for (const auto& p : g.packages)
+        if (!pep::is_sha256_hex(p.wheel_sha256) || p.name.empty() || p.version.empty() || p.filename.empty())
+            throw Error(ErrorCode::integrity, "cannot record package '" + p.name + "' (" + p.filename +
+                                                  ") in generation " + std::to_string(g.number) + ": incomplete or invalid values");
+    auto e = [](std::string_view v) { return encode_value(v); };
     std::ostringstream s;
     s << kInfoHeader << "\n"
       << "generation " << g.number << "\n"
-      << "created " << g.created << "\n"
-      << "lock-digest " << g.lock_digest << "\n"
-      << "lock-source " << g.lock_source << "\n"
-      << "python " << g.python << "\n"
-      << "python-version " << g.python_version << "\n"
-      << "platform " << g.platform << "\n"
-      << "environment " << g.environment << "\n"
-      << "link-mode " << g.link_mode << "\n";
+      << "created " << e(g.created) << "\n"
+      << "lock-digest " << e(g.lock_digest) << "\n"
+      << "lock-source " << e(g.lock_source) << "\n"
+      << "python " << e(g.python) << "\n"
+      << "python-version " << e(g.python_version) << "\n"
+      << "platform " << e(g.platform) << "\n"
+      << "environment " << e(g.environment) << "\n"
+      << "link-mode " << e(g.link_mode) << "\n";
     for (const auto& p : g.packages)
-        s << "package " << p.name << " " << p.version << " " << p.wheel_sha256 << " " << p.filename << " "
+        s << "package " << e(p.name) << " " << e(p.version) << " " << p.wheel_sha256 << " " << e(p.filename) << " "
           << (p.requested ? "requested" : "-") << "\n";
     for (const auto& p : g.packages)
-        if (!p.direct_url.empty()) s << "direct-url " << p.name << " " << p.direct_url << "\n";
+        if (!p.direct_url.empty()) s << "direct-url " << e(p.name) << " " << e(p.direct_url) << "\n";
     for (const auto& p : g.packages)
-        if (p.preferred) s << "prefer " << p.name << "\n";
+        if (p.preferred) s << "prefer " << e(p.name) << "\n";
     write_file_atomic(dir / "info", s.str(), 0444, Durability::none);
     write_file_atomic(dir / "pylock.toml", lock_text, 0444, Durability::none);
     write_file_atomic(in_use_lock_path(g.path), "", 0444, Durability::none);

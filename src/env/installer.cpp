@@ -348,10 +348,33 @@ InstallReport install_wheels(const store::Store& store, const Interpreter& in, c
     return r;
 }
 
+namespace {
+
+// Every path the installer writes stays inside the environment, whatever built the plan: the
+// wheel's member paths and names were validated when they entered, and this last check costs
+// one pass over strings.
+void require_inside(std::string_view rel) {
+    bool bad = rel.empty() || rel.front() == '/';
+    for (std::string_view rest = rel; !bad && !rest.empty();) {
+        auto slash = rest.find('/');
+        std::string_view seg = rest.substr(0, slash);
+        bad = seg.empty() || seg == "." || seg == "..";
+        rest.remove_prefix(slash == std::string_view::npos ? rest.size() : slash + 1);
+        if (slash != std::string_view::npos && rest.empty()) bad = true;  // a trailing '/'
+    }
+    if (bad)
+        throw Error(ErrorCode::integrity, "refusing to write '" + std::string(rel) +
+                                              "': not a path inside the environment");
+}
+
+}  // namespace
+
 InstallReport apply_install(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
                             LinkMode mode, unsigned jobs) {
     const auto& placements = plan.files;
     const auto& dirs = plan.dirs;
+    for (const auto& d : dirs) require_inside(d);
+    for (const auto& p : placements) require_inside(p.rel);
     struct DirFd {
         int fd = -1;
         ~DirFd() {

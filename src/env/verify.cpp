@@ -222,11 +222,22 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
                 // included. An object as ingest left it has the content verified then; one
                 // that was written through a link (root, --no-sandbox) or chmod-ed is reported
                 // as the store's, since every environment linking it changed with it.
-                bool same_inode = false;
+                bool same_inode = false, object_present = true;
+                const std::string object_rel = store.object_relpath(f.object->digest, f.object->executable);
                 if (!deep) {
-                    auto it = object_inodes.find(store.object_relpath(f.object->digest, f.object->executable));
-                    same_inode = it != object_inodes.end() && it->second == st.st_ino && st.st_dev == objects_st.st_dev;
+                    auto it = object_inodes.find(object_rel);
+                    object_present = it != object_inodes.end();
+                    same_inode = object_present && it->second == st.st_ino && st.st_dev == objects_st.st_dev;
+                } else {
+                    struct stat ost {};
+                    object_present = ::fstatat(objects, object_rel.c_str(), &ost, AT_SYMLINK_NOFOLLOW) == 0;
                 }
+                // An object deleted from the store (by hand, by a tool that does not know it)
+                // leaves this link whole but the environment no longer reproducible from the
+                // store: drift, which `create` repairs by ingesting the wheel again.
+                if (!object_present)
+                    add(Drift::Kind::store_object_touched, store.object_path(f.object->digest, f.object->executable).string(),
+                        "store object missing (deleted from the store); linked as " + f.rel, f.object->digest);
                 auto touched = same_inode ? store::object_touched(st, f.object->size, f.object->executable)
                                           : std::nullopt;
                 if (touched)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "envbox/pep/digest.hpp"
 #include "envbox/pep/name.hpp"
 #include "lock/toml_reader.hpp"
 
@@ -12,6 +13,8 @@ namespace {
 using pep::canonicalize_name;
 
 // Reads one lock document, throwing located errors; `Pylock::parse` turns them into a Result.
+// `kDigests`: hash values are checked as envbox uses them (`DigestCheck::strict`).
+template <bool kDigests>
 class LockReader {
 public:
     LockReader(std::string_view source) : r_(source) {}
@@ -101,12 +104,25 @@ private:
         if (!hashes->is_table()) r_.wrong_type(*hashes, "Mapping", path + ".hashes");
         for (const auto& [algo, value] : *hashes->as_table()) {
             if (!value.is_string()) r_.fail(&value, f.line, "Hash values must be strings", path + ".hashes");
-            f.hashes.emplace(pep::ascii_lower(algo.str()), pep::ascii_lower(value.as_string()->get()));
+            std::string key = pep::ascii_lower(algo.str()), digest = pep::ascii_lower(value.as_string()->get());
+            if constexpr (kDigests) check_digest(value, key, digest, f.line, path + ".hashes." + key);
+            f.hashes.emplace(std::move(key), std::move(digest));
         }
         if (f.hashes.empty())
             r_.fail(hashes, f.line, "At least one hash must be provided", path + ".hashes");
         if (!f.url && !f.path) r_.fail(&t, f.line, "path or url must be provided", path);
         return f;
+    }
+
+    // A digest becomes part of file names (the store, the download cache, staging): only hex
+    // digits, and exactly 64 of them for sha256, so no value can name a path ("../../x").
+    void check_digest(const toml::node& at, const std::string& algo, const std::string& digest, int line,
+                      const std::string& path) {
+        const std::string shown = digest.size() > 80 ? digest.substr(0, 80) + "…" : digest;
+        if (algo == "sha256" && !pep::is_sha256_hex(digest))
+            r_.fail(&at, line, "Invalid sha256 digest '" + shown + "' (expected 64 hexadecimal digits)", path);
+        if (!pep::is_lower_hex(digest))
+            r_.fail(&at, line, "Invalid " + algo + " digest '" + shown + "' (expected hexadecimal digits)", path);
     }
 
     void check_consistent(const Package& p, const std::string& filename, const std::string& name,
@@ -247,8 +263,9 @@ std::optional<std::string> FileRef::sha256() const {
     return it->second;
 }
 
-Result<Pylock> Pylock::parse(std::string_view text, std::string_view source) {
-    return read_document<LockReader>(text, source);
+Result<Pylock> Pylock::parse(std::string_view text, std::string_view source, DigestCheck digests) {
+    if (digests == DigestCheck::spec) return read_document<LockReader<false>>(text, source);
+    return read_document<LockReader<true>>(text, source);
 }
 
 }  // namespace envbox::lock

@@ -431,7 +431,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                     archive = index::download_artifact(http, req, downloads_dir,
                                                        [&](std::uint64_t n) { progress.downloaded(n); });
                 }
-                p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256, item.filename, true);
+                p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256, item.filename, true,
+                                                             item.file->size);
                 if (item.repair) p.ingest->replace_objects(item.replace);
             });
             const std::size_t n = p.ingest->task_count();

@@ -253,9 +253,17 @@ void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::pa
     if (fs::is_directory(envs, ec))
         for (const auto& project : fs::directory_iterator(envs, ec))
             for (const auto& e : fs::directory_iterator(project.path(), ec))
-                for (const auto& g : env::list_generations(e.path()))
-                    if (!removed.count(g.path))
-                        for (const auto& p : g.packages) live_wheels.insert(p.wheel_sha256);
+                for (const auto& g : env::list_generations(e.path())) {
+                    if (removed.count(g.path)) continue;
+                    // A record that cannot be read may not name every wheel its generation
+                    // links: sweeping on its word could delete a live environment's files.
+                    if (!g.damaged.empty())
+                        throw Error(ErrorCode::integrity,
+                                    "the record of " + g.path.string() + " cannot be read (" + g.damaged +
+                                        "), so the store was not swept (generations were pruned); remove that "
+                                        "generation or rebuild it with `envbox create`, then run gc again");
+                    for (const auto& p : g.packages) live_wheels.insert(p.wheel_sha256);
+                }
     std::unordered_set<std::string> live_objects;
     fs::path wheels_dir = store.root() / "wheels";
     for (const auto& w : fs::directory_iterator(wheels_dir, ec)) {

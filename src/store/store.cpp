@@ -16,8 +16,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "envbox/pep/digest.hpp"
 #include "envbox/pep/metadata.hpp"
 #include "envbox/pep/name.hpp"
+#include "envbox/pep/version.hpp"
 #include "envbox/pep/wheel.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -35,6 +37,14 @@ constexpr std::string_view kFilesHeader = "envbox-wheel-files 1";
 constexpr std::size_t kInMemoryLimit = 1 << 20;
 // A streamed member's pages are handed to the disk every this many bytes.
 constexpr std::uint64_t kWritebackChunk = 16 << 20;
+
+// The dist-info texts read into memory (WHEEL, METADATA, RECORD: torch's RECORD is a few MB),
+// refused beyond these sizes before a byte is decoded.
+constexpr std::uint64_t kMaxWheelInfo = 1 << 20, kMaxMetadata = 16 << 20, kMaxRecord = 64 << 20;
+
+std::uint64_t dist_info_text_limit(std::string_view leaf) {
+    return leaf == "RECORD" ? kMaxRecord : leaf == "METADATA" ? kMaxMetadata : kMaxWheelInfo;
+}
 
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -60,7 +70,37 @@ void write_or_fail(int fd, const void* data, std::size_t size, const fs::path& p
     if (!write_all_fd(fd, data, size)) sys_fail("cannot write", path, errno);
 }
 
+// A digest from outside (a lock, a file list, a generation record) before it becomes a path.
+void require_digest(std::string_view digest, std::string_view what) {
+    if (!pep::is_sha256_hex(digest))
+        throw Error(ErrorCode::invalid_input, std::string(what) + " '" +
+                                                  std::string(digest.substr(0, 80)) +
+                                                  "' is not a sha256 digest (64 lowercase hexadecimal digits)");
+}
+
+// The file list is line-based with space-separated fields and each member's path last: a value
+// with a line break (or, before the last field, a blank) would change what the list says. What
+// the ingest recorded was validated (PEP 508 name, PEP 440 version, safe member paths); this
+// refuses anything else rather than write a list that reads back differently.
+void require_record_value(std::string_view value, std::string_view what, const std::string& filename,
+                          bool blanks_allowed) {
+    const bool breaks = value.empty() || value.find_first_of(blanks_allowed ? std::string_view("\n\r", 2)
+                                                                             : std::string_view(" \t\n\r", 4)) !=
+                                             std::string_view::npos;
+    if (breaks)
+        throw Error(ErrorCode::integrity, filename + ": " + std::string(what) + " '" + std::string(value) +
+                                              "' cannot be recorded in the store's file list");
+}
+
 std::string serialise(const WheelFiles& w) {
+    require_record_value(w.filename, "file name", w.filename, false);
+    require_record_value(w.name, "Name", w.filename, false);
+    require_record_value(w.version, "Version", w.filename, false);
+    require_record_value(w.dist_info, ".dist-info directory", w.filename, false);
+    for (const auto& f : w.files) {
+        require_digest(f.digest, "object digest");
+        require_record_value(f.path, "member path", w.filename, true);
+    }
     std::ostringstream s;
     s << kFilesHeader << "\n"
       << "wheel " << w.filename << "\n"
@@ -92,6 +132,10 @@ std::optional<WheelFiles> deserialise(const std::string& text, std::string_view 
         !field("files", files))
         return std::nullopt;
     w.root_is_purelib = purelib == "1";
+    // The name builds an install path (.data/headers/<name>), the dist-info one is a directory:
+    // a list that was planted or written by an older envbox must not smuggle a path in.
+    if (!pep::is_valid_name(w.name) || w.dist_info.find('/') != std::string::npos || w.dist_info.starts_with("."))
+        return std::nullopt;
     try {
         count = std::stoull(files);
     } catch (const std::exception&) {
@@ -106,7 +150,7 @@ std::optional<WheelFiles> deserialise(const std::string& text, std::string_view 
         std::string_view l = rest.substr(0, nl);
         rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
         // digest(64) ' ' x|- ' ' size ' ' path
-        if (l.size() < 70 || l[64] != ' ' || l[66] != ' ') return std::nullopt;
+        if (l.size() < 70 || l[64] != ' ' || l[66] != ' ' || !pep::is_sha256_hex(l.substr(0, 64))) return std::nullopt;
         WheelFile f;
         f.digest = std::string(l.substr(0, 64));
         f.executable = l[65] == 'x';
@@ -177,6 +221,7 @@ fs::path Store::object_path(std::string_view digest, bool executable) const {
 }
 
 std::string Store::object_relpath(std::string_view digest, bool executable) const {
+    require_digest(digest, "object");
     std::string rel;
     rel.reserve(digest.size() + 4);
     rel.append(digest.substr(0, 2)).append("/").append(digest.substr(2));
@@ -185,6 +230,7 @@ std::string Store::object_relpath(std::string_view digest, bool executable) cons
 }
 
 std::optional<WheelFiles> Store::load_wheel(std::string_view wheel_sha256) const {
+    require_digest(wheel_sha256, "wheel");
     fs::path p = root() / "wheels" / std::string(wheel_sha256) / "files";
     std::error_code ec;
     if (!fs::exists(p, ec)) return std::nullopt;
@@ -259,11 +305,18 @@ struct Ingest::Impl {
         WheelFile& f = files[k];
         const bool keep_text = f.path.ends_with(".dist-info/RECORD") || f.path.ends_with(".dist-info/WHEEL") ||
                                f.path.ends_with(".dist-info/METADATA");
+        if (keep_text) {
+            const std::string_view leaf = std::string_view(f.path).substr(f.path.rfind('/') + 1);
+            if (f.size > dist_info_text_limit(leaf))
+                throw member_error("member '" + f.path + "' is " + std::to_string(f.size) + " bytes; envbox reads at most " +
+                                   std::to_string(dist_info_text_limit(leaf)) + " bytes of a wheel's " + std::string(leaf));
+        }
         // Objects are created read-only from the start (the descriptor stays writable), with
         // their fixed mtime set through the descriptor: no chmod or utimensat by path later.
         const mode_t mode = object_mode(f.executable);
-        // In memory when small (or a dist-info file read below, whatever its size: torch's
-        // RECORD is megabytes), streamed to a staging file otherwise.
+        // In memory when small (or a dist-info file read below, bounded above: torch's RECORD
+        // is megabytes), streamed to a staging file otherwise. Decoding stops at the first byte
+        // past the size the central directory gives (zip::File::extract).
         const bool in_memory = keep_text || file.members()[member_of[k]].size <= kInMemoryLimit;
         const std::string stream_name = "stream-" + std::to_string(k);
         FdGuard out;
@@ -362,10 +415,28 @@ struct Ingest::Impl {
     }
 };
 
+// The archive must be a regular file of the lock's size: a lock's `path` may name anything
+// (/dev/zero, a FIFO, a file that changed since it was locked), and only a regular file is
+// opened, so nothing blocks or reads without end.
+static void check_archive(const fs::path& archive, const std::string& filename,
+                          std::optional<std::uint64_t> expected_size) {
+    struct stat st {};
+    if (::stat(archive.c_str(), &st) != 0) sys_fail("cannot read " + filename + ":", archive, errno);
+    if (!S_ISREG(st.st_mode))
+        throw Error(ErrorCode::integrity, filename + " (" + archive.string() + ") is not a regular file; nothing was stored");
+    if (expected_size && static_cast<std::uint64_t>(st.st_size) != *expected_size)
+        throw Error(ErrorCode::integrity, "size mismatch for " + filename + " (" + archive.string() + "): the lock says " +
+                                              std::to_string(*expected_size) + " bytes, the file has " +
+                                              std::to_string(st.st_size) + "; nothing was stored");
+}
+
 Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& wheel_sha256,
-               const std::string& filename, bool check_digest) {
+               const std::string& filename, bool check_digest, std::optional<std::uint64_t> expected_size) {
+    // The digest names the staging directory and the file list: checked before any path is built.
+    require_digest(wheel_sha256, filename + ": wheel");
     auto parsed_name = pep::WheelFilename::parse(filename);
     if (!parsed_name) throw Error(ErrorCode::invalid_input, parsed_name.error().message());
+    check_archive(archive, filename, expected_size);
     try {
         impl_ = std::make_unique<Impl>(store, archive, wheel_sha256, filename, check_digest, std::move(*parsed_name));
     } catch (Error& e) {
@@ -464,6 +535,33 @@ void Ingest::run_task(std::size_t t) {
     }
 }
 
+// The wheel is the one its file name (and so the lock, whose version must match the file name)
+// says, as pip and uv require: METADATA's Name is a valid PEP 508 name of the file name's
+// project (it also builds the .data/headers install path) and its Version, like the
+// .dist-info directory's, is a PEP 440 version equal to the file name's.
+void Ingest::check_identity(const Impl& im, const WheelFiles& w) {
+    const pep::WheelFilename& file = im.parsed_name;
+    if (!pep::is_valid_name(w.name))
+        throw im.member_error("METADATA Name '" + w.name + "' is not a valid project name");
+    if (pep::canonicalize_name(w.name) != file.canonical_name)
+        throw im.member_error("METADATA Name '" + w.name + "' is not the project of the file name ('" + file.name + "')");
+    const std::string wanted = file.version.str();
+    auto version = pep::Version::try_parse(w.version);
+    if (!version || w.version.find_first_of(" \t\r\n") != std::string::npos)
+        throw im.member_error("METADATA Version '" + w.version + "' is not a PEP 440 version (the file name says " + wanted +
+                              "); refusing to install it");
+    if (*version != file.version)
+        throw im.member_error("METADATA Version " + w.version + " differs from the version in the file name and the lock, " +
+                              wanted + "; refusing to install it as either");
+    // "name-VERSION.dist-info"; finish found the dash already.
+    const std::size_t end = w.dist_info.size() - std::string_view(".dist-info").size();
+    const std::string dir_version = w.dist_info.substr(w.dist_info.rfind('-', end) + 1, end - w.dist_info.rfind('-', end) - 1);
+    auto dir_parsed = pep::Version::try_parse(dir_version);
+    if (!dir_parsed || *dir_parsed != file.version)
+        throw im.member_error("the .dist-info directory " + w.dist_info + " names version " + dir_version +
+                              ", the file name and the lock " + wanted + "; refusing to install it");
+}
+
 WheelFiles Ingest::finish(IngestStats* stats) {
     Impl& im = *impl_;
     const std::string& filename = im.filename;
@@ -511,6 +609,7 @@ WheelFiles Ingest::finish(IngestStats* stats) {
         if (key == "version" && w.version.empty()) w.version = v;
     }
     if (w.name.empty() || w.version.empty()) throw im.member_error("METADATA lacks Name or Version");
+    check_identity(im, w);
 
     // RECORD: every member listed with a matching sha256 and size, nothing listed that is missing.
     const std::string record_path = w.dist_info + "/RECORD";
@@ -588,6 +687,12 @@ std::optional<std::string> read_dist_info_file(const fs::path& wheel, std::strin
         zip::File file(wheel.string());
         auto i = zip::find_dist_info(file.members(), leaf);
         if (!i) return std::nullopt;
+        const zip::Member& m = file.members()[*i];
+        if (m.size > dist_info_text_limit(leaf))
+            throw Error(ErrorCode::integrity, wheel.string() + ": member '" + m.name + "' is " + std::to_string(m.size) +
+                                                  " bytes; envbox reads at most " +
+                                                  std::to_string(dist_info_text_limit(leaf)) + " bytes of a wheel's " +
+                                                  std::string(leaf));
         return file.read(*i);
     } catch (Error& e) {
         if (e.code() == ErrorCode::integrity)

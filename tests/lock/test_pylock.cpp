@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "envbox/lock/pylock.hpp"
+#include "envbox/pep/digest.hpp"
 
 using namespace envbox;
 
@@ -17,11 +18,11 @@ index = "https://download.pytorch.org/whl/cu128"
 [[packages.wheels]]
 url = "https://download.pytorch.org/whl/cu128/torch-2.11.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl"
 size = 900000000
-hashes = { sha256 = "AB12" }
+hashes = { sha256 = "AB12000000000000000000000000000000000000000000000000000000000000" }
 
 [[packages.wheels]]
 url = "https://download.pytorch.org/whl/cu128/torch-2.11.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl"
-hashes = { sha256 = "cd34" }
+hashes = { sha256 = "cd34000000000000000000000000000000000000000000000000000000000000" }
 
 [[packages]]
 name = "nvidia-cublas-cu12"
@@ -30,7 +31,7 @@ marker = "platform_machine == 'x86_64'"
 
 [[packages.wheels]]
 url = "https://pypi.org/nvidia_cublas_cu12-12.8.4.1-py3-none-manylinux_2_27_x86_64.whl"
-hashes = { sha256 = "ef56" }
+hashes = { sha256 = "ef56000000000000000000000000000000000000000000000000000000000000" }
 )";
 }  // namespace
 
@@ -45,7 +46,7 @@ TEST_CASE("a torch lock selects the target's wheels") {
     REQUIRE(sel->size() == 2);
     CHECK((*sel)[0].file->filename() ==
           "torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl");
-    CHECK((*sel)[0].file->sha256() == "ab12");
+    CHECK((*sel)[0].file->sha256() == "ab12000000000000000000000000000000000000000000000000000000000000");  // stored lowercase
     CHECK((*sel)[0].file->size == 900000000u);
 
     // aarch64: the marker drops cublas, and no torch wheel fits.
@@ -73,7 +74,8 @@ TEST_CASE("lock errors name the file, the line and the key") {
         {"lock-version = \"1.0\"\ncreated-by = \"x\"\npackages = []\nrequires-python = \">=3.10,<\"\n",
          "pylock.bad.toml:4: invalid specifier"},
         {"lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"a\"\nversion = \"2.0\"\n"
-         "wheels = [{ url = \"https://x/a-1.0-py3-none-any.whl\", hashes = { sha256 = \"00\" } }]\n",
+         "wheels = [{ url = \"https://x/a-1.0-py3-none-any.whl\", hashes = { sha256 = "
+         "\"0000000000000000000000000000000000000000000000000000000000000000\" } }]\n",
          "Version in 'a-1.0-py3-none-any.whl' is not consistent with package version '2.0'"},
         {"lock-version = \"1.0\"\ncreated-by = \n", "pylock.bad.toml:2:"},
     };
@@ -83,5 +85,45 @@ TEST_CASE("lock errors name the file, the line and the key") {
         REQUIRE_FALSE(lock.ok());
         CHECK(lock.error().code() == ErrorCode::invalid_input);
         CHECK_THAT(lock.error().message(), Catch::Contains(r.expect));
+    }
+}
+
+// A digest becomes part of file names (store, download cache, staging): only 64 hex digits.
+TEST_CASE("a lock's sha256 that is not 64 hex digits is refused with its line") {
+    auto doc = [](const std::string& sha, const std::string& algo = "sha256") {
+        return "lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"a\"\nversion = \"1.0\"\n\n"
+               "[[packages.wheels]]\nurl = \"https://x/a-1.0-py3-none-any.whl\"\nhashes = { " + algo + " = \"" + sha +
+               "\" }\n";
+    };
+    const std::string good(64, 'a');
+    struct Row { std::string sha, algo; };
+    const Row bad[] = {
+        {"../../../../tmp/x", "sha256"},
+        {"../../../../tmp/" + std::string(48, 'a'), "sha256"},  // 64 characters, not hex
+        {good.substr(1), "sha256"},                              // 63
+        {good + "0", "sha256"},                                  // 65
+        {"", "sha256"},
+        {std::string(63, 'a') + "/", "sha256"},
+        {std::string(63, 'a') + "\\n", "sha256"},
+        {std::string(62, 'a') + " a", "sha256"},
+        {std::string(64, 'g'), "sha256"},
+        {"../x", "sha512"},
+        {"", "md5"},
+    };
+    for (const auto& r : bad) {
+        INFO(r.algo << " = " << r.sha);
+        auto lock = lock::Pylock::parse(doc(r.sha, r.algo), "pylock.evil.toml");
+        REQUIRE_FALSE(lock.ok());
+        CHECK(lock.error().code() == ErrorCode::invalid_input);
+        CHECK_THAT(lock.error().message(), Catch::Contains("pylock.evil.toml:9: Invalid " + r.algo + " digest"));
+        CHECK_THAT(lock.error().message(), Catch::Contains("in 'packages[0].wheels[0].hashes." + r.algo + "'"));
+        // The spec's own reading (pypa/packaging) takes any string.
+        CHECK(lock::Pylock::parse(doc(r.sha, r.algo), "pylock.evil.toml", lock::DigestCheck::spec).ok());
+    }
+    for (const std::string& sha : std::vector<std::string>{good, std::string(64, 'F'),
+                                                   "0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef"}) {
+        auto lock = lock::Pylock::parse(doc(sha), "pylock.toml");
+        REQUIRE(lock.ok());
+        CHECK(pep::is_sha256_hex(*lock->packages[0].wheels[0].sha256()));
     }
 }

@@ -30,6 +30,10 @@ struct Generation {
     std::string environment;        ///< the environment's name (its venv prompt)
     std::string link_mode;          ///< how files were placed: hardlink, reflink or copy
     std::vector<GenerationPackage> packages;
+    /// Non-empty when `.envbox/info` exists but cannot be read as written (an unknown header,
+    /// a malformed line: a record an older envbox let a hostile value break): what is wrong.
+    /// `packages` may then lack what the generation uses, so nothing may be deleted on its word.
+    std::string damaged;
 };
 
 /// `gen-N` directory name.
@@ -44,7 +48,10 @@ std::optional<Generation> current_generation(const std::filesystem::path& env_di
 /// Reads `gen/.envbox/info` (and the stamp); nullopt when absent or unreadable.
 std::optional<Generation> read_generation(const std::filesystem::path& gen_path);
 
-/// Writes `.envbox/info` and `.envbox/pylock.toml` (the lock text) into `gen.path`.
+/// Writes `.envbox/info` and `.envbox/pylock.toml` (the lock text) into `gen.path`. The record
+/// (format 2) percent-encodes every value, so no value — a Version with a blank, a folded
+/// header's line break — can shift a field or add a line; format 1 records are still read.
+/// Throws (`integrity`) for a package without a sha256 wheel digest, name, version or file name.
 void write_generation_record(const Generation& gen, const std::string& lock_text);
 
 /// Makes the generation durable (syncfs) and writes its completion stamp (fsynced).

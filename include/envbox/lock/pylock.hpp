@@ -77,6 +77,15 @@ struct Package {
     int line = 0;
 };
 
+/// How `Pylock::parse` reads hash values.
+enum class DigestCheck {
+    /// envbox's reading, for every lock it uses: each value is hexadecimal and a `sha256` is
+    /// exactly 64 digits (any case, stored lowercase), since digests become file names.
+    strict,
+    /// The spec's reading, as pypa/packaging's reader: any string (for conformance tests).
+    spec,
+};
+
 /// A parsed, validated lock file.
 struct Pylock {
     pep::Version lock_version;
@@ -91,7 +100,8 @@ struct Pylock {
 
     /// Parses and validates `text`. `source` names the file in errors, which read
     /// "SOURCE:LINE: … in 'packages[3].wheels[0].hashes'" and carry ErrorCode::invalid_input.
-    static Result<Pylock> parse(std::string_view text, std::string_view source);
+    static Result<Pylock> parse(std::string_view text, std::string_view source,
+                                DigestCheck digests = DigestCheck::strict);
 };
 
 /// What to install a package from, as chosen by `select`.

@@ -89,8 +89,15 @@ class Ingest {
 public:
     /// `check_digest`: also hash the archive (as one more task) and require `wheel_sha256`;
     /// false when the caller verified the bytes already (a download hashed while it streamed).
+    /// `wheel_sha256` must be 64 lowercase hex digits (else `invalid_input`, before any path is
+    /// built from it); `archive` must be a regular file (never a device or a FIFO) of
+    /// `expected_size` bytes when given (the lock's `size`, checked for local paths too), else
+    /// `integrity`. WHEEL, METADATA and RECORD are read into memory only up to 1, 16 and 64 MiB;
+    /// METADATA's Name must be a valid name of the file name's project and its Version (and the
+    /// .dist-info directory's) a PEP 440 version equal to the file name's (`integrity`).
     Ingest(const Store& store, const std::filesystem::path& archive, const std::string& wheel_sha256,
-           const std::string& filename, bool check_digest);
+           const std::string& filename, bool check_digest,
+           std::optional<std::uint64_t> expected_size = std::nullopt);
     ~Ingest();
     Ingest(const Ingest&) = delete;
     Ingest& operator=(const Ingest&) = delete;
@@ -108,6 +115,7 @@ public:
 
 private:
     struct Impl;
+    static void check_identity(const Impl& im, const WheelFiles& w);
     std::unique_ptr<Impl> impl_;
 };
 
@@ -122,13 +130,17 @@ public:
     const std::filesystem::path& home() const { return home_; }
     std::filesystem::path root() const { return home_ / "store-v1"; }
     std::filesystem::path tmp_dir() const { return home_ / "tmp"; }
+    /// Where an object lives. `digest` must be 64 lowercase hex digits: anything else throws
+    /// (`invalid_input`) and no path is built, whoever passes it.
     std::filesystem::path object_path(std::string_view digest, bool executable) const;
-    /// The object's path relative to `objects_dir_fd()` ("ab/cdef…", "ab/cdef….x").
+    /// The object's path relative to `objects_dir_fd()` ("ab/cdef…", "ab/cdef….x"); same check.
     std::string object_relpath(std::string_view digest, bool executable) const;
     /// An open descriptor of `store-v1/objects/sha256`, for *at() calls.
     int objects_dir_fd() const { return objects_fd_; }
 
-    /// The published file list of a wheel, if it was ingested before.
+    /// The published file list of a wheel, if it was ingested before. `wheel_sha256` must be 64
+    /// lowercase hex digits (else `invalid_input`); a list whose digests, name or format are
+    /// not what an ingest writes is reported damaged (`integrity`), never half-read.
     std::optional<WheelFiles> load_wheel(std::string_view wheel_sha256) const;
 
     /// `w`'s objects that are missing or touched (`object_touched`), with, for the first, what

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "envbox/index/http.hpp"
 #include "envbox/pep/name.hpp"
 
 namespace envbox::resolve {
@@ -519,7 +520,7 @@ private:
         if (r.url)
             throw Error(ErrorCode::invalid_input, (from == kRoot ? std::string("a requirement") : pkg.name + " " +
                                                   pkg.candidates[v].version.str()) +
-                                                      " asks for " + r.name + " from a URL (" + *r.url +
+                                                      " asks for " + r.name + " from a URL (" + index::redact_url(*r.url) +
                                                       "); envbox locks packages from indexes");
         std::string base = pep::canonicalize_name(r.name);
         std::vector<std::string> extras{""};

@@ -82,7 +82,8 @@ std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vecto
 
 std::string direct_url_json(const Item& item) {
     const lock::FileRef& f = *item.file;
-    std::string url = f.url ? *f.url : "file://" + (f.path ? *f.path : item.filename);
+    // PEP 610: the recorded URL carries no credentials.
+    std::string url = f.url ? index::strip_userinfo(*f.url) : "file://" + (f.path ? *f.path : item.filename);
     return "{\"archive_info\": {\"hash\": \"sha256=" + item.sha256 + "\", \"hashes\": {\"sha256\": \"" +
            item.sha256 + "\"}}, \"url\": " + json_quote(url) + "}";
 }
@@ -353,7 +354,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
             if (!index::local_artifact_path(req, lock_path.parent_path()) &&
                 !fs::exists(index::download_path(downloads_dir, req.sha256), exists_ec))
                 throw Error(ErrorCode::network, "--offline: " + items[i].filename +
-                                                    " is not in the store and would be downloaded from " + req.location);
+                                                    " is not in the store and would be downloaded from " + index::redact_url(req.location));
         }
     }
     index::HttpClient http(ctx.home / "cache" / "http", opt.offline);
@@ -396,7 +397,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
             fn();
         } catch (Error& e) {
             if (e.code() == ErrorCode::integrity) pending[static_cast<std::size_t>(&item - items.data())].failed = true;
-            e.add_context("fetching " + item.package->name + " from " + location);
+            e.add_context("fetching " + item.package->name + " from " + index::redact_url(location));
             throw;
         }
     };

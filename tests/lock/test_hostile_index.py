@@ -340,6 +340,15 @@ class Credentials(Base):
         self.assertEqual(r.returncode, 0, r)
         self.assertIn(f'{files.url}/files/{self.wheel_name}', self.lock_text(root))
         self.assertNotIn("PW-IN-LINK", self.lock_text(root) + r.stdout + r.stderr)
+        # A lock written by hand with a password in a URL: create does not print it.
+        lock_path = os.path.join(root, "manifests", "pylock.env.toml")
+        text = self.lock_text(root).replace(files.url, dead_url.replace("://", "://carol:PW-IN-LOCK@"))
+        with open(lock_path, "w") as f:
+            f.write(text)
+        r = self.envbox(root, "create", "env", env={"ENVBOX_HTTP_TIMEOUT": "2"})
+        self.assertEqual(r.returncode, 4, r)
+        self.assertNotIn("PW-IN-LOCK", r.stdout + r.stderr)
+        self.assertIn("***@", r.stderr)
 
 
 class Hangs(Base):

@@ -104,6 +104,42 @@ void pread_into(int fd, void* buf, std::size_t length, std::uint64_t offset, con
     }
 }
 
+// What readers disagree on or refuse, in one central-directory entry: a name with a NUL (CPython
+// cuts it there), a "version needed" CPython refuses (above 6.3), flags for strong encryption,
+// patched data or a masked directory, an entry starting on another disk.
+void refuse_unreadable_entry(const Member& m, unsigned version_needed, std::uint64_t disk) {
+    if (m.name.find('\0') != std::string::npos) bad("a zip member name holds a NUL byte");
+    if (version_needed > 63)
+        bad(quoted(m) + " needs zip version " + std::to_string(version_needed / 10) + "." +
+            std::to_string(version_needed % 10) + " to extract");
+    if (m.flags & (0x0020 | 0x0040 | 0x2000))
+        bad(quoted(m) + " uses patched data, strong encryption or a masked directory (flags " +
+            std::to_string(m.flags) + ")");
+    if (disk != 0) bad("the zip archive spans several disks");
+}
+
+// An Info-ZIP Unicode Path field (0x7075) renames the member in the readers that honour it
+// (libarchive, CPython 3.12) and not in the others: refused unless it names the same file.
+void refuse_unicode_path(const Member& m, std::string_view field) {
+    if (field.size() < 5 || field.substr(5) != m.name)
+        bad(quoted(m) + " has a Unicode Path extra field naming another file (it reads differently by tool)");
+}
+
+// The local header's method, flags and (without a data descriptor) CRC-32 and sizes must be
+// the central directory's: readers that stream an archive take the local ones.
+void refuse_local_disagreement(const Member& m, std::string_view local) {
+    const std::uint64_t flags = le(local, 6, 2);
+    bool same = le(local, 8, 2) == m.method && (flags & 1) == (m.flags & 1u);
+    if (same && !(flags & 8)) {
+        auto agrees = [&](std::size_t at, std::uint64_t central) {
+            std::uint64_t v = le(local, at, 4);
+            return v == 0xFFFFFFFF || v == (central & 0xFFFFFFFF);  // zip64: in the local extra field
+        };
+        same = agrees(14, m.crc32) && agrees(18, m.compressed_size) && agrees(22, m.size);
+    }
+    if (!same) bad(quoted(m) + "'s local header disagrees with the central directory (method, flags, CRC-32 or sizes)");
+}
+
 std::string pread_exact(int fd, std::uint64_t offset, std::uint64_t length, const std::string& path) {
     std::string out(length, '\0');
     pread_into(fd, out.data(), out.size(), offset, path);
@@ -132,13 +168,25 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
         }
     }
     if (eocd == std::string::npos) bad("not a zip archive (no end-of-central-directory record)");
+    // Another end-record signature after the one used is one that other readers take instead
+    // (CPython's zipfile takes the last signature, fitting or not): the archive would read
+    // differently by tool.
+    if (tail.find(std::string_view("PK\x05\x06", 4), eocd + 1) != std::string::npos)
+        bad("the zip archive has a second end-of-central-directory record (it reads differently by tool)");
     std::uint64_t entries = le(tail, eocd + 10, 2), cd_size = le(tail, eocd + 12, 4), cd_offset = le(tail, eocd + 16, 4);
+    // Spanned (multi-disk) archives: wheels never are, and readers disagree on them.
+    if (le(tail, eocd + 4, 2) != 0 || le(tail, eocd + 6, 2) != 0 || le(tail, eocd + 8, 2) != entries)
+        bad("the zip archive spans several disks");
     std::uint64_t end_of_cd = tail_start + eocd;
     if (entries == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
         if (eocd < 20 || le(tail, eocd - 20, 4) != kEnd64LocatorSig) bad("zip64 archive without its end-record locator");
         std::uint64_t z64 = le(tail, eocd - 20 + 8, 8);
+        if (le(tail, eocd - 20 + 4, 4) != 0 || le(tail, eocd - 20 + 16, 4) > 1)
+            bad("the zip archive spans several disks");
         std::string rec = bytes(z64, 56);
         if (le(rec, 0, 4) != kEnd64Sig) bad("damaged zip64 end-of-central-directory record");
+        if (le(rec, 16, 4) != 0 || le(rec, 20, 4) != 0 || le(rec, 24, 8) != le(rec, 32, 8))
+            bad("the zip archive spans several disks");
         entries = le(rec, 32, 8);
         cd_size = le(rec, 40, 8);
         cd_offset = le(rec, 48, 8);
@@ -165,12 +213,14 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
         m.local_offset = le(cd, p + 42, 4);
         if (p + 46 + name_len + extra_len + comment_len > cd.size()) bad("damaged zip central directory (entry overruns it)");
         m.name = cd.substr(p + 46, name_len);
+        refuse_unreadable_entry(m, static_cast<unsigned>(le(cd, p + 6, 1)), le(cd, p + 34, 2));
         // Zip64: the 0x0001 extra field holds, in this order, whichever of size, compressed
         // size and offset are saturated in the fixed header.
         std::size_t e = p + 46 + name_len, end = e + extra_len;
         while (e + 4 <= end) {
             std::uint64_t id = le(cd, e, 2), len = le(cd, e + 2, 2);
             if (e + 4 + len > end) bad("damaged zip extra field for '" + m.name + "'");
+            if (id == 0x7075) refuse_unicode_path(m, std::string_view(cd).substr(e + 4, len));
             if (id == 1) {
                 std::size_t f = e + 4, fend = f + len;
                 auto take = [&](std::uint64_t& v) {
@@ -217,6 +267,17 @@ std::uint64_t data_offset(const Member& m, std::string_view local) {
     std::size_t name_len = le(local, 26, 2), extra_len = le(local, 28, 2);
     if (local.size() < 30 + name_len || local.substr(30, name_len) != m.name)
         bad(quoted(m) + "'s local header names another file (" + std::string(local.substr(30, std::min(name_len, local.size() - 30))) + ")");
+    refuse_local_disagreement(m, local);
+    // The local extra field, when the caller read it: a Unicode Path field there renames the
+    // member for libarchive as one in the directory does.
+    if (local.size() >= 30 + name_len + extra_len) {
+        for (std::size_t e = 30 + name_len, end = e + extra_len; e + 4 <= end;) {
+            std::uint64_t id = le(local, e, 2), len = le(local, e + 2, 2);
+            if (e + 4 + len > end) bad("damaged zip extra field in the local header of '" + m.name + "'");
+            if (id == 0x7075) refuse_unicode_path(m, local.substr(e + 4, len));
+            e += 4 + len;
+        }
+    }
     return m.local_offset + 30 + name_len + extra_len;
 }
 
@@ -245,6 +306,8 @@ File::~File() {
 void File::extract(std::size_t i, const Sink& sink) const {
     const Member& m = members_.at(i);
     std::string local = pread_exact(fd_, m.local_offset, 30 + m.name.size(), path_);
+    if (std::uint64_t extra = le(local, 28, 2); extra > 0 && m.local_offset + local.size() + extra <= size_)
+        local += pread_exact(fd_, m.local_offset + local.size(), extra, path_);
     std::uint64_t at = data_offset(m, local);
     if (at + m.compressed_size > size_) bad(quoted(m) + " is truncated");
     std::uint64_t left = m.compressed_size;

@@ -116,7 +116,8 @@ bad(os.path.join(out, "encrypted.zip"), "encrypted")
 
 b = simple("a.txt", text, zipfile.ZIP_DEFLATED)
 cd = b.rfind(b"PK\x01\x02")
-struct.pack_into("<I", b, cd + 24, 1000)  # says it inflates to 1000 bytes
+struct.pack_into("<I", b, cd + 24, 1000)  # says it inflates to 1000 bytes (both headers)
+struct.pack_into("<I", b, 22, 1000)
 open(os.path.join(out, "bomb.zip"), "wb").write(b)
 bad(os.path.join(out, "bomb.zip"), "more than the 1000 bytes")
 

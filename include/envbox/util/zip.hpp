@@ -44,12 +44,17 @@ constexpr std::uint64_t kTailSize = 65536 + 22;
 /// Parses the central directory of an archive of `file_size` bytes whose last bytes are `tail`.
 /// Bytes before the tail come from `read_at`. Throws `Error` (integrity) naming the problem for
 /// anything that is not a well-formed zip: no end record, a directory outside the file, a
-/// member whose data would lie outside the file or overlap the directory, encryption.
+/// member whose data would lie outside the file or overlap the directory, encryption; and what
+/// zip readers disagree on (tests/util/test_zip_differential.py): a second end record, a
+/// spanned archive, a NUL in a name, a "version needed" above 6.3, patched data or a masked
+/// directory, a Unicode Path field naming another file.
 std::vector<Member> read_directory(std::uint64_t file_size, const std::string& tail, const ReadAt& read_at);
 
 /// Offset of a member's data, from its local header (at least the first 30 + name bytes of it,
-/// starting at `member.local_offset`). Throws when the local header is damaged or names another
-/// file than the central directory does (archives that read differently by tool are refused).
+/// starting at `member.local_offset`; with its extra field too, that is checked as well). Throws
+/// when the local header is damaged or disagrees with the central directory on the name, method,
+/// flags, or (without a data descriptor) CRC-32 and sizes, or has a Unicode Path field naming
+/// another file: archives that read differently by tool are refused.
 std::uint64_t data_offset(const Member& member, std::string_view local_header);
 
 /// Receives a member's bytes in order, in chunks.

@@ -23,10 +23,18 @@ std::string_view op_text(MarkerOp op) {
     return "?";
 }
 
+// A literal as the parser reads it back: double-quoted unless it holds a `"`, and a backslash,
+// or the chosen quote inside, escaped with a backslash (the parser takes `\\`, `\'` and `\"`), so
+// str() of a parsed marker parses to the same marker whatever the value holds.
 std::string operand_str(const MarkerOperand& o) {
     if (o.is_variable) return o.text;
     char q = o.text.find('"') == std::string::npos ? '"' : '\'';
-    return q + o.text + q;
+    std::string out(1, q);
+    for (char c : o.text) {
+        if (c == '\\' || c == q) out += '\\';
+        out += c;
+    }
+    return out + q;
 }
 
 std::string comparison_str(const MarkerComparison& c) {

@@ -147,6 +147,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
         spec.options(*sub);
         sub->callback(spec.run);
     }
+    register_init(app, global);
     app.require_subcommand(0, 1);
 }
 

@@ -39,6 +39,9 @@ void run_doctor(const GlobalOptions& global);
 void run_diff(const GlobalOptions& global, const std::string& a, const std::string& b, const std::string& format,
               const std::string& textconv_file);
 
+// Commands registered by their own file, each with its own options struct.
+void register_init(CLI::App& app, const GlobalOptions& global);
+
 /// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
 /// else the nearest directory upward holding manifests/), jobs, a progress renderer.
 ops::Context make_context(const GlobalOptions& global, ops::Progress& progress);

@@ -1,0 +1,45 @@
+#pragma once
+/// `envbox init ENV`: a first manifest for this machine, so nobody has to know a platform tag.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "envbox/env/interpreter.hpp"
+#include "envbox/ops/context.hpp"
+
+namespace envbox::ops {
+
+struct InitOptions {
+    std::string env;
+    std::optional<std::string> python;  ///< "3.12"; absent: the default interpreter's version
+    std::optional<std::string> cuda;    ///< "12.8" or "13.0": the PyTorch index for that line
+};
+
+struct InitResult {
+    std::filesystem::path manifest;  ///< the file written
+    env::Interpreter interpreter;    ///< the interpreter found (its version is the manifest's)
+    std::string platform;            ///< the platform tag written
+    std::optional<std::string> cuda;
+    std::string cuda_index;          ///< the PyTorch index URL of `cuda`, when set
+    std::string text;                ///< what was written
+};
+
+/// The platform tag of the machine `interpreter` runs on: `manylinux_<glibc>_<machine>`.
+/// Throws (invalid_input, exit 3) when the interpreter reports no glibc (musl, macOS), naming
+/// `env`'s manifest as the place to write one.
+std::string host_platform(const env::Interpreter& interpreter, const std::string& env);
+
+/// The manifest text `init` writes: the interpreter's X.Y and `platform`, PyPI as the index,
+/// and with `cuda` the PyTorch index for that line, `explicit`, as the `[sources]` of torch,
+/// torchvision, torchaudio and triton. Every key is one `lock::Manifest::parse` knows.
+std::string initial_manifest(const std::string& python_xy, const std::string& platform,
+                             const std::optional<std::string>& cuda, const std::string& comment);
+
+/// Writes `ctx.project_root/manifests/ENV.toml` (creating `manifests/`), finding the interpreter
+/// as create does (`ENVBOX_PYTHON`, PATH, …). Never replaces a file: an existing manifest is
+/// an error (exit 1) naming it, and a concurrent init loses cleanly (the file is linked into
+/// place, never renamed over). Throws usage (exit 2) for a bad name, version or CUDA line.
+InitResult init(const Context& ctx, const InitOptions& options);
+
+}  // namespace envbox::ops

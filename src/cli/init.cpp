@@ -1,0 +1,52 @@
+// envbox init ENV [--python X.Y] [--cuda 12.8|13.0|none]
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/progress.hpp"
+#include "envbox/ops/init.hpp"
+
+namespace envbox::cli {
+namespace {
+
+struct InitCommand {
+    std::string env, python, cuda = "none";
+};
+
+void run_init(const GlobalOptions& global, const InitCommand& cmd) {
+    ConsoleProgress progress(global.verbosity, false);
+    // The project is the one named, else this directory: init starts a project, it does not
+    // look for one upward.
+    GlobalOptions here = global;
+    if (here.project.empty()) here.project = std::filesystem::current_path().string();
+    ops::Context ctx = make_context(here, progress);
+    ops::InitOptions opt;
+    opt.env = cmd.env;
+    if (!cmd.python.empty()) opt.python = cmd.python;
+    if (cmd.cuda != "none") opt.cuda = cmd.cuda;
+    ops::InitResult r = ops::init(ctx, opt);
+    if (global.verbosity < 0) return;
+    std::fprintf(stderr, "Detected CPython %s (%s) on %s\n", r.interpreter.full_version.c_str(),
+                 r.interpreter.executable.c_str(), r.platform.c_str());
+    if (r.cuda)
+        std::fprintf(stderr, "CUDA %s: torch, torchvision, torchaudio and triton come from %s only\n",
+                     r.cuda->c_str(), r.cuda_index.c_str());
+    std::fprintf(stderr, "Wrote %s; add requirements to it, then `envbox create %s`\n", r.manifest.c_str(),
+                 cmd.env.c_str());
+}
+
+}  // namespace
+
+void register_init(CLI::App& app, const GlobalOptions& global) {
+    auto cmd = std::make_shared<InitCommand>();
+    CLI::App* c = app.add_subcommand("init", "Write manifests/ENV.toml for this machine's interpreter and platform");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("--python", cmd->python, "Interpreter version X.Y (default: the python3 envbox finds)");
+    c->add_option("--cuda", cmd->cuda, "CUDA line whose PyTorch index serves the torch family: 12.8, 13.0 or none")
+        ->check(CLI::IsMember({"12.8", "13.0", "none"}))
+        ->capture_default_str();
+    c->callback([&global, cmd] { run_init(global, *cmd); });
+}
+
+}  // namespace envbox::cli

@@ -299,6 +299,43 @@ struct Ingest::Impl {
 
     Error member_error(const std::string& what) const { return Error(ErrorCode::integrity, filename + ": " + what); }
 
+    // Before any member is decoded: each member's size in the zip directory must be RECORD's,
+    // so decoding (which stops at the first byte past the directory's size) never writes more
+    // than RECORD lists. Reads RECORD alone (bounded by kMaxRecord); anything else wrong with
+    // RECORD is left to `finish`, which reports it with the rest.
+    void check_sizes_against_record() {
+        std::optional<std::size_t> record;
+        for (std::size_t k = 0; k < files.size(); ++k) {
+            const std::string& p = files[k].path;
+            if (p.ends_with(".dist-info/RECORD") && p.find('/') == p.size() - 7) {
+                if (record) return;  // several .dist-info directories: finish refuses the wheel
+                record = k;
+            }
+        }
+        if (!record) return;
+        if (files[*record].size > kMaxRecord)
+            throw member_error("member '" + files[*record].path + "' is " + std::to_string(files[*record].size) +
+                               " bytes; envbox reads at most " + std::to_string(kMaxRecord) + " bytes of a wheel's RECORD");
+        std::string text;
+        try {
+            text = file.read(member_of[*record]);
+        } catch (Error& e) {
+            if (e.code() == ErrorCode::integrity) throw member_error(e.what());
+            throw;
+        }
+        auto rows = pep::parse_record(text);
+        if (!rows) return;
+        std::unordered_map<std::string, const pep::RecordRow*> by_path;
+        by_path.reserve(rows->size());
+        for (const auto& row : *rows)
+            if (!row.size.empty())
+                if (auto norm = pep::safe_member_path(row.path)) by_path.emplace(std::move(*norm), &row);
+        for (const WheelFile& f : files)
+            if (auto it = by_path.find(f.path); it != by_path.end() && it->second->size != std::to_string(f.size))
+                throw member_error("size mismatch for '" + it->second->path + "': RECORD says " + it->second->size +
+                                   " bytes, the zip directory " + std::to_string(f.size) + "; nothing was decoded");
+    }
+
     // Hashes file k's member and stages its object unless the store (or this ingest) has it.
     void ingest_file(std::size_t k, std::string& content) {
         static const struct timespec object_times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
@@ -474,6 +511,7 @@ Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& w
     }
     im.digests.resize(im.files.size());
     im.texts.resize(im.files.size());
+    im.check_sizes_against_record();
 
     // Tasks: a member of 4 MiB or more alone, smaller ones in archive-order batches of about
     // that much work (each file also costs a few system calls, counted as 16 KiB).

@@ -376,6 +376,44 @@ class VersionMismatch(Sandbox):
         self.run_envbox("create", "env", "--frozen", check=True)
 
 
+class MemberSizes(Sandbox):
+    """A member's size in the zip directory must be RECORD's before a byte is decoded: a
+    directory that claims a gigabyte RECORD never listed writes nothing (exit 5)."""
+
+    def test_directory_size_unlike_records_is_refused_before_decoding(self):
+        w = Wheel("bomb", "1.0", {"bomb/__init__.py": "", "bomb/zeros.bin": b"\0" * 30_000_000})
+
+        def shrink(rows):
+            return [(p, h, "10" if p == "bomb/zeros.bin" else n) for p, h, n in rows]
+        w.record_override = shrink
+        write_lock(os.path.join(self.project, "manifests", "pylock.env.toml"), [w.build(self.wheels)])
+        r = self.run_envbox("create", "env", "--frozen")
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("size mismatch for 'bomb/zeros.bin': RECORD says 10 bytes, the zip directory 30000000; "
+                      "nothing was decoded", r.stderr)
+        self.assertEqual(os.listdir(os.path.join(self.home, "tmp")), [])
+
+    def test_oversized_dist_info_texts_are_refused(self):
+        for leaf, size in [("METADATA", 17 << 20), ("WHEEL", 2 << 20)]:
+            with self.subTest(leaf=leaf):
+                name = f"big{leaf.lower()}"
+                text = (f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\n" if leaf == "METADATA" else
+                        "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n\n")
+                w = PatchedWheel(name, "1.0", {f"{name}/__init__.py": ""})
+                base = w._dist_info_files
+
+                def padded(base=base, leaf=leaf, text=text, w=w):
+                    out = base()
+                    out[f"{w.dist_info}/{leaf}"] = text + "x" * size
+                    return out
+                w._dist_info_files = padded
+                write_lock(os.path.join(self.project, "manifests", f"pylock.{name}.toml"), [w.build(self.wheels)])
+                r = self.run_envbox("create", name, "--frozen")
+                self.assertEqual(r.returncode, 5, r.stderr)
+                self.assertIn(f"envbox reads at most", r.stderr)
+                self.assertIn(f"bytes of a wheel's {leaf}", r.stderr)
+
+
 class LocalSizesAndFiles(Sandbox):
     """A lock's `size` holds for a local path too, and only a regular file is opened."""
 

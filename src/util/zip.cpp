@@ -183,6 +183,8 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
         std::uint64_t z64 = le(tail, eocd - 20 + 8, 8);
         if (le(tail, eocd - 20 + 4, 4) != 0 || le(tail, eocd - 20 + 16, 4) > 1)
             bad("the zip archive spans several disks");
+        // CPython's zipfile reads the zip64 record just before the locator, not where it points.
+        if (z64 != tail_start + eocd - 20 - 56) bad("the zip64 end record is not where its locator says");
         std::string rec = bytes(z64, 56);
         if (le(rec, 0, 4) != kEnd64Sig) bad("damaged zip64 end-of-central-directory record");
         if (le(rec, 16, 4) != 0 || le(rec, 20, 4) != 0 || le(rec, 24, 8) != le(rec, 32, 8))
@@ -194,6 +196,10 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
     }
     if (cd_offset > end_of_cd || cd_size > end_of_cd - cd_offset)
         bad("the zip central directory lies outside the archive");
+    // Bytes between the directory and the end record are what CPython's zipfile takes for data
+    // prepended to the archive, shifting every offset by their count.
+    if (cd_offset + cd_size != end_of_cd)
+        bad("the zip archive has bytes between its central directory and its end record (it reads differently by tool)");
     const std::string cd = bytes(cd_offset, cd_size);
 
     std::vector<Member> members;

@@ -163,6 +163,8 @@ def crafted():
     cases["overrunning-second-end-record.zip"] = good + end_record(1, 10, 0)[:-2] + struct.pack("<H", 500)
     cases["prepended-junk.zip"] = b"#!/bin/sh\nexit 0\n" + good  # a self-extracting archive
     cases["appended-junk.zip"] = good + b"trailing bytes"
+    end = good.rfind(b"PK\x05\x06")
+    cases["junk-before-end-record.zip"] = good[:end] + b"JUNK" + good[end:]  # zipfile: a 4-byte prefix
     # Duplicate names, differing bytes.
     cases["duplicate-names.zip"] = simple_zip([a, (b"a.txt", b"other\n")])
     # Local and central headers disagreeing on the method, the sizes, the extra field.

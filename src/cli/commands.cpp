@@ -148,6 +148,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
         sub->callback(spec.run);
     }
     register_init(app, global);
+    register_export(app, global);
     app.require_subcommand(0, 1);
 }
 

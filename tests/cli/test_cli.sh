@@ -36,5 +36,7 @@ check "run's unknown option before the command" 2 "$envbox" --home "$home" --pro
 check "run's -V after the command is the command's" 1 "$envbox" --home "$home" --project "$home" run nothere python -V
 "$envbox" --home "$home" doctor | grep -q '^run sandbox: ' || { echo "FAIL doctor reports the sandbox"; fail=1; }
 check "init --cuda takes 12.8, 13.0 or none" 2 "$envbox" --home "$home" --project "$home" init env --cuda 11.8
+check "export --format takes requirements-txt or pylock" 2 "$envbox" --home "$home" --project "$home" export env --format conda
+check "export without a lock" 3 "$envbox" --home "$home" --project "$home" export env
 rm -rf "$home"
 exit $fail

@@ -15,6 +15,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 sys.path.insert(0, HERE)
+from wheelgen import Wheel, write_lock  # noqa: E402
 from test_install import PYTHON, keep_or_remove  # noqa: E402
 
 ENVBOX = None
@@ -101,6 +102,90 @@ class Init(unittest.TestCase):
         r = envbox("init", "../x", home=self.home, cwd=self.proj, check=False)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.proj, "manifests", "env.toml")))
+
+
+def add_index(lock_path, url):
+    """Gives every package of a wheelgen lock the `index` URL `url`."""
+    with open(lock_path) as f:
+        text = f.read()
+    text = text.replace("\n\n[[packages.wheels]]", f"\nindex = \"{url}\"\n\n[[packages.wheels]]")
+    with open(lock_path, "w") as f:
+        f.write(text)
+
+
+class Export(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        self.wheels = os.path.join(self.tmp, "wheels")
+        os.makedirs(os.path.join(self.proj, "manifests"))
+        self.paths = [Wheel("alpha", "1.0", {"alpha/__init__.py": "A = 1\n"}).build(self.wheels),
+                      Wheel("Beta_Pkg", "2.0.1", {"beta_pkg.py": "B = 2\n"}).build(self.wheels)]
+        self.lock = os.path.join(self.proj, "manifests", "pylock.env.toml")
+        write_lock(self.lock, self.paths)
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def pip_install(self, req):
+        target = os.path.join(self.tmp, "target")
+        return subprocess.run(["/usr/bin/python3", "-m", "pip", "install", "--disable-pip-version-check",
+                               "--no-deps", "--require-hashes", "--no-index", "--find-links", self.wheels,
+                               "-r", req, "--target", target], capture_output=True, text=True)
+
+    def test_pip_installs_the_exported_requirements_with_hashes(self):
+        add_index(self.lock, "https://user:secret@mirror.example/simple")
+        req = os.path.join(self.tmp, "requirements.txt")
+        r = envbox("export", "env", "-o", req, home=self.home, project=self.proj)
+        self.assertIn("Exported 2 packages", r.stderr)
+        with open(req) as f:
+            text = f.read()
+        self.assertIn("--index-url https://mirror.example/simple\n", text)
+        self.assertNotIn("secret", text)
+        self.assertNotIn("user", text)
+        self.assertIn("alpha==1.0 \\\n    --hash=sha256:", text)
+        self.assertIn("beta-pkg==2.0.1 \\\n", text)
+        r = self.pip_install(req)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        target = os.path.join(self.tmp, "target")
+        self.assertTrue(os.path.exists(os.path.join(target, "alpha", "__init__.py")))
+        self.assertTrue(os.path.exists(os.path.join(target, "beta_pkg.py")))
+        # stdout is the default and gives the same text.
+        self.assertEqual(envbox("export", "env", home=self.home, project=self.proj).stdout, text)
+
+    def test_a_tampered_hash_fails_in_pip(self):
+        req = os.path.join(self.tmp, "requirements.txt")
+        envbox("export", "env", "-o", req, home=self.home, project=self.proj)
+        with open(req) as f:
+            text = f.read()
+        i = text.index("--hash=sha256:") + len("--hash=sha256:")
+        text = text[:i] + ("0" if text[i] != "0" else "1") + text[i + 1:]
+        with open(req, "w") as f:
+            f.write(text)
+        r = self.pip_install(req)
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("HASHES", r.stdout + r.stderr)
+
+    def test_pylock_is_the_lock_as_it_is(self):
+        with open(self.lock) as f:
+            text = f.read()
+        out = os.path.join(self.tmp, "pylock.toml")
+        envbox("export", "env", "--format", "pylock", "-o", out, home=self.home, project=self.proj)
+        with open(out) as f:
+            self.assertEqual(f.read(), text)
+
+    def test_refusals(self):
+        r = envbox("export", "nothere", home=self.home, project=self.proj, check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("envbox lock nothere", r.stderr)
+        r = envbox("export", "env", "--format", "conda", home=self.home, project=self.proj, check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        # A value that would start a line of its own (an option pip obeys) is refused.
+        add_index(self.lock, "https://x.example/simple\\n--index-url https://evil.example")
+        r = envbox("export", "env", home=self.home, project=self.proj, check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertNotIn("evil", r.stdout)
 
 
 if __name__ == "__main__":

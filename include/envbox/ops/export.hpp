@@ -1,0 +1,37 @@
+#pragma once
+/// `envbox export ENV`: the lock in a form other installers read (pip, Docker builds, uv).
+
+#include <filesystem>
+#include <string>
+
+#include "envbox/lock/pylock.hpp"
+#include "envbox/ops/context.hpp"
+
+namespace envbox::ops {
+
+enum class ExportFormat {
+    requirements_txt,  ///< pinned requirements with `--hash` lines, for `pip install --require-hashes`
+    pylock,            ///< the PEP 751 lock itself
+};
+
+struct ExportResult {
+    std::filesystem::path lock;  ///< the lock exported
+    std::string text;            ///< the exported file
+    std::size_t packages = 0;
+};
+
+/// The requirements file of `lock`: its package indexes as `--index-url` (the first) and
+/// `--extra-index-url` lines, userinfo stripped (credentials belong in pip's own config, never
+/// in a file that is committed or baked into an image); then per package, by name,
+/// `name==version [; marker] \` and one `    --hash=sha256:…` line per wheel (and sdist) the lock
+/// lists, so pip picks the file for its own target and checks it. A wheel locked by direct
+/// URL (a PEP 751 `archive`) is `name @ URL`. Throws (invalid_input, naming `source` and the
+/// package) for a package pip cannot pin by hash (a directory, a VCS checkout, no sha256) and
+/// for a value that would break out of its line.
+std::string requirements_txt(const lock::Pylock& lock, const std::string& source);
+
+/// Reads ENV's lock (`manifests/pylock.ENV.toml`; missing: invalid_input with the command that
+/// writes it), validates it, and renders it in `format` (the pylock format is the file's bytes).
+ExportResult export_lock(const Context& ctx, const std::string& env, ExportFormat format);
+
+}  // namespace envbox::ops

@@ -222,6 +222,23 @@ class DryRunIsExact(RootsTest):
         self.assertEqual(gens_of(p, "env"), ["gen-10"])
         self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
 
+    def test_gen_1_kept_while_gen_10_goes(self):
+        # The case a prefix match gets wrong: gen-1 stays (current) while gen-10 is removed,
+        # so what only gen-10 and gen-1N need must not be counted as gen-1's.
+        p = self.p
+        for v in range(1, 12):
+            p.lock("env", [many_files("churn", f"{v}.0", 3), Wheel(f"only{v}", "1.0", {f"only{v}.py": ""})])
+            p.run("create", "env")
+        p.run("rollback", "env", "--to", "1")
+        dry = self.gc("--dry-run")
+        self.assertEqual(len(os.listdir(os.path.dirname(p.current("env")))), 12, "the dry run removed something")
+        r = self.gc()
+        self.assertEqual(r, dry | {"dry_run": False})
+        self.assertEqual(r["generations_removed"], 9)
+        self.assertEqual(r["wheels_removed"], 18)
+        self.assertEqual(gens_of(p, "env"), ["gen-1", "gen-11"])
+        self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+
 
 @unittest.skipUnless(IS_ROOT and shutil.which("bindfs") and os.path.exists("/dev/fuse"),
                      "needs root, /dev/fuse and bindfs")

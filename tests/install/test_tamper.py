@@ -111,11 +111,12 @@ class Tampering(unittest.TestCase):
 
     def test_chmod_of_an_object_is_seen(self):
         p = self.p
-        os.chmod(p.module("b"), 0o644)
-        r = p.run("verify", "a", "--json", check=False)
-        self.assertEqual(r.returncode, 5)
-        details = " ".join(d["detail"] for d in json.loads(r.stdout)["drift"])
-        self.assertIn("mode 0644, expected 0444", details)
+        for mode in (0o400, 0o644):  # narrower or wider than the store's 0444: both are drift
+            os.chmod(p.module("b"), mode)
+            r = p.run("verify", "a", "--json", check=False)
+            self.assertEqual(r.returncode, 5, f"{mode:o}")
+            details = " ".join(d["detail"] for d in json.loads(r.stdout)["drift"])
+            self.assertIn(f"mode {mode:04o}, expected 0444", details)
 
     def test_create_never_links_a_touched_object(self):
         p = self.p

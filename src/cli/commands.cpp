@@ -149,6 +149,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
     }
     register_init(app, global);
     register_export(app, global);
+    register_delete(app, global);
     app.require_subcommand(0, 1);
 }
 

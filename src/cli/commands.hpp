@@ -42,6 +42,7 @@ void run_diff(const GlobalOptions& global, const std::string& a, const std::stri
 // Commands registered by their own file, each with its own options struct.
 void register_init(CLI::App& app, const GlobalOptions& global);
 void register_export(CLI::App& app, const GlobalOptions& global);
+void register_delete(CLI::App& app, const GlobalOptions& global);
 
 /// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
 /// else the nearest directory upward holding manifests/), jobs, a progress renderer.

@@ -38,5 +38,6 @@ check "run's -V after the command is the command's" 1 "$envbox" --home "$home" -
 check "init --cuda takes 12.8, 13.0 or none" 2 "$envbox" --home "$home" --project "$home" init env --cuda 11.8
 check "export --format takes requirements-txt or pylock" 2 "$envbox" --home "$home" --project "$home" export env --format conda
 check "export without a lock" 3 "$envbox" --home "$home" --project "$home" export env
+check "delete of an environment never created" 1 "$envbox" --home "$home" --project "$home" delete nothere
 rm -rf "$home"
 exit $fail

@@ -5,8 +5,8 @@ interpreter and pip as the consumer of exported requirements.
 
     test_workflow.py ENVBOX_BINARY
 """
+import glob
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -186,6 +186,87 @@ class Export(unittest.TestCase):
         r = envbox("export", "env", home=self.home, project=self.proj, check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertNotIn("evil", r.stdout)
+
+
+class Built(unittest.TestCase):
+    """A project with environment `env` created from two generated wheels."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        os.makedirs(os.path.join(self.proj, "manifests"))
+        wheels = os.path.join(self.proj, "wheels")
+        paths = [Wheel("alpha", "1.0", {"alpha/__init__.py": "A = 1\n"}).build(wheels),
+                 Wheel("beta", "2.0", {"beta.py": "B = 2\n"}).build(wheels)]
+        write_lock(os.path.join(self.proj, "manifests", "pylock.env.toml"), paths)
+        self.run_envbox("create", "env")
+        self.env_dir = glob.glob(os.path.join(self.home, "envs", "*", "env"))[0]
+        self.key = os.path.basename(os.path.dirname(self.env_dir))
+        self.jobs = []
+
+    def tearDown(self):
+        for j in self.jobs:
+            j.kill()
+            j.wait()
+            j.stdout.close()
+        keep_or_remove(self.tmp)
+
+    def run_envbox(self, *args, check=True, env=None, stdin=None):
+        return envbox(*args, home=self.home, project=self.proj, check=check, env=env, stdin=stdin)
+
+    def start_job(self):
+        """An `envbox run` job that holds the current generation until killed."""
+        cmd = [ENVBOX, "--home", self.home, "--project", self.proj, "run", "env", "--", "sh", "-c",
+               "echo ready; exec sleep 60"]
+        j = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=dict(os.environ, ENVBOX_PYTHON=PYTHON))
+        self.jobs.append(j)
+        self.assertEqual(j.stdout.readline(), "ready\n")
+        return j
+
+
+class Delete(Built):
+    def leftovers(self):
+        paths = [self.env_dir, os.path.join(self.home, "locks", self.key + ".env.lock"),
+                 os.path.join(self.proj, ".envbox", "env"),
+                 os.path.join(self.home, "cache", "compile", self.key + ".env")]
+        return [p for p in paths if os.path.lexists(p)]
+
+    def test_removes_every_generation_and_folder_not_the_store(self):
+        self.run_envbox("create", "env", "--force")  # a second generation
+        os.makedirs(os.path.join(self.home, "cache", "compile", self.key + ".env", "torch-x"))
+        self.assertEqual(len(self.leftovers()), 4)
+        r = self.run_envbox("delete", "env")
+        self.assertIn("Deleted env (2 generations)", r.stderr)
+        self.assertIn("envbox gc", r.stderr)
+        self.assertEqual(self.leftovers(), [])
+        self.assertTrue(os.path.exists(os.path.join(self.proj, "manifests", "pylock.env.toml")))
+        wheels = os.path.join(self.home, "store-v1", "wheels")
+        self.assertEqual(len(os.listdir(wheels)), 2)  # the store keeps it until gc
+        r = self.run_envbox("run", "env", "--", "true", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("has not been created", r.stderr)
+        r = self.run_envbox("delete", "env", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("nothing to delete", r.stderr)
+        self.run_envbox("gc")
+        self.assertEqual(os.listdir(wheels), [])
+        self.run_envbox("create", "env")  # and it can be built again
+
+    def test_refuses_while_a_job_runs_unless_forced(self):
+        job = self.start_job()
+        r = self.run_envbox("delete", "env", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("gen-1: in use by a running `envbox run` job", r.stderr)
+        self.assertEqual(len(self.leftovers()), 3)
+        r = self.run_envbox("delete", "env", "--force")
+        self.assertIn("(--force)", r.stderr)
+        self.assertEqual(self.leftovers(), [])
+        self.assertIsNone(job.poll())  # the job goes on, in its removed tree
+
+    def test_refuses_a_bad_name(self):
+        r = self.run_envbox("delete", "../env", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
 
 
 if __name__ == "__main__":

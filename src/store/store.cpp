@@ -25,13 +25,13 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/zip.hpp"
+#include "store/file_list.hpp"
 
 namespace fs = std::filesystem;
 
 namespace envbox::store {
 namespace {
 
-constexpr std::string_view kFilesHeader = "envbox-wheel-files 1";
 // Members up to this size are hashed in memory and written only when the object is new;
 // larger ones stream to a staging file while they are hashed.
 constexpr std::size_t kInMemoryLimit = 1 << 20;
@@ -68,102 +68,6 @@ struct FdGuard {
 
 void write_or_fail(int fd, const void* data, std::size_t size, const fs::path& path) {
     if (!write_all_fd(fd, data, size)) sys_fail("cannot write", path, errno);
-}
-
-// A digest from outside (a lock, a file list, a generation record) before it becomes a path.
-void require_digest(std::string_view digest, std::string_view what) {
-    if (!pep::is_sha256_hex(digest))
-        throw Error(ErrorCode::invalid_input, std::string(what) + " '" +
-                                                  std::string(digest.substr(0, 80)) +
-                                                  "' is not a sha256 digest (64 lowercase hexadecimal digits)");
-}
-
-// The file list is line-based with space-separated fields and each member's path last: a value
-// with a line break (or, before the last field, a blank) would change what the list says. What
-// the ingest recorded was validated (PEP 508 name, PEP 440 version, safe member paths); this
-// refuses anything else rather than write a list that reads back differently.
-void require_record_value(std::string_view value, std::string_view what, const std::string& filename,
-                          bool blanks_allowed) {
-    const bool breaks = value.empty() || value.find_first_of(blanks_allowed ? std::string_view("\n\r", 2)
-                                                                             : std::string_view(" \t\n\r", 4)) !=
-                                             std::string_view::npos;
-    if (breaks)
-        throw Error(ErrorCode::integrity, filename + ": " + std::string(what) + " '" + std::string(value) +
-                                              "' cannot be recorded in the store's file list");
-}
-
-std::string serialise(const WheelFiles& w) {
-    require_record_value(w.filename, "file name", w.filename, false);
-    require_record_value(w.name, "Name", w.filename, false);
-    require_record_value(w.version, "Version", w.filename, false);
-    require_record_value(w.dist_info, ".dist-info directory", w.filename, false);
-    for (const auto& f : w.files) {
-        require_digest(f.digest, "object digest");
-        require_record_value(f.path, "member path", w.filename, true);
-    }
-    std::ostringstream s;
-    s << kFilesHeader << "\n"
-      << "wheel " << w.filename << "\n"
-      << "name " << w.name << "\n"
-      << "version " << w.version << "\n"
-      << "dist-info " << w.dist_info << "\n"
-      << "root-is-purelib " << (w.root_is_purelib ? 1 : 0) << "\n"
-      << "files " << w.files.size() << "\n";
-    for (const auto& f : w.files)
-        s << f.digest << ' ' << (f.executable ? 'x' : '-') << ' ' << f.size << ' ' << f.path << "\n";
-    return s.str();
-}
-
-std::optional<WheelFiles> deserialise(const std::string& text, std::string_view sha) {
-    std::istringstream s(text);
-    std::string line;
-    if (!std::getline(s, line) || line != kFilesHeader) return std::nullopt;
-    WheelFiles w;
-    w.wheel_sha256 = std::string(sha);
-    std::size_t count = 0;
-    auto field = [&](std::string_view key, std::string& out) {
-        if (!std::getline(s, line) || !line.starts_with(std::string(key) + " ")) return false;
-        out = line.substr(key.size() + 1);
-        return true;
-    };
-    std::string purelib, files;
-    if (!field("wheel", w.filename) || !field("name", w.name) || !field("version", w.version) ||
-        !field("dist-info", w.dist_info) || !field("root-is-purelib", purelib) ||
-        !field("files", files))
-        return std::nullopt;
-    w.root_is_purelib = purelib == "1";
-    // The name builds an install path (.data/headers/<name>), the dist-info one is a directory:
-    // a list that was planted or written by an older envbox must not smuggle a path in.
-    if (!pep::is_valid_name(w.name) || w.dist_info.find('/') != std::string::npos || w.dist_info.starts_with("."))
-        return std::nullopt;
-    try {
-        count = std::stoull(files);
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-    w.files.reserve(count);
-    // The file lines, parsed in place (verify and create read tens of thousands of them).
-    std::string_view rest(text);
-    rest.remove_prefix(std::min<std::size_t>(rest.size(), static_cast<std::size_t>(s.tellg())));
-    while (!rest.empty()) {
-        auto nl = rest.find('\n');
-        std::string_view l = rest.substr(0, nl);
-        rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
-        // digest(64) ' ' x|- ' ' size ' ' path
-        if (l.size() < 70 || l[64] != ' ' || l[66] != ' ' || !pep::is_sha256_hex(l.substr(0, 64))) return std::nullopt;
-        WheelFile f;
-        f.digest = std::string(l.substr(0, 64));
-        f.executable = l[65] == 'x';
-        std::size_t i = 67;
-        std::uint64_t size = 0;
-        while (i < l.size() && l[i] >= '0' && l[i] <= '9') size = size * 10 + static_cast<std::uint64_t>(l[i++] - '0');
-        if (i == 67 || i >= l.size() || l[i] != ' ') return std::nullopt;
-        f.size = size;
-        f.path = std::string(l.substr(i + 1));
-        w.files.push_back(std::move(f));
-    }
-    if (w.files.size() != count) return std::nullopt;
-    return w;
 }
 
 }  // namespace
@@ -234,7 +138,7 @@ std::optional<WheelFiles> Store::load_wheel(std::string_view wheel_sha256) const
     fs::path p = root() / "wheels" / std::string(wheel_sha256) / "files";
     std::error_code ec;
     if (!fs::exists(p, ec)) return std::nullopt;
-    auto w = deserialise(read_file(p), wheel_sha256);
+    auto w = parse_file_list(read_file(p), wheel_sha256);
     if (!w)
         throw Error(ErrorCode::integrity, "the store's file list " + p.string() +
                                               " is damaged; remove that directory and retry");
@@ -788,7 +692,7 @@ void Store::publish(const std::vector<const WheelFiles*>& wheels) const {
     for (const WheelFiles* w : wheels) {
         fs::path dir = root() / "wheels" / w->wheel_sha256;
         make_dir(dir);
-        write_file_atomic(dir / "files", serialise(*w), 0444, Durability::none);
+        write_file_atomic(dir / "files", serialise_file_list(*w), 0444, Durability::none);
     }
 }
 

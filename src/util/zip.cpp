@@ -125,18 +125,28 @@ void refuse_unicode_path(const Member& m, std::string_view field) {
         bad(quoted(m) + " has a Unicode Path extra field naming another file (it reads differently by tool)");
 }
 
-// The local header's method, flags and (without a data descriptor) CRC-32 and sizes must be
-// the central directory's: readers that stream an archive take the local ones.
-void refuse_local_disagreement(const Member& m, std::string_view local) {
+// The sizes a local header's zip64 extra field (0x0001) gives: {size, compressed size}.
+struct LocalZip64 {
+    std::optional<std::uint64_t> size, compressed_size;
+};
+
+// The local header's method, flags, CRC-32 and sizes must be the central directory's (with a
+// data descriptor, flag 3, they may also be 0): readers that stream an archive, and libarchive,
+// take the local ones. A saturated local size (0xFFFFFFFF) is the one in the local zip64 field,
+// checked when the caller read the extra field (`extra_read`).
+void refuse_local_disagreement(const Member& m, std::string_view local, bool extra_read, const LocalZip64& z64) {
     const std::uint64_t flags = le(local, 6, 2);
-    bool same = le(local, 8, 2) == m.method && (flags & 1) == (m.flags & 1u);
-    if (same && !(flags & 8)) {
-        auto agrees = [&](std::size_t at, std::uint64_t central) {
-            std::uint64_t v = le(local, at, 4);
-            return v == 0xFFFFFFFF || v == (central & 0xFFFFFFFF);  // zip64: in the local extra field
-        };
-        same = agrees(14, m.crc32) && agrees(18, m.compressed_size) && agrees(22, m.size);
-    }
+    const bool descriptor = (flags & 8) != 0;
+    auto agrees = [&](std::size_t at, std::uint64_t central, const std::optional<std::uint64_t>& wide) {
+        std::uint64_t v = le(local, at, 4);
+        if ((v == central && central < 0xFFFFFFFF) || (descriptor && v == 0)) return true;
+        if (v != 0xFFFFFFFF) return false;
+        return !extra_read || (wide && (*wide == central || (descriptor && *wide == 0)));
+    };
+    const std::uint64_t crc = le(local, 14, 4);
+    bool same = le(local, 8, 2) == m.method && (flags & 1) == (m.flags & 1u) &&
+                (crc == m.crc32 || (descriptor && crc == 0)) && agrees(18, m.compressed_size, z64.compressed_size) &&
+                agrees(22, m.size, z64.size);
     if (!same) bad(quoted(m) + "'s local header disagrees with the central directory (method, flags, CRC-32 or sizes)");
 }
 
@@ -250,6 +260,9 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
         members.push_back(std::move(m));
         p += 46 + name_len + extra_len + comment_len;
     }
+    // No wheel is empty, and readers disagree on where an empty archive's end record may sit
+    // (libarchive finds none at offset 0).
+    if (members.empty()) bad("the zip archive has no members");
     if (members.size() != entries)
         bad("the zip central directory holds " + std::to_string(members.size()) + " entries, its end record says " +
             std::to_string(entries));
@@ -273,17 +286,21 @@ std::uint64_t data_offset(const Member& m, std::string_view local) {
     std::size_t name_len = le(local, 26, 2), extra_len = le(local, 28, 2);
     if (local.size() < 30 + name_len || local.substr(30, name_len) != m.name)
         bad(quoted(m) + "'s local header names another file (" + std::string(local.substr(30, std::min(name_len, local.size() - 30))) + ")");
-    refuse_local_disagreement(m, local);
     // The local extra field, when the caller read it: a Unicode Path field there renames the
-    // member for libarchive as one in the directory does.
-    if (local.size() >= 30 + name_len + extra_len) {
+    // member for libarchive as one in the directory does; a zip64 field gives the local sizes.
+    const bool extra_read = local.size() >= 30 + name_len + extra_len;
+    LocalZip64 z64;
+    if (extra_read) {
         for (std::size_t e = 30 + name_len, end = e + extra_len; e + 4 <= end;) {
             std::uint64_t id = le(local, e, 2), len = le(local, e + 2, 2);
             if (e + 4 + len > end) bad("damaged zip extra field in the local header of '" + m.name + "'");
             if (id == 0x7075) refuse_unicode_path(m, local.substr(e + 4, len));
+            if (id == 1 && len >= 8) z64.size = le(local, e + 4, 8);
+            if (id == 1 && len >= 16) z64.compressed_size = le(local, e + 12, 8);
             e += 4 + len;
         }
     }
+    refuse_local_disagreement(m, local, extra_read, z64);
     return m.local_offset + 30 + name_len + extra_len;
 }
 

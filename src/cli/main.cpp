@@ -7,6 +7,25 @@
 #include "cli/options.hpp"
 #include "envbox/util/error.hpp"
 
+namespace {
+
+// When no command was recognised and the first word left over is not an option, that word was
+// meant as a command: say so and list the commands (true), instead of CLI11's "arguments were
+// not expected".
+bool unknown_command(CLI::App& app) {
+    if (!app.get_subcommands().empty()) return false;
+    auto rest = app.remaining();
+    if (rest.empty() || rest.front().empty() || rest.front()[0] == '-') return false;
+    std::cerr << "error: unknown command '" << rest.front() << "'; the commands are:\n";
+    for (const CLI::App* sub : app.get_subcommands({}))
+        std::cerr << "  " << sub->get_name() << std::string(sub->get_name().size() < 12 ? 12 - sub->get_name().size() : 1, ' ')
+                  << sub->get_description() << "\n";
+    std::cerr << "Run 'envbox --help' for the options.\n";
+    return true;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     CLI::App app{"envbox: separate, immutable, content-addressed Python environments built from "
                  "PEP 751 lock files.",
@@ -15,7 +34,8 @@ int main(int argc, char** argv) {
     app.footer(
         "Exit status: 0 ok, 1 failure, 2 usage, 3 manifest/lock invalid or stale, 4 network or "
         "index, 5 integrity (hash mismatch, drift), 6 CUDA/driver incompatible, 7 install "
-        "conflict (two wheels ship one path with different content), 130 interrupted.");
+        "conflict (two wheels ship one path with different content), 130 interrupted; `run`: "
+        "126 the command cannot be executed, 127 it does not exist.");
     envbox::cli::GlobalOptions options;
     envbox::cli::add_global_options(app, options);
     envbox::cli::add_commands(app, options);
@@ -33,6 +53,9 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
+    } catch (const CLI::ExtrasError& e) {
+        if (!unknown_command(app)) app.exit(e);
+        return envbox::exit_status(envbox::ErrorCode::usage);
     } catch (const CLI::ParseError& e) {
         app.exit(e);
         return envbox::exit_status(envbox::ErrorCode::usage);

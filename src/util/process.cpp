@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -29,6 +30,15 @@ std::string describe_command(const std::vector<std::string>& argv) {
     std::ostringstream s;
     for (std::size_t i = 0; i < argv.size(); ++i) s << (i ? " " : "") << argv[i];
     return s.str();
+}
+
+// The exit statuses shells give a command that cannot run (127: not found, 126: found but not
+// executable), which scripts test for. envbox's own statuses stop at 7, so this ends the process
+// here, after the one line main() would print, instead of throwing an Error.
+[[noreturn]] void exit_as_shell(int status, const std::string& message) {
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    std::fflush(stderr);
+    ::_exit(status);
 }
 
 }  // namespace
@@ -105,6 +115,7 @@ void exec_replace(const std::vector<std::string>& argv,
     if (program.find('/') == std::string::npos) {
         auto it = env.find("PATH");
         std::string path = it == env.end() ? "/usr/bin:/bin" : it->second;
+        std::string not_executable;  // the first file of that name found without the exec bit
         std::size_t start = 0;
         for (;;) {
             std::size_t end = path.find(':', start);
@@ -115,15 +126,19 @@ void exec_replace(const std::vector<std::string>& argv,
                 program = candidate;
                 break;
             }
+            if (not_executable.empty() && ::access(candidate.c_str(), F_OK) == 0) not_executable = candidate;
             if (end == std::string::npos) break;
             start = end + 1;
         }
+        // As a shell does: a name found only without the exec bit is tried (and refused, 126).
+        if (program.find('/') == std::string::npos && !not_executable.empty()) program = not_executable;
         if (program.find('/') == std::string::npos)
-            throw Error(ErrorCode::generic, "command not found: " + argv[0] +
-                                                " (searched the environment's PATH)");
+            exit_as_shell(127, "command not found: " + argv[0] + " (searched the environment's PATH)");
     }
     ::execve(program.c_str(), args.data(), envp.data());
-    throw Error(ErrorCode::generic, "cannot run " + program + ": " + std::strerror(errno));
+    const int err = errno;
+    exit_as_shell(err == ENOENT ? 127 : 126, (err == ENOENT ? "command not found: " : "cannot run ") + program +
+                                                 ": " + std::strerror(err));
 }
 
 std::map<std::string, std::string> current_environment() {

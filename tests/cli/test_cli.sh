@@ -18,6 +18,9 @@ check "--version" 0 "$envbox" --version
 "$envbox" --version | grep -q '^envbox [0-9]' || { echo "FAIL version text"; fail=1; }
 check "no command shows help, usage error" 2 "$envbox"
 check "unknown command" 2 "$envbox" frobnicate
+"$envbox" frobnicate 2>&1 | grep -q "unknown command 'frobnicate'" || { echo "FAIL unknown command is named"; fail=1; }
+"$envbox" frobnicate 2>&1 | grep -q '^  delete ' || { echo "FAIL unknown command lists the commands"; fail=1; }
+"$envbox" list extra 2>&1 | grep -q "not expected: extra" || { echo "FAIL an extra argument is not a command"; fail=1; }
 check "unknown option" 2 "$envbox" --frobnicate
 check "bad --color" 2 "$envbox" --color purple list
 check "create --help" 0 "$envbox" create --help

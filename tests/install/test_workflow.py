@@ -269,6 +269,36 @@ class Delete(Built):
         self.assertEqual(r.returncode, 2, r.stderr)
 
 
+class RunStatus(Built):
+    """`run` of a command that cannot run exits as a shell does: 127 not found, 126 not executable."""
+
+    def test_command_not_found_is_127(self):
+        r = self.run_envbox("run", "env", "--", "no-such-command-here", check=False)
+        self.assertEqual(r.returncode, 127, r.stderr)
+        self.assertIn("command not found: no-such-command-here", r.stderr)
+        r = self.run_envbox("run", "env", "--", os.path.join(self.tmp, "missing"), check=False)
+        self.assertEqual(r.returncode, 127, r.stderr)
+
+    def test_not_executable_is_126(self):
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir)
+        plain = os.path.join(bindir, "plain-file")
+        with open(plain, "w") as f:
+            f.write("#!/bin/sh\necho hi\n")
+        os.chmod(plain, 0o644)
+        for cmd in (plain, bindir):
+            r = self.run_envbox("run", "env", "--", cmd, check=False)
+            self.assertEqual(r.returncode, 126, (cmd, r.stderr))
+            self.assertIn("cannot run " + cmd, r.stderr)
+        r = self.run_envbox("run", "env", "--", "plain-file", check=False,
+                            env={"PATH": bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin")})
+        self.assertEqual(r.returncode, 126, r.stderr)
+
+    def test_the_command_s_own_status_passes_through(self):
+        r = self.run_envbox("run", "env", "--", "sh", "-c", "exit 42", check=False)
+        self.assertEqual(r.returncode, 42, r.stderr)
+
+
 if __name__ == "__main__":
     ENVBOX = os.path.abspath(sys.argv.pop(1))
     unittest.main()

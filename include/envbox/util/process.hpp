@@ -18,7 +18,10 @@ struct ProcessResult {
 ProcessResult run_capture(const std::vector<std::string>& argv);
 
 /// Replaces this process with `argv`, searched on the PATH of `env`, with exactly the
-/// environment `env`. Returns only on failure, throwing `Error` naming the command.
+/// environment `env`. Never returns. When the command cannot run, this process exits as a shell
+/// would, after one "error: …" line on stderr: 127 when it does not exist ("command not found:
+/// NAME"), 126 when it exists but cannot be executed (no exec bit, not a program). Throws
+/// `Error` (usage) only for an empty `argv`.
 [[noreturn]] void exec_replace(const std::vector<std::string>& argv,
                                const std::map<std::string, std::string>& env);
 

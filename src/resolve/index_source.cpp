@@ -6,6 +6,7 @@
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/lazy_wheel.hpp"
+#include "envbox/pep/digest.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/pep/metadata.hpp"
 #include "envbox/pep/name.hpp"
@@ -475,7 +476,9 @@ std::pair<std::string, std::optional<std::uint64_t>> IndexSource::digest_and_siz
                                                                                  const pep::Version& version) {
     ChosenWheel c = chosen(name, version);
     std::optional<std::string> given;
-    if (auto h = c.file.hashes.find("sha256"); h != c.file.hashes.end()) given = h->second;
+    if (auto h = c.file.hashes.find("sha256"); h != c.file.hashes.end()) given = pep::ascii_lower(h->second);
+    if (given && !pep::is_sha256_hex(*given))  // it would be written into the lock, and name files
+        throw Error(ErrorCode::network, "the index gives " + c.file.filename + " a sha256 that is not 64 hex digits");
     if (given && c.file.size) return {*given, c.file.size};
     if (given)
         if (auto size = known_size(c, *given)) return {*given, size};

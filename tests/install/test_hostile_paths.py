@@ -11,6 +11,8 @@ half-removed generation. The real envbox binary, real wheels, a real HTTP server
 """
 import glob
 import hashlib
+import http.server
+import json
 import os
 import random
 import shutil
@@ -220,6 +222,59 @@ class DigestsAsPaths(Sandbox):
         self.assertEqual(r.returncode, 5, r.stderr)
         self.assertIn("is damaged", r.stderr)
         self.assertEqual(os.stat(secret).st_nlink, 1, "the secret outside was linked into an environment")
+
+
+class Routes(http.server.BaseHTTPRequestHandler):
+    """Serves `routes` (path → (content type, bytes)); anything else is a 404."""
+    routes = {}
+
+    def do_GET(self):  # noqa: N802
+        ctype, body = self.routes.get(self.path, (None, None))
+        if body is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class PageDigests(Sandbox):
+    """An index page's sha256 that is not 64 hex digits never reaches a lock (exit 4): with a
+    PEP 658 metadata file and a size on the page, nothing else would ever hash the wheel."""
+
+    def test_a_page_digest_that_is_not_hex_is_refused(self):
+        whl = Wheel("good", "1.0", {"good/__init__.py": ""}).build(os.path.join(self.tmp, "served"))
+        name = os.path.basename(whl)
+        meta = b"Metadata-Version: 2.1\nName: good\nVersion: 1.0\n\n"
+        page = {"meta": {"api-version": "1.0"}, "name": "good",
+                "files": [{"filename": name, "url": f"/files/{name}", "size": os.path.getsize(whl),
+                           "hashes": {"sha256": "../../../outside/canary"},
+                           "core-metadata": {"sha256": hashlib.sha256(meta).hexdigest()}}]}
+        Routes.routes = {"/simple/good/": ("application/vnd.pypi.simple.v1+json", json.dumps(page).encode()),
+                         f"/files/{name}.metadata": ("application/octet-stream", meta)}
+        httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Routes)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        try:
+            pyv = subprocess.run([PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+            with open(os.path.join(self.project, "manifests", "env.toml"), "w") as f:
+                f.write(f'[environment]\npython = "{pyv}"\nplatform = "manylinux_2_28_x86_64"\n'
+                        f'requirements = ["good"]\n\n[[index]]\nname = "web"\n'
+                        f'url = "http://127.0.0.1:{httpd.server_address[1]}/simple"\n')
+            before = self.outside_state()
+            r = self.run_envbox("lock", "env")
+            self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+            self.assertIn("a sha256 that is not 64 hex digits", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.project, "manifests", "pylock.env.toml")))
+            self.assertEqual(self.outside_state(), before)
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
 
 
 class NamesAsPaths(Sandbox):

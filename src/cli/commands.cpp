@@ -100,7 +100,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
              run_app = &c;
          },
          [&global] {
-             run_run(global, RunArgs{text_a, run_app->remaining(), flag_a, sandbox_mode});
+             run_run(global, RunArgs{text_a, run_app->remaining(), flag_a, sandbox_mode, {}});
          }},
         {"diff", "What changed between two locks or environments",
          [](CLI::App& c) {
@@ -150,6 +150,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
     register_init(app, global);
     register_export(app, global);
     register_delete(app, global);
+    register_shell(app, global);
     app.require_subcommand(0, 1);
 }
 

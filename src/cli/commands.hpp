@@ -1,6 +1,7 @@
 #pragma once
 // The implementations behind the commands (one file each) and what they share.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct RunArgs {
     std::vector<std::string> rest;  ///< what follows ENV and run's options: [--] CMD ARGS…
     bool no_sandbox = false;        ///< --no-sandbox
     std::string sandbox;            ///< --sandbox, may be empty
+    /// Set in the command's environment last, over the plan's (`shell`: the prompt).
+    std::map<std::string, std::string> environment;
 };
 
 [[noreturn]] void run_run(const GlobalOptions& global, const RunArgs& args);
@@ -43,6 +46,7 @@ void run_diff(const GlobalOptions& global, const std::string& a, const std::stri
 void register_init(CLI::App& app, const GlobalOptions& global);
 void register_export(CLI::App& app, const GlobalOptions& global);
 void register_delete(CLI::App& app, const GlobalOptions& global);
+void register_shell(CLI::App& app, const GlobalOptions& global);
 
 /// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
 /// else the nearest directory upward holding manifests/), jobs, a progress renderer.

@@ -91,6 +91,7 @@ void run_run(const GlobalOptions& global, const RunArgs& args) {
     ops::Context ctx = make_context(global, progress);
     ops::SandboxMode mode = sandbox_mode(args);
     ops::RunPlan plan = ops::plan_run(ctx, args.env, command_of(args.rest), current_environment());
+    for (const auto& [k, v] : args.environment) plan.environment[k] = v;
     env::SandboxOutcome sandbox = ops::enter_run_sandbox(ctx, plan, mode);
     report_sandbox(global, ctx.home, plan, mode, sandbox);
     std::fflush(nullptr);

@@ -42,5 +42,7 @@ check "init --cuda takes 12.8, 13.0 or none" 2 "$envbox" --home "$home" --projec
 check "export --format takes requirements-txt or pylock" 2 "$envbox" --home "$home" --project "$home" export env --format conda
 check "export without a lock" 3 "$envbox" --home "$home" --project "$home" export env
 check "delete of an environment never created" 1 "$envbox" --home "$home" --project "$home" delete nothere
+check "shell of an environment never created" 1 "$envbox" --home "$home" --project "$home" shell nothere </dev/null
+check "shell --sandbox takes auto, strict or off" 2 "$envbox" --home "$home" --project "$home" shell env --sandbox maybe
 rm -rf "$home"
 exit $fail

@@ -299,6 +299,71 @@ class RunStatus(Built):
         self.assertEqual(r.returncode, 42, r.stderr)
 
 
+class Shell(Built):
+    """`envbox shell ENV` is `run ENV -- $SHELL -i` with the venv's activate after the user's files."""
+
+    SCRIPT = 'echo "venv=$VIRTUAL_ENV"; python -c "import alpha; print(alpha.A)"; echo "ps1=$PS1"\n'
+
+    def shell(self, shell, script=SCRIPT, check=True, extra=None):
+        e = dict(extra or {})
+        if shell is None:
+            e["SHELL"] = ""
+        else:
+            e["SHELL"] = shell
+        return self.run_envbox("shell", "env", env=e, stdin=script, check=check)
+
+    def current(self):
+        return os.path.realpath(os.path.join(self.env_dir, "current"))
+
+    def test_sh_runs_in_the_environment_with_its_prompt(self):
+        for sh in ("/bin/sh", None):  # None: no $SHELL, so /bin/sh
+            r = self.shell(sh)
+            self.assertIn(f"venv={self.current()}\n", r.stdout, r.stderr)
+            self.assertIn("\n1\n", r.stdout)
+            self.assertIn("ps1=(env) ", r.stdout)
+
+    def test_bash_reads_bashrc_then_activates(self):
+        # A ~/.bashrc that puts another python first on PATH (as pyenv's init does) and sets a
+        # prompt: the environment's python still wins, and the prompt gets "(env) ".
+        user_home = os.path.join(self.tmp, "user")
+        fake = os.path.join(self.tmp, "fakebin")
+        os.makedirs(user_home)
+        os.makedirs(fake)
+        with open(os.path.join(fake, "python"), "w") as f:
+            f.write("#!/bin/sh\necho fake-python\n")
+        os.chmod(os.path.join(fake, "python"), 0o755)
+        with open(os.path.join(user_home, ".bashrc"), "w") as f:
+            f.write(f"export PATH={fake}:$PATH\nPS1='mine$ '\necho bashrc-read\n")
+        r = self.shell("/bin/bash", extra={"HOME": user_home})
+        self.assertIn("bashrc-read", r.stdout, r.stderr)
+        self.assertIn(f"venv={self.current()}\n", r.stdout)
+        self.assertIn("\n1\n", r.stdout)
+        self.assertNotIn("fake-python", r.stdout)
+        self.assertIn("ps1=(env) mine$ ", r.stdout)
+
+    def test_exit_status_and_refusals(self):
+        r = self.shell("/bin/sh", script="exit 3\n", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        r = self.run_envbox("shell", "nothere", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("has not been created", r.stderr)
+
+    def test_the_shell_holds_its_generation(self):
+        cmd = [ENVBOX, "--home", self.home, "--project", self.proj, "shell", "env"]
+        j = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, env=dict(os.environ, ENVBOX_PYTHON=PYTHON, SHELL="/bin/sh"))
+        self.jobs.append(j)
+        j.stdin.write("echo ready\n")
+        j.stdin.flush()
+        self.assertEqual(j.stdout.readline(), "ready\n")
+        r = self.run_envbox("delete", "env", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("in use", r.stderr)
+        j.stdin.close()
+        self.assertEqual(j.wait(), 0)
+        self.run_envbox("delete", "env")
+
+
 if __name__ == "__main__":
     ENVBOX = os.path.abspath(sys.argv.pop(1))
     unittest.main()

@@ -151,6 +151,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
     register_export(app, global);
     register_delete(app, global);
     register_shell(app, global);
+    register_completion(app, global);
     app.require_subcommand(0, 1);
 }
 

@@ -47,6 +47,7 @@ void register_init(CLI::App& app, const GlobalOptions& global);
 void register_export(CLI::App& app, const GlobalOptions& global);
 void register_delete(CLI::App& app, const GlobalOptions& global);
 void register_shell(CLI::App& app, const GlobalOptions& global);
+void register_completion(CLI::App& app, const GlobalOptions& global);
 
 /// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
 /// else the nearest directory upward holding manifests/), jobs, a progress renderer.

@@ -44,5 +44,8 @@ check "export without a lock" 3 "$envbox" --home "$home" --project "$home" expor
 check "delete of an environment never created" 1 "$envbox" --home "$home" --project "$home" delete nothere
 check "shell of an environment never created" 1 "$envbox" --home "$home" --project "$home" shell nothere </dev/null
 check "shell --sandbox takes auto, strict or off" 2 "$envbox" --home "$home" --project "$home" shell env --sandbox maybe
+check "completion bash" 0 "$envbox" completion bash
+bash -c "source <(\"$envbox\" completion bash) && complete -p envbox" | grep -q '_envbox envbox' || { echo "FAIL bash completion registers"; fail=1; }
+check "completion of an unknown shell" 2 "$envbox" completion tcsh
 rm -rf "$home"
 exit $fail

@@ -7,6 +7,7 @@ interpreter and pip as the consumer of exported requirements.
 """
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -362,6 +363,78 @@ class Shell(Built):
         j.stdin.close()
         self.assertEqual(j.wait(), 0)
         self.run_envbox("delete", "env")
+
+
+class Completion(unittest.TestCase):
+    """Completion scripts are generated from the registered commands and their options."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
+        self.home = os.path.join(self.tmp, "home")
+        os.makedirs(os.path.join(self.tmp, "manifests"))
+        for name in ("train-cu128.toml", "pylock.train-cu128.toml", "infer.toml"):
+            open(os.path.join(self.tmp, "manifests", name), "w").close()
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def script(self, shell):
+        return envbox("completion", shell, home=self.home).stdout
+
+    def commands(self):
+        """The commands `envbox --help` lists."""
+        out = envbox("--help", home=self.home).stdout
+        section = out.split("SUBCOMMANDS:", 1)[1] if "SUBCOMMANDS:" in out else out.split("Subcommands:", 1)[1]
+        return [line.split()[0] for line in section.splitlines() if line.startswith("  ") and line.split()]
+
+    def complete_bash(self, *words):
+        """What the bash function offers for `envbox WORDS…` (the last word being completed)."""
+        script = os.path.join(self.tmp, "envbox.bash")
+        with open(script, "w") as f:
+            f.write(self.script("bash"))
+        quoted = " ".join("'" + w + "'" for w in ("envbox",) + words)
+        r = subprocess.run(["bash", "-c", f'source {script}; COMP_WORDS=({quoted}); COMP_CWORD={len(words)}; '
+                            '_envbox; printf "%s\\n" "${COMPREPLY[@]}"'],
+                           capture_output=True, text=True, cwd=self.tmp, check=True)
+        return sorted(r.stdout.split())
+
+    def test_bash_registers_and_completes(self):
+        r = subprocess.run(["bash", "-c", f"source <({ENVBOX} completion bash); complete -p envbox"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("complete -F _envbox envbox", r.stdout)
+        commands = self.commands()
+        for c in ("init", "export", "delete", "shell", "completion", "run", "gc"):
+            self.assertIn(c, commands)
+        self.assertEqual(sorted(c for c in self.complete_bash("") if not c.startswith("-")), sorted(commands))
+        self.assertEqual(self.complete_bash("de"), ["delete"])
+        self.assertEqual(self.complete_bash("export", "env", "--f"), ["--format"])
+        self.assertEqual(self.complete_bash("export", "env", "--format", ""), ["pylock", "requirements-txt"])
+        self.assertEqual(self.complete_bash("--home", "/x", "init", "e", "--cuda", "1"), ["12.8", "13.0"])
+        envs = [w for w in self.complete_bash("delete", "") if not w.startswith("-")]
+        self.assertEqual(envs, ["infer", "train-cu128"])
+        self.assertIn("--upgrade-package", self.complete_bash("lock", "--"))
+
+    def test_zsh_and_fish_name_every_command_and_option(self):
+        zsh, fish = self.script("zsh"), self.script("fish")
+        self.assertTrue(zsh.startswith("#compdef envbox\n"))
+        for c in self.commands():
+            self.assertIn(f"\n        '{c}:", zsh)
+            self.assertIn(f"__fish_use_subcommand -a {c} ", fish)
+        self.assertIn("'--format[requirements-txt (for pip install --require-hashes -r) or pylock]"
+                      ":value:(requirements-txt pylock)'", zsh)
+        self.assertIn("-n '__fish_seen_subcommand_from export' -l format -x -a 'requirements-txt pylock'", fish)
+        for shell, check in (("zsh", ["zsh", "-n"]), ("fish", ["fish", "--no-execute"])):
+            if shutil.which(check[0]):
+                path = os.path.join(self.tmp, "envbox." + shell)
+                with open(path, "w") as f:
+                    f.write(self.script(shell))
+                r = subprocess.run(check + [path], capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_unknown_shell_is_a_usage_error(self):
+        r = envbox("completion", "tcsh", home=self.home, check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ struct CompletionCommand {
 };
 
 struct OptionModel {
-    std::vector<std::string> names;    ///< "-v", "--verbose"
+    std::vector<std::string> names;  ///< "-v", "--verbose"
     std::string description;
     bool takes_value = false;
     std::vector<std::string> choices;  ///< from a CLI::IsMember check
@@ -52,12 +52,15 @@ CommandModel model_of(const CLI::App& app) {
     for (const CLI::Option* o : app.get_options()) {
         if (o->get_positional() && o->get_lnames().empty() && o->get_snames().empty()) {
             if (o->get_name(true) == "ENV") m.takes_env = true;
-            for (auto& c : choices_of(*o)) m.positional_choices.push_back(c);
+            for (auto& c : choices_of(*o))
+                m.positional_choices.push_back(c);
             continue;
         }
         OptionModel om;
-        for (const auto& s : o->get_snames()) om.names.push_back("-" + s);
-        for (const auto& l : o->get_lnames()) om.names.push_back("--" + l);
+        for (const auto& s : o->get_snames())
+            om.names.push_back("-" + s);
+        for (const auto& l : o->get_lnames())
+            om.names.push_back("--" + l);
         if (om.names.empty()) continue;
         om.description = o->get_description();
         om.takes_value = o->get_items_expected_max() > 0;
@@ -78,39 +81,46 @@ std::string fish_quote(const std::string& s) {
 }
 std::string sh_quote(const std::string& s) {
     std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    for (char c : s)
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return out + "'";
 }
 
 std::string join(const std::vector<std::string>& words, const std::string& sep = " ") {
     std::string out;
-    for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
+    for (const auto& w : words)
+        out += (out.empty() ? "" : sep) + w;
     return out;
 }
 
 std::string bash_script(const CommandModel& root, const std::vector<CommandModel>& commands) {
     std::vector<std::string> names, globals;
-    for (const auto& c : commands) names.push_back(c.name);
-    for (const auto& o : root.options) globals.insert(globals.end(), o.names.begin(), o.names.end());
-    std::string s = "# envbox completion for bash: source <(envbox completion bash)\n"
-                    "_envbox_envs() {\n"
-                    "    local f\n"
-                    "    for f in manifests/*.toml; do\n"
-                    "        [ -e \"$f\" ] || continue\n"
-                    "        f=${f##*/}\n"
-                    "        case $f in pylock.*) continue ;; esac\n"
-                    "        echo \"${f%.toml}\"\n"
-                    "    done\n"
-                    "}\n"
-                    "_envbox() {\n"
-                    "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"\" cmd=\"\" i words=\"\"\n"
-                    "    [ \"$COMP_CWORD\" -gt 0 ] && prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
-                    "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
-                    "        case \"${COMP_WORDS[i]}\" in\n"
-                    "            " + join(names, "|") + ") cmd=\"${COMP_WORDS[i]}\"; break ;;\n"
-                    "        esac\n"
-                    "    done\n"
-                    "    case \"$cmd:$prev\" in\n";
+    for (const auto& c : commands)
+        names.push_back(c.name);
+    for (const auto& o : root.options)
+        globals.insert(globals.end(), o.names.begin(), o.names.end());
+    std::string s =
+        "# envbox completion for bash: source <(envbox completion bash)\n"
+        "_envbox_envs() {\n"
+        "    local f\n"
+        "    for f in manifests/*.toml; do\n"
+        "        [ -e \"$f\" ] || continue\n"
+        "        f=${f##*/}\n"
+        "        case $f in pylock.*) continue ;; esac\n"
+        "        echo \"${f%.toml}\"\n"
+        "    done\n"
+        "}\n"
+        "_envbox() {\n"
+        "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"\" cmd=\"\" i words=\"\"\n"
+        "    [ \"$COMP_CWORD\" -gt 0 ] && prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+        "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+        "        case \"${COMP_WORDS[i]}\" in\n"
+        "            " +
+        join(names, "|") +
+        ") cmd=\"${COMP_WORDS[i]}\"; break ;;\n"
+        "        esac\n"
+        "    done\n"
+        "    case \"$cmd:$prev\" in\n";
     auto value_cases = [&s](const std::string& pattern, const OptionModel& o) {
         if (!o.takes_value) return;
         for (const auto& n : o.names) {
@@ -120,16 +130,20 @@ std::string bash_script(const CommandModel& root, const std::vector<CommandModel
         }
     };
     for (const auto& c : commands)
-        for (const auto& o : c.options) value_cases(c.name, o);
-    for (const auto& o : root.options) value_cases("*", o);
+        for (const auto& o : c.options)
+            value_cases(c.name, o);
+    for (const auto& o : root.options)
+        value_cases("*", o);
     s += "    esac\n    case \"$cmd\" in\n";
     s += "        \"\") words=" + sh_quote(join(names) + " " + join(globals)) + " ;;\n";
     for (const auto& c : commands) {
         std::vector<std::string> opts;
-        for (const auto& o : c.options) opts.insert(opts.end(), o.names.begin(), o.names.end());
+        for (const auto& o : c.options)
+            opts.insert(opts.end(), o.names.begin(), o.names.end());
         std::string extra = c.takes_env ? " $(_envbox_envs)" : "";
         if (!c.positional_choices.empty()) extra += " " + join(c.positional_choices);
-        s += "        " + c.name + ") words=" + sh_quote(join(opts) + " " + join(globals)) + "\"" + extra + "\" ;;\n";
+        s += "        " + c.name + ") words=" + sh_quote(join(opts) + " " + join(globals)) + "\"" +
+             extra + "\" ;;\n";
     }
     s += "    esac\n"
          "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
@@ -142,12 +156,18 @@ std::string bash_script(const CommandModel& root, const std::vector<CommandModel
 std::string zsh_text(const std::string& d) {
     std::string out;
     for (char c : d) {
-        if (c == '[') out += '(';
-        else if (c == ']') out += ')';
-        else if (c == ':') out += "\\:";
-        else if (c == '\'') out += "'\\''";
-        else if (c == '\n') out += ' ';
-        else out += c;
+        if (c == '[')
+            out += '(';
+        else if (c == ']')
+            out += ')';
+        else if (c == ':')
+            out += "\\:";
+        else if (c == '\'')
+            out += "'\\''";
+        else if (c == '\n')
+            out += ' ';
+        else
+            out += c;
     }
     return out;
 }
@@ -157,7 +177,8 @@ std::string zsh_specs(const std::vector<OptionModel>& options) {
     for (const auto& o : options)
         for (const auto& n : o.names) {
             s += " '" + n + "[" + zsh_text(o.description) + "]";
-            if (o.takes_value) s += o.choices.empty() ? ":value:_files" : ":value:(" + join(o.choices) + ")";
+            if (o.takes_value)
+                s += o.choices.empty() ? ":value:_files" : ":value:(" + join(o.choices) + ")";
             s += "'";
         }
     return s;
@@ -165,28 +186,34 @@ std::string zsh_specs(const std::vector<OptionModel>& options) {
 
 std::string zsh_script(const CommandModel& root, const std::vector<CommandModel>& commands) {
     std::vector<std::string> names;
-    for (const auto& c : commands) names.push_back(c.name);
-    std::string s = "#compdef envbox\n"
-                    "# envbox completion for zsh: source <(envbox completion zsh)\n"
-                    "_envbox_envs() {\n"
-                    "    local -a envs\n"
-                    "    envs=(manifests/*.toml(N:t:r))\n"
-                    "    envs=(${envs:#pylock.*})\n"
-                    "    compadd -a envs\n"
-                    "}\n"
-                    "_envbox() {\n"
-                    "    local -a commands globals\n"
-                    "    commands=(";
-    for (const auto& c : commands) s += "\n        '" + c.name + ":" + zsh_text(c.description) + "'";
+    for (const auto& c : commands)
+        names.push_back(c.name);
+    std::string s =
+        "#compdef envbox\n"
+        "# envbox completion for zsh: source <(envbox completion zsh)\n"
+        "_envbox_envs() {\n"
+        "    local -a envs\n"
+        "    envs=(manifests/*.toml(N:t:r))\n"
+        "    envs=(${envs:#pylock.*})\n"
+        "    compadd -a envs\n"
+        "}\n"
+        "_envbox() {\n"
+        "    local -a commands globals\n"
+        "    commands=(";
+    for (const auto& c : commands)
+        s += "\n        '" + c.name + ":" + zsh_text(c.description) + "'";
     s += "\n    )\n    globals=(" + zsh_specs(root.options) + ")\n";
     s += "    local cmd i\n"
          "    for (( i = 2; i < CURRENT; i++ )); do\n"
          "        case $words[i] in\n"
-         "            (" + join(names, "|") + ") cmd=$words[i]; break ;;\n"
+         "            (" +
+         join(names, "|") +
+         ") cmd=$words[i]; break ;;\n"
          "        esac\n"
          "    done\n"
          "    if [[ -z $cmd ]]; then\n"
-         "        if [[ $PREFIX == -* ]]; then _arguments $globals; else _describe command commands; fi\n"
+         "        if [[ $PREFIX == -* ]]; then _arguments $globals; else _describe command "
+         "commands; fi\n"
          "        return\n"
          "    fi\n"
          "    words=($words[i,-1])\n"
@@ -194,41 +221,52 @@ std::string zsh_script(const CommandModel& root, const std::vector<CommandModel>
          "    case $cmd in\n";
     for (const auto& c : commands) {
         std::string positional = c.takes_env ? " '*:environment:_envbox_envs'"
-                                 : !c.positional_choices.empty() ? " '1:value:(" + join(c.positional_choices) + ")'"
-                                                                  : std::string();
-        s += "        (" + c.name + ") _arguments $globals" + zsh_specs(c.options) + positional + " ;;\n";
+                                 : !c.positional_choices.empty()
+                                     ? " '1:value:(" + join(c.positional_choices) + ")'"
+                                     : std::string();
+        s += "        (" + c.name + ") _arguments $globals" + zsh_specs(c.options) + positional +
+             " ;;\n";
     }
     s += "    esac\n"
          "}\n"
-         "if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _envbox \"$@\"; else compdef _envbox envbox; fi\n";
+         "if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _envbox \"$@\"; else compdef "
+         "_envbox envbox; fi\n";
     return s;
 }
 
 std::string fish_option(const std::string& condition, const OptionModel& o) {
-    std::string s = "complete -c envbox" + (condition.empty() ? std::string() : " -n " + fish_quote(condition));
-    for (const auto& n : o.names) s += n.rfind("--", 0) == 0 ? " -l " + n.substr(2) : " -s " + n.substr(1);
+    std::string s =
+        "complete -c envbox" + (condition.empty() ? std::string() : " -n " + fish_quote(condition));
+    for (const auto& n : o.names)
+        s += n.rfind("--", 0) == 0 ? " -l " + n.substr(2) : " -s " + n.substr(1);
     // -F: files for a value, which the script's leading `complete -f` turns off elsewhere.
     if (o.takes_value) s += o.choices.empty() ? " -r -F" : " -x -a " + fish_quote(join(o.choices));
     return s + " -d " + fish_quote(o.description) + "\n";
 }
 
 std::string fish_script(const CommandModel& root, const std::vector<CommandModel>& commands) {
-    std::string s = "# envbox completion for fish: envbox completion fish | source\n"
-                    "function __envbox_envs\n"
-                    "    for f in manifests/*.toml\n"
-                    "        set -l n (basename $f .toml)\n"
-                    "        string match -q 'pylock.*' -- $n; or echo $n\n"
-                    "    end\n"
-                    "end\n"
-                    "complete -c envbox -f\n";
-    for (const auto& o : root.options) s += fish_option("", o);
+    std::string s =
+        "# envbox completion for fish: envbox completion fish | source\n"
+        "function __envbox_envs\n"
+        "    for f in manifests/*.toml\n"
+        "        set -l n (basename $f .toml)\n"
+        "        string match -q 'pylock.*' -- $n; or echo $n\n"
+        "    end\n"
+        "end\n"
+        "complete -c envbox -f\n";
+    for (const auto& o : root.options)
+        s += fish_option("", o);
     for (const auto& c : commands) {
-        s += "complete -c envbox -n __fish_use_subcommand -a " + c.name + " -d " + fish_quote(c.description) + "\n";
+        s += "complete -c envbox -n __fish_use_subcommand -a " + c.name + " -d " +
+             fish_quote(c.description) + "\n";
         const std::string cond = "__fish_seen_subcommand_from " + c.name;
-        for (const auto& o : c.options) s += fish_option(cond, o);
-        if (c.takes_env) s += "complete -c envbox -n " + fish_quote(cond) + " -a '(__envbox_envs)'\n";
+        for (const auto& o : c.options)
+            s += fish_option(cond, o);
+        if (c.takes_env)
+            s += "complete -c envbox -n " + fish_quote(cond) + " -a '(__envbox_envs)'\n";
         if (!c.positional_choices.empty())
-            s += "complete -c envbox -n " + fish_quote(cond) + " -a " + fish_quote(join(c.positional_choices)) + "\n";
+            s += "complete -c envbox -n " + fish_quote(cond) + " -a " +
+                 fish_quote(join(c.positional_choices)) + "\n";
     }
     return s;
 }
@@ -246,7 +284,7 @@ void run_completion(const CLI::App& root_app, const CompletionCommand& cmd) {
         });
         commands.push_back(std::move(m));
     }
-    std::string s = cmd.shell == "bash" ? bash_script(root, commands)
+    std::string s = cmd.shell == "bash"  ? bash_script(root, commands)
                     : cmd.shell == "zsh" ? zsh_script(root, commands)
                                          : fish_script(root, commands);
     std::fwrite(s.data(), 1, s.size(), stdout);
@@ -257,7 +295,8 @@ void run_completion(const CLI::App& root_app, const CompletionCommand& cmd) {
 void register_completion(CLI::App& app, const GlobalOptions& global) {
     (void)global;
     auto cmd = std::make_shared<CompletionCommand>();
-    CLI::App* c = app.add_subcommand("completion", "Print the shell completion script for bash, zsh or fish");
+    CLI::App* c =
+        app.add_subcommand("completion", "Print the shell completion script for bash, zsh or fish");
     c->add_option("SHELL", cmd->shell, "bash (source <(envbox completion bash)), zsh or fish")
         ->required()
         ->check(CLI::IsMember({"bash", "zsh", "fish"}));

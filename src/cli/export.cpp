@@ -1,10 +1,11 @@
 // envbox export ENV [--format requirements-txt|pylock] [-o FILE]
+#include "envbox/ops/export.hpp"
+
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
-#include "envbox/ops/export.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -18,26 +19,30 @@ struct ExportCommand {
 void run_export(const GlobalOptions& global, const ExportCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    auto format = cmd.format == "pylock" ? ops::ExportFormat::pylock : ops::ExportFormat::requirements_txt;
+    auto format =
+        cmd.format == "pylock" ? ops::ExportFormat::pylock : ops::ExportFormat::requirements_txt;
     ops::ExportResult r = ops::export_lock(ctx, cmd.env, format);
     if (cmd.output.empty() || cmd.output == "-") {
-        if (std::fwrite(r.text.data(), 1, r.text.size(), stdout) != r.text.size() || std::fflush(stdout) != 0)
+        if (std::fwrite(r.text.data(), 1, r.text.size(), stdout) != r.text.size() ||
+            std::fflush(stdout) != 0)
             throw Error(ErrorCode::generic, "cannot write the export to stdout");
         return;
     }
     write_file_atomic(cmd.output, r.text);
     if (global.verbosity >= 0)
-        std::fprintf(stderr, "Exported %zu package%s of %s to %s\n", r.packages, r.packages == 1 ? "" : "s",
-                     r.lock.c_str(), cmd.output.c_str());
+        std::fprintf(stderr, "Exported %zu package%s of %s to %s\n", r.packages,
+                     r.packages == 1 ? "" : "s", r.lock.c_str(), cmd.output.c_str());
 }
 
 }  // namespace
 
 void register_export(CLI::App& app, const GlobalOptions& global) {
     auto cmd = std::make_shared<ExportCommand>();
-    CLI::App* c = app.add_subcommand("export", "Write ENV's lock as pinned requirements with hashes (pip) or as PEP 751");
+    CLI::App* c = app.add_subcommand(
+        "export", "Write ENV's lock as pinned requirements with hashes (pip) or as PEP 751");
     c->add_option("ENV", cmd->env, "Environment")->required();
-    c->add_option("--format", cmd->format, "requirements-txt (for pip install --require-hashes -r) or pylock")
+    c->add_option("--format", cmd->format,
+                  "requirements-txt (for pip install --require-hashes -r) or pylock")
         ->check(CLI::IsMember({"requirements-txt", "pylock"}))
         ->capture_default_str();
     c->add_option("-o,--output", cmd->output, "Write to FILE (atomically) instead of stdout");

@@ -1,11 +1,12 @@
 // envbox init ENV [--python X.Y] [--cuda 12.8|13.0|none]
+#include "envbox/ops/init.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
-#include "envbox/ops/init.hpp"
 
 namespace envbox::cli {
 namespace {
@@ -30,20 +31,24 @@ void run_init(const GlobalOptions& global, const InitCommand& cmd) {
     std::fprintf(stderr, "Detected CPython %s (%s) on %s\n", r.interpreter.full_version.c_str(),
                  r.interpreter.executable.c_str(), r.platform.c_str());
     if (r.cuda)
-        std::fprintf(stderr, "CUDA %s: torch, torchvision, torchaudio and triton come from %s only\n",
+        std::fprintf(stderr,
+                     "CUDA %s: torch, torchvision, torchaudio and triton come from %s only\n",
                      r.cuda->c_str(), r.cuda_index.c_str());
-    std::fprintf(stderr, "Wrote %s; add requirements to it, then `envbox create %s`\n", r.manifest.c_str(),
-                 cmd.env.c_str());
+    std::fprintf(stderr, "Wrote %s; add requirements to it, then `envbox create %s`\n",
+                 r.manifest.c_str(), cmd.env.c_str());
 }
 
 }  // namespace
 
 void register_init(CLI::App& app, const GlobalOptions& global) {
     auto cmd = std::make_shared<InitCommand>();
-    CLI::App* c = app.add_subcommand("init", "Write manifests/ENV.toml for this machine's interpreter and platform");
+    CLI::App* c = app.add_subcommand(
+        "init", "Write manifests/ENV.toml for this machine's interpreter and platform");
     c->add_option("ENV", cmd->env, "Environment")->required();
-    c->add_option("--python", cmd->python, "Interpreter version X.Y (default: the python3 envbox finds)");
-    c->add_option("--cuda", cmd->cuda, "CUDA line whose PyTorch index serves the torch family: 12.8, 13.0 or none")
+    c->add_option("--python", cmd->python,
+                  "Interpreter version X.Y (default: the python3 envbox finds)");
+    c->add_option("--cuda", cmd->cuda,
+                  "CUDA line whose PyTorch index serves the torch family: 12.8, 13.0 or none")
         ->check(CLI::IsMember({"12.8", "13.0", "none"}))
         ->capture_default_str();
     c->callback([&global, cmd] { run_init(global, *cmd); });

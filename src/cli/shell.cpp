@@ -35,13 +35,18 @@ std::string user_shell() {
 // prepend (pyenv, conda) does not shadow the environment's python, and PS1 gets "(ENV) ".
 std::string startup_file(bool bashrc) {
     int fd = ::memfd_create("envbox-shell-rc", 0);
-    if (fd < 0) throw Error(ErrorCode::generic, std::string("cannot make the shell's startup file: ") + std::strerror(errno));
+    if (fd < 0)
+        throw Error(ErrorCode::generic,
+                    std::string("cannot make the shell's startup file: ") + std::strerror(errno));
     std::string text;
     if (bashrc) text += "if [ -f ~/.bashrc ]; then . ~/.bashrc; fi\n";
-    text += "if [ -n \"${VIRTUAL_ENV:-}\" ] && [ -f \"$VIRTUAL_ENV/bin/activate\" ]; then . \"$VIRTUAL_ENV/bin/activate\"; fi\n";
+    text +=
+        "if [ -n \"${VIRTUAL_ENV:-}\" ] && [ -f \"$VIRTUAL_ENV/bin/activate\" ]; then . "
+        "\"$VIRTUAL_ENV/bin/activate\"; fi\n";
     if (fd <= 9) text += "exec " + std::to_string(fd) + "<&-\n";  // sh redirects only fds 0-9
     if (!write_all_fd(fd, text.data(), text.size()))
-        throw Error(ErrorCode::generic, std::string("cannot write the shell's startup file: ") + std::strerror(errno));
+        throw Error(ErrorCode::generic,
+                    std::string("cannot write the shell's startup file: ") + std::strerror(errno));
     return "/dev/fd/" + std::to_string(fd);
 }
 
@@ -51,7 +56,8 @@ std::string startup_file(bool bashrc) {
 RunArgs shell_args(const ShellCommand& cmd) {
     const std::string shell = user_shell();
     const std::string name = std::filesystem::path(shell).filename().string();
-    RunArgs args{cmd.env, {"--", shell}, cmd.no_sandbox, cmd.sandbox, {{"VIRTUAL_ENV_PROMPT", cmd.env}}};
+    RunArgs args{
+        cmd.env, {"--", shell}, cmd.no_sandbox, cmd.sandbox, {{"VIRTUAL_ENV_PROMPT", cmd.env}}};
     if (name == "bash") {
         args.rest.insert(args.rest.end(), {"--rcfile", startup_file(true)});
     } else if (name == "sh" || name == "dash" || name == "ash" || name == "ksh" || name == "mksh") {
@@ -65,11 +71,15 @@ RunArgs shell_args(const ShellCommand& cmd) {
 
 void register_shell(CLI::App& app, const GlobalOptions& global) {
     auto cmd = std::make_shared<ShellCommand>();
-    CLI::App* c = app.add_subcommand("shell", "An interactive $SHELL inside ENV and its sandbox (as `run ENV -- "
-                                              "$SHELL -i`)");
+    CLI::App* c =
+        app.add_subcommand("shell",
+                           "An interactive $SHELL inside ENV and its sandbox (as `run ENV -- "
+                           "$SHELL -i`)");
     c->add_option("ENV", cmd->env, "Environment")->required();
-    auto* off = c->add_flag("--no-sandbox", cmd->no_sandbox, "Run without the sandbox (--sandbox off)");
-    c->add_option("--sandbox", cmd->sandbox, "auto (default), strict or off, as for `run`; default $ENVBOX_SANDBOX")
+    auto* off =
+        c->add_flag("--no-sandbox", cmd->no_sandbox, "Run without the sandbox (--sandbox off)");
+    c->add_option("--sandbox", cmd->sandbox,
+                  "auto (default), strict or off, as for `run`; default $ENVBOX_SANDBOX")
         ->check(CLI::IsMember({"auto", "strict", "off"}))
         ->excludes(off);
     c->callback([&global, cmd] { run_run(global, shell_args(*cmd)); });

@@ -31,17 +31,19 @@ void remove_project_link(const Context& ctx, const std::string& env, DeleteResul
     std::error_code ec;
     if (!fs::is_symlink(link, ec)) return;
     if (::unlink(link.c_str()) != 0 && errno != ENOENT)
-        throw Error(ErrorCode::generic, "cannot remove " + link.string() + ": " + std::strerror(errno));
+        throw Error(ErrorCode::generic,
+                    "cannot remove " + link.string() + ": " + std::strerror(errno));
     r.removed.push_back(link);
 }
 
 // Claims every generation of `gens` (the claims are held until the trees are gone: a job
 // starting meanwhile waits, then finds no generation). Users are listed in `r.in_use`.
-std::vector<std::unique_ptr<env::GenerationClaim>> claim_all(const std::vector<env::Generation>& gens,
-                                                             DeleteResult& r) {
+std::vector<std::unique_ptr<env::GenerationClaim>> claim_all(
+    const std::vector<env::Generation>& gens, DeleteResult& r) {
     std::vector<std::unique_ptr<env::GenerationClaim>> claims;
     std::vector<fs::path> paths;
-    for (const auto& g : gens) paths.push_back(g.path);
+    for (const auto& g : gens)
+        paths.push_back(g.path);
     std::optional<env::RuntimeRoots> roots;
     for (const auto& g : gens) {
         const std::string name = env::generation_dir_name(g.number);
@@ -61,28 +63,34 @@ std::vector<std::unique_ptr<env::GenerationClaim>> claim_all(const std::vector<e
 DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
     check_env_name(opt.env);
     const fs::path edir = env_dir(ctx, opt.env);
-    const fs::path caches = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + opt.env);
+    const fs::path caches =
+        ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + opt.env);
     const fs::path lock_path = env_lock_path(ctx, opt.env);
     std::error_code ec;
     if (!fs::exists(edir, ec) && !fs::exists(caches, ec) && !fs::exists(lock_path, ec))
-        throw Error(ErrorCode::generic, "environment '" + opt.env + "' has not been created" +
-                                            (ctx.project_root.empty() ? std::string()
-                                                                      : " for project " + ctx.project_root.string()) +
-                                            "; there is nothing to delete");
+        throw Error(ErrorCode::generic,
+                    "environment '" + opt.env + "' has not been created" +
+                        (ctx.project_root.empty() ? std::string()
+                                                  : " for project " + ctx.project_root.string()) +
+                        "; there is nothing to delete");
     fs::create_directories(ctx.home / "locks", ec);
     DeleteResult r;
     {
-        FileLock lock(lock_path, [&] { ctx.progress->note("waiting for another envbox using " + opt.env); });
+        FileLock lock(lock_path,
+                      [&] { ctx.progress->note("waiting for another envbox using " + opt.env); });
         auto gens = env::list_generations(edir);
         auto claims = claim_all(gens, r);
         if (!r.in_use.empty() && !opt.force) {
             std::string msg = "environment '" + opt.env + "' is in use, nothing was deleted:";
-            for (const auto& u : r.in_use) msg += "\n  " + u;
-            throw Error(ErrorCode::generic, msg + "\nstop those processes, or pass --force to delete it anyway");
+            for (const auto& u : r.in_use)
+                msg += "\n  " + u;
+            throw Error(ErrorCode::generic,
+                        msg + "\nstop those processes, or pass --force to delete it anyway");
         }
         // `current` first: from here on the environment reads as never created.
         if (::unlink((edir / "current").c_str()) != 0 && errno != ENOENT)
-            throw Error(ErrorCode::generic, "cannot remove " + (edir / "current").string() + ": " + std::strerror(errno));
+            throw Error(ErrorCode::generic, "cannot remove " + (edir / "current").string() + ": " +
+                                                std::strerror(errno));
         for (const auto& g : gens) {
             env::remove_generation(g.path);
             r.generations.push_back(env::generation_dir_name(g.number));

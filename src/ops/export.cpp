@@ -14,21 +14,24 @@ namespace {
 
 // A value from the lock that goes into a requirements line: a line break or NUL would start a
 // line pip reads as an option of its own (`--index-url` of an attacker's choosing).
-const std::string& one_line(const std::string& value, const std::string& source, const lock::Package& p,
-                            const char* what) {
+const std::string& one_line(const std::string& value, const std::string& source,
+                            const lock::Package& p, const char* what) {
     for (char c : value)
         if (c == '\n' || c == '\r' || c == '\0')
-            throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " + p.name + "'s " + what +
+            throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
+                                                      p.name + "'s " + what +
                                                       " holds a line break; refusing to export it");
     return value;
 }
 
 // A URL from the lock as pip may read it: no userinfo, no blank (which would end the value).
-std::string clean_url(const std::string& url, const std::string& source, const lock::Package& p, const char* what) {
+std::string clean_url(const std::string& url, const std::string& source, const lock::Package& p,
+                      const char* what) {
     std::string u = index::strip_userinfo(one_line(url, source, p, what));
     for (char c : u)
         if (c == ' ' || c == '\t')
-            throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " + p.name + "'s " + what +
+            throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
+                                                      p.name + "'s " + what +
                                                       " holds a blank; refusing to export it");
     return u;
 }
@@ -40,11 +43,14 @@ std::vector<std::string> package_hashes(const lock::Package& p, const std::strin
     auto add = [&](const lock::FileRef& f) {
         auto sha = f.sha256();
         if (!sha)
-            throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(f.line) + ": " + p.name + "'s " +
-                                                      f.filename() + " has no sha256; pip --require-hashes cannot install it");
+            throw Error(ErrorCode::invalid_input,
+                        source + ":" + std::to_string(f.line) + ": " + p.name + "'s " +
+                            f.filename() +
+                            " has no sha256; pip --require-hashes cannot install it");
         if (seen.insert(*sha).second) out.push_back(*sha);
     };
-    for (const auto& w : p.wheels) add(w);
+    for (const auto& w : p.wheels)
+        add(w);
     if (p.sdist) add(*p.sdist);
     if (p.archive) add(*p.archive);
     return out;
@@ -53,18 +59,20 @@ std::vector<std::string> package_hashes(const lock::Package& p, const std::strin
 // `name==version`, or `name @ URL` for a direct archive.
 std::string requirement_of(const lock::Package& p, const std::string& source) {
     if (p.vcs || p.directory)
-        throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " + p.name + " is locked as " +
+        throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
+                                                  p.name + " is locked as " +
                                                   (p.vcs ? "a VCS checkout" : "a local directory") +
                                                   ", which a hashed requirements file cannot pin");
     if (p.archive && p.wheels.empty() && !p.sdist) {
         if (!p.archive->url)
-            throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " + p.name +
-                                                      " is a local archive without a URL; export it as pylock");
+            throw Error(ErrorCode::invalid_input,
+                        source + ":" + std::to_string(p.line) + ": " + p.name +
+                            " is a local archive without a URL; export it as pylock");
         return p.name + " @ " + clean_url(*p.archive->url, source, p, "archive URL");
     }
     if (!p.version)
-        throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " + p.name +
-                                                  " has no version to pin");
+        throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
+                                                  p.name + " has no version to pin");
     return p.name + "==" + one_line(p.version->str(), source, p, "version");
 }
 
@@ -80,11 +88,13 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
     for (const auto& p : lock.packages) {
         if (p.index) {
             std::string url = clean_url(*p.index, source, p, "index URL");
-            if (std::find(indexes.begin(), indexes.end(), url) == indexes.end()) indexes.push_back(url);
+            if (std::find(indexes.begin(), indexes.end(), url) == indexes.end())
+                indexes.push_back(url);
         }
         body += requirement_of(p, source);
         if (p.marker) body += " ; " + one_line(p.marker->str(), source, p, "marker");
-        for (const auto& h : package_hashes(p, source)) body += " \\\n    --hash=sha256:" + h;
+        for (const auto& h : package_hashes(p, source))
+            body += " \\\n    --hash=sha256:" + h;
         body += "\n";
     }
     for (std::size_t i = 0; i < indexes.size(); ++i)
@@ -95,13 +105,14 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
 ExportResult export_lock(const Context& ctx, const std::string& env, ExportFormat format) {
     check_env_name(env);
     if (ctx.project_root.empty())
-        throw Error(ErrorCode::invalid_input, "no project here (no manifests/ directory in this directory or above)");
+        throw Error(ErrorCode::invalid_input,
+                    "no project here (no manifests/ directory in this directory or above)");
     ExportResult r;
     r.lock = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
     std::error_code ec;
     if (!fs::exists(r.lock, ec))
-        throw Error(ErrorCode::invalid_input, "no lock file " + r.lock.string() + " (run `envbox lock " + env +
-                                                  "` to write it)");
+        throw Error(ErrorCode::invalid_input, "no lock file " + r.lock.string() +
+                                                  " (run `envbox lock " + env + "` to write it)");
     const std::string text = read_file(r.lock);
     auto parsed = lock::Pylock::parse(text, r.lock.string());
     if (!parsed) throw parsed.error();

@@ -17,7 +17,8 @@ namespace {
 // "3.12" → 3, 12; false for anything else.
 bool parse_python(const std::string& text, int& major, int& minor) {
     auto dot = text.find('.');
-    if (dot == std::string::npos || dot == 0 || dot + 1 == text.size() || text.size() > 8) return false;
+    if (dot == std::string::npos || dot == 0 || dot + 1 == text.size() || text.size() > 8)
+        return false;
     for (std::size_t i = 0; i < text.size(); ++i)
         if (i != dot && (text[i] < '0' || text[i] > '9')) return false;
     major = std::stoi(text.substr(0, dot));
@@ -44,8 +45,10 @@ void write_new_file(const fs::path& path, const std::string& text) {
     ::unlink(tmp.c_str());
     if (rc == 0) return;
     if (err == EEXIST)
-        throw Error(ErrorCode::generic, path.string() + " already exists; envbox init never replaces a manifest "
-                                                        "(edit it, or remove it first)");
+        throw Error(ErrorCode::generic,
+                    path.string() +
+                        " already exists; envbox init never replaces a manifest "
+                        "(edit it, or remove it first)");
     throw Error(ErrorCode::generic, "cannot write " + path.string() + ": " + std::strerror(err));
 }
 
@@ -53,9 +56,9 @@ void write_new_file(const fs::path& path, const std::string& text) {
 
 std::string host_platform(const env::Interpreter& interpreter, const std::string& env) {
     if (interpreter.glibc.empty())
-        throw Error(ErrorCode::invalid_input, "cannot tell this machine's platform (" +
-                                                  interpreter.executable.string() + " reports no glibc); write manifests/" +
-                                                  env + ".toml with a platform");
+        throw Error(ErrorCode::invalid_input,
+                    "cannot tell this machine's platform (" + interpreter.executable.string() +
+                        " reports no glibc); write manifests/" + env + ".toml with a platform");
     auto m = interpreter.markers.values.find("platform_machine");
     std::string machine = m != interpreter.markers.values.end() ? m->second : "x86_64";
     std::string glibc = interpreter.glibc;
@@ -92,8 +95,9 @@ std::string initial_manifest(const std::string& python_xy, const std::string& pl
 InitResult init(const Context& ctx, const InitOptions& opt) {
     check_env_name(opt.env);
     if (opt.cuda && *opt.cuda != "12.8" && *opt.cuda != "13.0")
-        throw Error(ErrorCode::usage, "--cuda " + *opt.cuda + ": envbox knows the PyTorch indexes of 12.8 and 13.0 "
-                                      "(or none)");
+        throw Error(ErrorCode::usage, "--cuda " + *opt.cuda +
+                                          ": envbox knows the PyTorch indexes of 12.8 and 13.0 "
+                                          "(or none)");
     if (ctx.project_root.empty()) throw Error(ErrorCode::usage, "init: no project directory");
     const fs::path dir = ctx.project_root / "manifests";
     InitResult r;
@@ -101,13 +105,16 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     std::error_code ec;
     // Said before an interpreter is looked for: the refusal must not depend on the machine.
     if (fs::symlink_status(r.manifest, ec).type() != fs::file_type::not_found)
-        throw Error(ErrorCode::generic, r.manifest.string() + " already exists; envbox init never replaces a manifest "
-                                                              "(edit it, or remove it first)");
+        throw Error(ErrorCode::generic,
+                    r.manifest.string() +
+                        " already exists; envbox init never replaces a manifest "
+                        "(edit it, or remove it first)");
     const fs::path probe_cache = ctx.home / "cache" / "interpreters";
     if (opt.python) {
         int major = 0, minor = 0;
         if (!parse_python(*opt.python, major, minor))
-            throw Error(ErrorCode::usage, "--python " + *opt.python + ": expected a CPython version such as 3.12");
+            throw Error(ErrorCode::usage,
+                        "--python " + *opt.python + ": expected a CPython version such as 3.12");
         r.interpreter = env::find_interpreter(major, minor, false, probe_cache);
     } else {
         r.interpreter = env::default_interpreter(probe_cache);
@@ -116,8 +123,9 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     r.cuda = opt.cuda;
     if (r.cuda) r.cuda_index = pytorch_index_url(*r.cuda);
     r.text = initial_manifest(r.interpreter.version_xy(), r.platform, r.cuda,
-                              "Written by `envbox init` for CPython " + r.interpreter.full_version + " on " +
-                                  r.platform + "; add requirements, then `envbox create " + opt.env + "`.");
+                              "Written by `envbox init` for CPython " + r.interpreter.full_version +
+                                  " on " + r.platform + "; add requirements, then `envbox create " +
+                                  opt.env + "`.");
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create " + dir.string() + ": " + ec.message());
     write_new_file(r.manifest, r.text);

@@ -16,9 +16,9 @@ struct DeleteOptions {
 };
 
 struct DeleteResult {
-    std::vector<std::string> generations;       ///< "gen-N" removed
-    std::vector<std::string> in_use;            ///< "gen-N: who uses it", removed under --force
-    std::vector<std::filesystem::path> removed; ///< folders, links and files removed
+    std::vector<std::string> generations;        ///< "gen-N" removed
+    std::vector<std::string> in_use;             ///< "gen-N: who uses it", removed under --force
+    std::vector<std::filesystem::path> removed;  ///< folders, links and files removed
 };
 
 /// Removes every generation of ENV (each claimed as gc claims one, then its stamp first, see

@@ -10,7 +10,8 @@
 namespace envbox::ops {
 
 enum class ExportFormat {
-    requirements_txt,  ///< pinned requirements with `--hash` lines, for `pip install --require-hashes`
+    requirements_txt,  ///< pinned requirements with `--hash` lines, for `pip install
+                       ///< --require-hashes`
     pylock,            ///< the PEP 751 lock itself
 };
 

@@ -21,8 +21,8 @@ struct InitResult {
     env::Interpreter interpreter;    ///< the interpreter found (its version is the manifest's)
     std::string platform;            ///< the platform tag written
     std::optional<std::string> cuda;
-    std::string cuda_index;          ///< the PyTorch index URL of `cuda`, when set
-    std::string text;                ///< what was written
+    std::string cuda_index;  ///< the PyTorch index URL of `cuda`, when set
+    std::string text;        ///< what was written
 };
 
 /// The platform tag of the machine `interpreter` runs on: `manylinux_<glibc>_<machine>`.

@@ -59,6 +59,9 @@ std::string write_pylock(const LockDocument& doc) {
     std::sort(sorted.begin(), sorted.end(), [](const LockedPackage* a, const LockedPackage* b) {
         return a->name < b->name;
     });
+    // `packages` is required (PEP 751): a lock of nothing says so at the top level, where an
+    // array of tables cannot.
+    if (sorted.empty()) out += "packages = []\n";
     for (const LockedPackage* p : sorted) {
         out += "\n[[packages]]\n";
         out += "name = " + toml_string(p->name) + "\n";

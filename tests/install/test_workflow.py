@@ -68,6 +68,11 @@ class Init(unittest.TestCase):
         r = envbox("lock", "cpu", "--offline", home=self.home, cwd=self.proj)
         self.assertIn("0 requests", r.stderr)
         envbox("lock", "--check", "cpu", home=self.home, cwd=self.proj)
+        # ... and the lock of nothing is a valid one: create builds an empty environment from it.
+        envbox("create", "cpu", "--offline", home=self.home, cwd=self.proj)
+        r = envbox("run", "cpu", "--", "python", "-c", "import sys; print(sys.prefix != sys.base_prefix)",
+                   home=self.home, cwd=self.proj)
+        self.assertEqual(r.stdout, "True\n")
 
     def test_cuda_pins_the_torch_family_to_the_pytorch_index(self):
         for line, cu in (("12.8", "cu128"), ("13.0", "cu130")):

@@ -67,7 +67,7 @@ DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
         ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + opt.env);
     const fs::path lock_path = env_lock_path(ctx, opt.env);
     std::error_code ec;
-    if (!fs::exists(edir, ec) && !fs::exists(caches, ec) && !fs::exists(lock_path, ec))
+    if (!fs::exists(edir, ec) && !fs::exists(caches, ec))
         throw Error(ErrorCode::generic,
                     "environment '" + opt.env + "' has not been created" +
                         (ctx.project_root.empty() ? std::string()
@@ -98,9 +98,9 @@ DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
         remove_tree(edir, r);
         remove_project_link(ctx, opt.env, r);
         remove_tree(caches, r);
-        // Last, still held: a create that starts from now on makes a new lock file, and one
-        // that was waiting on this one finds the environment gone and builds it afresh.
-        if (::unlink(lock_path.c_str()) == 0) r.removed.push_back(lock_path);
+        // The (empty) lock file stays: unlinking it while a create waits on it would let that
+        // create and a newer one, which opens a fresh file, build side by side. A create that
+        // was waiting finds the environment gone and builds it afresh.
     }
     return r;
 }

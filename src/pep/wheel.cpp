@@ -229,6 +229,8 @@ Result<std::string> safe_member_path(std::string_view path) {
         out += seg;
     }
     if (out.empty()) return bad("empty name");
+    // Checked again once `./` and empty segments are gone: `./c:/x` normalises to `c:/x`.
+    if (out.size() >= 2 && out[1] == ':' && is_ascii_alpha(out[0])) return bad("drive letter");
     return out;
 }
 

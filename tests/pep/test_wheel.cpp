@@ -56,3 +56,17 @@ TEST_CASE("scripts and launchers carry the same shebang") {
     CHECK(launcher.rfind(shebang_for(python), 0) == 0);
     CHECK_THAT(launcher, Catch::Contains("from pkg.cli import main\n"));
 }
+
+// A drive letter hidden behind `./` (`./a:/.` normalised to `a:`) was let through while the same
+// name written plainly was refused. Found by fuzz_metadata; safe_member_path is idempotent now.
+TEST_CASE("member paths are checked for drive letters after normalisation too") {
+    for (const char* path : {"./a:/.", ".//c:/x", "./././Z:"}) {
+        INFO(path);
+        auto r = envbox::pep::safe_member_path(path);
+        REQUIRE_FALSE(r.ok());
+        CHECK_THAT(r.error().message(), Catch::Contains("drive letter"));
+    }
+    auto ok = envbox::pep::safe_member_path("./pkg/a:b.py");
+    REQUIRE(ok.ok());
+    CHECK(*ok == "pkg/a:b.py");
+}

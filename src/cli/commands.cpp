@@ -81,6 +81,10 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
          [&global](CLI::App& c) {
              c.add_option("ENV", text_a, "Environment")->required();
              auto* off = c.add_flag("--no-sandbox", flag_a, "Run without the sandbox (--sandbox off)");
+             auto* locked = c.add_flag("--locked", flag_b,
+                                       "Fail (exit 3) if the lock is missing or stale instead of locking");
+             c.add_flag("--frozen", flag_c, "Run the current generation as it is: no lock, no create")
+                 ->excludes(locked);
              c.add_option("--sandbox", sandbox_mode,
                           "auto (default; warn when the kernel allows none), strict (refuse to run "
                           "unsandboxed) or off; default $ENVBOX_SANDBOX")
@@ -100,7 +104,7 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
              run_app = &c;
          },
          [&global] {
-             run_run(global, RunArgs{text_a, run_app->remaining(), flag_a, sandbox_mode, {}});
+             run_run(global, RunArgs{text_a, run_app->remaining(), flag_a, sandbox_mode, {}, flag_b, flag_c});
          }},
         {"diff", "What changed between two locks or environments",
          [](CLI::App& c) {

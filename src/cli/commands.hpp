@@ -29,9 +29,14 @@ struct RunArgs {
     std::string sandbox;            ///< --sandbox, may be empty
     /// Set in the command's environment last, over the plan's (`shell`: the prompt).
     std::map<std::string, std::string> environment;
+    bool locked = false;            ///< --locked: a stale lock is an error (exit 3), never re-locked
+    bool frozen = false;            ///< --frozen: run the current generation as it is, no sync
 };
 
 [[noreturn]] void run_run(const GlobalOptions& global, const RunArgs& args);
+/// `env`, else the default environment: $ENVBOX_ENV, else the project's only manifest. Several
+/// manifests and no ENVBOX_ENV, or none, is a usage error (exit 2) naming them.
+std::string environment_or_default(const GlobalOptions& global, const std::string& env);
 void run_list(const GlobalOptions& global, bool all);
 void run_show(const GlobalOptions& global, const std::string& env);
 void run_verify(const GlobalOptions& global, const std::string& env, bool deep);

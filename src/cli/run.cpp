@@ -8,9 +8,14 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "envbox/env/generation.hpp"
 #include "envbox/env/sandbox.hpp"
+#include "envbox/lock/writer.hpp"
+#include "envbox/ops/create.hpp"
+#include "envbox/ops/lock.hpp"
 #include "envbox/ops/run.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 #include "envbox/util/process.hpp"
 
 namespace envbox::cli {
@@ -84,12 +89,69 @@ void report_sandbox(const GlobalOptions& global, const std::filesystem::path& ho
         for (const auto& n : plan.notes) std::fprintf(stderr, "envbox: %s\n", n.c_str());
 }
 
+// Why ENV's current generation is not what its manifest and lock say, as create would decide
+// it but without resolving the target: the lock is missing or stale against the manifest (a
+// lock envbox did not write is taken as it is), or its text differs from the one the current
+// generation was built from, or there is no generation. Empty: run as it is, no create (the
+// fast path). `stale_lock` tells whether locking is among what is needed.
+std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string& env, bool& stale_lock) {
+    namespace fs = std::filesystem;
+    stale_lock = false;
+    std::error_code ec;
+    const fs::path manifests = ctx.project_root / "manifests";
+    const fs::path manifest = manifests / (env + ".toml"), lock_path = manifests / ("pylock." + env + ".toml");
+    if (ctx.project_root.empty() || !fs::exists(manifest, ec)) return {};  // run says what is missing
+    std::vector<std::string> reasons;
+    if (!fs::exists(lock_path, ec)) {
+        reasons.push_back("there is no lock file " + lock_path.string());
+    } else {
+        auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
+        if (tool && tool->values.count("manifest-digest")) reasons = ops::lock_staleness(manifest, lock_path);
+    }
+    stale_lock = !reasons.empty();
+    auto current = env::current_generation(ops::env_dir(ctx, env));
+    if (!current) {
+        reasons.push_back("no generation was ever created");
+    } else if (!stale_lock) {
+        const fs::path built = current->path / ".envbox" / "pylock.toml";
+        if (!fs::exists(built, ec) || read_file(built) != read_file(lock_path))
+            reasons.push_back(lock_path.filename().string() + " changed since generation " +
+                              std::to_string(current->number));
+    }
+    return reasons;
+}
+
+// `uv run`'s sync: lock and create first when ENV is out of date (said on stderr, as the
+// command's stdout is its own); --locked refuses a stale lock instead, --frozen skips this.
+void sync_first(const ops::Context& ctx, const RunArgs& args) {
+    if (args.frozen) return;
+    bool stale_lock = false;
+    auto reasons = out_of_sync(ctx, args.env, stale_lock);
+    if (reasons.empty()) return;
+    if (args.locked && stale_lock) {
+        std::string msg = "--locked: the lock of " + args.env + " needs updating:";
+        for (const auto& r : reasons) msg += "\n  " + r;
+        throw Error(ErrorCode::invalid_input,
+                    msg + "\nrun `envbox lock " + args.env + "`, or `envbox run --frozen` to run the current generation");
+    }
+    auto current = env::current_generation(ops::env_dir(ctx, args.env));
+    std::string what = current ? " changed since generation " + std::to_string(current->number) : " has no generation yet";
+    // A stale lock's reasons are create's notes as it locks; the others are said here.
+    if (!stale_lock) what += " (" + reasons.front() + ")";
+    std::fprintf(stderr, "envbox: %s%s; creating…\n", args.env.c_str(), what.c_str());
+    ops::CreateOptions options;
+    options.env = args.env;
+    options.locked = args.locked;
+    ops::create(ctx, options);
+}
+
 }  // namespace
 
 void run_run(const GlobalOptions& global, const RunArgs& args) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::SandboxMode mode = sandbox_mode(args);
+    sync_first(ctx, args);
     ops::RunPlan plan = ops::plan_run(ctx, args.env, command_of(args.rest), current_environment());
     for (const auto& [k, v] : args.environment) plan.environment[k] = v;
     env::SandboxOutcome sandbox = ops::enter_run_sandbox(ctx, plan, mode);

@@ -442,6 +442,84 @@ class Completion(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
 
 
+class RunSyncs(unittest.TestCase):
+    """`run` locks and creates first when the manifest or the lock changed, as `uv run` syncs;
+    --locked refuses a stale lock, --frozen runs the current generation as it is."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        os.makedirs(self.proj)
+        self.run_envbox("init", "e")
+        self.manifest = os.path.join(self.proj, "manifests", "e.toml")
+        self.lock = os.path.join(self.proj, "manifests", "pylock.e.toml")
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def run_envbox(self, *args, check=True):
+        return envbox(*args, home=self.home, cwd=self.proj, check=check)
+
+    def generations(self):
+        return sorted(os.path.basename(p) for p in glob.glob(os.path.join(self.home, "envs", "*", "e", "gen-*")))
+
+    def edit(self, path, old, new):
+        with open(path) as f:
+            text = f.read()
+        self.assertIn(old, text)
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
+
+    def test_first_run_locks_and_creates(self):
+        r = self.run_envbox("run", "e", "--", "echo", "hi")
+        self.assertEqual(r.stdout, "hi\n")  # what envbox says goes to stderr
+        self.assertIn("envbox: e has no generation yet; creating…", r.stderr)
+        self.assertTrue(os.path.exists(self.lock))
+        self.assertEqual(self.generations(), ["gen-1"])
+        r = self.run_envbox("run", "e", "--", "true")
+        self.assertNotIn("creating", r.stderr)
+        self.assertEqual(self.generations(), ["gen-1"])
+
+    def test_a_changed_lock_is_created_unless_frozen(self):
+        self.run_envbox("run", "e", "--", "true")
+        with open(self.lock, "a") as f:
+            f.write("# edited\n")
+        r = self.run_envbox("run", "--frozen", "e", "--", "true")
+        self.assertNotIn("creating", r.stderr)
+        self.assertEqual(self.generations(), ["gen-1"])
+        r = self.run_envbox("run", "--locked", "e", "--", "true")  # the lock is not stale, only new
+        self.assertIn("e changed since generation 1 (pylock.e.toml changed since generation 1); creating…",
+                      r.stderr)
+        self.assertEqual(self.generations(), ["gen-1", "gen-2"])
+
+    def test_a_changed_manifest_is_locked_first_and_locked_refuses(self):
+        self.run_envbox("run", "e", "--", "true")
+        self.edit(self.manifest, "https://pypi.org/simple", "http://127.0.0.1:9/simple")
+        with open(self.lock) as f:
+            before = f.read()
+        r = self.run_envbox("run", "--locked", "e", "--", "true", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("--locked: the lock of e needs updating", r.stderr)
+        self.assertIn("http://127.0.0.1:9/simple", r.stderr)
+        with open(self.lock) as f:
+            self.assertEqual(f.read(), before)
+        r = self.run_envbox("run", "--frozen", "e", "--", "true")
+        self.assertEqual(self.generations(), ["gen-1"])
+        r = self.run_envbox("run", "e", "--", "true")
+        self.assertIn("e changed since generation 1; creating…", r.stderr)
+        self.assertIn("locking first", r.stderr)
+        with open(self.lock) as f:
+            self.assertIn("http://127.0.0.1:9/simple", f.read())
+        self.assertEqual(self.generations(), ["gen-1", "gen-2"])
+        r = self.run_envbox("run", "--locked", "e", "--", "true")
+        self.assertNotIn("creating", r.stderr)
+
+    def test_locked_and_frozen_exclude_each_other(self):
+        r = self.run_envbox("run", "--locked", "--frozen", "e", "--", "true", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+
+
 if __name__ == "__main__":
     ENVBOX = os.path.abspath(sys.argv.pop(1))
     unittest.main()

@@ -1,7 +1,9 @@
 // The command surface (ARCHITECTURE.md, "Commands"). Each command is registered here with its
 // options and help and runs the function of its own file (create.cpp, run.cpp, …).
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
@@ -79,7 +81,18 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
          }},
         {"run", "Run a command inside ENV (sandboxed where the kernel allows)",
          [&global](CLI::App& c) {
-             c.add_option("ENV", text_a, "Environment")->required();
+             // ENV is the first word unless `--` comes first: then the default environment. A word
+             // after `--` reaches this check while the `--` is already among what was not parsed.
+             c.add_option("ENV", text_a, "Environment (default, when -- comes first: $ENVBOX_ENV, else "
+                                         "the project's only manifest)")
+                 ->check([](const std::string&) {
+                     static std::optional<bool> after_marker;  // decided once, at the parse
+                     if (!after_marker) {
+                         auto seen = run_app->remaining();
+                         after_marker = std::find(seen.begin(), seen.end(), "--") != seen.end();
+                     }
+                     return *after_marker ? std::string("the command's own") : std::string();
+                 });
              auto* off = c.add_flag("--no-sandbox", flag_a, "Run without the sandbox (--sandbox off)");
              auto* locked = c.add_flag("--locked", flag_b,
                                        "Fail (exit 3) if the lock is missing or stale instead of locking");

@@ -11,6 +11,7 @@
 #include "envbox/env/generation.hpp"
 #include "envbox/env/sandbox.hpp"
 #include "envbox/lock/writer.hpp"
+#include "envbox/ops/context.hpp"
 #include "envbox/ops/create.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/ops/run.hpp"
@@ -147,7 +148,37 @@ void sync_first(const ops::Context& ctx, const RunArgs& args) {
 
 }  // namespace
 
-void run_run(const GlobalOptions& global, const RunArgs& args) {
+std::string environment_or_default(const GlobalOptions& global, const std::string& env) {
+    if (!env.empty()) return env;
+    if (const char* v = std::getenv("ENVBOX_ENV"); v && *v) {
+        ops::check_env_name(v);
+        return v;
+    }
+    ConsoleProgress progress(global.verbosity, false);
+    ops::Context ctx = make_context(global, progress);
+    if (ctx.project_root.empty())
+        throw Error(ErrorCode::usage, "no ENV given, no ENVBOX_ENV and no project here (no manifests/ directory "
+                                      "in this directory or above)");
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(ctx.project_root / "manifests", ec)) {
+        std::string n = e.path().filename().string();
+        if (n.ends_with(".toml") && !n.starts_with("pylock.") && e.is_regular_file(ec))
+            names.push_back(n.substr(0, n.size() - 5));
+    }
+    std::sort(names.begin(), names.end());
+    if (names.size() == 1) return names.front();
+    std::string where = (ctx.project_root / "manifests").string();
+    if (names.empty()) throw Error(ErrorCode::usage, "no ENV given, no ENVBOX_ENV and no manifest in " + where);
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw Error(ErrorCode::usage, "no ENV given and no ENVBOX_ENV, and " + where + " holds several environments (" +
+                                      list + "): name one, as `envbox run ENV -- CMD`, or set ENVBOX_ENV");
+}
+
+void run_run(const GlobalOptions& global, const RunArgs& given) {
+    RunArgs args = given;
+    args.env = environment_or_default(global, given.env);
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::SandboxMode mode = sandbox_mode(args);

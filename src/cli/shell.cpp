@@ -19,6 +19,7 @@ namespace {
 struct ShellCommand {
     std::string env, sandbox;
     bool no_sandbox = false;
+    bool locked = false, frozen = false;  ///< as for `run`
 };
 
 // The user's login shell ($SHELL when it is an absolute path), else /bin/sh.
@@ -64,6 +65,8 @@ RunArgs shell_args(const ShellCommand& cmd) {
         args.environment["ENV"] = startup_file(false);
     }
     args.rest.push_back("-i");
+    args.locked = cmd.locked;
+    args.frozen = cmd.frozen;
     return args;
 }
 
@@ -75,14 +78,19 @@ void register_shell(CLI::App& app, const GlobalOptions& global) {
         app.add_subcommand("shell",
                            "An interactive $SHELL inside ENV and its sandbox (as `run ENV -- "
                            "$SHELL -i`)");
-    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("ENV", cmd->env, "Environment (default: $ENVBOX_ENV, else the project's only manifest)");
+    auto* locked = c->add_flag("--locked", cmd->locked, "Fail (exit 3) if the lock is stale, as for `run`");
+    c->add_flag("--frozen", cmd->frozen, "Use the current generation as it is, as for `run`")->excludes(locked);
     auto* off =
         c->add_flag("--no-sandbox", cmd->no_sandbox, "Run without the sandbox (--sandbox off)");
     c->add_option("--sandbox", cmd->sandbox,
                   "auto (default), strict or off, as for `run`; default $ENVBOX_SANDBOX")
         ->check(CLI::IsMember({"auto", "strict", "off"}))
         ->excludes(off);
-    c->callback([&global, cmd] { run_run(global, shell_args(*cmd)); });
+    c->callback([&global, cmd] {
+        cmd->env = environment_or_default(global, cmd->env);  // the prompt names it
+        run_run(global, shell_args(*cmd));
+    });
 }
 
 }  // namespace envbox::cli

@@ -520,6 +520,53 @@ class RunSyncs(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
 
 
+class DefaultEnvironment(unittest.TestCase):
+    """With `--` first, `run` and `shell` use $ENVBOX_ENV, else the project's only manifest;
+    without `--` the first word is always ENV."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        os.makedirs(self.proj)
+        self.run_envbox("init", "e")
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def run_envbox(self, *args, check=True, env=None, stdin=None):
+        return envbox(*args, home=self.home, cwd=self.proj, check=check, env=dict({"ENVBOX_ENV": ""}, **(env or {})),
+                      stdin=stdin)
+
+    def test_the_only_manifest_is_the_default(self):
+        r = self.run_envbox("run", "--", "python", "-c", "import sys; print(sys.prefix)")
+        self.assertIn(os.sep + "e" + os.sep, r.stdout)
+        r = self.run_envbox("run", "--sandbox", "off", "--", "echo", "hi")
+        self.assertEqual(r.stdout, "hi\n")
+        r = self.run_envbox("shell", env={"SHELL": "/bin/sh"}, stdin='echo "prompt=$VIRTUAL_ENV_PROMPT"\n')
+        self.assertRegex(r.stdout, r"prompt=\(?e")
+
+    def test_without_dashes_the_first_word_is_env(self):
+        r = self.run_envbox("run", "echo", "hi", check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("environment 'echo'", r.stderr)
+        r = self.run_envbox("run", "e", "echo", "hi")
+        self.assertEqual(r.stdout, "hi\n")
+
+    def test_several_manifests_need_a_name_or_envbox_env(self):
+        self.run_envbox("init", "f")
+        r = self.run_envbox("run", "--", "true", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("several environments (e, f)", r.stderr)
+        r = self.run_envbox("shell", check=False, stdin="exit\n")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        r = self.run_envbox("run", "--", "python", "-c", "import sys; print(sys.prefix)", env={"ENVBOX_ENV": "f"})
+        self.assertIn(os.sep + "f" + os.sep, r.stdout)
+        r = self.run_envbox("run", "--", "true", check=False, env={"ENVBOX_ENV": "../f"})
+        self.assertEqual(r.returncode, 2, r.stderr)
+
+
 if __name__ == "__main__":
     ENVBOX = os.path.abspath(sys.argv.pop(1))
     unittest.main()

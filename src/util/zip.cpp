@@ -251,6 +251,8 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
             }
             e += 4 + len;
         }
+        // Bytes left over, too few for a field header, are parsed differently by libarchive.
+        if (e != end) bad("damaged zip extra field for '" + m.name + "'");
         if (m.flags & 1) bad(quoted(m) + " is encrypted");
         // Compared by subtraction: a zip64 offset or size near 2^64 must not wrap the sum
         // back inside the archive (a member would then claim the bytes of every other).
@@ -291,9 +293,9 @@ std::uint64_t data_offset(const Member& m, std::string_view local) {
     const bool extra_read = local.size() >= 30 + name_len + extra_len;
     LocalZip64 z64;
     if (extra_read) {
-        for (std::size_t e = 30 + name_len, end = e + extra_len; e + 4 <= end;) {
-            std::uint64_t id = le(local, e, 2), len = le(local, e + 2, 2);
-            if (e + 4 + len > end) bad("damaged zip extra field in the local header of '" + m.name + "'");
+        for (std::size_t e = 30 + name_len, end = e + extra_len; e < end;) {
+            std::uint64_t id = e + 4 <= end ? le(local, e, 2) : 0, len = e + 4 <= end ? le(local, e + 2, 2) : 0;
+            if (e + 4 > end || e + 4 + len > end) bad("damaged zip extra field in the local header of '" + m.name + "'");
             if (id == 0x7075) refuse_unicode_path(m, local.substr(e + 4, len));
             if (id == 1 && len >= 8) z64.size = le(local, e + 4, 8);
             if (id == 1 && len >= 16) z64.compressed_size = le(local, e + 12, 8);

@@ -5,7 +5,12 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "envbox/env/cuda.hpp"
@@ -13,6 +18,7 @@
 #include "envbox/env/sandbox.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/lock/pylock.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -40,6 +46,123 @@ std::string fs_name(long type) {
     }
 }
 
+
+// A `file://` URL's path (`file:///srv/idx`, `file://localhost/srv/idx`), %XX decoded.
+std::string file_url_path(const std::string& url) {
+    std::string rest = url.substr(7);
+    if (rest.starts_with("localhost/")) rest.erase(0, 9);
+    std::string out;
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+        if (rest[i] == '%' && i + 2 < rest.size() && std::isxdigit(static_cast<unsigned char>(rest[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(rest[i + 2]))) {
+            out += static_cast<char>(std::stoi(rest.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+        } else {
+            out += rest[i];
+        }
+    }
+    return out;
+}
+
+// Tries one index: HTTP(S) by fetching its base page (any answer is reachable: an index may
+// refuse a listing it does not serve), `file://` as a path that exists and can be read.
+void try_index(index::HttpClient& http, const lock::IndexSpec& i, DoctorReport::Index& out) {
+    if (i.url.starts_with("file://")) {
+        const std::string path = file_url_path(i.url);
+        std::error_code ec;
+        const bool dir = fs::is_directory(path, ec);
+        if (!fs::exists(path, ec)) {
+            out.status = "NOT readable: " + path + " does not exist";
+        } else if (::access(path.c_str(), dir ? (R_OK | X_OK) : R_OK) != 0) {
+            out.status = "NOT readable: " + path + ": " + std::strerror(errno);
+        } else {
+            out.ok = true;
+            out.status = std::string("readable (") + (dir ? "directory" : "file") + ")";
+        }
+        return;
+    }
+    try {
+        auto resp = http.get({i.url + "/", {}, i.ca, std::nullopt, std::nullopt, false});
+        out.ok = true;
+        out.status = "reachable (HTTP " + std::to_string(resp.status) + ")";
+    } catch (const Error& err) {
+        out.status = "NOT reachable: " + err.message();
+    }
+}
+
+// The CUDA lines a manifest's environment runs: its `cuda = "X.Y"` and its lock's packages.
+std::vector<env::CudaLine> cuda_lines_of(const lock::Manifest& m, const fs::path& lock_path) {
+    std::vector<env::CudaLine> lines;
+    if (m.cuda) {
+        env::CudaLine l;
+        l.major = std::atoi(m.cuda->c_str());
+        if (auto dot = m.cuda->find('.'); dot != std::string::npos) l.minor = std::atoi(m.cuda->c_str() + dot + 1);
+        lines.push_back(l);
+    }
+    std::error_code ec;
+    if (fs::exists(lock_path, ec))
+        if (auto lock = lock::Pylock::parse(read_file(lock_path), lock_path.string()))
+            for (const auto& p : lock->packages)
+                if (p.version)
+                    if (auto l = env::cuda_line_of(p.name, *p.version)) lines.push_back(*l);
+    return lines;
+}
+
+// Each manifest of the project: it parses, the driver can run its newest CUDA line, and each
+// index it names answers. Findings go into `r`, the broken ones into r.problems as well.
+void check_project(const Context& ctx, DoctorReport& r) {
+    std::error_code ec;
+    const fs::path dir = ctx.project_root / "manifests";
+    if (ctx.project_root.empty() || !fs::is_directory(dir, ec)) return;
+    std::vector<fs::path> manifests;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        std::string n = e.path().filename().string();
+        if (n.ends_with(".toml") && !n.starts_with("pylock.")) manifests.push_back(e.path());
+    }
+    std::sort(manifests.begin(), manifests.end());
+    index::HttpClient http(ctx.home / "cache" / "http", false);
+    std::map<std::string, std::size_t> by_url;  // index URL → its entry in r.indexes
+    for (const auto& path : manifests) {
+        DoctorReport::Environment env;
+        env.name = path.stem().string();
+        auto m = lock::Manifest::parse(read_file(path), path.string());
+        if (!m) {
+            env.ok = false;
+            env.problem = m.error().message();
+            r.problems.push_back(env.name + ": " + env.problem);
+            r.environments.push_back(std::move(env));
+            continue;
+        }
+        auto lines = cuda_lines_of(*m, dir / ("pylock." + env.name + ".toml"));
+        std::set<std::string> shown;
+        for (const auto& l : lines)
+            if (shown.insert(std::to_string(l.major) + ".x").second) env.cuda_lines.push_back(std::to_string(l.major) + ".x");
+        if (!lines.empty() && r.driver) {
+            env::CudaLine newest = lines.front();
+            for (const auto& l : lines)
+                if (l.major > newest.major) newest = l;
+            if (auto why = env::driver_refuses(*r.driver, newest)) {
+                env.ok = false;
+                env.problem = *why;
+                r.problems.push_back("the NVIDIA driver cannot run " + env.name + ": " + *why);
+            }
+        }
+        for (const auto& i : m->indexes) {
+            auto [it, fresh] = by_url.try_emplace(i.url, r.indexes.size());
+            if (fresh) {
+                DoctorReport::Index out;
+                out.name = i.name;
+                out.url = index::redact_url(i.url);
+                try_index(http, i, out);
+                if (!out.ok) r.problems.push_back("index " + out.name + " " + out.url + " " + out.status);
+                r.indexes.push_back(std::move(out));
+            }
+            auto& named = r.indexes[it->second].environments;
+            if (named.empty() || named.back() != env.name) named.push_back(env.name);
+        }
+        r.environments.push_back(std::move(env));
+    }
+}
 }  // namespace
 
 DoctorReport doctor(const Context& ctx) {
@@ -98,27 +221,11 @@ DoctorReport doctor(const Context& ctx) {
     r.sandbox = env::describe(sandbox);
     r.sandboxed = sandbox.kind != env::SandboxKind::none;
 
-    if (!ctx.project_root.empty() && fs::is_directory(ctx.project_root / "manifests", ec)) {
-        index::HttpClient http(ctx.home / "cache" / "http", false);
-        std::set<std::string> urls;
-        for (const auto& e : fs::directory_iterator(ctx.project_root / "manifests", ec)) {
-            std::string n = e.path().filename().string();
-            if (!n.ends_with(".toml") || n.starts_with("pylock.")) continue;
-            auto m = lock::Manifest::parse(read_file(e.path()), e.path().string());
-            if (!m) continue;
-            for (const auto& i : m->indexes) {
-                if (!urls.insert(i.url).second) continue;
-                std::string status;
-                try {
-                    auto resp = http.get({i.url + (i.url.ends_with("/") ? "" : "/"), {}, i.ca, std::nullopt, std::nullopt, false});
-                    status = "reachable (HTTP " + std::to_string(resp.status) + ")";
-                } catch (const Error& err) {
-                    status = "NOT reachable: " + err.message();
-                }
-                r.indexes.push_back(i.name + "  " + i.url + "  " + status);
-            }
-        }
-    }
+    check_project(ctx, r);
+    // A problem for a project's environments (`run` would go unsandboxed); outside a project
+    // doctor only describes the machine.
+    if (!r.sandboxed && !r.environments.empty())
+        r.problems.insert(r.problems.begin(), "no sandbox possible here: " + r.sandbox);
     return r;
 }
 

@@ -26,8 +26,11 @@ check "bad --color" 2 "$envbox" --color purple list
 check "create --help" 0 "$envbox" create --help
 "$envbox" --help | grep -q 'rollback' || { echo "FAIL help lists commands"; fail=1; }
 home=$(mktemp -d)
-check "doctor" 0 "$envbox" --home "$home" doctor
-"$envbox" --home "$home" doctor | grep -q '^store: ' || { echo "FAIL doctor reports the store"; fail=1; }
+# Outside a project doctor checks only the machine (a project's unreachable index would be exit 1).
+check "doctor" 0 "$envbox" --home "$home" --project "$home" doctor
+"$envbox" --home "$home" --project "$home" doctor | grep -q '^store: ' || { echo "FAIL doctor reports the store"; fail=1; }
+"$envbox" --home "$home" --project "$home" doctor --json | grep -q '^{"ok": true, ' || { echo "FAIL doctor --json"; fail=1; }
+check "run --locked with --frozen is a usage error" 2 "$envbox" --home "$home" --project "$home" run --locked --frozen env -- true
 check "diff without operands is a usage error" 2 "$envbox" --home "$home" diff
 check "rollback --to needs a number" 2 "$envbox" --home "$home" --project "$home" rollback env --to abc
 check "run of an environment never created" 1 "$envbox" --home "$home" --project "$home" run nothere -- true
@@ -37,7 +40,7 @@ check "a malformed ENVBOX_CUDA_DRIVER is a usage error" 2 env ENVBOX_CUDA_DRIVER
 check "run --sandbox takes auto, strict or off" 2 "$envbox" --home "$home" --project "$home" run --sandbox maybe env true
 check "run's unknown option before the command" 2 "$envbox" --home "$home" --project "$home" run env --frobnicate true
 check "run's -V after the command is the command's" 1 "$envbox" --home "$home" --project "$home" run nothere python -V
-"$envbox" --home "$home" doctor | grep -q '^run sandbox: ' || { echo "FAIL doctor reports the sandbox"; fail=1; }
+"$envbox" --home "$home" --project "$home" doctor | grep -q '^run sandbox: ' || { echo "FAIL doctor reports the sandbox"; fail=1; }
 check "init --cuda takes 12.8, 13.0 or none" 2 "$envbox" --home "$home" --project "$home" init env --cuda 11.8
 check "export --format takes requirements-txt or pylock" 2 "$envbox" --home "$home" --project "$home" export env --format conda
 check "export without a lock" 3 "$envbox" --home "$home" --project "$home" export env

@@ -115,7 +115,7 @@ print(json.dumps(out))
 
 
 def sandbox_works(world, **kw):
-    r = world.envbox("doctor", **kw)
+    r = world.envbox("doctor", check=False, **kw)  # exit 1 where no sandbox is possible
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("run sandbox:"))
     return line
 

@@ -567,6 +567,97 @@ class DefaultEnvironment(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
 
 
+class DoctorJson(unittest.TestCase):
+    """`doctor --json`, and exit 1 when something a manifest needs is broken: an unreachable or
+    unreadable index, an environment the driver cannot run; index URLs shown redacted."""
+
+    def setUp(self):
+        import functools
+        import http.server
+        import threading
+        self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        os.makedirs(self.proj)
+        self.local = os.path.join(self.tmp, "local-index")
+        os.makedirs(os.path.join(self.local, "simple"))
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(Quiet, directory=self.local)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        base = f"http://user:s3cret@127.0.0.1:{self.server.server_port}"
+        self.run_envbox("init", "cpu")
+        self.run_envbox("init", "gpu", "--cuda", "13.0")
+        self.edit("cpu", "https://pypi.org/simple", "file://" + self.local + "/simple")
+        self.edit("gpu", "https://pypi.org/simple", base + "/simple")
+        self.edit("gpu", "https://download.pytorch.org/whl/cu130", base + "/simple")
+
+    def tearDown(self):
+        self.server.shutdown()
+        self.server.server_close()
+        keep_or_remove(self.tmp)
+
+    def edit(self, env, old, new):
+        path = os.path.join(self.proj, "manifests", env + ".toml")
+        with open(path) as f:
+            text = f.read()
+        self.assertIn(old, text)
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
+
+    def run_envbox(self, *args, check=True, driver="580.82"):
+        return envbox(*args, home=self.home, cwd=self.proj, check=check, env={"ENVBOX_CUDA_DRIVER": driver})
+
+    def doctor(self, driver="580.82"):
+        import json
+        r = self.run_envbox("doctor", "--json", check=False, driver=driver)
+        self.assertNotIn("s3cret", r.stdout + r.stderr)
+        return r, json.loads(r.stdout)
+
+    def test_all_good_is_exit_0(self):
+        r, report = self.doctor()
+        if not report["sandbox"]["ok"]:
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.skipTest("no sandbox possible here: " + report["sandbox"]["description"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(report["ok"])
+        self.assertEqual(report["problems"], [])
+        self.assertEqual(report["driver"], "580.82")
+        envs = {e["name"]: e for e in report["environments"]}
+        self.assertEqual(envs["gpu"]["cuda_lines"], ["13.x"])
+        self.assertTrue(envs["gpu"]["ok"])
+        self.assertEqual(envs["cpu"]["cuda_lines"], [])
+        urls = {i["url"]: i for i in report["indexes"]}
+        local = urls["file://" + self.local + "/simple"]
+        self.assertTrue(local["ok"])
+        self.assertEqual(local["status"], "readable (directory)")
+        self.assertEqual(local["environments"], ["cpu"])
+        remote = urls[f"http://***@127.0.0.1:{self.server.server_port}/simple"]
+        self.assertTrue(remote["ok"], remote)
+        self.assertEqual(remote["environments"], ["gpu"])  # named once, though two of its indexes use it
+
+    def test_an_old_driver_and_a_missing_index_are_exit_1(self):
+        shutil.rmtree(self.local)
+        r, report = self.doctor(driver="550.54.15")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertFalse(report["ok"])
+        envs = {e["name"]: e for e in report["environments"]}
+        self.assertFalse(envs["gpu"]["ok"])
+        self.assertIn("580", envs["gpu"]["problem"])
+        self.assertTrue(envs["cpu"]["ok"])
+        self.assertTrue(any(p.startswith("the NVIDIA driver cannot run gpu") for p in report["problems"]))
+        self.assertTrue(any("does not exist" in p for p in report["problems"]), report["problems"])
+        r = self.run_envbox("doctor", check=False, driver="550.54.15")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("gpu (CUDA 13.x)  CANNOT RUN", r.stdout)
+        self.assertIn(f"http://***@127.0.0.1:{self.server.server_port}/simple  reachable (HTTP", r.stdout)
+        self.assertIn("2 problems", r.stderr)
+        self.assertNotIn("s3cret", r.stdout + r.stderr)
+
+
 if __name__ == "__main__":
     ENVBOX = os.path.abspath(sys.argv.pop(1))
     unittest.main()

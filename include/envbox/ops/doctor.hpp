@@ -16,11 +16,38 @@ struct DoctorReport {
     std::string store_path, store_filesystem;   ///< filesystem type by name
     std::string link_mode;                      ///< what placing a file in the store's filesystem gives
     unsigned long long store_free = 0;
-    std::vector<std::string> indexes;           ///< "pypi https://… reachable (HTTP 200)" per manifest index
     std::string sandbox;                        ///< what `run`'s sandbox is here, tried for real (env::describe)
     bool sandboxed = false;                     ///< whether `run` can keep the home read-only here
+
+    /// One index of the project's manifests (each URL once), tried: an HTTP(S) index by a GET
+    /// of its base page, a `file://` one as a path that exists and is readable.
+    struct Index {
+        std::string name;
+        std::string url;                        ///< userinfo redacted (`***@`)
+        bool ok = false;
+        std::string status;                     ///< "reachable (HTTP 200)", "NOT reachable: …"
+        std::vector<std::string> environments;  ///< the manifests that name it
+    };
+    std::vector<Index> indexes;
+
+    /// One manifest of the project and whether this machine can run it.
+    struct Environment {
+        std::string name;
+        std::vector<std::string> cuda_lines;  ///< from `cuda = "X.Y"` and the lock's packages ("12.x")
+        bool ok = true;
+        std::string problem;                  ///< why not (the driver's refusal, a manifest error)
+    };
+    std::vector<Environment> environments;
+
+    /// What a manifest of this project needs and this machine lacks, one line each: an
+    /// unreachable index, an environment the driver cannot run, a manifest that does not parse,
+    /// no sandbox (when the project has a manifest). Empty when all is well; `envbox doctor`
+    /// exits 1 otherwise.
+    std::vector<std::string> problems;
 };
 
+/// Never throws for what it checks (each finding goes into the report), only for what stops
+/// it from checking at all (a malformed ENVBOX_CUDA_DRIVER: usage, exit 2).
 DoctorReport doctor(const Context& ctx);
 
 }  // namespace envbox::ops

@@ -90,14 +90,17 @@ void report_sandbox(const GlobalOptions& global, const std::filesystem::path& ho
         for (const auto& n : plan.notes) std::fprintf(stderr, "envbox: %s\n", n.c_str());
 }
 
-// Why ENV's current generation is not what its manifest and lock say, as create would decide
-// it but without resolving the target: the lock is missing or stale against the manifest (a
-// lock envbox did not write is taken as it is), or its text differs from the one the current
-// generation was built from, or there is no generation. Empty: run as it is, no create (the
-// fast path). `stale_lock` tells whether locking is among what is needed.
-std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string& env, bool& stale_lock) {
+// Why ENV is not what its manifest and lock say, as create would decide it but without
+// resolving the target: the lock is missing or stale against the manifest (a lock envbox did
+// not write is taken as it is), or its text differs from the one the newest generation built
+// from it was made of, or there is no generation. The newest, not the current: after a
+// rollback the current one is older on purpose; a generation made with `create --lock FILE`
+// is left alone. Empty: run as it is, no create (the fast path). `stale_lock` tells whether
+// locking is among what is needed; `since` is the generation compared with (0: none).
+std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string& env, bool& stale_lock, int& since) {
     namespace fs = std::filesystem;
     stale_lock = false;
+    since = 0;
     std::error_code ec;
     const fs::path manifests = ctx.project_root / "manifests";
     const fs::path manifest = manifests / (env + ".toml"), lock_path = manifests / ("pylock." + env + ".toml");
@@ -110,15 +113,22 @@ std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string&
         if (tool && tool->values.count("manifest-digest")) reasons = ops::lock_staleness(manifest, lock_path);
     }
     stale_lock = !reasons.empty();
-    auto current = env::current_generation(ops::env_dir(ctx, env));
+    const fs::path dir = ops::env_dir(ctx, env);
+    auto current = env::current_generation(dir);
     if (!current) {
         reasons.push_back("no generation was ever created");
-    } else if (!stale_lock) {
-        const fs::path built = current->path / ".envbox" / "pylock.toml";
-        if (!fs::exists(built, ec) || read_file(built) != read_file(lock_path))
-            reasons.push_back(lock_path.filename().string() + " changed since generation " +
-                              std::to_string(current->number));
+        return reasons;
     }
+    since = current->number;
+    if (stale_lock) return reasons;
+    std::optional<env::Generation> newest;  // the newest complete one built from this lock file
+    for (auto& g : env::list_generations(dir))
+        if (g.complete && g.lock_source == lock_path.string() && (!newest || g.number > newest->number)) newest = g;
+    if (!newest) return reasons;
+    since = newest->number;
+    const fs::path built = newest->path / ".envbox" / "pylock.toml";
+    if (!fs::exists(built, ec) || read_file(built) != read_file(lock_path))
+        reasons.push_back(lock_path.filename().string() + " changed since generation " + std::to_string(since));
     return reasons;
 }
 
@@ -127,7 +137,8 @@ std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string&
 void sync_first(const ops::Context& ctx, const RunArgs& args) {
     if (args.frozen) return;
     bool stale_lock = false;
-    auto reasons = out_of_sync(ctx, args.env, stale_lock);
+    int since = 0;
+    auto reasons = out_of_sync(ctx, args.env, stale_lock, since);
     if (reasons.empty()) return;
     if (args.locked && stale_lock) {
         std::string msg = "--locked: the lock of " + args.env + " needs updating:";
@@ -135,8 +146,7 @@ void sync_first(const ops::Context& ctx, const RunArgs& args) {
         throw Error(ErrorCode::invalid_input,
                     msg + "\nrun `envbox lock " + args.env + "`, or `envbox run --frozen` to run the current generation");
     }
-    auto current = env::current_generation(ops::env_dir(ctx, args.env));
-    std::string what = current ? " changed since generation " + std::to_string(current->number) : " has no generation yet";
+    std::string what = since ? " changed since generation " + std::to_string(since) : " has no generation yet";
     // A stale lock's reasons are create's notes as it locks; the others are said here.
     if (!stale_lock) what += " (" + reasons.front() + ")";
     std::fprintf(stderr, "envbox: %s%s; creating…\n", args.env.c_str(), what.c_str());

@@ -492,6 +492,11 @@ class RunSyncs(unittest.TestCase):
         self.assertIn("e changed since generation 1 (pylock.e.toml changed since generation 1); creating…",
                       r.stderr)
         self.assertEqual(self.generations(), ["gen-1", "gen-2"])
+        # A rollback is on purpose: run keeps the older generation while the lock is gen-2's.
+        self.run_envbox("rollback", "e")
+        r = self.run_envbox("run", "e", "--", "true")
+        self.assertNotIn("creating", r.stderr)
+        self.assertEqual(self.generations(), ["gen-1", "gen-2"])
 
     def test_a_changed_manifest_is_locked_first_and_locked_refuses(self):
         self.run_envbox("run", "e", "--", "true")

@@ -1,6 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <string>
 
 #include "envbox/index/http.hpp"
@@ -51,12 +50,13 @@ TEST_CASE("a remote page links only to http(s); a file index may link to files",
     CHECK(http_from_https);
 }
 
+// Millions of bare `&`: a decoder that rescans its input per `&` (quadratic) would run for
+// hours on these and be stopped by the test's timeout; a linear one takes milliseconds (seconds
+// under the sanitizers). No wall-clock check here: the machine's speed is not the property.
 TEST_CASE("entity decoding is linear in its input", "[index][trust]") {
     std::string amps(4'000'000, '&');
-    auto start = std::chrono::steady_clock::now();
     CHECK(html_unescape(amps) == amps);
     CHECK(html_unescape(std::string(1'000'000, '&') + "amp;") == std::string(1'000'000, '&'));
-    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     CHECK(html_unescape("&#x110000;&#xd800;&#0;") == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
     CHECK(html_unescape("&lt;&#62;&amp;&lt 1") == "<>&< 1");
 }

@@ -124,17 +124,15 @@ std::optional<std::string> link_project_dir(const fs::path& project_root, const 
 
 }  // namespace
 
-void check_driver(const std::vector<env::CudaLine>& lines, Progress& progress) {
-    if (lines.empty()) return;
+std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines) {
+    if (lines.empty()) return std::nullopt;
     env::CudaLine newest = lines.front();
     for (const auto& l : lines)
         if (l.major > newest.major) newest = l;
     auto driver = env::nvidia_driver_version();
-    if (!driver) {
-        progress.note("no NVIDIA driver found here: the CUDA " + newest.str() + " packages will not find a GPU");
-        return;
-    }
+    if (!driver) return "no NVIDIA driver found here: the CUDA " + newest.str() + " packages will not find a GPU";
     if (auto why = env::driver_refuses(*driver, newest)) throw Error(ErrorCode::cuda, *why);
+    return std::nullopt;
 }
 
 CreateResult create(const Context& ctx, const CreateOptions& opt) {
@@ -275,7 +273,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     double select_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
     // The driver must be able to run the environment's CUDA line.
-    check_driver(items_cuda_lines(items), progress);
+    if (auto note = check_driver(items_cuda_lines(items))) progress.note(*note);
 
     // One create per environment at a time.
     const fs::path edir = env_dir(ctx, opt.env);

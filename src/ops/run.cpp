@@ -3,6 +3,7 @@
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/ops/create.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -10,21 +11,6 @@ namespace fs = std::filesystem;
 
 namespace envbox::ops {
 namespace {
-
-// Like create's check, except that a machine without a driver is only a -v note: a CPU job
-// must not find envbox's remark on its stderr at every run (create and doctor say it).
-void check_run_driver(const std::vector<env::CudaLine>& lines, RunPlan& plan) {
-    if (lines.empty()) return;
-    env::CudaLine newest = lines.front();
-    for (const auto& l : lines)
-        if (l.major > newest.major) newest = l;
-    auto driver = env::nvidia_driver_version();
-    if (!driver) {
-        plan.notes.push_back("no NVIDIA driver found here: the CUDA " + newest.str() + " packages will not find a GPU");
-        return;
-    }
-    if (auto why = env::driver_refuses(*driver, newest)) throw Error(ErrorCode::cuda, *why);
-}
 
 // LD_LIBRARY_PATH entries holding CUDA libraries would shadow the ones the environment's wheels
 // ship (nvidia/*/lib): they are dropped, everything else kept.
@@ -118,7 +104,9 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
         if (auto v = pep::Version::try_parse(p.version))
             if (auto l = env::cuda_line_of(p.name, *v)) lines.push_back(*l);
     RunPlan plan;
-    check_run_driver(lines, plan);
+    // A machine without a driver is only a -v note here: a CPU job must not find envbox's
+    // remark on its stderr at every run (create and doctor say it).
+    if (auto note = check_driver(lines)) plan.notes.push_back(*note);
     plan.generation = gen->path;
     plan.argv = std::move(argv);
     for (const char* drop : {"PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"}) {

@@ -12,23 +12,23 @@ namespace envbox::env {
 
 struct GenerationPackage {
     std::string name, version, wheel_sha256, filename;
-    bool requested = false;       ///< REQUESTED was written (a root of the environment)
-    std::string direct_url;       ///< direct_url.json content, when installed from a direct URL
-    bool preferred = false;       ///< in `[install].prefer`: its files won overlaps (see plan_install)
+    bool requested = false;  ///< REQUESTED was written (a root of the environment)
+    std::string direct_url;  ///< direct_url.json content, when installed from a direct URL
+    bool preferred = false;  ///< in `[install].prefer`: its files won overlaps (see plan_install)
 };
 
 struct Generation {
     int number = 0;
     std::filesystem::path path;
-    bool complete = false;          ///< stamped; only complete generations may become current
-    std::string created;            ///< UTC, ISO 8601
-    std::string lock_digest;        ///< sha256 of the lock bytes plus the target
-    std::string lock_source;        ///< where the lock was read from
-    std::string python;             ///< base interpreter path
-    std::string python_version;     ///< "3.11.2"
-    std::string platform;           ///< target platform tag
-    std::string environment;        ///< the environment's name (its venv prompt)
-    std::string link_mode;          ///< how files were placed: hardlink, reflink or copy
+    bool complete = false;       ///< stamped; only complete generations may become current
+    std::string created;         ///< UTC, ISO 8601
+    std::string lock_digest;     ///< sha256 of the lock bytes plus the target
+    std::string lock_source;     ///< where the lock was read from
+    std::string python;          ///< base interpreter path
+    std::string python_version;  ///< "3.11.2"
+    std::string platform;        ///< target platform tag
+    std::string environment;     ///< the environment's name (its venv prompt)
+    std::string link_mode;       ///< how files were placed: hardlink, reflink or copy
     std::vector<GenerationPackage> packages;
     /// Non-empty when `.envbox/info` exists but cannot be read as written (an unknown header,
     /// a malformed line: a record an older envbox let a hostile value break): what is wrong.
@@ -79,7 +79,7 @@ std::optional<Generation> hold_current_generation(const std::filesystem::path& e
 
 /// An exclusive hold on a generation's in-use lock, taken by gc before it removes one.
 class GenerationClaim {
-public:
+  public:
     /// Tries once, without waiting: `claimed()` is false while any process holds the generation.
     explicit GenerationClaim(const std::filesystem::path& gen_path);
     GenerationClaim(const GenerationClaim&) = delete;
@@ -87,7 +87,7 @@ public:
     ~GenerationClaim();
     bool claimed() const { return claimed_; }
 
-private:
+  private:
     int fd_ = -1;
     bool claimed_ = false;
 };
@@ -104,7 +104,7 @@ void remove_generation(const std::filesystem::path& gen_path);
 /// the kernel reports resolved paths, so `current` and project links need no special case.
 /// Entries that cannot be read (other users' processes, processes that exited) are skipped.
 class RuntimeRoots {
-public:
+  public:
     /// Scans /proc once for paths under `generation_dirs` (made canonical here).
     explicit RuntimeRoots(const std::vector<std::filesystem::path>& generation_dirs,
                           const std::filesystem::path& proc = "/proc");
@@ -112,7 +112,7 @@ public:
     /// maps PATH", …) for a process using `gen_path`, if any.
     std::optional<std::string> user_of(const std::filesystem::path& gen_path) const;
 
-private:
+  private:
     std::vector<std::pair<std::string, std::string>> users_;  ///< canonical gen dir, who uses it
 };
 

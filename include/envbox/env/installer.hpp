@@ -18,8 +18,8 @@ namespace envbox::env {
 
 struct InstallRequest {
     const store::WheelFiles* wheel = nullptr;
-    bool requested = false;                   ///< write REQUESTED (a root of the lock)
-    std::optional<std::string> direct_url;    ///< direct_url.json content (PEP 610), if any
+    bool requested = false;                 ///< write REQUESTED (a root of the lock)
+    std::optional<std::string> direct_url;  ///< direct_url.json content (PEP 610), if any
     /// Named in the manifest's `[install].prefer`: where wheels ship one path with different
     /// content, this wheel's file is installed and the others' RECORDs leave the path out.
     bool preferred = false;
@@ -27,29 +27,29 @@ struct InstallRequest {
 
 struct InstallReport {
     std::size_t packages = 0;
-    std::size_t files = 0;           ///< files placed in the environment
+    std::size_t files = 0;  ///< files placed in the environment
     std::size_t hardlinked = 0, reflinked = 0, copied = 0;
-    std::size_t generated = 0;       ///< files written (scripts, launchers, RECORD, …)
-    std::uint64_t bytes = 0;         ///< bytes of all placed files
+    std::size_t generated = 0;  ///< files written (scripts, launchers, RECORD, …)
+    std::uint64_t bytes = 0;    ///< bytes of all placed files
     /// One line per fallback taken ("hard links not possible here (EXDEV): copied").
     std::vector<std::string> notes;
 };
 
 /// One file the environment must hold.
 struct PlannedFile {
-    std::string rel;                            ///< path relative to the environment root
-    const store::WheelFile* object = nullptr;   ///< linked from this store object, or
-    std::string content;                        ///< written with this content
+    std::string rel;                           ///< path relative to the environment root
+    const store::WheelFile* object = nullptr;  ///< linked from this store object, or
+    std::string content;                       ///< written with this content
     bool executable = false;
-    std::size_t wheel = 0;                      ///< index into the requests
+    std::size_t wheel = 0;  ///< index into the requests
 };
 
 /// Everything an installation writes, decided before anything is written.
 struct InstallPlan {
     std::vector<PlannedFile> files;
-    std::set<std::string> dirs;                 ///< every directory the files need (relative)
-    std::vector<std::string> wheel_labels;      ///< "name version (file name)" per request
-    std::vector<std::string> dist_info_dirs;    ///< relative `.dist-info` directory per request
+    std::set<std::string> dirs;               ///< every directory the files need (relative)
+    std::vector<std::string> wheel_labels;    ///< "name version (file name)" per request
+    std::vector<std::string> dist_info_dirs;  ///< relative `.dist-info` directory per request
     /// One line per pair of wheels whose overlap `preferred` decided ("opencv-python-headless
     /// 4.10 (…) wins 2 paths over opencv-python 4.10 (…) ([install] prefer)").
     std::vector<std::string> notes;
@@ -73,8 +73,8 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& interpret
                          const VenvLayout& layout, const std::vector<InstallRequest>& requests);
 
 /// Writes a plan: directories, then files in parallel with `mode`.
-InstallReport apply_install(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
-                            LinkMode mode, unsigned jobs);
+InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
+                            const InstallPlan& plan, LinkMode mode, unsigned jobs);
 
 /// Installs every wheel of `requests` into `layout` in one pass: plans every destination
 /// first (`plan_install`: overlaps decided, directories shared by several wheels, like

@@ -22,8 +22,9 @@ namespace envbox::env {
 
 /// What the sandbox protects and what it leaves writable.
 struct SandboxSpec {
-    std::filesystem::path read_only;              ///< this directory and everything beneath it
-    std::vector<std::filesystem::path> writable;  ///< existing directories beneath `read_only` kept writable
+    std::filesystem::path read_only;  ///< this directory and everything beneath it
+    std::vector<std::filesystem::path>
+        writable;  ///< existing directories beneath `read_only` kept writable
 };
 
 /// How the process ended up confined.

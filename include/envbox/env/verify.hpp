@@ -28,8 +28,8 @@ const char* drift_kind_name(Drift::Kind kind);
 
 struct VerifyReport {
     std::size_t files_checked = 0;
-    std::size_t hashed = 0;         ///< files whose content was hashed
-    std::vector<Drift> drift;       ///< sorted by path
+    std::size_t hashed = 0;    ///< files whose content was hashed
+    std::vector<Drift> drift;  ///< sorted by path
     bool clean() const { return drift.empty(); }
 };
 
@@ -46,8 +46,8 @@ std::vector<TreeEntry> walk_generation(const std::filesystem::path& root);
 
 /// Compares the generation at `layout.root` with `plan` and `skeleton`; `on_disk` is what
 /// `walk_generation` found there.
-VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
-                         const std::vector<VenvEntry>& skeleton, const std::vector<TreeEntry>& on_disk, bool deep,
-                         unsigned jobs);
+VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout,
+                         const InstallPlan& plan, const std::vector<VenvEntry>& skeleton,
+                         const std::vector<TreeEntry>& on_disk, bool deep, unsigned jobs);
 
 }  // namespace envbox::env

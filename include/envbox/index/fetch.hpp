@@ -15,11 +15,11 @@ namespace envbox::index {
 
 /// Where an artifact is and what it must be.
 struct ArtifactRequest {
-    std::string display;                 ///< file name, for messages
-    std::string location;                ///< URL (`file:`, `http:`, `https:`) or local path
-    std::string sha256;                  ///< expected digest, lowercase hex (required)
-    std::optional<std::uint64_t> size;   ///< expected size, when the lock records one
-    std::optional<std::string> ca;       ///< CA bundle of the index it comes from
+    std::string display;                ///< file name, for messages
+    std::string location;               ///< URL (`file:`, `http:`, `https:`) or local path
+    std::string sha256;                 ///< expected digest, lowercase hex (required)
+    std::optional<std::uint64_t> size;  ///< expected size, when the lock records one
+    std::optional<std::string> ca;      ///< CA bundle of the index it comes from
     std::optional<std::string> username, password;  ///< the index's credentials
     /// The URL of the index they belong to: they are sent only to its origin (scheme, host,
     /// port), never to a file the lock places on another host.
@@ -34,7 +34,8 @@ std::optional<std::filesystem::path> local_artifact_path(const ArtifactRequest& 
 /// Where a wheel of this sha256 is downloaded to, and looked for before downloading:
 /// `<downloads_dir>/<sha256>.whl` (`download_artifact`, and `lock` when it had to fetch a whole
 /// wheel).
-std::filesystem::path download_path(const std::filesystem::path& downloads_dir, std::string_view sha256);
+std::filesystem::path download_path(const std::filesystem::path& downloads_dir,
+                                    std::string_view sha256);
 
 /// Downloads an `http(s)` artifact to `download_path` (unverified), unless a complete copy is
 /// there already. Resumable: a part left by an interrupted download, in this run or an earlier

@@ -1,13 +1,13 @@
 #pragma once
 /// The HTTP client of the index layer (libcurl): concurrent requests from any thread, all run by
 /// one libcurl multi handle on one event-loop thread over pooled connections (keep-alive, HTTP/2
-/// streams multiplexed where offered), downloads resumed with Range requests, retries with exponential backoff and jitter
-/// on 5xx, 429 (Retry-After honoured), resets and timeouts; TLS always verified (system CAs,
-/// `SSL_CERT_FILE`, or a per-request CA bundle); credentials from ~/.netrc or given explicitly,
-/// only to the origin they belong to (never to another host, on a redirect or a link, and never
-/// over http once a request is https: https requests follow only https redirects); every body
-/// bounded (`max_bytes`); and an on-disk cache of pages revalidated with
-/// ETag / Last-Modified (fresh within Cache-Control max-age without a request).
+/// streams multiplexed where offered), downloads resumed with Range requests, retries with
+/// exponential backoff and jitter on 5xx, 429 (Retry-After honoured), resets and timeouts; TLS
+/// always verified (system CAs, `SSL_CERT_FILE`, or a per-request CA bundle); credentials from
+/// ~/.netrc or given explicitly, only to the origin they belong to (never to another host, on a
+/// redirect or a link, and never over http once a request is https: https requests follow only
+/// https redirects); every body bounded (`max_bytes`); and an on-disk cache of pages revalidated
+/// with ETag / Last-Modified (fresh within Cache-Control max-age without a request).
 
 #include <atomic>
 #include <cstdint>
@@ -24,11 +24,12 @@ namespace envbox::index {
 
 struct HttpRequest {
     std::string url;
-    std::vector<std::string> headers;          ///< "Accept: …"
-    std::optional<std::string> ca_file;        ///< CA bundle for this host
+    std::vector<std::string> headers;    ///< "Accept: …"
+    std::optional<std::string> ca_file;  ///< CA bundle for this host
     std::optional<std::string> username, password;
-    bool cache = false;                        ///< use and fill the page cache
-    std::optional<std::string> range = std::nullopt;  ///< "bytes=-65536", "bytes=100-199" (never cached)
+    bool cache = false;  ///< use and fill the page cache
+    std::optional<std::string> range =
+        std::nullopt;  ///< "bytes=-65536", "bytes=100-199" (never cached)
     /// `download` only: called with each chunk's size as it reaches the file (any thread).
     std::function<void(std::uint64_t)> on_bytes = {};
     /// `get` only: a HEAD (status and headers, no body, never cached), for a file's size.
@@ -69,10 +70,11 @@ struct HttpResponse {
     long status = 0;
     std::string body;
     std::string content_type;
-    std::string effective_url;                 ///< after redirects
+    std::string effective_url;  ///< after redirects
     bool from_cache = false;
-    std::string content_range = {};            ///< "bytes 100-199/5000" on a 206
-    std::optional<std::uint64_t> content_length = std::nullopt;  ///< the Content-Length header, when sent
+    std::string content_range = {};  ///< "bytes 100-199/5000" on a 206
+    std::optional<std::uint64_t> content_length =
+        std::nullopt;  ///< the Content-Length header, when sent
     /// A range request answered 200 (the whole file) with more than `max_bytes`: the transfer
     /// was stopped and `body` is empty; the caller downloads the file to disk instead.
     bool too_large = false;
@@ -96,7 +98,7 @@ const std::string& system_ca_bundle();
 long stall_timeout();
 
 class HttpClient {
-public:
+  public:
     /// `cache_dir` holds cached pages; `offline`: answer only from the cache.
     HttpClient(std::filesystem::path cache_dir, bool offline);
     ~HttpClient();
@@ -117,7 +119,7 @@ public:
 
     const HttpStats& stats() const { return stats_; }
 
-private:
+  private:
     /// One GET with retries; the body goes to `fd` when it is >= 0 (no cache then).
     HttpResponse transfer(const HttpRequest& request, int fd);
 

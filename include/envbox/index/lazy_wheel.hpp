@@ -22,10 +22,13 @@ namespace envbox::index {
 /// given) so the caller need not fetch it again. `size` (when given) receives the wheel's byte
 /// count when an answer told it (the total of the first range response's `Content-Range`, or
 /// the length of a whole file), for locks of indexes whose pages give no sizes.
-std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf,
-                                                 std::string* whole = nullptr, std::optional<std::uint64_t>* size = nullptr);
+std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel,
+                                                 const std::string& leaf,
+                                                 std::string* whole = nullptr,
+                                                 std::optional<std::uint64_t>* size = nullptr);
 
 /// The same over bytes already in memory (a whole wheel), for servers that ignore ranges.
-std::optional<std::string> read_dist_info_from_zip(const std::string& archive, const std::string& leaf);
+std::optional<std::string> read_dist_info_from_zip(const std::string& archive,
+                                                   const std::string& leaf);
 
 }  // namespace envbox::index

@@ -15,13 +15,13 @@ namespace envbox::index {
 
 /// One file a project page lists.
 struct IndexFile {
-    std::string filename;                        ///< percent-decoded
-    std::string url;                             ///< absolute, without the fragment
-    std::map<std::string, std::string> hashes;   ///< algorithm → hex digest
+    std::string filename;                       ///< percent-decoded
+    std::string url;                            ///< absolute, without the fragment
+    std::map<std::string, std::string> hashes;  ///< algorithm → hex digest
     std::optional<std::string> requires_python;
     bool yanked = false;
     std::optional<std::string> yanked_reason;
-    bool has_metadata = false;                   ///< `<url>.metadata` exists (PEP 658/714)
+    bool has_metadata = false;  ///< `<url>.metadata` exists (PEP 658/714)
     std::map<std::string, std::string> metadata_hashes;
     std::optional<std::uint64_t> size;
     std::optional<std::string> upload_time;
@@ -56,6 +56,7 @@ Result<ProjectPage> parse_json_page(std::string_view json, std::string_view page
 
 /// The metadata attribute of one anchor as PEP 714 reads it: absent → nullopt; present →
 /// hashes (empty when the value is `true`, empty, or names an unknown algorithm).
-std::optional<std::map<std::string, std::string>> parse_metadata_attribute(std::optional<std::string_view> value);
+std::optional<std::map<std::string, std::string>> parse_metadata_attribute(
+    std::optional<std::string_view> value);
 
 }  // namespace envbox::index

@@ -17,9 +17,9 @@ namespace envbox::lock {
 
 /// One `[[index]]`: a PEP 503/691 simple index.
 struct IndexSpec {
-    std::string name;       ///< unique within the manifest
-    std::string url;        ///< base URL of the simple API
-    bool explicit_ = false; ///< serves only packages pinned to it in `[sources]`
+    std::string name;               ///< unique within the manifest
+    std::string url;                ///< base URL of the simple API
+    bool explicit_ = false;         ///< serves only packages pinned to it in `[sources]`
     std::optional<std::string> ca;  ///< CA bundle for this index's TLS
     /// `ignore-error-codes`: HTTP statuses that mean "this index does not have the project"
     /// for this index, as 404 and 410 do for every index (uv's setting of the same name).
@@ -36,13 +36,13 @@ struct PreferredPackage {
 struct Manifest {
     int python_major = 3;
     int python_minor = 0;
-    std::string python;             ///< as written ("3.12")
-    std::string platform;           ///< target platform tag ("manylinux_2_28_x86_64")
+    std::string python;               ///< as written ("3.12")
+    std::string platform;             ///< target platform tag ("manylinux_2_28_x86_64")
     std::optional<std::string> cuda;  ///< declared CUDA line ("12.8")
     std::vector<pep::Requirement> requirements;
-    std::vector<IndexSpec> indexes;                  ///< in manifest order (priority order)
-    std::map<std::string, std::string> sources;      ///< normalised package name → index name
-    std::map<std::string, std::string> run_env;      ///< `[run].env`
+    std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
+    std::map<std::string, std::string> sources;  ///< normalised package name → index name
+    std::map<std::string, std::string> run_env;  ///< `[run].env`
     /// `[install].prefer`: where two wheels ship one path with different content, the file of
     /// the listed package is installed (opencv-python-headless over opencv-python). Without
     /// it such a path is an install conflict.
@@ -58,7 +58,8 @@ struct Manifest {
 
     /// The error for the first `[install].prefer` entry that names no package of `lock_names`
     /// (normalised names), located in `source` (the manifest's path); nothing when all do.
-    std::optional<Error> check_prefer(const std::vector<std::string>& lock_names, std::string_view source) const;
+    std::optional<Error> check_prefer(const std::vector<std::string>& lock_names,
+                                      std::string_view source) const;
 
     /// The ranked tags of this manifest's target (CPython python_major.python_minor on platform).
     Result<pep::TargetTags> target_tags() const;

@@ -29,11 +29,11 @@ bool is_lock_file_name(std::string_view file_name);
 
 /// A file the lock names: a wheel, an sdist or an archive.
 struct FileRef {
-    std::optional<std::string> name;         ///< explicit file name
+    std::optional<std::string> name;  ///< explicit file name
     std::optional<std::string> url;
-    std::optional<std::string> path;         ///< relative to the lock file's directory
+    std::optional<std::string> path;  ///< relative to the lock file's directory
     std::optional<std::uint64_t> size;
-    std::optional<std::string> upload_time;  ///< as written (TOML datetime)
+    std::optional<std::string> upload_time;     ///< as written (TOML datetime)
     std::map<std::string, std::string> hashes;  ///< lowercase algorithm → lowercase hex digest
     std::optional<std::string> subdirectory;    ///< archives only
     int line = 0;                               ///< where the entry starts in the lock
@@ -108,14 +108,14 @@ struct Pylock {
 struct Selection {
     enum class Kind { wheel, sdist, archive, directory, vcs };
     const Package* package = nullptr;
-    std::size_t index = 0;                ///< position in `packages`
+    std::size_t index = 0;  ///< position in `packages`
     Kind kind = Kind::wheel;
-    const FileRef* file = nullptr;        ///< the wheel, sdist or archive (else null)
+    const FileRef* file = nullptr;  ///< the wheel, sdist or archive (else null)
 };
 
 /// The target a lock is installed for.
 struct SelectTarget {
-    pep::MarkerEnvironment environment;  ///< must define python_full_version
+    pep::MarkerEnvironment environment;     ///< must define python_full_version
     const pep::TargetTags* tags = nullptr;  ///< ranked tags; no tags ⇒ no wheel is compatible
     std::optional<std::set<std::string>> extras;             ///< default: none
     std::optional<std::set<std::string>> dependency_groups;  ///< default: `default-groups`

@@ -12,7 +12,7 @@ namespace envbox::ops {
 
 /// Progress events of long operations. The cli renders them (a bar on a TTY, nothing in CI).
 class Progress {
-public:
+  public:
     virtual ~Progress() = default;
     /// A new phase ("Fetching", "Installing") with `total` units (0 when unknown).
     virtual void phase(const std::string& name, std::uint64_t total) { (void)name, (void)total; }
@@ -30,7 +30,7 @@ struct Context {
     std::filesystem::path home;          ///< store and environments root
     std::filesystem::path project_root;  ///< holds manifests/ (may be empty for --lock only)
     unsigned jobs = 1;
-    Progress* progress = nullptr;        ///< never null once made by `make_context`
+    Progress* progress = nullptr;  ///< never null once made by `make_context`
     /// The user's umask, put back before `run` execs the workload (envbox itself works under
     /// `home_umask`).
     unsigned user_umask = 022;

@@ -29,21 +29,21 @@ struct CreateOptions {
 };
 
 struct CreateResult {
-    bool changed = false;             ///< false: the current generation already matched
+    bool changed = false;  ///< false: the current generation already matched
     int generation = 0;
-    std::filesystem::path path;       ///< the generation's directory
+    std::filesystem::path path;  ///< the generation's directory
     std::size_t packages = 0;
-    std::size_t fetched = 0;          ///< wheels that were not in the store (or were repaired)
-    std::size_t repaired = 0;         ///< of those, wheels stored again because an object was touched
-    store::IngestStats ingest;        ///< totals over fetched wheels
+    std::size_t fetched = 0;    ///< wheels that were not in the store (or were repaired)
+    std::size_t repaired = 0;   ///< of those, wheels stored again because an object was touched
+    store::IngestStats ingest;  ///< totals over fetched wheels
     env::InstallReport install;
     double seconds = 0;
-    bool relocked = false;            ///< the lock was (re)written first
+    bool relocked = false;  ///< the lock was (re)written first
     /// Seconds per phase: select (read, probe, choose), ingest (fetch + store), publish (syncfs
     /// + file lists), install (venv + links + generated files), commit (stamp + switch).
     double select_s = 0, ingest_s = 0, publish_s = 0, install_s = 0, commit_s = 0;
-    std::string python;               ///< "3.11.2 (/usr/bin/python3.11)"
-    unsigned jobs = 0;                ///< worker threads used
+    std::string python;  ///< "3.11.2 (/usr/bin/python3.11)"
+    unsigned jobs = 0;   ///< worker threads used
 };
 
 /// Reads the lock (and the manifest, when there is one, for the target), selects one wheel
@@ -53,7 +53,7 @@ struct CreateResult {
 CreateResult create(const Context& ctx, const CreateOptions& options);
 
 /// Refuses (exit 6) when this machine's NVIDIA driver cannot run the newest of `lines`; with no
-/// driver at all, a note.
-void check_driver(const std::vector<env::CudaLine>& lines, Progress& progress);
+/// driver at all, returns the note to show (create shows it, run only with -v).
+std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines);
 
 }  // namespace envbox::ops

@@ -16,9 +16,9 @@ struct LockView {
     std::string label;  ///< "manifests/pylock.train.toml", "train#3", "train@HEAD~1"
     struct Entry {
         std::string name, version, index, filename;
-        std::string sha256;                         ///< of the wheel ("" when the lock gives none)
-        std::optional<std::uint64_t> size;          ///< download size
-        std::optional<std::uint64_t> installed;     ///< installed size, when the store knows the wheel
+        std::string sha256;                      ///< of the wheel ("" when the lock gives none)
+        std::optional<std::uint64_t> size;       ///< download size
+        std::optional<std::uint64_t> installed;  ///< installed size, when the store knows the wheel
     };
     std::vector<Entry> packages;  ///< sorted by name
 };
@@ -38,10 +38,19 @@ struct DiffEntry {
     /// the index, the wheel chosen for the same version (its tags or build tag), or only the
     /// wheel's content (the same file name re-uploaded with a new sha256: the change a review
     /// must never miss).
-    enum class Kind { added, removed, upgraded, downgraded, local_label, index_changed, wheel_changed, rebuilt };
+    enum class Kind {
+        added,
+        removed,
+        upgraded,
+        downgraded,
+        local_label,
+        index_changed,
+        wheel_changed,
+        rebuilt
+    };
     Kind kind;
-    std::string name, before, after;  ///< versions ("" when absent)
-    std::string detail;               ///< wheel_changed, rebuilt: what differs, in words
+    std::string name, before, after;          ///< versions ("" when absent)
+    std::string detail;                       ///< wheel_changed, rebuilt: what differs, in words
     std::string wheel_before, wheel_after;    ///< wheel file names ("" when absent)
     std::string sha256_before, sha256_after;  ///< wheel sha256 ("" when absent)
     std::string index_before, index_after;

@@ -10,20 +10,20 @@
 namespace envbox::ops {
 
 struct DoctorReport {
-    std::vector<std::string> interpreters;      ///< "3.11.2 /usr/bin/python3.11"
-    std::optional<std::string> driver;          ///< NVIDIA driver version
-    std::vector<std::string> cuda_lines;        ///< lines the driver can run ("12.x", "13.x")
-    std::string store_path, store_filesystem;   ///< filesystem type by name
-    std::string link_mode;                      ///< what placing a file in the store's filesystem gives
+    std::vector<std::string> interpreters;     ///< "3.11.2 /usr/bin/python3.11"
+    std::optional<std::string> driver;         ///< NVIDIA driver version
+    std::vector<std::string> cuda_lines;       ///< lines the driver can run ("12.x", "13.x")
+    std::string store_path, store_filesystem;  ///< filesystem type by name
+    std::string link_mode;  ///< what placing a file in the store's filesystem gives
     unsigned long long store_free = 0;
-    std::string sandbox;                        ///< what `run`'s sandbox is here, tried for real (env::describe)
-    bool sandboxed = false;                     ///< whether `run` can keep the home read-only here
+    std::string sandbox;     ///< what `run`'s sandbox is here, tried for real (env::describe)
+    bool sandboxed = false;  ///< whether `run` can keep the home read-only here
 
     /// One index of the project's manifests (each URL once), tried: an HTTP(S) index by a GET
     /// of its base page, a `file://` one as a path that exists and is readable.
     struct Index {
         std::string name;
-        std::string url;                        ///< userinfo redacted (`***@`)
+        std::string url;  ///< userinfo redacted (`***@`)
         bool ok = false;
         std::string status;                     ///< "reachable (HTTP 200)", "NOT reachable: …"
         std::vector<std::string> environments;  ///< the manifests that name it
@@ -33,9 +33,10 @@ struct DoctorReport {
     /// One manifest of the project and whether this machine can run it.
     struct Environment {
         std::string name;
-        std::vector<std::string> cuda_lines;  ///< from `cuda = "X.Y"` and the lock's packages ("12.x")
+        std::vector<std::string>
+            cuda_lines;  ///< from `cuda = "X.Y"` and the lock's packages ("12.x")
         bool ok = true;
-        std::string problem;                  ///< why not (the driver's refusal, a manifest error)
+        std::string problem;  ///< why not (the driver's refusal, a manifest error)
     };
     std::vector<Environment> environments;
 

@@ -40,7 +40,7 @@ struct RollbackResult {
 RollbackResult rollback(const Context& ctx, const std::string& env, std::optional<int> to);
 
 struct GcOptions {
-    int keep = 3;          ///< complete generations kept per environment (the current one always)
+    int keep = 3;  ///< complete generations kept per environment (the current one always)
     bool dry_run = false;
 };
 

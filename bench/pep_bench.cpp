@@ -13,8 +13,8 @@ using namespace envbox::pep;
 namespace {
 
 const std::vector<std::string> kVersions = {
-    "2.11.0+cu128", "2.11.0", "1.26.4", "4.56.0.dev0", "12.8.4.1", "0.21.0rc1",
-    "2024.1", "3.12.8", "1!2.0.post3", "2.11.0+cu130",
+    "2.11.0+cu128", "2.11.0", "1.26.4", "4.56.0.dev0", "12.8.4.1",
+    "0.21.0rc1",    "2024.1", "3.12.8", "1!2.0.post3", "2.11.0+cu130",
 };
 
 void BM_VersionParse(benchmark::State& state) {
@@ -28,7 +28,8 @@ BENCHMARK(BM_VersionParse);
 
 void BM_VersionCompare(benchmark::State& state) {
     std::vector<Version> vs;
-    for (const auto& s : kVersions) vs.push_back(*Version::parse(s));
+    for (const auto& s : kVersions)
+        vs.push_back(*Version::parse(s));
     std::size_t k = 0;
     for (auto _ : state) {
         const auto& a = vs[k % vs.size()];
@@ -43,7 +44,8 @@ void BM_SpecifierSetContains(benchmark::State& state) {
     auto set = *SpecifierSet::parse(">=2.4,<3,!=2.5.1");
     auto torch = *SpecifierSet::parse("==2.11.0");
     std::vector<Version> vs;
-    for (const auto& s : kVersions) vs.push_back(*Version::parse(s));
+    for (const auto& s : kVersions)
+        vs.push_back(*Version::parse(s));
     std::size_t k = 0;
     for (auto _ : state) {
         const auto& v = vs[k++ % vs.size()];

@@ -34,13 +34,16 @@ ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) 
     }
     // A malformed ENVBOX_CUDA_DRIVER is an error whatever the command, not only once a CUDA
     // environment reads it.
-    if (const char* d = std::getenv("ENVBOX_CUDA_DRIVER"); d && *d) (void)env::nvidia_driver_version();
+    if (const char* d = std::getenv("ENVBOX_CUDA_DRIVER"); d && *d)
+        (void)env::nvidia_driver_version();
     ctx.jobs = default_jobs();
     ctx.progress = &progress;
     return ctx;
 }
 
-bool stderr_is_tty() { return ::isatty(2) == 1; }
+bool stderr_is_tty() {
+    return ::isatty(2) == 1;
+}
 
 std::string human_bytes(unsigned long long bytes) {
     const char* units[] = {"B", "kB", "MB", "GB", "TB"};
@@ -51,8 +54,10 @@ std::string human_bytes(unsigned long long bytes) {
         ++u;
     }
     char buf[32];
-    if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", bytes);
-    else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+    if (u == 0)
+        std::snprintf(buf, sizeof buf, "%llu B", bytes);
+    else
+        std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
     return buf;
 }
 

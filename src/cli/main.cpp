@@ -18,7 +18,8 @@ bool unknown_command(CLI::App& app) {
     if (rest.empty() || rest.front().empty() || rest.front()[0] == '-') return false;
     std::cerr << "error: unknown command '" << rest.front() << "'; the commands are:\n";
     for (const CLI::App* sub : app.get_subcommands({}))
-        std::cerr << "  " << sub->get_name() << std::string(sub->get_name().size() < 12 ? 12 - sub->get_name().size() : 1, ' ')
+        std::cerr << "  " << sub->get_name()
+                  << std::string(sub->get_name().size() < 12 ? 12 - sub->get_name().size() : 1, ' ')
                   << sub->get_description() << "\n";
     std::cerr << "Run 'envbox --help' for the options.\n";
     return true;
@@ -27,9 +28,10 @@ bool unknown_command(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"envbox: separate, immutable, content-addressed Python environments built from "
-                 "PEP 751 lock files.",
-                 "envbox"};
+    CLI::App app{
+        "envbox: separate, immutable, content-addressed Python environments built from "
+        "PEP 751 lock files.",
+        "envbox"};
     app.set_version_flag("-V,--version", std::string("envbox ") + ENVBOX_VERSION);
     app.footer(
         "Exit status: 0 ok, 1 failure, 2 usage, 3 manifest/lock invalid or stale, 4 network or "

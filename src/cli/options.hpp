@@ -1,18 +1,17 @@
 #pragma once
 // Global options shared by every command (see README "Usage").
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace envbox::cli {
 
 struct GlobalOptions {
-    std::string home;             ///< --home / ENVBOX_HOME
-    std::string project;          ///< --project
-    int verbosity = 0;            ///< -v (+1 each), -q (-1)
-    bool json = false;            ///< --json
-    std::string color = "auto";   ///< --color auto|always|never (NO_COLOR honoured)
+    std::string home;            ///< --home / ENVBOX_HOME
+    std::string project;         ///< --project
+    int verbosity = 0;           ///< -v (+1 each), -q (-1)
+    bool json = false;           ///< --json
+    std::string color = "auto";  ///< --color auto|always|never (NO_COLOR honoured)
 };
 
 /// Registers the global options on `app`. Every other command takes them after its name by

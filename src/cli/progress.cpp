@@ -8,7 +8,9 @@ namespace envbox::cli {
 
 ConsoleProgress::ConsoleProgress(int verbosity, bool tty) : verbosity_(verbosity), tty_(tty) {}
 
-ConsoleProgress::~ConsoleProgress() { clear(); }
+ConsoleProgress::~ConsoleProgress() {
+    clear();
+}
 
 void ConsoleProgress::phase(const std::string& name, std::uint64_t total) {
     std::lock_guard lock(mutex_);
@@ -16,8 +18,8 @@ void ConsoleProgress::phase(const std::string& name, std::uint64_t total) {
     total_ = total;
     done_ = 0;
     bytes_total_ = bytes_done_ = 0;
-    if (verbosity_ > 0 && !tty_) std::fprintf(stderr, "%s (%llu)\n", name.c_str(),
-                                              static_cast<unsigned long long>(total));
+    if (verbosity_ > 0 && !tty_)
+        std::fprintf(stderr, "%s (%llu)\n", name.c_str(), static_cast<unsigned long long>(total));
     draw(true);
 }
 
@@ -60,15 +62,17 @@ void ConsoleProgress::draw(bool force) {
     last_draw_ = now;
     if (total_ > 0) {
         int width = 24;
-        int filled = static_cast<int>(static_cast<double>(done_) / static_cast<double>(total_) * width);
+        int filled =
+            static_cast<int>(static_cast<double>(done_) / static_cast<double>(total_) * width);
         std::string bar(static_cast<std::size_t>(filled), '=');
         bar.resize(static_cast<std::size_t>(width), ' ');
         std::string bytes;
         if (bytes_done_ > 0)
-            bytes = ", " + human_bytes(bytes_done_) + (bytes_total_ ? " of " + human_bytes(bytes_total_) : "") +
-                    " downloaded";
+            bytes = ", " + human_bytes(bytes_done_) +
+                    (bytes_total_ ? " of " + human_bytes(bytes_total_) : "") + " downloaded";
         std::fprintf(stderr, "\r\033[2K%s [%s] %llu/%llu%s", phase_.c_str(), bar.c_str(),
-                     static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_), bytes.c_str());
+                     static_cast<unsigned long long>(done_),
+                     static_cast<unsigned long long>(total_), bytes.c_str());
     } else {
         std::fprintf(stderr, "\r\033[2K%s…", phase_.c_str());
     }

@@ -12,7 +12,7 @@
 namespace envbox::cli {
 
 class ConsoleProgress final : public ops::Progress {
-public:
+  public:
     ConsoleProgress(int verbosity, bool tty);
     ~ConsoleProgress() override;
     void phase(const std::string& name, std::uint64_t total) override;
@@ -23,7 +23,7 @@ public:
     /// Clears the status line (before a summary is printed).
     void clear();
 
-private:
+  private:
     void draw(bool force);
     std::mutex mutex_;
     int verbosity_;

@@ -1,5 +1,8 @@
 // envbox run ENV [--] CMD…
+#include "envbox/ops/run.hpp"
+
 #include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +17,6 @@
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/create.hpp"
 #include "envbox/ops/lock.hpp"
-#include "envbox/ops/run.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/process.hpp"
@@ -27,9 +29,10 @@ namespace {
 std::vector<std::string> command_of(const std::vector<std::string>& rest) {
     if (!rest.empty() && rest.front() == "--") return {rest.begin() + 1, rest.end()};
     if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-')
-        throw Error(ErrorCode::usage, "run: unknown option " + rest.front() +
-                                          " (the command starts at its first word; put -- before a command "
-                                          "that starts with -)");
+        throw Error(ErrorCode::usage,
+                    "run: unknown option " + rest.front() +
+                        " (the command starts at its first word; put -- before a command "
+                        "that starts with -)");
     return rest;
 }
 
@@ -46,7 +49,8 @@ ops::SandboxMode sandbox_mode(const RunArgs& args) {
     if (mode.empty() || mode == "auto") return ops::SandboxMode::automatic;
     if (mode == "strict") return ops::SandboxMode::strict;
     if (mode == "off") return ops::SandboxMode::off;
-    throw Error(ErrorCode::usage, from + "=" + mode + " is not a sandbox mode (auto, strict or off)");
+    throw Error(ErrorCode::usage,
+                from + "=" + mode + " is not a sandbox mode (auto, strict or off)");
 }
 
 // The temporary directory ($TMPDIR, else /tmp) when it is the home or one of its ancestors.
@@ -62,32 +66,41 @@ std::optional<std::filesystem::path> temp_dir_holding(const std::filesystem::pat
 }
 
 // What the user must know every time (a weaker or no sandbox), and with -v what happened.
-void report_sandbox(const GlobalOptions& global, const std::filesystem::path& home, const ops::RunPlan& plan,
-                    ops::SandboxMode mode, const env::SandboxOutcome& o) {
+void report_sandbox(const GlobalOptions& global, const std::filesystem::path& home,
+                    const ops::RunPlan& plan, ops::SandboxMode mode, const env::SandboxOutcome& o) {
     if (mode == ops::SandboxMode::off) {
-        if (global.verbosity > 0) std::fprintf(stderr, "envbox: running in %s without the sandbox (--sandbox off)\n",
-                                               plan.generation.c_str());
+        if (global.verbosity > 0)
+            std::fprintf(stderr, "envbox: running in %s without the sandbox (--sandbox off)\n",
+                         plan.generation.c_str());
     } else if (o.kind == env::SandboxKind::mount_namespace) {
         if (global.verbosity > 0)
-            std::fprintf(stderr, "envbox: running in %s in the read-only sandbox\n", plan.generation.c_str());
+            std::fprintf(stderr, "envbox: running in %s in the read-only sandbox\n",
+                         plan.generation.c_str());
     } else if (o.kind == env::SandboxKind::landlock) {
         if (global.verbosity >= 0)
-            std::fprintf(stderr, "envbox: note: no mount namespace here (%s); Landlock keeps the envbox home "
-                                 "read-only instead\n", o.namespace_refused.c_str());
+            std::fprintf(
+                stderr,
+                "envbox: note: no mount namespace here (%s); Landlock keeps the envbox home "
+                "read-only instead\n",
+                o.namespace_refused.c_str());
         // Landlock's one limit bites hardest here: gcc (Triton's kernels) aborts when it cannot
         // make a file in its temporary directory.
         if (auto tmp = temp_dir_holding(home))
-            std::fprintf(stderr, "envbox: warning: %s holds the envbox home, so under Landlock no new file can be "
-                                 "made directly in it: set TMPDIR to another directory, or move the home\n",
-                         tmp->c_str());
+            std::fprintf(
+                stderr,
+                "envbox: warning: %s holds the envbox home, so under Landlock no new file can be "
+                "made directly in it: set TMPDIR to another directory, or move the home\n",
+                tmp->c_str());
     } else {
-        std::fprintf(stderr, "envbox: warning: running WITHOUT the sandbox: no mount namespace (%s) and no "
-                             "Landlock (%s); this command can write into every environment and the store "
-                             "(--sandbox strict refuses to run like this)\n",
+        std::fprintf(stderr,
+                     "envbox: warning: running WITHOUT the sandbox: no mount namespace (%s) and no "
+                     "Landlock (%s); this command can write into every environment and the store "
+                     "(--sandbox strict refuses to run like this)\n",
                      o.namespace_refused.c_str(), o.landlock_refused.c_str());
     }
     if (global.verbosity > 0)
-        for (const auto& n : plan.notes) std::fprintf(stderr, "envbox: %s\n", n.c_str());
+        for (const auto& n : plan.notes)
+            std::fprintf(stderr, "envbox: %s\n", n.c_str());
 }
 
 // Why ENV is not what its manifest and lock say, as create would decide it but without
@@ -97,20 +110,24 @@ void report_sandbox(const GlobalOptions& global, const std::filesystem::path& ho
 // rollback the current one is older on purpose; a generation made with `create --lock FILE`
 // is left alone. Empty: run as it is, no create (the fast path). `stale_lock` tells whether
 // locking is among what is needed; `since` is the generation compared with (0: none).
-std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string& env, bool& stale_lock, int& since) {
+std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string& env,
+                                     bool& stale_lock, int& since) {
     namespace fs = std::filesystem;
     stale_lock = false;
     since = 0;
     std::error_code ec;
     const fs::path manifests = ctx.project_root / "manifests";
-    const fs::path manifest = manifests / (env + ".toml"), lock_path = manifests / ("pylock." + env + ".toml");
-    if (ctx.project_root.empty() || !fs::exists(manifest, ec)) return {};  // run says what is missing
+    const fs::path manifest = manifests / (env + ".toml"),
+                   lock_path = manifests / ("pylock." + env + ".toml");
+    if (ctx.project_root.empty() || !fs::exists(manifest, ec))
+        return {};  // run says what is missing
     std::vector<std::string> reasons;
     if (!fs::exists(lock_path, ec)) {
         reasons.push_back("there is no lock file " + lock_path.string());
     } else {
         auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
-        if (tool && tool->values.count("manifest-digest")) reasons = ops::lock_staleness(manifest, lock_path);
+        if (tool && tool->values.count("manifest-digest"))
+            reasons = ops::lock_staleness(manifest, lock_path);
     }
     stale_lock = !reasons.empty();
     const fs::path dir = ops::env_dir(ctx, env);
@@ -123,12 +140,15 @@ std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string&
     if (stale_lock) return reasons;
     std::optional<env::Generation> newest;  // the newest complete one built from this lock file
     for (auto& g : env::list_generations(dir))
-        if (g.complete && g.lock_source == lock_path.string() && (!newest || g.number > newest->number)) newest = g;
+        if (g.complete && g.lock_source == lock_path.string() &&
+            (!newest || g.number > newest->number))
+            newest = g;
     if (!newest) return reasons;
     since = newest->number;
     const fs::path built = newest->path / ".envbox" / "pylock.toml";
     if (!fs::exists(built, ec) || read_file(built) != read_file(lock_path))
-        reasons.push_back(lock_path.filename().string() + " changed since generation " + std::to_string(since));
+        reasons.push_back(lock_path.filename().string() + " changed since generation " +
+                          std::to_string(since));
     return reasons;
 }
 
@@ -142,11 +162,14 @@ void sync_first(const ops::Context& ctx, const RunArgs& args) {
     if (reasons.empty()) return;
     if (args.locked && stale_lock) {
         std::string msg = "--locked: the lock of " + args.env + " needs updating:";
-        for (const auto& r : reasons) msg += "\n  " + r;
+        for (const auto& r : reasons)
+            msg += "\n  " + r;
         throw Error(ErrorCode::invalid_input,
-                    msg + "\nrun `envbox lock " + args.env + "`, or `envbox run --frozen` to run the current generation");
+                    msg + "\nrun `envbox lock " + args.env +
+                        "`, or `envbox run --frozen` to run the current generation");
     }
-    std::string what = since ? " changed since generation " + std::to_string(since) : " has no generation yet";
+    std::string what =
+        since ? " changed since generation " + std::to_string(since) : " has no generation yet";
     // A stale lock's reasons are create's notes as it locks; the others are said here.
     if (!stale_lock) what += " (" + reasons.front() + ")";
     std::fprintf(stderr, "envbox: %s%s; creating…\n", args.env.c_str(), what.c_str());
@@ -167,8 +190,9 @@ std::string environment_or_default(const GlobalOptions& global, const std::strin
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     if (ctx.project_root.empty())
-        throw Error(ErrorCode::usage, "no ENV given, no ENVBOX_ENV and no project here (no manifests/ directory "
-                                      "in this directory or above)");
+        throw Error(ErrorCode::usage,
+                    "no ENV given, no ENVBOX_ENV and no project here (no manifests/ directory "
+                    "in this directory or above)");
     std::vector<std::string> names;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(ctx.project_root / "manifests", ec)) {
@@ -179,11 +203,14 @@ std::string environment_or_default(const GlobalOptions& global, const std::strin
     std::sort(names.begin(), names.end());
     if (names.size() == 1) return names.front();
     std::string where = (ctx.project_root / "manifests").string();
-    if (names.empty()) throw Error(ErrorCode::usage, "no ENV given, no ENVBOX_ENV and no manifest in " + where);
+    if (names.empty())
+        throw Error(ErrorCode::usage, "no ENV given, no ENVBOX_ENV and no manifest in " + where);
     std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw Error(ErrorCode::usage, "no ENV given and no ENVBOX_ENV, and " + where + " holds several environments (" +
-                                      list + "): name one, as `envbox run ENV -- CMD`, or set ENVBOX_ENV");
+    for (const auto& n : names)
+        list += (list.empty() ? "" : ", ") + n;
+    throw Error(ErrorCode::usage, "no ENV given and no ENVBOX_ENV, and " + where +
+                                      " holds several environments (" + list +
+                                      "): name one, as `envbox run ENV -- CMD`, or set ENVBOX_ENV");
 }
 
 void run_run(const GlobalOptions& global, const RunArgs& given) {
@@ -194,7 +221,8 @@ void run_run(const GlobalOptions& global, const RunArgs& given) {
     ops::SandboxMode mode = sandbox_mode(args);
     sync_first(ctx, args);
     ops::RunPlan plan = ops::plan_run(ctx, args.env, command_of(args.rest), current_environment());
-    for (const auto& [k, v] : args.environment) plan.environment[k] = v;
+    for (const auto& [k, v] : args.environment)
+        plan.environment[k] = v;
     env::SandboxOutcome sandbox = ops::enter_run_sandbox(ctx, plan, mode);
     report_sandbox(global, ctx.home, plan, mode, sandbox);
     std::fflush(nullptr);

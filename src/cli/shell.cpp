@@ -78,9 +78,12 @@ void register_shell(CLI::App& app, const GlobalOptions& global) {
         app.add_subcommand("shell",
                            "An interactive $SHELL inside ENV and its sandbox (as `run ENV -- "
                            "$SHELL -i`)");
-    c->add_option("ENV", cmd->env, "Environment (default: $ENVBOX_ENV, else the project's only manifest)");
-    auto* locked = c->add_flag("--locked", cmd->locked, "Fail (exit 3) if the lock is stale, as for `run`");
-    c->add_flag("--frozen", cmd->frozen, "Use the current generation as it is, as for `run`")->excludes(locked);
+    c->add_option("ENV", cmd->env,
+                  "Environment (default: $ENVBOX_ENV, else the project's only manifest)");
+    auto* locked =
+        c->add_flag("--locked", cmd->locked, "Fail (exit 3) if the lock is stale, as for `run`");
+    c->add_flag("--frozen", cmd->frozen, "Use the current generation as it is, as for `run`")
+        ->excludes(locked);
     auto* off =
         c->add_flag("--no-sandbox", cmd->no_sandbox, "Run without the sandbox (--sandbox off)");
     c->add_option("--sandbox", cmd->sandbox,

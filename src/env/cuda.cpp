@@ -11,7 +11,9 @@
 
 namespace envbox::env {
 
-std::string CudaLine::str() const { return std::to_string(major) + "." + (minor ? std::to_string(*minor) : "x"); }
+std::string CudaLine::str() const {
+    return std::to_string(major) + "." + (minor ? std::to_string(*minor) : "x");
+}
 
 std::optional<CudaLine> cuda_line_of(const std::string& name, const pep::Version& version) {
     static const std::regex local_cu(R"(cu(\d{2})(\d+))");
@@ -31,9 +33,10 @@ std::optional<CudaLine> cuda_line_of(const std::string& name, const pep::Version
     // with CUDA 13 — so their versions say nothing about the line (the real cu130 stack has
     // all three) and they are not counted.
     static const std::set<std::string> aligned = {
-        "nvidia-cublas", "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-nvjitlink", "nvidia-cuda-cupti",
-        "nvidia-cuda-nvcc", "nvidia-nvtx", "nvidia-cuda-cccl", "nvidia-nvvm", "nvidia-cuda-crt",
-        "cuda-toolkit", "cuda-bindings", "cuda-python", "cuda-runtime"};
+        "nvidia-cublas",     "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-nvjitlink",
+        "nvidia-cuda-cupti", "nvidia-cuda-nvcc",    "nvidia-nvtx",       "nvidia-cuda-cccl",
+        "nvidia-nvvm",       "nvidia-cuda-crt",     "cuda-toolkit",      "cuda-bindings",
+        "cuda-python",       "cuda-runtime"};
     bool versioned_family = aligned.count(name) > 0;
     if (versioned_family && !version.release().empty()) {
         auto major = version.release()[0];
@@ -45,7 +48,8 @@ std::optional<CudaLine> cuda_line_of(const std::string& name, const pep::Version
 std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& packages,
                                             const std::optional<std::string>& declared) {
     std::map<int, std::vector<const CudaPackage*>> by_major;
-    for (const auto& p : packages) by_major[p.line.major].push_back(&p);
+    for (const auto& p : packages)
+        by_major[p.line.major].push_back(&p);
     auto list = [](const std::vector<const CudaPackage*>& ps) {
         std::string out;
         for (std::size_t i = 0; i < ps.size() && i < 4; ++i)
@@ -55,7 +59,8 @@ std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& pack
     };
     if (by_major.size() > 1) {
         std::string msg = "the lock mixes CUDA lines:";
-        for (const auto& [major, ps] : by_major) msg += "\n  CUDA " + std::to_string(major) + ": " + list(ps);
+        for (const auto& [major, ps] : by_major)
+            msg += "\n  CUDA " + std::to_string(major) + ": " + list(ps);
         return msg;
     }
     if (declared && !by_major.empty()) {
@@ -65,7 +70,8 @@ std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& pack
         if (dot != std::string::npos) minor = std::atoi(declared->substr(dot + 1).c_str());
         std::vector<const CudaPackage*> off;
         for (const auto& p : packages)
-            if (p.line.major != major || (minor && p.line.minor && *p.line.minor != *minor)) off.push_back(&p);
+            if (p.line.major != major || (minor && p.line.minor && *p.line.minor != *minor))
+                off.push_back(&p);
         if (!off.empty())
             return "the manifest declares cuda = \"" + *declared + "\" but " + list(off) + " " +
                    (off.size() == 1 ? "is" : "are") + " built for CUDA " + off.front()->line.str();
@@ -104,19 +110,22 @@ namespace {
 std::string checked_driver_override(const std::string& v) {
     static const std::regex driver(R"(([1-9][0-9]{0,3})(\.[0-9]{1,4}){1,2})");
     if (!std::regex_match(v, driver))
-        throw Error(ErrorCode::usage, "ENVBOX_CUDA_DRIVER='" + v +
-                                          "' is not an NVIDIA driver version (like 550.54.15); unset it to "
-                                          "read the installed driver");
+        throw Error(ErrorCode::usage,
+                    "ENVBOX_CUDA_DRIVER='" + v +
+                        "' is not an NVIDIA driver version (like 550.54.15); unset it to "
+                        "read the installed driver");
     return v;
 }
 
 }  // namespace
 
 std::optional<std::string> nvidia_driver_version() {
-    if (const char* v = std::getenv("ENVBOX_CUDA_DRIVER"); v && *v) return checked_driver_override(v);
+    if (const char* v = std::getenv("ENVBOX_CUDA_DRIVER"); v && *v)
+        return checked_driver_override(v);
     try {
         std::string s = read_file("/sys/module/nvidia/version");
-        while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+        while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+            s.pop_back();
         if (!s.empty()) return s;
     } catch (const Error&) {
     }
@@ -133,7 +142,8 @@ std::optional<std::string> nvidia_driver_version() {
 
 std::optional<std::string> minimum_driver(int cuda_major) {
     // The one table: what NVIDIA's release notes give as the minimum Linux driver of each line.
-    static const std::map<int, std::string> table = {{11, "450.80.02"}, {12, "525.60.13"}, {13, "580.65.06"}};
+    static const std::map<int, std::string> table = {
+        {11, "450.80.02"}, {12, "525.60.13"}, {13, "580.65.06"}};
     auto it = table.find(cuda_major);
     if (it == table.end()) return std::nullopt;
     return it->second;
@@ -152,7 +162,8 @@ std::optional<std::string> driver_refuses(const std::string& driver, const CudaL
     };
     bool ok = line.major == 13 ? h[0] >= w[0] : major_minor(h) >= major_minor(w);
     if (ok) return std::nullopt;
-    return "the NVIDIA driver " + driver + " cannot run CUDA " + line.str() + " (it needs " + *need +
+    return "the NVIDIA driver " + driver + " cannot run CUDA " + line.str() + " (it needs " +
+           *need +
            " or newer): update the driver, or use an environment built for an older CUDA line";
 }
 

@@ -92,7 +92,9 @@ std::optional<int> parse_gen_number(const std::string& name) {
 
 }  // namespace
 
-std::string generation_dir_name(int number) { return "gen-" + std::to_string(number); }
+std::string generation_dir_name(int number) {
+    return "gen-" + std::to_string(number);
+}
 
 std::optional<Generation> read_generation(const fs::path& gen_path) {
     auto number = parse_gen_number(gen_path.filename().string());
@@ -142,20 +144,29 @@ std::optional<Generation> read_generation(const fs::path& gen_path) {
             if (f.size() != 1) return damaged("expected one value for " + key), std::string();
             return f[0];
         };
-        if (key == "created") g.created = value();
-        else if (key == "lock-digest") g.lock_digest = value();
-        else if (key == "lock-source") g.lock_source = value();
-        else if (key == "python") g.python = value();
-        else if (key == "python-version") g.python_version = value();
-        else if (key == "platform") g.platform = value();
-        else if (key == "environment") g.environment = value();
-        else if (key == "link-mode") g.link_mode = value();
+        if (key == "created")
+            g.created = value();
+        else if (key == "lock-digest")
+            g.lock_digest = value();
+        else if (key == "lock-source")
+            g.lock_source = value();
+        else if (key == "python")
+            g.python = value();
+        else if (key == "python-version")
+            g.python_version = value();
+        else if (key == "platform")
+            g.platform = value();
+        else if (key == "environment")
+            g.environment = value();
+        else if (key == "link-mode")
+            g.link_mode = value();
         else if (key == "direct-url") {
             // v1: NAME, then the JSON (which may hold blanks) to the end of the line.
             std::vector<std::string> f;
             if (v1) {
                 auto sp2 = rest.find(' ');
-                if (sp2 != std::string_view::npos) f = {std::string(rest.substr(0, sp2)), std::string(rest.substr(sp2 + 1))};
+                if (sp2 != std::string_view::npos)
+                    f = {std::string(rest.substr(0, sp2)), std::string(rest.substr(sp2 + 1))};
             } else {
                 f = fields(rest);
             }
@@ -165,18 +176,17 @@ std::optional<Generation> read_generation(const fs::path& gen_path) {
             }
             for (auto& p : g.packages)
                 if (p.name == f[0]) p.direct_url = f[1];
-        }
-        else if (key == "prefer") {
+        } else if (key == "prefer") {
             const std::string name = value();
             for (auto& p : g.packages)
                 if (p.name == name) p.preferred = true;
-        }
-        else if (key == "package") {
+        } else if (key == "package") {
             // name version wheel-sha256 filename requested|-: anything else is a record that a
             // value broke (an older envbox wrote a hostile Version as it was) and must not be
             // taken for what the generation uses.
             auto f = fields(rest);
-            if (f.size() != 5 || !pep::is_sha256_hex(f[2]) || (f[4] != "requested" && f[4] != "-")) {
+            if (f.size() != 5 || !pep::is_sha256_hex(f[2]) ||
+                (f[4] != "requested" && f[4] != "-")) {
                 damaged("malformed package line");
                 continue;
             }
@@ -200,7 +210,8 @@ std::vector<Generation> list_generations(const fs::path& env_dir) {
         if (!e.is_directory(ec) || e.is_symlink(ec)) continue;
         if (auto g = read_generation(e.path())) out.push_back(std::move(*g));
     }
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.number < b.number; });
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.number < b.number; });
     return out;
 }
 
@@ -221,9 +232,12 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
     // gc keeps what the records name: a package whose wheel is not a digest would be a record
     // that protects nothing.
     for (const auto& p : g.packages)
-        if (!pep::is_sha256_hex(p.wheel_sha256) || p.name.empty() || p.version.empty() || p.filename.empty())
-            throw Error(ErrorCode::integrity, "cannot record package '" + p.name + "' (" + p.filename +
-                                                  ") in generation " + std::to_string(g.number) + ": incomplete or invalid values");
+        if (!pep::is_sha256_hex(p.wheel_sha256) || p.name.empty() || p.version.empty() ||
+            p.filename.empty())
+            throw Error(ErrorCode::integrity, "cannot record package '" + p.name + "' (" +
+                                                  p.filename + ") in generation " +
+                                                  std::to_string(g.number) +
+                                                  ": incomplete or invalid values");
     auto e = [](std::string_view v) { return encode_value(v); };
     std::ostringstream s;
     s << kInfoHeader << "\n"
@@ -237,10 +251,11 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
       << "environment " << e(g.environment) << "\n"
       << "link-mode " << e(g.link_mode) << "\n";
     for (const auto& p : g.packages)
-        s << "package " << e(p.name) << " " << e(p.version) << " " << p.wheel_sha256 << " " << e(p.filename) << " "
-          << (p.requested ? "requested" : "-") << "\n";
+        s << "package " << e(p.name) << " " << e(p.version) << " " << p.wheel_sha256 << " "
+          << e(p.filename) << " " << (p.requested ? "requested" : "-") << "\n";
     for (const auto& p : g.packages)
-        if (!p.direct_url.empty()) s << "direct-url " << e(p.name) << " " << e(p.direct_url) << "\n";
+        if (!p.direct_url.empty())
+            s << "direct-url " << e(p.name) << " " << e(p.direct_url) << "\n";
     for (const auto& p : g.packages)
         if (p.preferred) s << "prefer " << e(p.name) << "\n";
     write_file_atomic(dir / "info", s.str(), 0444, Durability::none);
@@ -262,8 +277,8 @@ void switch_current(const fs::path& env_dir, int number) {
     if (::rename(tmp.c_str(), (env_dir / "current").c_str()) != 0) {
         int err = errno;
         fs::remove(tmp, ec);
-        throw Error(ErrorCode::generic, "cannot switch " + (env_dir / "current").string() + ": " +
-                                            std::strerror(err));
+        throw Error(ErrorCode::generic,
+                    "cannot switch " + (env_dir / "current").string() + ": " + std::strerror(err));
     }
     int fd = ::open(env_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
@@ -274,7 +289,9 @@ void switch_current(const fs::path& env_dir, int number) {
 
 // ---- generations in use ------------------------------------------------------------------
 
-fs::path in_use_lock_path(const fs::path& gen_path) { return gen_path / ".envbox" / "in-use"; }
+fs::path in_use_lock_path(const fs::path& gen_path) {
+    return gen_path / ".envbox" / "in-use";
+}
 
 std::optional<Generation> hold_current_generation(const fs::path& env_dir) {
     // Each retry means a gc removed the generation just read, which it does only after
@@ -297,11 +314,13 @@ std::optional<Generation> hold_current_generation(const fs::path& env_dir) {
         }
         // gc removes the stamp first, holding the lock: a stamp seen now stays while we hold it.
         std::error_code ec;
-        if (rc != 0 || fs::exists(gen->path / ".envbox" / "complete", ec)) return gen;  // fd stays open
+        if (rc != 0 || fs::exists(gen->path / ".envbox" / "complete", ec))
+            return gen;  // fd stays open
         ::close(fd);
     }
-    throw Error(ErrorCode::generic, "the current generation of " + env_dir.string() +
-                                        " was removed again and again while envbox tried to run in it");
+    throw Error(ErrorCode::generic,
+                "the current generation of " + env_dir.string() +
+                    " was removed again and again while envbox tried to run in it");
 }
 
 GenerationClaim::GenerationClaim(const fs::path& gen_path) {
@@ -326,7 +345,8 @@ GenerationClaim::~GenerationClaim() {
 void remove_generation(const fs::path& gen_path) {
     const fs::path stamp = gen_path / ".envbox" / "complete";
     if (::unlink(stamp.c_str()) != 0 && errno != ENOENT)
-        throw Error(ErrorCode::generic, "cannot remove " + stamp.string() + ": " + std::strerror(errno));
+        throw Error(ErrorCode::generic,
+                    "cannot remove " + stamp.string() + ": " + std::strerror(errno));
     // A job that opened the lock file just as its name went (see hold_current_generation) may
     // have made a new one in .envbox/ while the tree was being removed: one more pass finds it.
     std::error_code ec;
@@ -411,21 +431,25 @@ RuntimeRoots::RuntimeRoots(const std::vector<fs::path>& generation_dirs, const f
         note(read_link(base + "root"), "whose root is %s");
         if (DIR* fds = ::opendir((base + "fd").c_str())) {
             while (dirent* f = ::readdir(fds))
-                if (f->d_name[0] != '.') note(read_link(base + "fd/" + f->d_name), "which has %s open");
+                if (f->d_name[0] != '.')
+                    note(read_link(base + "fd/" + f->d_name), "which has %s open");
             ::closedir(fds);
         }
         // Mapped libraries: the path is the last field, from its first '/' to the line's end.
         for_each_record(read_proc_file(base + "maps", 64 << 20), '\n', [&](std::string_view line) {
-            if (auto slash = line.find('/'); slash != std::string_view::npos) note(line.substr(slash), "which maps %s");
+            if (auto slash = line.find('/'); slash != std::string_view::npos)
+                note(line.substr(slash), "which maps %s");
         });
         // The environment it started with: VIRTUAL_ENV, PATH entries, any path-valued variable.
-        for_each_record(read_proc_file(base + "environ", 4 << 20), '\0', [&](std::string_view entry) {
-            auto eq = entry.find('=');
-            if (eq == std::string_view::npos) return;
-            for_each_record(entry.substr(eq + 1), ':', [&](std::string_view value) {
-                if (value.starts_with('/')) note(value, "whose environment names %s");
-            });
-        });
+        for_each_record(read_proc_file(base + "environ", 4 << 20), '\0',
+                        [&](std::string_view entry) {
+                            auto eq = entry.find('=');
+                            if (eq == std::string_view::npos) return;
+                            for_each_record(entry.substr(eq + 1), ':', [&](std::string_view value) {
+                                if (value.starts_with('/'))
+                                    note(value, "whose environment names %s");
+                            });
+                        });
         if (found.size() == gens.size()) break;
     }
     ::closedir(procdir);

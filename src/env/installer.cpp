@@ -4,11 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -27,17 +26,19 @@ namespace {
 
 // One file to put into the environment.
 struct Placement {
-    std::string rel;                // relative to the environment root
+    std::string rel;                           // relative to the environment root
     const store::WheelFile* object = nullptr;  // link this object, or
-    std::string content;            // write this
+    std::string content;                       // write this
     bool executable = false;
-    std::size_t wheel = 0;          // index into requests
-    std::string record_path;        // as RECORD lists it: relative to the .dist-info's parent
-    bool record = false;            // the wheel's RECORD, written once overlaps are decided
+    std::size_t wheel = 0;    // index into requests
+    std::string record_path;  // as RECORD lists it: relative to the .dist-info's parent
+    bool record = false;      // the wheel's RECORD, written once overlaps are decided
 };
 
 std::string hex_to_record_b64(const std::string& hex) {
-    auto nibble = [](char c) { return static_cast<std::uint8_t>(c <= '9' ? c - '0' : c - 'a' + 10); };
+    auto nibble = [](char c) {
+        return static_cast<std::uint8_t>(c <= '9' ? c - '0' : c - 'a' + 10);
+    };
     Sha256Digest d{};
     for (std::size_t i = 0; i < d.size(); ++i)
         d[i] = static_cast<std::uint8_t>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
@@ -50,26 +51,30 @@ bool is_entry_point_wrapper(std::string_view file_name, const std::set<std::stri
     auto strip = [&](std::string_view suffix) -> std::optional<std::string_view> {
         if (file_name.size() < suffix.size()) return std::nullopt;
         std::string tail(file_name.substr(file_name.size() - suffix.size()));
-        for (auto& c : tail) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        for (auto& c : tail)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         if (tail != suffix) return std::nullopt;
         return file_name.substr(0, file_name.size() - suffix.size());
     };
     std::string_view match = file_name;
-    if (auto m = strip(".exe")) match = *m;
-    else if (auto m2 = strip("-script.py")) match = *m2;
-    else if (auto m3 = strip(".pya")) match = *m3;
+    if (auto m = strip(".exe"))
+        match = *m;
+    else if (auto m2 = strip("-script.py"))
+        match = *m2;
+    else if (auto m3 = strip(".pya"))
+        match = *m3;
     return names.count(std::string(match)) > 0;
 }
 
 class Planner {
-public:
+  public:
     Planner(const store::Store& store, const Interpreter& in, const VenvLayout& layout)
         : store_(store), in_(in), layout_(layout) {}
 
     std::vector<Placement> placements;
     std::vector<std::string> wheel_labels;
-    std::vector<std::string> dist_info_prefix;         // "lib/…/site-packages/x-1.dist-info/" per wheel
-    std::vector<std::vector<std::size_t>> of_wheel;    // placements of each wheel, RECORD last
+    std::vector<std::string> dist_info_prefix;  // "lib/…/site-packages/x-1.dist-info/" per wheel
+    std::vector<std::vector<std::size_t>> of_wheel;  // placements of each wheel, RECORD last
 
     void plan(const InstallRequest& req, std::size_t index) {
         const store::WheelFiles& w = *req.wheel;
@@ -88,12 +93,15 @@ public:
         // Entry points decide which .data scripts are setuptools wrappers.
         std::vector<pep::EntryPoint> entries;
         if (const auto* ep = w.find(w.dist_info + "/entry_points.txt")) {
-            auto parsed = pep::parse_entry_points(read_file(store_.object_path(ep->digest, ep->executable)));
-            if (!parsed) throw Error(ErrorCode::integrity, w.filename + ": " + parsed.error().message());
+            auto parsed =
+                pep::parse_entry_points(read_file(store_.object_path(ep->digest, ep->executable)));
+            if (!parsed)
+                throw Error(ErrorCode::integrity, w.filename + ": " + parsed.error().message());
             entries = std::move(*parsed);
         }
         std::set<std::string> entry_names;
-        for (const auto& e : entries) entry_names.insert(e.name);
+        for (const auto& e : entries)
+            entry_names.insert(e.name);
 
         std::vector<std::size_t>& mine = of_wheel.emplace_back();  // this wheel's placements
         const std::string root_rel = rel_of(root_dir);
@@ -104,15 +112,17 @@ public:
                 return rel.substr(root_rel.size() + 1);
             return fs::path(rel).lexically_relative(root_rel).generic_string();
         };
-        auto add = [&](std::string rel, const store::WheelFile* object, std::string content, bool executable,
-                       std::string record_path = {}) {
+        auto add = [&](std::string rel, const store::WheelFile* object, std::string content,
+                       bool executable, std::string record_path = {}) {
             mine.push_back(placements.size());
             if (record_path.empty()) record_path = record_path_of(rel);
-            placements.push_back({std::move(rel), object, std::move(content), executable, index, std::move(record_path)});
+            placements.push_back({std::move(rel), object, std::move(content), executable, index,
+                                  std::move(record_path)});
         };
         auto under = [&](const fs::path& dir, std::string_view sub) {
             std::string base = rel_of(dir);
-            while (!base.empty() && base.back() == '/') base.pop_back();
+            while (!base.empty() && base.back() == '/')
+                base.pop_back();
             return base.empty() || base == "." ? std::string(sub) : base + "/" + std::string(sub);
         };
         for (const auto& f : w.files) {
@@ -121,21 +131,29 @@ public:
                 std::string_view rest = std::string_view(f.path).substr(data_dir.size());
                 auto slash = rest.find('/');
                 if (slash == std::string_view::npos)
-                    throw Error(ErrorCode::integrity, w.filename + ": stray file '" + f.path + "' in " + data_dir);
+                    throw Error(ErrorCode::integrity,
+                                w.filename + ": stray file '" + f.path + "' in " + data_dir);
                 std::string key(rest.substr(0, slash));
                 std::string_view sub = rest.substr(slash + 1);
-                if (key == "purelib") add(under(layout_.purelib, sub), &f, {}, f.executable);
-                else if (key == "platlib") add(under(layout_.platlib, sub), &f, {}, f.executable);
-                else if (key == "headers") add(under(layout_.headers_base / w.name, sub), &f, {}, f.executable);
-                else if (key == "data") add(under(layout_.data, sub), &f, {}, f.executable);
+                if (key == "purelib")
+                    add(under(layout_.purelib, sub), &f, {}, f.executable);
+                else if (key == "platlib")
+                    add(under(layout_.platlib, sub), &f, {}, f.executable);
+                else if (key == "headers")
+                    add(under(layout_.headers_base / w.name, sub), &f, {}, f.executable);
+                else if (key == "data")
+                    add(under(layout_.data, sub), &f, {}, f.executable);
                 else if (key == "scripts") {
-                    if (is_entry_point_wrapper(fs::path(std::string(sub)).filename().string(), entry_names)) continue;
+                    if (is_entry_point_wrapper(fs::path(std::string(sub)).filename().string(),
+                                               entry_names))
+                        continue;
                     std::string text = read_file(store_.object_path(f.digest, f.executable));
                     std::string rewritten = pep::rewrite_shebang(text, layout_.python.string());
                     add(under(layout_.scripts, sub), nullptr, std::move(rewritten), true);
                 } else {
-                    throw Error(ErrorCode::integrity, w.filename + ": unknown .data directory '" + key +
-                                                          "' (expected purelib, platlib, scripts, headers or data)");
+                    throw Error(ErrorCode::integrity,
+                                w.filename + ": unknown .data directory '" + key +
+                                    "' (expected purelib, platlib, scripts, headers or data)");
                 }
                 continue;
             }
@@ -143,15 +161,19 @@ public:
         }
         for (const auto& e : pep::scripts_for_target(entries, in_.major, in_.minor)) {
             if (pep::script_name_escapes(e.name))
-                throw Error(ErrorCode::integrity, w.filename + ": entry point '" + e.name +
-                                                      "' would be written outside the scripts directory");
-            add(under(layout_.scripts, e.name), nullptr, pep::launcher_script(e, layout_.python.string()), true);
+                throw Error(ErrorCode::integrity,
+                            w.filename + ": entry point '" + e.name +
+                                "' would be written outside the scripts directory");
+            add(under(layout_.scripts, e.name), nullptr,
+                pep::launcher_script(e, layout_.python.string()), true);
         }
         const std::string dist_info = root_rel + "/" + w.dist_info;
         add(dist_info + "/INSTALLER", nullptr, "envbox\n", false, w.dist_info + "/INSTALLER");
-        if (req.requested) add(dist_info + "/REQUESTED", nullptr, "", false, w.dist_info + "/REQUESTED");
+        if (req.requested)
+            add(dist_info + "/REQUESTED", nullptr, "", false, w.dist_info + "/REQUESTED");
         if (req.direct_url)
-            add(dist_info + "/direct_url.json", nullptr, *req.direct_url, false, w.dist_info + "/direct_url.json");
+            add(dist_info + "/direct_url.json", nullptr, *req.direct_url, false,
+                w.dist_info + "/direct_url.json");
 
         dist_info_prefix.push_back(dist_info + "/");
         add(dist_info + "/RECORD", nullptr, {}, false, w.dist_info + "/RECORD");
@@ -170,26 +192,31 @@ public:
                 if (!listed[mine[k]]) continue;
                 std::string row = pep::csv_field(p.record_path);
                 if (p.object) {
-                    row += ",sha256=" + hex_to_record_b64(p.object->digest) + "," + std::to_string(p.object->size);
+                    row += ",sha256=" + hex_to_record_b64(p.object->digest) + "," +
+                           std::to_string(p.object->size);
                 } else {
-                    row += ",sha256=" + to_record_b64(sha256(p.content)) + "," + std::to_string(p.content.size());
+                    row += ",sha256=" + to_record_b64(sha256(p.content)) + "," +
+                           std::to_string(p.content.size());
                 }
                 rows.push_back(std::move(row));
             }
             rows.push_back(pep::csv_field(record.record_path) + ",,");
             std::sort(rows.begin(), rows.end());
             std::size_t total = 0;
-            for (const auto& r : rows) total += r.size() + 1;
+            for (const auto& r : rows)
+                total += r.size() + 1;
             record.content.reserve(total);
-            for (const auto& r : rows) record.content.append(r).push_back('\n');
+            for (const auto& r : rows)
+                record.content.append(r).push_back('\n');
         }
     }
 
-private:
+  private:
     std::string rel_of(const fs::path& p) const {
         const std::string& root = layout_.root.native();
         const std::string& full = p.native();
-        if (full.size() > root.size() && full.compare(0, root.size(), root) == 0 && full[root.size()] == '/')
+        if (full.size() > root.size() && full.compare(0, root.size(), root) == 0 &&
+            full[root.size()] == '/')
             return full.substr(root.size() + 1);
         return p.lexically_relative(layout_.root).generic_string();
     }
@@ -201,8 +228,8 @@ private:
 // Which placements are written and which RECORDs list them, once every path claimed by
 // several wheels is decided (plan_install's contract in installer.hpp).
 struct Overlaps {
-    std::vector<char> placed;               // 1: written into the environment
-    std::vector<char> listed;               // 1: in its wheel's RECORD
+    std::vector<char> placed;  // 1: written into the environment
+    std::vector<char> listed;  // 1: in its wheel's RECORD
     std::vector<std::string> notes;
     std::unordered_map<std::string_view, std::size_t> first;  // each path → its first claimant
 };
@@ -214,11 +241,12 @@ std::string content_key(const Placement& p) {
 
 [[noreturn]] void refuse_overlap(const std::string& rel, const std::string& a, const std::string& b,
                                  const std::string& why, const std::string& hint = {}) {
-    throw Error(ErrorCode::conflict,
-                "file " + rel + " is installed by two wheels " + why + ": " + a + " and " + b + hint);
+    throw Error(ErrorCode::conflict, "file " + rel + " is installed by two wheels " + why + ": " +
+                                         a + " and " + b + hint);
 }
 
-using WonPaths = std::map<std::pair<std::size_t, std::size_t>, std::size_t>;  // (winner, loser wheel) → paths
+using WonPaths =
+    std::map<std::pair<std::size_t, std::size_t>, std::size_t>;  // (winner, loser wheel) → paths
 
 // Decides one path that the placements `g` (in request order) all claim: which one is written
 // and which RECORDs list it. Throws the conflicts no preference settles.
@@ -232,7 +260,8 @@ void decide_path(const Planner& planner, const std::vector<InstallRequest>& requ
         const Placement& p = ps[g[k]];
         for (std::size_t j = 0; j < k; ++j)
             if (ps[g[j]].wheel == p.wheel)
-                throw Error(ErrorCode::conflict, "file " + rel + " is claimed by one wheel twice: " + label[p.wheel]);
+                throw Error(ErrorCode::conflict,
+                            "file " + rel + " is claimed by one wheel twice: " + label[p.wheel]);
         keys.push_back(p.record ? std::string() : content_key(p));
     }
     auto differing = [&](std::size_t k) {  // a claimant whose content differs from g[k]'s
@@ -240,13 +269,16 @@ void decide_path(const Planner& planner, const std::vector<InstallRequest>& requ
             if (j != k && (keys[j] != keys[k] || keys[j].empty())) return j;
         return k;
     };
-    for (std::size_t k = 1; k < g.size(); ++k) out.placed[g[k]] = 0;  // the first places it
-    if (std::all_of(keys.begin(), keys.end(), [&](const auto& key) { return !key.empty() && key == keys[0]; }))
+    for (std::size_t k = 1; k < g.size(); ++k)
+        out.placed[g[k]] = 0;  // the first places it
+    if (std::all_of(keys.begin(), keys.end(),
+                    [&](const auto& key) { return !key.empty() && key == keys[0]; }))
         return;
     // A wheel's own metadata is never given to another wheel.
     for (std::size_t k = 0; k < g.size(); ++k)
         if (ps[g[k]].record || rel.starts_with(planner.dist_info_prefix[ps[g[k]].wheel]))
-            refuse_overlap(rel, label[ps[g[k]].wheel], label[ps[g[differing(k)]].wheel], "with different content",
+            refuse_overlap(rel, label[ps[g[k]].wheel], label[ps[g[differing(k)]].wheel],
+                           "with different content",
                            " (the path is in the first one's .dist-info)");
     std::optional<std::size_t> winner;
     for (std::size_t k = 0; k < g.size(); ++k) {
@@ -259,10 +291,12 @@ void decide_path(const Planner& planner, const std::vector<InstallRequest>& requ
     if (!winner) {
         const std::size_t other = differing(0);
         const bool only_mode = keys[0].substr(0, 64) == keys[other].substr(0, 64);
-        refuse_overlap(rel, label[ps[g[0]].wheel], label[ps[g[other]].wheel],
-                       only_mode ? "with different modes" : "with different content",
-                       "; to install one of them over the other, name it in the manifest's [install] prefer "
-                       "(prefer = [\"" + pep::canonicalize_name(requests[ps[g[0]].wheel].wheel->name) + "\"])");
+        refuse_overlap(
+            rel, label[ps[g[0]].wheel], label[ps[g[other]].wheel],
+            only_mode ? "with different modes" : "with different content",
+            "; to install one of them over the other, name it in the manifest's [install] prefer "
+            "(prefer = [\"" +
+                pep::canonicalize_name(requests[ps[g[0]].wheel].wheel->name) + "\"])");
     }
     for (std::size_t k = 0; k < g.size(); ++k) {
         out.placed[g[k]] = k == *winner;
@@ -286,11 +320,12 @@ Overlaps decide_overlaps(const Planner& planner, const std::vector<InstallReques
         g.push_back(i);
     }
     WonPaths won;
-    for (const auto& [_, g] : groups) decide_path(planner, requests, g, out, won);
+    for (const auto& [_, g] : groups)
+        decide_path(planner, requests, g, out, won);
     for (const auto& [pair, n] : won)
         out.notes.push_back(planner.wheel_labels[pair.first] + " wins " + std::to_string(n) +
-                            (n == 1 ? " path" : " paths") + " over " + planner.wheel_labels[pair.second] +
-                            " ([install] prefer)");
+                            (n == 1 ? " path" : " paths") + " over " +
+                            planner.wheel_labels[pair.second] + " ([install] prefer)");
     return out;
 }
 
@@ -317,12 +352,15 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
     for (std::size_t i = 0; i < ps.size(); ++i) {
         if (!overlaps.placed[i]) continue;
         const std::string& rel = ps[i].rel;
-        for (auto slash = rel.rfind('/'); slash != std::string::npos && slash > 0; slash = rel.rfind('/', slash - 1))
-            if (!plan.dirs.insert(rel.substr(0, slash)).second) break;  // its parents are in already
+        for (auto slash = rel.rfind('/'); slash != std::string::npos && slash > 0;
+             slash = rel.rfind('/', slash - 1))
+            if (!plan.dirs.insert(rel.substr(0, slash)).second)
+                break;  // its parents are in already
     }
     for (const auto& d : plan.dirs)
         if (auto it = overlaps.first.find(d); it != overlaps.first.end())
-            throw Error(ErrorCode::conflict, d + " is a file in " + planner.wheel_labels[ps[it->second].wheel] +
+            throw Error(ErrorCode::conflict, d + " is a file in " +
+                                                 planner.wheel_labels[ps[it->second].wheel] +
                                                  " and a directory in another wheel");
     overlaps.first.clear();  // its keys view the paths moved below
 
@@ -330,20 +368,24 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
     plan.wheel_labels = std::move(planner.wheel_labels);
     for (const auto& w : requests) {
         const fs::path root_dir = w.wheel->root_is_purelib ? layout.purelib : layout.platlib;
-        plan.dist_info_dirs.push_back((root_dir / w.wheel->dist_info).lexically_relative(layout.root).generic_string());
+        plan.dist_info_dirs.push_back(
+            (root_dir / w.wheel->dist_info).lexically_relative(layout.root).generic_string());
     }
     plan.files.reserve(ps.size());
     for (std::size_t i = 0; i < ps.size(); ++i) {
         if (!overlaps.placed[i]) continue;
         auto& p = planner.placements[i];
-        plan.files.push_back({std::move(p.rel), p.object, std::move(p.content), p.executable, p.wheel});
+        plan.files.push_back(
+            {std::move(p.rel), p.object, std::move(p.content), p.executable, p.wheel});
     }
     return plan;
 }
 
-InstallReport install_wheels(const store::Store& store, const Interpreter& in, const VenvLayout& layout,
-                             const std::vector<InstallRequest>& requests, LinkMode mode, unsigned jobs) {
-    InstallReport r = apply_install(store, layout, plan_install(store, in, layout, requests), mode, jobs);
+InstallReport install_wheels(const store::Store& store, const Interpreter& in,
+                             const VenvLayout& layout, const std::vector<InstallRequest>& requests,
+                             LinkMode mode, unsigned jobs) {
+    InstallReport r =
+        apply_install(store, layout, plan_install(store, in, layout, requests), mode, jobs);
     r.packages = requests.size();
     return r;
 }
@@ -369,27 +411,33 @@ void require_inside(std::string_view rel) {
 
 }  // namespace
 
-InstallReport apply_install(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
-                            LinkMode mode, unsigned jobs) {
+InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
+                            const InstallPlan& plan, LinkMode mode, unsigned jobs) {
     const auto& placements = plan.files;
     const auto& dirs = plan.dirs;
-    for (const auto& d : dirs) require_inside(d);
-    for (const auto& p : placements) require_inside(p.rel);
+    for (const auto& d : dirs)
+        require_inside(d);
+    for (const auto& p : placements)
+        require_inside(p.rel);
     struct DirFd {
         int fd = -1;
         ~DirFd() {
             if (fd >= 0) ::close(fd);
         }
     } root{::open(layout.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-    if (root.fd < 0) throw Error(ErrorCode::generic, "cannot open " + layout.root.string() + ": " + std::strerror(errno));
+    if (root.fd < 0)
+        throw Error(ErrorCode::generic,
+                    "cannot open " + layout.root.string() + ": " + std::strerror(errno));
     for (const auto& d : dirs) {  // sorted: every parent before its children
         if (::mkdirat(root.fd, d.c_str(), 0755) != 0 && errno != EEXIST)
-            throw Error(ErrorCode::generic, "cannot create " + (layout.root / d).string() + ": " + std::strerror(errno));
+            throw Error(ErrorCode::generic, "cannot create " + (layout.root / d).string() + ": " +
+                                                std::strerror(errno));
     }
 
     // Place files in parallel, grouped by directory so each worker keeps one directory open.
     std::vector<std::size_t> order(placements.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
     std::sort(order.begin(), order.end(),
               [&](std::size_t x, std::size_t y) { return placements[x].rel < placements[y].rel; });
     std::atomic<std::size_t> hard{0}, ref{0}, copied{0};
@@ -410,7 +458,8 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
             const PlannedFile& p = placements[order[k]];
             const std::string& r = p.rel;
             if (!p.object) {
-                write_file_atomic(layout.root / r, p.content, p.executable ? 0755 : 0644, Durability::none);
+                write_file_atomic(layout.root / r, p.content, p.executable ? 0755 : 0644,
+                                  Durability::none);
                 bytes += p.content.size();
                 continue;
             }
@@ -420,7 +469,8 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
                 if (dir.fd >= 0) ::close(dir.fd);
                 dir.fd = ::openat(root.fd, parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (dir.fd < 0)
-                    throw Error(ErrorCode::generic, "cannot open " + (layout.root / parent).string() + ": " +
+                    throw Error(ErrorCode::generic, "cannot open " +
+                                                        (layout.root / parent).string() + ": " +
                                                         std::strerror(errno));
                 dir_rel = parent;
             }
@@ -428,12 +478,15 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
             const char* name = slash == std::string::npos ? r.c_str() : r.c_str() + slash + 1;
             struct stat before {};
             const bool watch = overlay && ::fstatat(objects_fd, src.c_str(), &before, 0) == 0;
-            LinkMode used = place_file_at(objects_fd, src.c_str(), dir.fd, name, mode, p.executable ? 0555 : 0444);
+            LinkMode used = place_file_at(objects_fd, src.c_str(), dir.fd, name, mode,
+                                          p.executable ? 0555 : 0444);
             bytes += p.object->size;
             if (watch && used == LinkMode::hardlink && link_was_copied_up(before, dir.fd, name)) {
                 ++copied;
                 std::lock_guard lock(note_mutex);
-                notes.insert("overlayfs copied store objects up from a lower layer before linking them (counted as copies)");
+                notes.insert(
+                    "overlayfs copied store objects up from a lower layer before linking them "
+                    "(counted as copies)");
                 continue;
             }
             if (used == LinkMode::hardlink) {
@@ -443,8 +496,8 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
             (used == LinkMode::reflink ? ref : copied)++;
             if (used != mode) {
                 std::lock_guard lock(note_mutex);
-                notes.insert(std::string(link_mode_name(mode)) + " not possible for some files here; used " +
-                             link_mode_name(used));
+                notes.insert(std::string(link_mode_name(mode)) +
+                             " not possible for some files here; used " + link_mode_name(used));
             }
         }
     });

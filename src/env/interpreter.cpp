@@ -54,15 +54,24 @@ Interpreter parse_probe(const std::string& text, const fs::path& path) {
         auto eq = line.find('=');
         if (eq == std::string::npos) continue;
         std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-        if (k == "implementation") in.implementation = v;
-        else if (k == "major") in.major = std::atoi(v.c_str());
-        else if (k == "minor") in.minor = std::atoi(v.c_str());
-        else if (k == "full_version") in.full_version = v;
-        else if (k == "abiflags") in.abiflags = v;
-        else if (k == "executable") in.executable = v;
-        else if (k == "glibc") in.glibc = v;
-        else if (k.starts_with("scheme.")) in.scheme[k.substr(7)] = v;
-        else if (k.starts_with("marker.")) in.markers.set(k.substr(7), v);
+        if (k == "implementation")
+            in.implementation = v;
+        else if (k == "major")
+            in.major = std::atoi(v.c_str());
+        else if (k == "minor")
+            in.minor = std::atoi(v.c_str());
+        else if (k == "full_version")
+            in.full_version = v;
+        else if (k == "abiflags")
+            in.abiflags = v;
+        else if (k == "executable")
+            in.executable = v;
+        else if (k == "glibc")
+            in.glibc = v;
+        else if (k.starts_with("scheme."))
+            in.scheme[k.substr(7)] = v;
+        else if (k.starts_with("marker."))
+            in.markers.set(k.substr(7), v);
     }
     if (in.major != 3 || in.full_version.empty() || in.executable.empty() ||
         !in.scheme.count("purelib") || !in.scheme.count("scripts"))
@@ -75,7 +84,8 @@ Interpreter parse_probe(const std::string& text, const fs::path& path) {
 Interpreter probe_interpreter(const fs::path& path, const fs::path& cache_dir) {
     std::error_code ec;
     fs::path real = fs::canonical(path, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot resolve " + path.string() + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorCode::generic, "cannot resolve " + path.string() + ": " + ec.message());
     struct stat st {};
     if (::stat(real.c_str(), &st) != 0)
         throw Error(ErrorCode::generic, "cannot stat " + real.string());
@@ -134,8 +144,10 @@ std::vector<fs::path> interpreter_candidates(int major, int minor) {
             if (!dir.empty()) path_dirs.emplace_back(dir);
         }
     }
-    for (const auto& d : path_dirs) add(d / xy);
-    for (const auto& d : path_dirs) add(d / x);
+    for (const auto& d : path_dirs)
+        add(d / xy);
+    for (const auto& d : path_dirs)
+        add(d / x);
     for (const char* d : {"/usr/bin", "/usr/local/bin"}) {
         add(fs::path(d) / xy);
         add(fs::path(d) / x);
@@ -148,7 +160,8 @@ std::vector<fs::path> interpreter_candidates(int major, int minor) {
         for (const auto& e : fs::directory_iterator(root, ec))
             if (e.path().filename().string().starts_with(prefix)) dirs.push_back(e.path());
         std::sort(dirs.rbegin(), dirs.rend());  // newest patch release first
-        for (const auto& d : dirs) add(d / "bin" / xy);
+        for (const auto& d : dirs)
+            add(d / "bin" / xy);
     };
     const std::string ver = std::to_string(major) + "." + std::to_string(minor) + ".";
     if (const char* pr = std::getenv("PYENV_ROOT"); pr && *pr)
@@ -181,7 +194,8 @@ Interpreter find_interpreter(int major, int minor, bool free_threaded, const fs:
     std::string msg = "no " + want + " interpreter found";
     if (std::getenv("ENVBOX_PYTHON")) msg += " (ENVBOX_PYTHON is set, so only it was tried)";
     msg += found.empty() ? "; no Python interpreters were found at all" : "; found:";
-    for (const auto& f : found) msg += "\n  " + f;
+    for (const auto& f : found)
+        msg += "\n  " + f;
     msg += "\nInstall Python " + std::to_string(major) + "." + std::to_string(minor) +
            " (apt, pyenv or `uv python install`) or point ENVBOX_PYTHON at one.";
     throw Error(ErrorCode::invalid_input, msg);
@@ -200,8 +214,10 @@ Interpreter default_interpreter(const fs::path& cache_dir) {
         }
     }
     std::string msg = "no CPython 3 interpreter found";
-    for (const auto& f : found) msg += "\n  " + f;
-    throw Error(ErrorCode::invalid_input, msg + "\nInstall Python 3 or point ENVBOX_PYTHON at one.");
+    for (const auto& f : found)
+        msg += "\n  " + f;
+    throw Error(ErrorCode::invalid_input,
+                msg + "\nInstall Python 3 or point ENVBOX_PYTHON at one.");
 }
 
 }  // namespace envbox::env

@@ -42,8 +42,8 @@ struct __attribute__((packed)) PathBeneathAttr {
 // The write rights of `abi`: ABI 2 adds REFER (without it handled, a rename across directories
 // is always refused), ABI 3 TRUNCATE.
 std::uint64_t write_rights(int abi) {
-    std::uint64_t r = write_file | remove_dir | remove_file | make_char | make_dir | make_reg | make_sock |
-                      make_fifo | make_block | make_sym;
+    std::uint64_t r = write_file | remove_dir | remove_file | make_char | make_dir | make_reg |
+                      make_sock | make_fifo | make_block | make_sym;
     if (abi >= 2) r |= refer;
     if (abi >= 3) r |= truncate;
     return r;
@@ -74,14 +74,16 @@ bool is_at_or_below(const std::filesystem::path& p, const std::filesystem::path&
 // symlink nothing (its target is granted where it lives, or not at all when that is protected).
 // Entries that vanish or cannot be opened are skipped.
 std::optional<std::string> grant_around(int ruleset, const std::filesystem::path& dir,
-                                        const std::vector<std::filesystem::path>& protect, std::uint64_t rights) {
+                                        const std::vector<std::filesystem::path>& protect,
+                                        std::uint64_t rights) {
     Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dfd.fd < 0) return "cannot read " + dir.string() + ": " + std::strerror(errno);
     DIR* d = ::fdopendir(::dup(dfd.fd));
     if (!d) return "cannot read " + dir.string() + ": " + std::strerror(errno);
     std::vector<std::string> names;
     while (dirent* e = ::readdir(d))
-        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+            names.emplace_back(e->d_name);
     ::closedir(d);
     for (const auto& name : names) {
         const std::filesystem::path path = dir / name;
@@ -110,8 +112,12 @@ std::optional<std::string> grant_around(int ruleset, const std::filesystem::path
 LandlockSupport landlock_support() {
     long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, create_ruleset_version);
     if (abi > 0) return {static_cast<int>(abi), {}};
-    if (errno == ENOSYS) return {0, "this kernel has no Landlock (Linux 5.13 or newer with CONFIG_SECURITY_LANDLOCK)"};
-    if (errno == EOPNOTSUPP) return {0, "Landlock is built into this kernel but not enabled (add landlock to lsm= at boot)"};
+    if (errno == ENOSYS)
+        return {0,
+                "this kernel has no Landlock (Linux 5.13 or newer with CONFIG_SECURITY_LANDLOCK)"};
+    if (errno == EOPNOTSUPP)
+        return {
+            0, "Landlock is built into this kernel but not enabled (add landlock to lsm= at boot)"};
     return {0, std::string("Landlock is unavailable: ") + std::strerror(errno)};
 }
 
@@ -122,10 +128,12 @@ std::optional<std::string> landlock_protect(const std::vector<std::filesystem::p
     const std::uint64_t rights = write_rights(support.abi);
     RulesetAttr attr{rights};
     Fd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
-    if (ruleset.fd < 0) return std::string("cannot create a Landlock ruleset: ") + std::strerror(errno);
+    if (ruleset.fd < 0)
+        return std::string("cannot create a Landlock ruleset: ") + std::strerror(errno);
     // Down the chains `/` → each protected directory, granting everything beside them.
     bool root_protected = false;
-    for (const auto& p : read_only) root_protected = root_protected || p == p.root_path();
+    for (const auto& p : read_only)
+        root_protected = root_protected || p == p.root_path();
     if (!root_protected)
         if (auto why = grant_around(ruleset.fd, "/", read_only, rights)) return why;
     for (const auto& w : writable) {

@@ -27,8 +27,8 @@ namespace envbox::env {
 
 /// The Landlock ABI version this kernel offers, or why there is none.
 struct LandlockSupport {
-    int abi = 0;        ///< 0 when unavailable
-    std::string why;    ///< when abi is 0: "this kernel has no Landlock", "not enabled (lsm=)", …
+    int abi = 0;      ///< 0 when unavailable
+    std::string why;  ///< when abi is 0: "this kernel has no Landlock", "not enabled (lsm=)", …
 };
 LandlockSupport landlock_support();
 

@@ -41,9 +41,11 @@ std::string unescape_mount_point(const std::string& s) {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
         bool octal = s[i] == '\\' && i + 3 < s.size();
-        for (std::size_t k = 1; octal && k <= 3; ++k) octal = s[i + k] >= '0' && s[i + k] <= '7';
+        for (std::size_t k = 1; octal && k <= 3; ++k)
+            octal = s[i + k] >= '0' && s[i + k] <= '7';
         if (octal) {
-            out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+            out +=
+                static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
             i += 3;
         } else {
             out += s[i];
@@ -73,7 +75,8 @@ std::vector<MountEntry> read_mountinfo() {
 }
 
 // Every mount point at or below `dir`, each once.
-std::vector<fs::path> mounts_at_or_below(const std::vector<MountEntry>& mounts, const fs::path& dir) {
+std::vector<fs::path> mounts_at_or_below(const std::vector<MountEntry>& mounts,
+                                         const fs::path& dir) {
     std::set<fs::path> seen;
     std::vector<fs::path> out;
     for (const auto& m : mounts)
@@ -82,7 +85,8 @@ std::vector<fs::path> mounts_at_or_below(const std::vector<MountEntry>& mounts, 
 }
 
 bool same_file(const fs::path& a, const fs::path& b) {
-    struct stat sa {}, sb {};
+    struct stat sa {
+    }, sb{};
     return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
            sa.st_ino == sb.st_ino;
 }
@@ -96,7 +100,8 @@ std::vector<fs::path> aliases_of(const std::vector<MountEntry>& mounts, const fs
     // and its path within the filesystem.
     const MountEntry* own = nullptr;
     for (const auto& m : mounts)
-        if (is_at_or_below(home, m.point) && (!own || m.point.native().size() >= own->point.native().size()))
+        if (is_at_or_below(home, m.point) &&
+            (!own || m.point.native().size() >= own->point.native().size()))
             own = &m;
     if (!own) return {};
     const std::string dev = own->dev;
@@ -104,12 +109,14 @@ std::vector<fs::path> aliases_of(const std::vector<MountEntry>& mounts, const fs
     std::set<fs::path> out;
     for (const auto& m : mounts) {
         // Never the home's own mounts, nor one above it (it would make far more read-only).
-        if (m.dev != dev || is_at_or_below(m.point, home) || is_at_or_below(home, m.point)) continue;
+        if (m.dev != dev || is_at_or_below(m.point, home) || is_at_or_below(home, m.point))
+            continue;
         if (is_at_or_below(in_fs, m.root)) {
             fs::path alias = join(m.point, in_fs.lexically_relative(m.root));
             if (!is_at_or_below(alias, home) && same_file(alias, home)) out.insert(alias);
         } else if (is_at_or_below(m.root, in_fs)) {
-            if (same_file(m.point, join(home, m.root.lexically_relative(in_fs)))) out.insert(m.point);
+            if (same_file(m.point, join(home, m.root.lexically_relative(in_fs))))
+                out.insert(m.point);
         }
     }
     return {out.begin(), out.end()};
@@ -122,7 +129,7 @@ unsigned long mount_flags_of(const fs::path& p) {
     if (::statvfs(p.c_str(), &sv) != 0) return 0;
     unsigned long flags = 0;
     const std::pair<unsigned long, unsigned long> map[] = {
-        {ST_NOSUID, MS_NOSUID},     {ST_NODEV, MS_NODEV},         {ST_NOEXEC, MS_NOEXEC},
+        {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV},           {ST_NOEXEC, MS_NOEXEC},
         {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}};
     for (const auto& [st, ms] : map)
         if (sv.f_flag & st) flags |= ms;
@@ -144,7 +151,8 @@ std::optional<std::string> unshare_mount_namespace() {
         return refused + "unshare(CLONE_NEWUSER|CLONE_NEWNS): " + std::strerror(errno);
     // Stay ourselves inside the user namespace.
     write_proc("/proc/self/setgroups", "deny");
-    if (!write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n") ||
+    if (!write_proc("/proc/self/uid_map",
+                    std::to_string(uid) + " " + std::to_string(uid) + " 1\n") ||
         !write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n"))
         return std::string("cannot map the user into its namespace: ") + std::strerror(errno);
     return std::nullopt;
@@ -156,7 +164,8 @@ std::optional<std::string> bind_over_itself(const fs::path& p) {
     return std::nullopt;
 }
 
-std::optional<std::string> enter_mount_namespace(const fs::path& read_only, const std::vector<fs::path>& writable) {
+std::optional<std::string> enter_mount_namespace(const fs::path& read_only,
+                                                 const std::vector<fs::path>& writable) {
     if (auto why = unshare_mount_namespace()) return why;
     // Mounts made here must not propagate back to the host.
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
@@ -174,7 +183,8 @@ std::optional<std::string> enter_mount_namespace(const fs::path& read_only, cons
     for (const auto& dir : protect)
         for (const auto& m : mounts_at_or_below(mounts, dir)) {
             bool keep = false;
-            for (const auto& w : writable) keep = keep || is_at_or_below(m, w);
+            for (const auto& w : writable)
+                keep = keep || is_at_or_below(m, w);
             if (keep) continue;
             unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | mount_flags_of(m);
             if (::mount(nullptr, m.c_str(), nullptr, flags, nullptr) != 0)
@@ -190,7 +200,8 @@ SandboxOutcome enter_sandbox(const SandboxSpec& spec) {
     std::error_code ec;
     fs::path read_only = fs::canonical(spec.read_only, ec);
     if (ec) {
-        out.namespace_refused = out.landlock_refused = "cannot resolve " + spec.read_only.string() + ": " + ec.message();
+        out.namespace_refused = out.landlock_refused =
+            "cannot resolve " + spec.read_only.string() + ": " + ec.message();
         return out;
     }
     std::vector<fs::path> writable;
@@ -216,7 +227,8 @@ SandboxOutcome enter_sandbox(const SandboxSpec& spec) {
 
 SandboxOutcome probe_sandbox(const SandboxSpec& spec) {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return {SandboxKind::none, "cannot probe: pipe failed", "cannot probe"};
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        return {SandboxKind::none, "cannot probe: pipe failed", "cannot probe"};
     pid_t pid = ::fork();
     if (pid < 0) {
         ::close(fds[0]);
@@ -233,13 +245,13 @@ SandboxOutcome probe_sandbox(const SandboxSpec& spec) {
             if (fd >= 0) {
                 ::close(fd);
                 ::unlink(probe.c_str());
-                o.landlock_refused = "the sandbox was entered but a write into " + spec.read_only.string() +
-                                     " still succeeded";
+                o.landlock_refused = "the sandbox was entered but a write into " +
+                                     spec.read_only.string() + " still succeeded";
                 o.kind = SandboxKind::none;
             }
         }
-        std::string msg = std::to_string(static_cast<int>(o.kind)) + "\n" + o.namespace_refused + "\n" +
-                          o.landlock_refused + "\n";
+        std::string msg = std::to_string(static_cast<int>(o.kind)) + "\n" + o.namespace_refused +
+                          "\n" + o.landlock_refused + "\n";
         ssize_t ignored = ::write(fds[1], msg.data(), msg.size());
         (void)ignored;
         ::_exit(0);
@@ -248,13 +260,15 @@ SandboxOutcome probe_sandbox(const SandboxSpec& spec) {
     std::string msg;
     char buf[512];
     ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<std::size_t>(n));
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0)
+        msg.append(buf, static_cast<std::size_t>(n));
     ::close(fds[0]);
     int status = 0;
     ::waitpid(pid, &status, 0);
     std::istringstream in(msg);
     std::string kind, ns, ll;
-    if (!std::getline(in, kind) || kind.empty()) return {SandboxKind::none, "the probe died", "the probe died"};
+    if (!std::getline(in, kind) || kind.empty())
+        return {SandboxKind::none, "the probe died", "the probe died"};
     std::getline(in, ns);
     std::getline(in, ll);
     return {static_cast<SandboxKind>(std::stoi(kind)), ns, ll};
@@ -262,11 +276,15 @@ SandboxOutcome probe_sandbox(const SandboxSpec& spec) {
 
 std::string describe(const SandboxOutcome& o) {
     switch (o.kind) {
-        case SandboxKind::mount_namespace: return "read-only mount namespace";
-        case SandboxKind::landlock: return "Landlock (no mount namespace: " + o.namespace_refused + ")";
-        case SandboxKind::none: break;
+        case SandboxKind::mount_namespace:
+            return "read-only mount namespace";
+        case SandboxKind::landlock:
+            return "Landlock (no mount namespace: " + o.namespace_refused + ")";
+        case SandboxKind::none:
+            break;
     }
-    return "none (no mount namespace: " + o.namespace_refused + "; no Landlock: " + o.landlock_refused + ")";
+    return "none (no mount namespace: " + o.namespace_refused +
+           "; no Landlock: " + o.landlock_refused + ")";
 }
 
 }  // namespace envbox::env

@@ -1,9 +1,8 @@
 #include "envbox/env/venv.hpp"
 
-#include "envbox/pep/wheel.hpp"
-
 #include <unistd.h>
 
+#include "envbox/pep/wheel.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -21,7 +20,9 @@ void make_dirs(const fs::path& p) {
 void symlink_to(const fs::path& target, const fs::path& link) {
     std::error_code ec;
     fs::create_symlink(target, link, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot create symlink " + link.string() + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorCode::generic,
+                    "cannot create symlink " + link.string() + ": " + ec.message());
 }
 
 // A POSIX-shell activate script, as users of venv expect (`source bin/activate`, `deactivate`).
@@ -36,13 +37,15 @@ deactivate () {
     if [ ! "${1:-}" = "nondestructive" ]; then unset -f deactivate; fi
 }
 deactivate nondestructive
-VIRTUAL_ENV=)SH" + pep::sh_quote(root.string()) + R"SH(
+VIRTUAL_ENV=)SH" +
+           pep::sh_quote(root.string()) + R"SH(
 export VIRTUAL_ENV
 _OLD_VIRTUAL_PATH="$PATH"
 PATH="$VIRTUAL_ENV/bin:$PATH"
 export PATH
 if [ -n "${PYTHONHOME:-}" ]; then _OLD_VIRTUAL_PYTHONHOME="$PYTHONHOME"; unset PYTHONHOME; fi
-VIRTUAL_ENV_PROMPT=)SH" + pep::sh_quote(prompt) + R"SH(
+VIRTUAL_ENV_PROMPT=)SH" +
+           pep::sh_quote(prompt) + R"SH(
 export VIRTUAL_ENV_PROMPT
 if [ -z "${VIRTUAL_ENV_DISABLE_PROMPT:-}" ]; then _OLD_VIRTUAL_PS1="${PS1:-}"; PS1="($VIRTUAL_ENV_PROMPT) ${PS1:-}"; export PS1; fi
 hash -r 2>/dev/null
@@ -54,7 +57,8 @@ hash -r 2>/dev/null
 VenvLayout VenvLayout::of(const Interpreter& in, const fs::path& root) {
     auto at = [&](const char* key, const char* fallback) {
         auto it = in.scheme.find(key);
-        return (root / (it == in.scheme.end() ? std::string(fallback) : it->second)).lexically_normal();
+        return (root / (it == in.scheme.end() ? std::string(fallback) : it->second))
+            .lexically_normal();
     };
     const std::string lib = "lib/python" + in.version_xy() + (in.free_threaded() ? "t" : "");
     VenvLayout l;
@@ -68,11 +72,13 @@ VenvLayout VenvLayout::of(const Interpreter& in, const fs::path& root) {
     return l;
 }
 
-std::vector<VenvEntry> venv_skeleton(const Interpreter& in, const fs::path& root, const std::string& prompt) {
+std::vector<VenvEntry> venv_skeleton(const Interpreter& in, const fs::path& root,
+                                     const std::string& prompt) {
     VenvLayout l = VenvLayout::of(in, root);
     const std::string bin = l.scripts.lexically_relative(root).string();
     std::vector<VenvEntry> out;
-    if (l.purelib.string().starts_with((root / "lib").string() + "/")) out.push_back({"lib64", "", "lib", 0777});
+    if (l.purelib.string().starts_with((root / "lib").string() + "/"))
+        out.push_back({"lib64", "", "lib", 0777});
     out.push_back({bin + "/python", "", in.executable.string(), 0777});
     out.push_back({bin + "/python" + std::to_string(in.major), "", "python", 0777});
     out.push_back({bin + "/python" + in.version_xy(), "", "python", 0777});

@@ -69,7 +69,8 @@ bool read_entries(int fd, std::vector<RawEntry>& out) {
         for (long off = 0; off < n;) {
             auto* d = reinterpret_cast<struct dirent64*>(buf + off);
             std::string_view name = d->d_name;
-            if (name != "." && name != "..") out.push_back({std::string(name), d->d_ino, d->d_type});
+            if (name != "." && name != "..")
+                out.push_back({std::string(name), d->d_ino, d->d_type});
             off += d->d_reclen;
         }
     }
@@ -79,11 +80,16 @@ bool read_entries(int fd, std::vector<RawEntry>& out) {
 
 const char* drift_kind_name(Drift::Kind kind) {
     switch (kind) {
-        case Drift::Kind::missing: return "missing";
-        case Drift::Kind::extra: return "extra";
-        case Drift::Kind::modified: return "modified";
-        case Drift::Kind::foreign_dist_info: return "foreign";
-        case Drift::Kind::store_object_touched: return "store";
+        case Drift::Kind::missing:
+            return "missing";
+        case Drift::Kind::extra:
+            return "extra";
+        case Drift::Kind::modified:
+            return "modified";
+        case Drift::Kind::foreign_dist_info:
+            return "foreign";
+        case Drift::Kind::store_object_touched:
+            return "store";
     }
     return "?";
 }
@@ -92,7 +98,8 @@ std::vector<TreeEntry> walk_generation(const fs::path& root_path) {
     std::vector<TreeEntry> out;
     Fd root{::open(root_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
     if (root.fd < 0)
-        throw Error(ErrorCode::generic, "cannot open " + root_path.string() + ": " + std::strerror(errno));
+        throw Error(ErrorCode::generic,
+                    "cannot open " + root_path.string() + ": " + std::strerror(errno));
     // Each directory is opened relative to its parent (one path component to resolve); when
     // descriptors run short the path from the root is used instead.
     struct Pending {
@@ -105,7 +112,9 @@ std::vector<TreeEntry> walk_generation(const fs::path& root_path) {
         Pending top = std::move(stack.back());
         stack.pop_back();
         const std::string dir = std::move(top.rel);
-        Fd dfd{top.fd >= 0 ? top.fd : ::openat(root.fd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)};
+        Fd dfd{top.fd >= 0 ? top.fd
+                           : ::openat(root.fd, dir.c_str(),
+                                      O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)};
         if (dfd.fd < 0 || !read_entries(dfd.fd, entries)) continue;
         for (const auto& e : entries) {
             if (dir.empty() && e.name == ".envbox") continue;
@@ -114,19 +123,21 @@ std::vector<TreeEntry> walk_generation(const fs::path& root_path) {
             bool is_dir = e.type == DT_DIR;
             if (e.type == DT_UNKNOWN) {
                 struct stat st {};
-                is_dir = ::fstatat(dfd.fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+                is_dir = ::fstatat(dfd.fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                         S_ISDIR(st.st_mode);
             }
             if (is_dir)
-                stack.push_back({rel, ::openat(dfd.fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)});
+                stack.push_back({rel, ::openat(dfd.fd, e.name.c_str(),
+                                               O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)});
             out.push_back({std::move(rel), is_dir});
         }
     }
     return out;
 }
 
-VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, const InstallPlan& plan,
-                         const std::vector<VenvEntry>& skeleton, const std::vector<TreeEntry>& on_disk, bool deep,
-                         unsigned jobs) {
+VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout,
+                         const InstallPlan& plan, const std::vector<VenvEntry>& skeleton,
+                         const std::vector<TreeEntry>& on_disk, bool deep, unsigned jobs) {
     VerifyReport report;
     std::mutex mutex;
     auto add = [&](Drift::Kind k, std::string path, std::string detail, std::string digest = {}) {
@@ -135,7 +146,8 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
     };
     Fd root{::open(layout.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
     if (root.fd < 0)
-        throw Error(ErrorCode::generic, "cannot open " + layout.root.string() + ": " + std::strerror(errno));
+        throw Error(ErrorCode::generic,
+                    "cannot open " + layout.root.string() + ": " + std::strerror(errno));
     const int objects = store.objects_dir_fd();
     const auto& files = plan.files;
 
@@ -150,7 +162,8 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
             char shard[3] = {hex[i >> 4], hex[i & 15], 0};
             Fd d{::openat(objects, shard, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
             if (d.fd < 0 || !read_entries(d.fd, entries)) continue;
-            for (auto& e : entries) object_inodes.emplace(std::string(shard) + "/" + e.name, e.ino);
+            for (auto& e : entries)
+                object_inodes.emplace(std::string(shard) + "/" + e.name, e.ino);
         }
     }
     struct stat objects_st {};
@@ -159,37 +172,48 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
     // 2. The skeleton: symlinks and small files.
     std::unordered_set<std::string> expected;
     expected.reserve(files.size() + plan.dirs.size() + 16);
-    for (const auto& f : files) expected.insert(f.rel);
-    for (const auto& d : plan.dirs) expected.insert(d);
+    for (const auto& f : files)
+        expected.insert(f.rel);
+    for (const auto& d : plan.dirs)
+        expected.insert(d);
     for (const auto& e : skeleton) {
         expected.insert(e.rel);
-        for (auto slash = e.rel.rfind('/'); slash != std::string::npos && slash > 0; slash = e.rel.rfind('/', slash - 1))
+        for (auto slash = e.rel.rfind('/'); slash != std::string::npos && slash > 0;
+             slash = e.rel.rfind('/', slash - 1))
             expected.insert(e.rel.substr(0, slash));
         if (!e.symlink_target.empty()) {
             char buf[4096];
             ssize_t n = ::readlinkat(root.fd, e.rel.c_str(), buf, sizeof buf);
-            if (n < 0) add(Drift::Kind::missing, e.rel, "symlink");
+            if (n < 0)
+                add(Drift::Kind::missing, e.rel, "symlink");
             else if (std::string(buf, static_cast<std::size_t>(n)) != e.symlink_target)
-                add(Drift::Kind::modified, e.rel, "points to " + std::string(buf, static_cast<std::size_t>(n)));
+                add(Drift::Kind::modified, e.rel,
+                    "points to " + std::string(buf, static_cast<std::size_t>(n)));
         } else {
             bool ok = false;
             std::string got = hash_at(root.fd, e.rel.c_str(), ok);
-            if (!ok) add(Drift::Kind::missing, e.rel, "");
-            else if (got != to_hex(sha256(e.content))) add(Drift::Kind::modified, e.rel, "content differs");
+            if (!ok)
+                add(Drift::Kind::missing, e.rel, "");
+            else if (got != to_hex(sha256(e.content)))
+                add(Drift::Kind::modified, e.rel, "content differs");
         }
         report.files_checked++;
     }
-    for (const char* d : {"include", "lib", "bin"}) expected.insert(d);
+    for (const char* d : {"include", "lib", "bin"})
+        expected.insert(d);
     for (const fs::path& p : {layout.purelib, layout.platlib, layout.scripts}) {
         std::string rel = p.lexically_relative(layout.root).string();
-        for (auto slash = rel.size(); slash != std::string::npos && slash > 0; slash = rel.rfind('/', slash - 1))
+        for (auto slash = rel.size(); slash != std::string::npos && slash > 0;
+             slash = rel.rfind('/', slash - 1))
             expected.insert(rel.substr(0, slash));
     }
 
     // 1. Every planned file: present, same inode as its object (else same content), right mode.
     std::vector<std::size_t> order(files.size());  // by path, so a directory's files are adjacent
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return files[x].rel < files[y].rel; });
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return files[x].rel < files[y].rel; });
     std::atomic<std::size_t> hashed{0};
     constexpr std::size_t kChunk = 256;
     parallel_for((files.size() + kChunk - 1) / kChunk, jobs, [&](std::size_t c) {
@@ -199,13 +223,17 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
         for (std::size_t k = c * kChunk; k < end; ++k) {
             const PlannedFile& f = files[order[k]];
             auto slash = f.rel.rfind('/');
-            std::string_view parent = slash == std::string::npos ? std::string_view(".") : std::string_view(f.rel).substr(0, slash);
+            std::string_view parent = slash == std::string::npos
+                                          ? std::string_view(".")
+                                          : std::string_view(f.rel).substr(0, slash);
             if (parent != dir_rel) {
                 if (dir.fd >= 0) ::close(dir.fd);
                 dir_rel = std::string(parent);
-                dir.fd = ::openat(root.fd, dir_rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                dir.fd = ::openat(root.fd, dir_rel.c_str(),
+                                  O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
             }
-            const char* name = slash == std::string::npos ? f.rel.c_str() : f.rel.c_str() + slash + 1;
+            const char* name =
+                slash == std::string::npos ? f.rel.c_str() : f.rel.c_str() + slash + 1;
             struct stat st {};
             if (dir.fd < 0 || ::fstatat(dir.fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
                 add(Drift::Kind::missing, f.rel, "");
@@ -216,45 +244,55 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
                 continue;
             }
             if (f.executable != ((st.st_mode & 0100) != 0))
-                add(Drift::Kind::modified, f.rel, f.executable ? "lost its exec bit" : "became executable");
+                add(Drift::Kind::modified, f.rel,
+                    f.executable ? "lost its exec bit" : "became executable");
             if (f.object) {
                 // Same inode as its object: this stat is the object's, mode, size and mtime
                 // included. An object as ingest left it has the content verified then; one
                 // that was written through a link (root, --no-sandbox) or chmod-ed is reported
                 // as the store's, since every environment linking it changed with it.
                 bool same_inode = false, object_present = true;
-                const std::string object_rel = store.object_relpath(f.object->digest, f.object->executable);
+                const std::string object_rel =
+                    store.object_relpath(f.object->digest, f.object->executable);
                 if (!deep) {
                     auto it = object_inodes.find(object_rel);
                     object_present = it != object_inodes.end();
-                    same_inode = object_present && it->second == st.st_ino && st.st_dev == objects_st.st_dev;
+                    same_inode =
+                        object_present && it->second == st.st_ino && st.st_dev == objects_st.st_dev;
                 } else {
                     struct stat ost {};
-                    object_present = ::fstatat(objects, object_rel.c_str(), &ost, AT_SYMLINK_NOFOLLOW) == 0;
+                    object_present =
+                        ::fstatat(objects, object_rel.c_str(), &ost, AT_SYMLINK_NOFOLLOW) == 0;
                 }
                 // An object deleted from the store (by hand, by a tool that does not know it)
                 // leaves this link whole but the environment no longer reproducible from the
                 // store: drift, which `create` repairs by ingesting the wheel again.
                 if (!object_present)
-                    add(Drift::Kind::store_object_touched, store.object_path(f.object->digest, f.object->executable).string(),
-                        "store object missing (deleted from the store); linked as " + f.rel, f.object->digest);
-                auto touched = same_inode ? store::object_touched(st, f.object->size, f.object->executable)
-                                          : std::nullopt;
+                    add(Drift::Kind::store_object_touched,
+                        store.object_path(f.object->digest, f.object->executable).string(),
+                        "store object missing (deleted from the store); linked as " + f.rel,
+                        f.object->digest);
+                auto touched = same_inode
+                                   ? store::object_touched(st, f.object->size, f.object->executable)
+                                   : std::nullopt;
                 if (touched)
                     add(Drift::Kind::store_object_touched,
                         store.object_path(f.object->digest, f.object->executable).string(),
                         "store object " + *touched + "; linked as " + f.rel, f.object->digest);
                 if (same_inode && !touched) continue;
                 if (static_cast<std::uint64_t>(st.st_size) != f.object->size) {
-                    add(Drift::Kind::modified, f.rel, "size " + std::to_string(st.st_size) + ", expected " +
-                                                          std::to_string(f.object->size));
+                    add(Drift::Kind::modified, f.rel,
+                        "size " + std::to_string(st.st_size) + ", expected " +
+                            std::to_string(f.object->size));
                     continue;
                 }
                 bool ok = false;
                 std::string got = hash_at(root.fd, f.rel.c_str(), ok);
                 ++hashed;
-                if (!ok) add(Drift::Kind::modified, f.rel, "unreadable");
-                else if (got != f.object->digest) add(Drift::Kind::modified, f.rel, "content differs from the lock");
+                if (!ok)
+                    add(Drift::Kind::modified, f.rel, "unreadable");
+                else if (got != f.object->digest)
+                    add(Drift::Kind::modified, f.rel, "content differs from the lock");
             } else {
                 bool ok = false;
                 std::string got = hash_at(root.fd, f.rel.c_str(), ok);
@@ -280,13 +318,15 @@ VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout, co
         }
         if (expected.count(e.rel)) continue;
         auto slash = e.rel.rfind('/');
-        std::string_view name = std::string_view(e.rel).substr(slash == std::string::npos ? 0 : slash + 1);
+        std::string_view name =
+            std::string_view(e.rel).substr(slash == std::string::npos ? 0 : slash + 1);
         if (e.is_dir) reported_dirs.insert(e.rel);
         if (e.is_dir && name.ends_with(".dist-info")) {
             std::string installer = "unknown installer";
             try {
                 installer = read_file(layout.root / e.rel / "INSTALLER");
-                while (!installer.empty() && (installer.back() == '\n' || installer.back() == '\r')) installer.pop_back();
+                while (!installer.empty() && (installer.back() == '\n' || installer.back() == '\r'))
+                    installer.pop_back();
                 installer = "installed by " + installer;
             } catch (const Error&) {
             }

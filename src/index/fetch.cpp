@@ -21,17 +21,20 @@ fs::path file_url_path(std::string_view url) {
     return fs::path(pep::percent_decode(rest));
 }
 
-std::optional<fs::path> local_artifact_path(const ArtifactRequest& request, const fs::path& base_dir) {
+std::optional<fs::path> local_artifact_path(const ArtifactRequest& request,
+                                            const fs::path& base_dir) {
     const std::string& loc = request.location;
     if (loc.starts_with("http://") || loc.starts_with("https://")) return std::nullopt;
     if (loc.starts_with("file:")) {
         fs::path p = file_url_path(loc);
         if (p.empty())
-            throw Error(ErrorCode::invalid_input, "unsupported file URL for " + request.display + ": " + redact_url(loc));
+            throw Error(ErrorCode::invalid_input,
+                        "unsupported file URL for " + request.display + ": " + redact_url(loc));
         return p;
     }
     if (loc.find("://") != std::string::npos)
-        throw Error(ErrorCode::invalid_input, "unsupported URL scheme for " + request.display + ": " + redact_url(loc));
+        throw Error(ErrorCode::invalid_input,
+                    "unsupported URL scheme for " + request.display + ": " + redact_url(loc));
     fs::path p(loc);
     if (p.is_relative()) p = base_dir / p;
     return p.lexically_normal();
@@ -41,7 +44,8 @@ fs::path download_path(const fs::path& downloads_dir, std::string_view sha256) {
     return downloads_dir / (std::string(sha256) + ".whl");
 }
 
-fs::path download_artifact(HttpClient& http, const ArtifactRequest& request, const fs::path& downloads_dir,
+fs::path download_artifact(HttpClient& http, const ArtifactRequest& request,
+                           const fs::path& downloads_dir,
                            const std::function<void(std::uint64_t)>& on_bytes) {
     fs::path path = download_path(downloads_dir, request.sha256);
     std::error_code ec;
@@ -62,8 +66,9 @@ fs::path download_artifact(HttpClient& http, const ArtifactRequest& request, con
         auto got = fs::file_size(path, ec);
         if (!ec && got != *request.size) {
             fs::remove(path, ec);
-            throw Error(ErrorCode::integrity, "size mismatch for " + request.display + " (" + redact_url(request.location) +
-                                                  "): expected " + std::to_string(*request.size) + " bytes, got " +
+            throw Error(ErrorCode::integrity, "size mismatch for " + request.display + " (" +
+                                                  redact_url(request.location) + "): expected " +
+                                                  std::to_string(*request.size) + " bytes, got " +
                                                   std::to_string(got) + "; nothing was stored");
         }
     }

@@ -7,10 +7,10 @@
 
 #include <cerrno>
 #include <chrono>
-#include <future>
 #include <cstdlib>
-#include <ctime>
 #include <cstring>
+#include <ctime>
+#include <future>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -67,7 +67,9 @@ struct HttpClient::Shared {
     static void lock(CURL*, curl_lock_data data, curl_lock_access, void* self) {
         static_cast<Shared*>(self)->share_locks[data].lock();
     }
-    static void unlock(CURL*, curl_lock_data data, void* self) { static_cast<Shared*>(self)->share_locks[data].unlock(); }
+    static void unlock(CURL*, curl_lock_data data, void* self) {
+        static_cast<Shared*>(self)->share_locks[data].unlock();
+    }
 
     // Runs `easy` to completion on the loop; returns its result.
     CURLcode perform(CURL* easy) {
@@ -92,8 +94,10 @@ struct HttpClient::Shared {
                 std::lock_guard guard(mutex);
                 for (auto& [easy, promise] : incoming) {
                     CURLMcode rc = curl_multi_add_handle(multi, easy);
-                    if (rc != CURLM_OK) promise->set_value(CURLE_FAILED_INIT);
-                    else running.emplace(easy, promise);
+                    if (rc != CURLM_OK)
+                        promise->set_value(CURLE_FAILED_INIT);
+                    else
+                        running.emplace(easy, promise);
                 }
                 incoming.clear();
                 if (stop && running.empty()) return;
@@ -121,22 +125,22 @@ namespace {
 
 struct Collected {
     std::string body;
-    int fd = -1;                 // a download's file (else the body is collected in memory)
+    int fd = -1;  // a download's file (else the body is collected in memory)
     CURL* easy = nullptr;
-    std::uint64_t offset = 0;    // bytes of the file already there (asked for the rest)
+    std::uint64_t offset = 0;  // bytes of the file already there (asked for the rest)
     std::uint64_t written = 0;
-    bool decided = false;        // the first body byte of this response has been seen
-    bool to_file = false;        // this response's body goes to the file
+    bool decided = false;  // the first body byte of this response has been seen
+    bool to_file = false;  // this response's body goes to the file
     bool write_failed = false;
-    int write_errno = 0;         // errno of the failed write (ENOSPC, EDQUOT, EIO, …)
+    int write_errno = 0;  // errno of the failed write (ENOSPC, EDQUOT, EIO, …)
     const std::function<void(std::uint64_t)>* on_bytes = nullptr;
     std::map<std::string, std::string> headers;  // lowercase names, last value
     // Limits: the body may hold `max_bytes` (a 206 only `range_length`), decided on its first byte.
     std::uint64_t max_bytes = 0;
     std::optional<std::uint64_t> range_length;
     std::uint64_t limit = 0;
-    long status = 0;              // of the response whose body this is
-    bool over_limit = false;      // stopped at the first byte past `limit`
+    long status = 0;          // of the response whose body this is
+    bool over_limit = false;  // stopped at the first byte past `limit`
     std::uint64_t header_bytes = 0;
     bool headers_over = false;
 };
@@ -183,7 +187,8 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
         c->written += len;
         if (c->on_bytes && *c->on_bytes) (*c->on_bytes)(len);
     } else if (c->fd >= 0) {
-        if (c->body.size() < (64 << 10)) c->body.append(data, len);  // an error page, for the message
+        if (c->body.size() < (64 << 10))
+            c->body.append(data, len);  // an error page, for the message
     } else {
         if (c->body.size() + len > c->limit) {
             c->over_limit = true;
@@ -209,10 +214,14 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
     auto colon = line.find(':');
     if (colon != std::string_view::npos) {
         std::string name(line.substr(0, colon));
-        for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        for (auto& ch : name)
+            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
         std::string_view value = line.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-        while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.remove_prefix(1);
+        while (!value.empty() &&
+               (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+            value.remove_suffix(1);
         c->headers[name] = std::string(value);
     }
     return size * n;
@@ -243,22 +252,31 @@ std::optional<CachedPage> read_cache(const fs::path& p) {
         auto sp = line.find(' ');
         if (sp == std::string::npos) continue;
         std::string k = line.substr(0, sp), v = line.substr(sp + 1);
-        if (k == "url") c.url = v;
-        else if (k == "etag") c.etag = v;
-        else if (k == "last-modified") c.last_modified = v;
-        else if (k == "content-type") c.content_type = v;
-        else if (k == "effective-url") c.effective_url = v;
-        else if (k == "stored-at") c.stored_at = std::atoll(v.c_str());
-        else if (k == "max-age") c.max_age = std::atoll(v.c_str());
+        if (k == "url")
+            c.url = v;
+        else if (k == "etag")
+            c.etag = v;
+        else if (k == "last-modified")
+            c.last_modified = v;
+        else if (k == "content-type")
+            c.content_type = v;
+        else if (k == "effective-url")
+            c.effective_url = v;
+        else if (k == "stored-at")
+            c.stored_at = std::atoll(v.c_str());
+        else if (k == "max-age")
+            c.max_age = std::atoll(v.c_str());
     }
     c.body = text.substr(end + 2);
     return c;
 }
 
 void write_cache(const fs::path& p, const CachedPage& c) {
-    std::string text = "envbox-http-cache 1\nurl " + c.url + "\netag " + c.etag + "\nlast-modified " + c.last_modified +
-                       "\ncontent-type " + c.content_type + "\neffective-url " + c.effective_url + "\nstored-at " +
-                       std::to_string(c.stored_at) + "\nmax-age " + std::to_string(c.max_age) + "\n\n" + c.body;
+    std::string text = "envbox-http-cache 1\nurl " + c.url + "\netag " + c.etag +
+                       "\nlast-modified " + c.last_modified + "\ncontent-type " + c.content_type +
+                       "\neffective-url " + c.effective_url + "\nstored-at " +
+                       std::to_string(c.stored_at) + "\nmax-age " + std::to_string(c.max_age) +
+                       "\n\n" + c.body;
     try {
         std::error_code ec;
         fs::create_directories(p.parent_path(), ec);
@@ -269,7 +287,8 @@ void write_cache(const fs::path& p, const CachedPage& c) {
 }
 
 long long max_age_of(const std::string& cache_control) {
-    if (cache_control.find("no-store") != std::string::npos || cache_control.find("no-cache") != std::string::npos)
+    if (cache_control.find("no-store") != std::string::npos ||
+        cache_control.find("no-cache") != std::string::npos)
         return 0;
     auto pos = cache_control.find("max-age=");
     if (pos == std::string::npos) return 0;
@@ -287,11 +306,14 @@ std::optional<std::uint64_t> range_length(const std::string& range) {
     std::string r = range.starts_with("bytes=") ? range.substr(6) : range;
     auto dash = r.find('-');
     if (dash == std::string::npos) return std::nullopt;
-    auto digits = [](const std::string& t) { return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos; };
+    auto digits = [](const std::string& t) {
+        return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+    };
     std::string a = r.substr(0, dash), b = r.substr(dash + 1);
     if (a.empty() && digits(b)) return std::strtoull(b.c_str(), nullptr, 10);
     if (digits(a) && digits(b)) {
-        auto from = std::strtoull(a.c_str(), nullptr, 10), to = std::strtoull(b.c_str(), nullptr, 10);
+        auto from = std::strtoull(a.c_str(), nullptr, 10),
+             to = std::strtoull(b.c_str(), nullptr, 10);
         if (to >= from) return to - from + 1;
     }
     return std::nullopt;
@@ -303,7 +325,8 @@ std::optional<std::pair<std::size_t, std::size_t>> userinfo_span(std::string_vie
     if (scheme == std::string_view::npos) return std::nullopt;
     std::size_t start = scheme + 3;
     auto end = url.find_first_of("/?#", start);
-    std::string_view authority = url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    std::string_view authority =
+        url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     auto at = authority.rfind('@');
     if (at == std::string_view::npos) return std::nullopt;
     return std::make_pair(start, start + at + 1);
@@ -322,7 +345,8 @@ std::string url_origin(std::string_view url) {
             curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
             std::string sch = scheme, h = host;
             for (auto* t : {&sch, &h})
-                for (auto& ch : *t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                for (auto& ch : *t)
+                    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
             if (sch == "http" || sch == "https") out = sch + "://" + h + ":" + port;
         }
         curl_free(scheme);
@@ -357,9 +381,10 @@ long stall_timeout() {
 const std::string& system_ca_bundle() {
     static const std::string bundle = [] {
         if (const char* env = std::getenv("SSL_CERT_FILE"); env && *env) return std::string(env);
-        for (const char* p : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
-                              "/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-                              "/etc/ssl/cert.pem"}) {
+        for (const char* p :
+             {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+              "/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+              "/etc/ssl/cert.pem"}) {
             std::error_code ec;
             if (fs::exists(p, ec)) return std::string(p);
         }
@@ -373,35 +398,46 @@ HttpClient::HttpClient(fs::path cache_dir, bool offline)
 
 HttpClient::~HttpClient() = default;
 
-HttpResponse HttpClient::get(const HttpRequest& req) { return transfer(req, -1); }
+HttpResponse HttpClient::get(const HttpRequest& req) {
+    return transfer(req, -1);
+}
 
 HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
     fs::path cache_path = cache_dir_ / to_hex(sha256(req.url + "\n" + [&] {
                               std::string h;
-                              for (const auto& x : req.headers) h += x + "\n";
+                              for (const auto& x : req.headers)
+                                  h += x + "\n";
                               return h;
                           }()));
-    std::optional<CachedPage> cached = req.cache && !req.range && !req.head ? read_cache(cache_path) : std::nullopt;
+    std::optional<CachedPage> cached =
+        req.cache && !req.range && !req.head ? read_cache(cache_path) : std::nullopt;
     long long now = static_cast<long long>(std::time(nullptr));
-    if (cached && (offline_ || (cached->max_age > 0 && now - cached->stored_at < cached->max_age))) {
+    if (cached &&
+        (offline_ || (cached->max_age > 0 && now - cached->stored_at < cached->max_age))) {
         stats_.cache_hits++;
         return {200, std::move(cached->body), cached->content_type, cached->effective_url, true};
     }
     if (offline_)
-        throw Error(ErrorCode::network, "--offline: " + redact_url(req.url) + " is not in the cache");
+        throw Error(ErrorCode::network,
+                    "--offline: " + redact_url(req.url) + " is not in the cache");
     const std::string shown = redact_url(req.url);  // what messages name
     // Credentials only for the origin they belong to; https never falls back to http.
     const bool https = [&] {
         std::string scheme = req.url.substr(0, 8);
-        for (auto& ch : scheme) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        for (auto& ch : scheme)
+            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
         return scheme == "https://";
     }();
-    const bool own_origin = !req.credential_origin.empty() && url_origin(req.url) == req.credential_origin;
-    const std::uint64_t max_bytes = req.max_bytes ? req.max_bytes : fd >= 0 ? kMaxDownloadBytes : kMaxPageBytes;
+    const bool own_origin =
+        !req.credential_origin.empty() && url_origin(req.url) == req.credential_origin;
+    const std::uint64_t max_bytes = req.max_bytes ? req.max_bytes
+                                    : fd >= 0     ? kMaxDownloadBytes
+                                                  : kMaxPageBytes;
 
     std::vector<std::string> headers = req.headers;
     if (cached && !cached->etag.empty()) headers.push_back("If-None-Match: " + cached->etag);
-    if (cached && !cached->last_modified.empty()) headers.push_back("If-Modified-Since: " + cached->last_modified);
+    if (cached && !cached->last_modified.empty())
+        headers.push_back("If-Modified-Since: " + cached->last_modified);
     Collected got;
     HttpResponse resp;
     // The transfer, with retries.
@@ -421,11 +457,13 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
             // part already past the size cannot be the file: start over.
             off_t end = ::lseek(fd, 0, SEEK_END);
             if (end < 0)
-                throw Error(ErrorCode::generic, "cannot read the download of " + shown + ": " + std::strerror(errno));
+                throw Error(ErrorCode::generic,
+                            "cannot read the download of " + shown + ": " + std::strerror(errno));
             got.offset = static_cast<std::uint64_t>(end);
             if (got.offset > max_bytes) {
                 if (::ftruncate(fd, 0) != 0)
-                    throw Error(ErrorCode::generic, "cannot rewind the download of " + shown + ": " + std::strerror(errno));
+                    throw Error(ErrorCode::generic, "cannot rewind the download of " + shown +
+                                                        ": " + std::strerror(errno));
                 got.offset = 0;
             }
         }
@@ -433,13 +471,15 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         got.easy = c;
         char errbuf[CURL_ERROR_SIZE] = {0};
         curl_slist* list = nullptr;
-        for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
+        for (const auto& h : headers)
+            list = curl_slist_append(list, h.c_str());
         curl_easy_setopt(c, CURLOPT_URL, req.url.c_str());
         if (req.range) {
             std::string r = req.range->starts_with("bytes=") ? req.range->substr(6) : *req.range;
             list = curl_slist_append(list, ("Range: bytes=" + r).c_str());
         } else if (got.offset > 0) {
-            list = curl_slist_append(list, ("Range: bytes=" + std::to_string(got.offset) + "-").c_str());
+            list = curl_slist_append(list,
+                                     ("Range: bytes=" + std::to_string(got.offset) + "-").c_str());
         }
         curl_easy_setopt(c, CURLOPT_SHARE, shared_->share);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
@@ -460,8 +500,10 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
         curl_easy_setopt(c, CURLOPT_USERAGENT, "envbox/" ENVBOX_VERSION);
         // A HEAD is asked for the file's own length, which an encoding would change.
-        if (req.head) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-        else curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+        if (req.head)
+            curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        else
+            curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
         curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
         // Rather a stream on a live HTTP/2 connection than a new one. Only over TLS, where ALPN can
         // offer HTTP/2: over plain http every connection is HTTP/1.1, and waiting would run all
@@ -469,13 +511,20 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         if (https) curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
         // ~/.netrc entries name a host, not a scheme: read for https, and for plain http only on
         // the origin of a plain-http index the user configured.
-        curl_easy_setopt(c, CURLOPT_NETRC, static_cast<long>(https || own_origin ? CURL_NETRC_OPTIONAL : CURL_NETRC_IGNORED));
-        if (own_origin && req.username) curl_easy_setopt(c, CURLOPT_USERNAME, req.username->c_str());
-        if (own_origin && req.password) curl_easy_setopt(c, CURLOPT_PASSWORD, req.password->c_str());
-        if (req.ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, req.ca_file->c_str());
-        else if (!system_ca_bundle().empty()) curl_easy_setopt(c, CURLOPT_CAINFO, system_ca_bundle().c_str());
+        curl_easy_setopt(
+            c, CURLOPT_NETRC,
+            static_cast<long>(https || own_origin ? CURL_NETRC_OPTIONAL : CURL_NETRC_IGNORED));
+        if (own_origin && req.username)
+            curl_easy_setopt(c, CURLOPT_USERNAME, req.username->c_str());
+        if (own_origin && req.password)
+            curl_easy_setopt(c, CURLOPT_PASSWORD, req.password->c_str());
+        if (req.ca_file)
+            curl_easy_setopt(c, CURLOPT_CAINFO, req.ca_file->c_str());
+        else if (!system_ca_bundle().empty())
+            curl_easy_setopt(c, CURLOPT_CAINFO, system_ca_bundle().c_str());
         int now_in = ++stats_.in_flight;
-        for (int peak = stats_.peak_in_flight.load(); now_in > peak && !stats_.peak_in_flight.compare_exchange_weak(peak, now_in);) {
+        for (int peak = stats_.peak_in_flight.load();
+             now_in > peak && !stats_.peak_in_flight.compare_exchange_weak(peak, now_in);) {
         }
         CURLcode rc = shared_->perform(c);
         --stats_.in_flight;
@@ -489,25 +538,31 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         curl_slist_free_all(list);
         if (got.write_failed) {
             // A full disk: the part holds the space the user needs back, and is dropped.
-            if ((got.write_errno == ENOSPC || got.write_errno == EDQUOT) && fd >= 0) (void)!::ftruncate(fd, 0);
-            throw Error(ErrorCode::generic,
-                        "cannot write the download of " + shown + ": " + std::strerror(got.write_errno));
+            if ((got.write_errno == ENOSPC || got.write_errno == EDQUOT) && fd >= 0)
+                (void)!::ftruncate(fd, 0);
+            throw Error(ErrorCode::generic, "cannot write the download of " + shown + ": " +
+                                                std::strerror(got.write_errno));
         }
         if (got.headers_over)
-            throw Error(ErrorCode::network, shown + " sent more than " + describe_bytes(kMaxHeaderBytes) + " of headers");
+            throw Error(ErrorCode::network, shown + " sent more than " +
+                                                describe_bytes(kMaxHeaderBytes) + " of headers");
         if (got.over_limit) {
             if (fd >= 0) {
                 // Nothing past the size is kept, nor the part before it: it cannot be the file.
                 (void)!::ftruncate(fd, 0);
                 if (!req.max_bytes_what.empty())
-                    throw Error(ErrorCode::integrity, shown + " is larger than " + req.max_bytes_what + " " +
-                                                          std::to_string(max_bytes) +
-                                                          " (stopped at the first byte past it; the partial file was removed)");
-                throw Error(ErrorCode::network, shown + " is larger than " + describe_bytes(max_bytes) +
-                                                    ", the limit for a download of unknown size (stopped there)");
+                    throw Error(
+                        ErrorCode::integrity,
+                        shown + " is larger than " + req.max_bytes_what + " " +
+                            std::to_string(max_bytes) +
+                            " (stopped at the first byte past it; the partial file was removed)");
+                throw Error(ErrorCode::network,
+                            shown + " is larger than " + describe_bytes(max_bytes) +
+                                ", the limit for a download of unknown size (stopped there)");
             }
             if (got.status == 206 && got.range_length)
-                throw Error(ErrorCode::network, shown + " answered a request for " + std::to_string(*got.range_length) +
+                throw Error(ErrorCode::network, shown + " answered a request for " +
+                                                    std::to_string(*got.range_length) +
                                                     " bytes with more than that");
             if (req.range && got.status == 200) {
                 // Ranges ignored, and the whole file is too big to hold: the caller downloads it.
@@ -516,82 +571,104 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
                 resp.effective_url = req.url;
                 return resp;
             }
-            throw Error(ErrorCode::network, shown + " sent more than " + describe_bytes(max_bytes) + " (the limit for " +
-                                                (req.max_bytes_what.empty() ? std::string("an index page") : req.max_bytes_what) +
-                                                "); stopped there");
+            throw Error(ErrorCode::network,
+                        shown + " sent more than " + describe_bytes(max_bytes) +
+                            " (the limit for " +
+                            (req.max_bytes_what.empty() ? std::string("an index page")
+                                                        : req.max_bytes_what) +
+                            "); stopped there");
         }
         bool transient = false;
         long long retry_after = -1;
         if (rc != CURLE_OK) {
-            last_error = std::string(curl_easy_strerror(rc)) + (errbuf[0] ? std::string(": ") + errbuf : "");
-            transient = rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_RECV_ERROR ||
-                        rc == CURLE_SEND_ERROR || rc == CURLE_PARTIAL_FILE || rc == CURLE_GOT_NOTHING ||
-                        rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
+            last_error =
+                std::string(curl_easy_strerror(rc)) + (errbuf[0] ? std::string(": ") + errbuf : "");
+            transient = rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT ||
+                        rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
+                        rc == CURLE_PARTIAL_FILE || rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 ||
+                        rc == CURLE_HTTP2_STREAM;
         } else if (fd >= 0 && got.offset > 0 && status == 416) {
             // Nothing left to send: the file is complete when the size the server gives is
             // what we have; otherwise start over.
             auto it = got.headers.find("content-range");
             auto slash = it == got.headers.end() ? std::string::npos : it->second.find('/');
-            if (slash != std::string::npos && std::strtoull(it->second.c_str() + slash + 1, nullptr, 10) == got.offset) {
+            if (slash != std::string::npos &&
+                std::strtoull(it->second.c_str() + slash + 1, nullptr, 10) == got.offset) {
                 resp.status = 200;
                 return resp;
             }
             if (::ftruncate(fd, 0) != 0)
-                throw Error(ErrorCode::generic, "cannot rewind the download of " + shown + ": " + std::strerror(errno));
+                throw Error(ErrorCode::generic,
+                            "cannot rewind the download of " + shown + ": " + std::strerror(errno));
             last_error = "HTTP 416 for a resumed download; starting over";
             transient = true;
         } else if (fd >= 0 && got.offset > 0 && status == 206 &&
-                   !got.headers["content-range"].starts_with("bytes " + std::to_string(got.offset) + "-")) {
+                   !got.headers["content-range"].starts_with("bytes " + std::to_string(got.offset) +
+                                                             "-")) {
             // Not the range asked for: those bytes cannot be appended.
             if (::ftruncate(fd, 0) != 0)
-                throw Error(ErrorCode::generic, "cannot rewind the download of " + shown + ": " + std::strerror(errno));
-            last_error = "HTTP 206 with an unexpected range (" + got.headers["content-range"] + "); starting over";
+                throw Error(ErrorCode::generic,
+                            "cannot rewind the download of " + shown + ": " + std::strerror(errno));
+            last_error = "HTTP 206 with an unexpected range (" + got.headers["content-range"] +
+                         "); starting over";
             transient = true;
         } else if (status >= 500 || status == 429 || status == 408) {
             last_error = "HTTP " + std::to_string(status);
             transient = true;
-            if (auto it = got.headers.find("retry-after"); it != got.headers.end()) retry_after = std::atoll(it->second.c_str());
+            if (auto it = got.headers.find("retry-after"); it != got.headers.end())
+                retry_after = std::atoll(it->second.c_str());
         } else {
             stats_.bytes += got.body.size() + got.written;
             if (fd >= 0 && status == 206 && !req.range) status = 200;  // resumed: the file is whole
             if (status == 304 && cached) {
                 stats_.cache_hits++;
                 cached->stored_at = now;
-                if (auto it = got.headers.find("cache-control"); it != got.headers.end()) cached->max_age = max_age_of(it->second);
+                if (auto it = got.headers.find("cache-control"); it != got.headers.end())
+                    cached->max_age = max_age_of(it->second);
                 write_cache(cache_path, *cached);
-                return {200, std::move(cached->body), cached->content_type, cached->effective_url, true};
+                return {200, std::move(cached->body), cached->content_type, cached->effective_url,
+                        true};
             }
             resp.status = status;
             resp.body = std::move(got.body);
-            if (auto it = got.headers.find("content-type"); it != got.headers.end()) resp.content_type = it->second;
-            if (auto it = got.headers.find("content-range"); it != got.headers.end()) resp.content_range = it->second;
-            if (auto it = got.headers.find("content-length"); it != got.headers.end() && !it->second.empty() &&
-                                                             it->second.find_first_not_of("0123456789") == std::string::npos)
+            if (auto it = got.headers.find("content-type"); it != got.headers.end())
+                resp.content_type = it->second;
+            if (auto it = got.headers.find("content-range"); it != got.headers.end())
+                resp.content_range = it->second;
+            if (auto it = got.headers.find("content-length");
+                it != got.headers.end() && !it->second.empty() &&
+                it->second.find_first_not_of("0123456789") == std::string::npos)
                 resp.content_length = std::strtoull(it->second.c_str(), nullptr, 10);
             if (req.cache && !req.range && !req.head && status == 200) {
                 CachedPage page;
                 page.url = req.url;
                 page.etag = got.headers.count("etag") ? got.headers["etag"] : "";
-                page.last_modified = got.headers.count("last-modified") ? got.headers["last-modified"] : "";
+                page.last_modified =
+                    got.headers.count("last-modified") ? got.headers["last-modified"] : "";
                 page.content_type = resp.content_type;
                 page.effective_url = resp.effective_url;
                 page.stored_at = now;
-                page.max_age = got.headers.count("cache-control") ? max_age_of(got.headers["cache-control"]) : 0;
+                page.max_age = got.headers.count("cache-control")
+                                   ? max_age_of(got.headers["cache-control"])
+                                   : 0;
                 page.body = resp.body;
                 write_cache(cache_path, page);
             }
             return resp;
         }
         if (!transient || attempt == kAttempts) break;
-        long long delay_ms = retry_after >= 0 ? std::min<long long>(retry_after, 30) * 1000
-                                              : (100LL << attempt) + std::uniform_int_distribution<int>(0, 100)(rng);
+        long long delay_ms =
+            retry_after >= 0 ? std::min<long long>(retry_after, 30) * 1000
+                             : (100LL << attempt) + std::uniform_int_distribution<int>(0, 100)(rng);
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
-    throw Error(ErrorCode::network, "cannot fetch " + shown + ": " + last_error +
-                                        (attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : ""));
+    throw Error(ErrorCode::network,
+                "cannot fetch " + shown + ": " + last_error +
+                    (attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : ""));
 }
 
-HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destination, bool resumable) {
+HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destination,
+                                  bool resumable) {
     // Streamed to `<destination>.part` (wheels are gigabytes) and renamed into place once
     // complete. A resumable download keeps the part when it fails, and the next attempt asks
     // only for the rest; a lock file keeps two processes from writing one part.
@@ -603,11 +680,14 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
         lock_path += ".lock";
         busy.emplace(lock_path);
         std::error_code ec;
-        if (fs::exists(destination, ec)) return {200, {}, {}, req.url, true};  // another process finished it
+        if (fs::exists(destination, ec))
+            return {200, {}, {}, req.url, true};  // another process finished it
     }
     ScopedRemove remove(resumable ? fs::path() : part);
     int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resumable ? 0 : O_TRUNC), 0644);
-    if (fd < 0) throw Error(ErrorCode::generic, "cannot create " + part.string() + ": " + std::strerror(errno));
+    if (fd < 0)
+        throw Error(ErrorCode::generic,
+                    "cannot create " + part.string() + ": " + std::strerror(errno));
     HttpRequest r = req;
     r.cache = false;
     r.range.reset();
@@ -616,18 +696,22 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
         resp = transfer(r, fd);
     } catch (...) {
         struct stat st {};
-        if (::fstat(fd, &st) == 0 && st.st_size == 0) ::unlink(part.c_str());  // nothing worth resuming
+        if (::fstat(fd, &st) == 0 && st.st_size == 0)
+            ::unlink(part.c_str());  // nothing worth resuming
         ::close(fd);
         throw;
     }
     ::close(fd);
     if (resp.status != 200) {
         if (resumable) ::unlink(part.c_str());  // a 404 part is worth nothing
-        throw Error(ErrorCode::network, "cannot download " + redact_url(req.url) + ": HTTP " + std::to_string(resp.status));
+        throw Error(ErrorCode::network, "cannot download " + redact_url(req.url) + ": HTTP " +
+                                            std::to_string(resp.status));
     }
     std::error_code ec;
     fs::rename(part, destination, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot move " + part.string() + " to " + destination.string() + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorCode::generic, "cannot move " + part.string() + " to " +
+                                            destination.string() + ": " + ec.message());
     remove.release();
     return resp;
 }

@@ -11,8 +11,8 @@ namespace {
 
 // Reads `<top>.dist-info/<leaf>` of an archive of `total` bytes whose tail is `tail`; other
 // bytes come from `get(offset, length)`.
-std::optional<std::string> read_member(const zip::ReadAt& get, std::uint64_t total, const std::string& tail,
-                                       const std::string& leaf) {
+std::optional<std::string> read_member(const zip::ReadAt& get, std::uint64_t total,
+                                       const std::string& tail, const std::string& leaf) {
     const std::uint64_t tail_start = total - tail.size();
     auto members = zip::read_directory(total, tail, get);
     auto i = zip::find_dist_info(members, leaf);
@@ -20,29 +20,35 @@ std::optional<std::string> read_member(const zip::ReadAt& get, std::uint64_t tot
     const zip::Member& m = members[*i];
     // A METADATA or WHEEL file is kilobytes; a member claiming more is not read into memory.
     if (m.compressed_size > kMaxMetadataBytes || m.size > kMaxMetadataBytes)
-        throw Error(ErrorCode::integrity, m.name + " claims " + std::to_string(std::max(m.size, m.compressed_size)) +
-                                              " bytes, more than the " + std::to_string(kMaxMetadataBytes >> 20) +
-                                              " MiB limit for a wheel's metadata");
+        throw Error(ErrorCode::integrity,
+                    m.name + " claims " + std::to_string(std::max(m.size, m.compressed_size)) +
+                        " bytes, more than the " + std::to_string(kMaxMetadataBytes >> 20) +
+                        " MiB limit for a wheel's metadata");
     // Local header and data in one request, allowing for a local extra field.
-    std::uint64_t want = std::min(30 + m.name.size() + 256 + m.compressed_size, total - m.local_offset);
+    std::uint64_t want =
+        std::min(30 + m.name.size() + 256 + m.compressed_size, total - m.local_offset);
     std::string local = m.local_offset >= tail_start && m.local_offset + want <= total
                             ? tail.substr(m.local_offset - tail_start, want)
                             : get(m.local_offset, want);
     std::uint64_t data = zip::data_offset(m, local) - m.local_offset;
-    if (data + m.compressed_size <= local.size()) return zip::decode(m, std::string_view(local).substr(data, m.compressed_size));
+    if (data + m.compressed_size <= local.size())
+        return zip::decode(m, std::string_view(local).substr(data, m.compressed_size));
     return zip::decode(m, get(m.local_offset + data, m.compressed_size));
 }
 
 }  // namespace
 
-std::optional<std::string> read_dist_info_from_zip(const std::string& archive, const std::string& leaf) {
+std::optional<std::string> read_dist_info_from_zip(const std::string& archive,
+                                                   const std::string& leaf) {
     auto get = [&](std::uint64_t off, std::uint64_t len) { return archive.substr(off, len); };
-    const std::size_t tail = static_cast<std::size_t>(std::min<std::uint64_t>(archive.size(), zip::kTailSize));
+    const std::size_t tail =
+        static_cast<std::size_t>(std::min<std::uint64_t>(archive.size(), zip::kTailSize));
     return read_member(get, archive.size(), archive.substr(archive.size() - tail), leaf);
 }
 
-std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel, const std::string& leaf,
-                                                 std::string* whole, std::optional<std::uint64_t>* size) {
+std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpRequest& wheel,
+                                                 const std::string& leaf, std::string* whole,
+                                                 std::optional<std::uint64_t>* size) {
     HttpRequest tail_req = wheel;
     tail_req.cache = false;
     tail_req.range = "bytes=-" + std::to_string(zip::kTailSize);
@@ -65,14 +71,17 @@ std::optional<std::string> read_remote_dist_info(HttpClient& http, const HttpReq
     auto get = [&](std::uint64_t off, std::uint64_t len) {
         if (len == 0) return std::string();
         if (len > kMaxPageBytes)
-            throw Error(ErrorCode::integrity, redact_url(wheel.url) + ": its zip directory asks to read " + std::to_string(len) +
-                                                  " bytes, more than the " + std::to_string(kMaxPageBytes >> 20) + " MiB limit");
+            throw Error(ErrorCode::integrity,
+                        redact_url(wheel.url) + ": its zip directory asks to read " +
+                            std::to_string(len) + " bytes, more than the " +
+                            std::to_string(kMaxPageBytes >> 20) + " MiB limit");
         HttpRequest r = wheel;
         r.cache = false;
         r.range = "bytes=" + std::to_string(off) + "-" + std::to_string(off + len - 1);
         HttpResponse resp = http.get(r);
         if (resp.status != 206 || resp.body.size() != len)
-            throw Error(ErrorCode::network, "range request for " + redact_url(wheel.url) + " answered HTTP " + std::to_string(resp.status));
+            throw Error(ErrorCode::network, "range request for " + redact_url(wheel.url) +
+                                                " answered HTTP " + std::to_string(resp.status));
         return resp.body;
     };
     return read_member(get, total, tail.body, leaf);

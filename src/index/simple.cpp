@@ -1,15 +1,16 @@
 #include "envbox/index/simple.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <cctype>
+#include <nlohmann/json.hpp>
 
 #include "envbox/pep/filename.hpp"
 
 namespace envbox::index {
 namespace {
 
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+char lower(char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
 
 // `url` with its userinfo shown as `***@` (as index::redact_url, without libcurl).
 std::string redact_userinfo(std::string_view url) {
@@ -41,12 +42,15 @@ void append_utf8(std::string& out, unsigned long cp) {
 
 struct Tag {
     std::string name;  // lowercase
-    std::vector<std::pair<std::string, std::optional<std::string>>> attrs;  // lowercase name → raw value
+    std::vector<std::pair<std::string, std::optional<std::string>>>
+        attrs;  // lowercase name → raw value
     bool closing = false;
 
     std::optional<std::string_view> attr(std::string_view n) const {
         for (const auto& [k, v] : attrs)
-            if (k == n) return v ? std::optional<std::string_view>(*v) : std::optional<std::string_view>("");
+            if (k == n)
+                return v ? std::optional<std::string_view>(*v)
+                         : std::optional<std::string_view>("");
         return std::nullopt;
     }
     bool has(std::string_view n) const {
@@ -70,10 +74,13 @@ std::optional<Tag> read_tag(std::string_view html, std::size_t& i) {
         ++j;
     }
     std::size_t start = j;
-    while (j < html.size() && (std::isalnum(static_cast<unsigned char>(html[j])) || html[j] == '!')) ++j;
-    for (std::size_t k = start; k < j; ++k) t.name += lower(html[k]);
+    while (j < html.size() && (std::isalnum(static_cast<unsigned char>(html[j])) || html[j] == '!'))
+        ++j;
+    for (std::size_t k = start; k < j; ++k)
+        t.name += lower(html[k]);
     for (;;) {
-        while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j]))) ++j;
+        while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j])))
+            ++j;
         if (j >= html.size()) return std::nullopt;
         if (html[j] == '>') {
             i = j + 1;
@@ -84,25 +91,31 @@ std::optional<Tag> read_tag(std::string_view html, std::size_t& i) {
             continue;
         }
         std::size_t ns = j;
-        while (j < html.size() && !std::isspace(static_cast<unsigned char>(html[j])) && html[j] != '=' &&
-               html[j] != '>' && html[j] != '/')
+        while (j < html.size() && !std::isspace(static_cast<unsigned char>(html[j])) &&
+               html[j] != '=' && html[j] != '>' && html[j] != '/')
             ++j;
         std::string name;
-        for (std::size_t k = ns; k < j; ++k) name += lower(html[k]);
-        while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j]))) ++j;
+        for (std::size_t k = ns; k < j; ++k)
+            name += lower(html[k]);
+        while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j])))
+            ++j;
         std::optional<std::string> value;
         if (j < html.size() && html[j] == '=') {
             ++j;
-            while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j]))) ++j;
+            while (j < html.size() && std::isspace(static_cast<unsigned char>(html[j])))
+                ++j;
             if (j < html.size() && (html[j] == '"' || html[j] == '\'')) {
                 char q = html[j++];
                 std::size_t vs = j;
-                while (j < html.size() && html[j] != q) ++j;
+                while (j < html.size() && html[j] != q)
+                    ++j;
                 value = std::string(html.substr(vs, j - vs));
                 if (j < html.size()) ++j;
             } else {
                 std::size_t vs = j;
-                while (j < html.size() && !std::isspace(static_cast<unsigned char>(html[j])) && html[j] != '>') ++j;
+                while (j < html.size() && !std::isspace(static_cast<unsigned char>(html[j])) &&
+                       html[j] != '>')
+                    ++j;
                 value = std::string(html.substr(vs, j - vs));
             }
         }
@@ -117,16 +130,20 @@ bool starts_with_nocase(std::string_view s, std::string_view prefix) {
     return true;
 }
 
-bool is_http_url(std::string_view url) { return starts_with_nocase(url, "http://") || starts_with_nocase(url, "https://"); }
+bool is_http_url(std::string_view url) {
+    return starts_with_nocase(url, "http://") || starts_with_nocase(url, "https://");
+}
 
 // A remote page links only to http(s): a `file:` (or any other) link would make envbox read
 // local files a server chose. Only a `file:` index may name local files.
 std::optional<Error> refuse_foreign_scheme(const IndexFile& f, std::string_view page_url) {
     if (!is_http_url(page_url) || is_http_url(f.url)) return std::nullopt;
     auto colon = f.url.find(':');
-    return Error(ErrorCode::network, "index page " + redact_userinfo(page_url) + " links to a " +
-                                         (colon == std::string::npos ? std::string("non-http") : f.url.substr(0, colon)) +
-                                         " URL (" + f.filename + "); a remote index may only link to http(s) files");
+    return Error(
+        ErrorCode::network,
+        "index page " + redact_userinfo(page_url) + " links to a " +
+            (colon == std::string::npos ? std::string("non-http") : f.url.substr(0, colon)) +
+            " URL (" + f.filename + "); a remote index may only link to http(s) files");
 }
 
 IndexFile file_from_url(std::string url, std::string_view page_url) {
@@ -142,8 +159,8 @@ IndexFile file_from_url(std::string url, std::string_view page_url) {
 }  // namespace
 
 bool is_known_hash(std::string_view a) {
-    for (std::string_view k : {"md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s", "sha3_224",
-                               "sha3_256", "sha3_384", "sha3_512"})
+    for (std::string_view k : {"md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b",
+                               "blake2s", "sha3_224", "sha3_256", "sha3_384", "sha3_512"})
         if (a == k) return true;
     return false;
 }
@@ -159,8 +176,8 @@ std::optional<std::pair<std::string, std::string>> url_hash(std::string_view url
         auto eq = pair.find('=');
         if (eq == std::string_view::npos) continue;
         std::string_view name = pair.substr(0, eq);
-        if (name == "sha1" || name == "sha224" || name == "sha384" || name == "sha256" || name == "sha512" ||
-            name == "md5")
+        if (name == "sha1" || name == "sha224" || name == "sha384" || name == "sha256" ||
+            name == "sha512" || name == "md5")
             return std::make_pair(std::string(name), std::string(pair.substr(eq + 1)));
     }
     return std::nullopt;
@@ -168,7 +185,8 @@ std::optional<std::pair<std::string, std::string>> url_hash(std::string_view url
 
 std::string html_unescape(std::string_view s) {
     static const std::pair<std::string_view, std::string_view> named[] = {
-        {"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"}, {"nbsp", "\xc2\xa0"}};
+        {"amp", "&"},   {"lt", "<"},   {"gt", ">"},
+        {"quot", "\""}, {"apos", "'"}, {"nbsp", "\xc2\xa0"}};
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
         if (s[i] != '&') {
@@ -215,8 +233,10 @@ std::string html_unescape(std::string_view s) {
                     done = true;
                 }
         }
-        if (done) i = semi;
-        else out += s[i];
+        if (done)
+            i = semi;
+        else
+            out += s[i];
     }
     return out;
 }
@@ -224,11 +244,13 @@ std::string html_unescape(std::string_view s) {
 std::string join_url(std::string_view base, std::string_view ref) {
     auto scheme_end = ref.find("://");
     auto first_special = ref.find_first_of("/?#");
-    if (scheme_end != std::string_view::npos && (first_special == std::string_view::npos || scheme_end < first_special))
+    if (scheme_end != std::string_view::npos &&
+        (first_special == std::string_view::npos || scheme_end < first_special))
         return std::string(ref);
     if (ref.starts_with("file:")) return std::string(ref);
     auto bscheme = base.find("://");
-    std::string_view scheme = bscheme == std::string_view::npos ? std::string_view() : base.substr(0, bscheme);
+    std::string_view scheme =
+        bscheme == std::string_view::npos ? std::string_view() : base.substr(0, bscheme);
     if (ref.starts_with("//")) return std::string(scheme) + ":" + std::string(ref);
     std::size_t authority_end = bscheme == std::string_view::npos ? 0 : base.find('/', bscheme + 3);
     if (authority_end == std::string_view::npos) authority_end = base.size();
@@ -243,7 +265,8 @@ std::string join_url(std::string_view base, std::string_view ref) {
         merged = std::string(ref);
     } else {
         auto slash = path.rfind('/');
-        merged = (slash == std::string_view::npos ? std::string("/") : std::string(path.substr(0, slash + 1))) +
+        merged = (slash == std::string_view::npos ? std::string("/")
+                                                  : std::string(path.substr(0, slash + 1))) +
                  std::string(ref);
     }
     // Remove dot segments (RFC 3986 5.2.4), keeping query and fragment aside.
@@ -255,7 +278,8 @@ std::string join_url(std::string_view base, std::string_view ref) {
     bool trailing = !p.empty() && p.back() == '/';
     while (start <= p.size()) {
         auto next = p.find('/', start);
-        std::string seg = p.substr(start, next == std::string::npos ? std::string::npos : next - start);
+        std::string seg =
+            p.substr(start, next == std::string::npos ? std::string::npos : next - start);
         if (seg == "..") {
             if (!segs.empty()) segs.pop_back();
             if (next == std::string::npos) trailing = true;
@@ -268,12 +292,14 @@ std::string join_url(std::string_view base, std::string_view ref) {
         start = next + 1;
     }
     std::string out = std::string(origin);
-    for (const auto& s : segs) out += "/" + s;
+    for (const auto& s : segs)
+        out += "/" + s;
     if (trailing || segs.empty()) out += "/";
     return out + tail;
 }
 
-std::optional<std::map<std::string, std::string>> parse_metadata_attribute(std::optional<std::string_view> value) {
+std::optional<std::map<std::string, std::string>> parse_metadata_attribute(
+    std::optional<std::string_view> value) {
     if (!value) return std::nullopt;
     std::map<std::string, std::string> hashes;
     auto eq = value->find('=');
@@ -314,7 +340,8 @@ Result<ProjectPage> parse_html_page(std::string_view html, std::string_view page
         }
         if (tag->has("data-yanked")) {
             f.yanked = true;
-            if (tag->has_value("data-yanked")) f.yanked_reason = html_unescape(*tag->attr("data-yanked"));
+            if (tag->has_value("data-yanked"))
+                f.yanked_reason = html_unescape(*tag->attr("data-yanked"));
         }
         std::optional<std::string_view> meta = tag->attr("data-core-metadata");
         if (!meta) meta = tag->attr("data-dist-info-metadata");
@@ -332,16 +359,19 @@ Result<ProjectPage> parse_json_page(std::string_view text, std::string_view page
     try {
         j = nlohmann::json::parse(text);
     } catch (const std::exception& e) {
-        return Error(ErrorCode::network, std::string("invalid JSON project page ") + redact_userinfo(page_url) + ": " + e.what());
+        return Error(ErrorCode::network, std::string("invalid JSON project page ") +
+                                             redact_userinfo(page_url) + ": " + e.what());
     }
     ProjectPage page;
     if (!j.is_object() || !j.contains("files") || !j["files"].is_array())
-        return Error(ErrorCode::network, "JSON project page " + redact_userinfo(page_url) + " has no files list");
+        return Error(ErrorCode::network,
+                     "JSON project page " + redact_userinfo(page_url) + " has no files list");
     for (const auto& jf : j["files"]) {
         if (!jf.is_object() || !jf.contains("url") || !jf["url"].is_string()) continue;
         IndexFile f = file_from_url(jf["url"].get<std::string>(), page_url);
         if (auto refused = refuse_foreign_scheme(f, page_url)) return *refused;
-        if (jf.contains("filename") && jf["filename"].is_string()) f.filename = jf["filename"].get<std::string>();
+        if (jf.contains("filename") && jf["filename"].is_string())
+            f.filename = jf["filename"].get<std::string>();
         if (jf.contains("hashes") && jf["hashes"].is_object())
             for (const auto& [k, v] : jf["hashes"].items())
                 if (v.is_string()) f.hashes[k] = v.get<std::string>();
@@ -349,22 +379,29 @@ Result<ProjectPage> parse_json_page(std::string_view text, std::string_view page
             f.requires_python = jf["requires-python"].get<std::string>();
         if (jf.contains("yanked")) {
             const auto& y = jf["yanked"];
-            if (y.is_boolean()) f.yanked = y.get<bool>();
-            else if (y.is_string()) f.yanked = true, f.yanked_reason = y.get<std::string>();
+            if (y.is_boolean())
+                f.yanked = y.get<bool>();
+            else if (y.is_string())
+                f.yanked = true, f.yanked_reason = y.get<std::string>();
         }
         const nlohmann::json* meta = nullptr;
-        if (jf.contains("core-metadata")) meta = &jf["core-metadata"];
-        else if (jf.contains("dist-info-metadata")) meta = &jf["dist-info-metadata"];
+        if (jf.contains("core-metadata"))
+            meta = &jf["core-metadata"];
+        else if (jf.contains("dist-info-metadata"))
+            meta = &jf["dist-info-metadata"];
         if (meta) {
-            if (meta->is_boolean()) f.has_metadata = meta->get<bool>();
+            if (meta->is_boolean())
+                f.has_metadata = meta->get<bool>();
             else if (meta->is_object()) {
                 f.has_metadata = true;
                 for (const auto& [k, v] : meta->items())
                     if (v.is_string()) f.metadata_hashes[k] = v.get<std::string>();
             }
         }
-        if (jf.contains("size") && jf["size"].is_number_unsigned()) f.size = jf["size"].get<std::uint64_t>();
-        if (jf.contains("upload-time") && jf["upload-time"].is_string()) f.upload_time = jf["upload-time"].get<std::string>();
+        if (jf.contains("size") && jf["size"].is_number_unsigned())
+            f.size = jf["size"].get<std::uint64_t>();
+        if (jf.contains("upload-time") && jf["upload-time"].is_string())
+            f.upload_time = jf["upload-time"].get<std::string>();
         page.files.push_back(std::move(f));
     }
     return page;

@@ -26,19 +26,21 @@ bool parse_major_minor(std::string_view s, int& major, int& minor) {
 }
 
 class ManifestReader {
-public:
+  public:
     explicit ManifestReader(std::string_view source) : r_(source) {}
 
     Manifest read(const toml::table& doc) {
         // Every key envbox reads, table by table: a typo (`explict`) must not pass for a
         // setting that was never applied. [sources] and [run.env] take any name.
-        r_.require_known_keys(doc, {"environment", "index", "sources", "run", "install", "tool"}, "",
-                              kToolHint);
-        if (const toml::node* tool = doc.get("tool"); tool && !tool->is_table()) r_.wrong_type(*tool, "Mapping", "tool");
+        r_.require_known_keys(doc, {"environment", "index", "sources", "run", "install", "tool"},
+                              "", kToolHint);
+        if (const toml::node* tool = doc.get("tool"); tool && !tool->is_table())
+            r_.wrong_type(*tool, "Mapping", "tool");
         Manifest m;
         const auto* env = r_.opt_table(doc, "environment", "");
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
-        r_.require_known_keys(*env, {"python", "platform", "cuda", "requirements"}, "environment", kToolHint);
+        r_.require_known_keys(*env, {"python", "platform", "cuda", "requirements"}, "environment",
+                              kToolHint);
         const int line = TomlReader::line_of(*env);
         m.python = r_.req_string(*env, "python", "environment", line);
         if (!parse_major_minor(m.python, m.python_major, m.python_minor) || m.python_major != 3)
@@ -70,7 +72,8 @@ public:
                 std::string path = TomlReader::index("index", k);
                 if (!n.is_table()) r_.wrong_type(n, "Mapping", path);
                 const auto& t = *n.as_table();
-                r_.require_known_keys(t, {"name", "url", "explicit", "ca", "ignore-error-codes"}, path, kToolHint);
+                r_.require_known_keys(t, {"name", "url", "explicit", "ca", "ignore-error-codes"},
+                                      path, kToolHint);
                 IndexSpec spec;
                 spec.name = r_.req_string(t, "name", path, TomlReader::line_of(n));
                 spec.url = r_.req_string(t, "url", path, TomlReader::line_of(n));
@@ -78,11 +81,14 @@ public:
                 spec.ca = r_.opt_string(t, "ca", path);
                 spec.ignore_error_codes = read_status_codes(t, path);
                 if (!names.insert(spec.name).second)
-                    r_.fail(t.get("name"), 0, "Duplicate index name '" + spec.name + "'", path + ".name");
+                    r_.fail(t.get("name"), 0, "Duplicate index name '" + spec.name + "'",
+                            path + ".name");
                 if (spec.url.rfind("https://", 0) != 0 && spec.url.rfind("http://", 0) != 0 &&
                     spec.url.rfind("file://", 0) != 0)
-                    r_.fail(t.get("url"), 0, "Expected an http(s):// or file:// URL", path + ".url");
-                while (!spec.url.empty() && spec.url.back() == '/') spec.url.pop_back();
+                    r_.fail(t.get("url"), 0, "Expected an http(s):// or file:// URL",
+                            path + ".url");
+                while (!spec.url.empty() && spec.url.back() == '/')
+                    spec.url.pop_back();
                 m.indexes.push_back(std::move(spec));
             }
         }
@@ -94,7 +100,8 @@ public:
                 if (!names.count(index))
                     r_.fail(&node, 0, "No [[index]] is named '" + index + "'", path);
                 if (!pep::is_valid_name(pkg.str()))
-                    r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'", path);
+                    r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'",
+                            path);
                 m.sources[pep::canonicalize_name(pkg.str())] = index;
             }
         }
@@ -102,7 +109,8 @@ public:
             r_.require_known_keys(*run, {"env"}, "run", kToolHint);
             if (const auto* env_vars = r_.opt_table(*run, "env", "run")) {
                 for (const auto& [key, node] : *env_vars) {
-                    if (!node.is_string()) r_.wrong_type(node, "str", "run.env." + std::string(key.str()));
+                    if (!node.is_string())
+                        r_.wrong_type(node, "str", "run.env." + std::string(key.str()));
                     m.run_env[std::string(key.str())] = std::string(node.as_string()->get());
                 }
             }
@@ -114,8 +122,9 @@ public:
         return m;
     }
 
-private:
-    static constexpr std::string_view kToolHint = "settings for other tools belong under [tool.NAME]";
+  private:
+    static constexpr std::string_view kToolHint =
+        "settings for other tools belong under [tool.NAME]";
 
     // `ignore-error-codes = [403]`: HTTP error statuses (400-599), each once.
     std::vector<int> read_status_codes(const toml::table& t, const std::string& parent) {
@@ -128,9 +137,11 @@ private:
             if (!n.is_integer()) r_.wrong_type(n, "int", TomlReader::index(path, k));
             std::int64_t code = n.as_integer()->get();
             if (code < 400 || code > 599)
-                r_.fail(&n, 0, "Expected an HTTP error status (400-599), not " + std::to_string(code),
+                r_.fail(&n, 0,
+                        "Expected an HTTP error status (400-599), not " + std::to_string(code),
                         TomlReader::index(path, k));
-            if (std::find(codes.begin(), codes.end(), code) == codes.end()) codes.push_back(static_cast<int>(code));
+            if (std::find(codes.begin(), codes.end(), code) == codes.end())
+                codes.push_back(static_cast<int>(code));
         }
         return codes;
     }
@@ -145,7 +156,8 @@ private:
             std::string path = TomlReader::index("install.prefer", k);
             if (!n.is_string()) r_.wrong_type(n, "str", path);
             std::string name(n.as_string()->get());
-            if (!pep::is_valid_name(name)) r_.fail(&n, 0, "Invalid package name '" + name + "'", path);
+            if (!pep::is_valid_name(name))
+                r_.fail(&n, 0, "Invalid package name '" + name + "'", path);
             PreferredPackage p{pep::canonicalize_name(name), TomlReader::line_of(n)};
             for (const auto& q : out)
                 if (q.name == p.name) r_.fail(&n, 0, "'" + name + "' is listed twice", path);
@@ -163,11 +175,13 @@ Result<Manifest> Manifest::parse(std::string_view text, std::string_view source)
     return read_document<ManifestReader>(text, source);
 }
 
-std::optional<Error> Manifest::check_prefer(const std::vector<std::string>& lock_names, std::string_view source) const {
+std::optional<Error> Manifest::check_prefer(const std::vector<std::string>& lock_names,
+                                            std::string_view source) const {
     for (const auto& p : install_prefer)
         if (std::find(lock_names.begin(), lock_names.end(), p.name) == lock_names.end())
-            return Error(ErrorCode::invalid_input, std::string(source) + ":" + std::to_string(p.line) + ": '" + p.name +
-                                                       "' is not a package of the lock in 'install.prefer'");
+            return Error(ErrorCode::invalid_input,
+                         std::string(source) + ":" + std::to_string(p.line) + ": '" + p.name +
+                             "' is not a package of the lock in 'install.prefer'");
     return std::nullopt;
 }
 

@@ -16,7 +16,7 @@ using pep::canonicalize_name;
 // `kDigests`: hash values are checked as envbox uses them (`DigestCheck::strict`).
 template <bool kDigests>
 class LockReader {
-public:
+  public:
     LockReader(std::string_view source) : r_(source) {}
 
     Pylock read(const toml::table& doc) {
@@ -24,7 +24,8 @@ public:
         auto lv = r_.opt_string(doc, "lock-version", "");
         if (!lv) r_.fail(nullptr, 1, "Missing required value", "lock-version");
         auto version = pep::Version::try_parse(*lv);
-        if (!version) r_.fail(doc.get("lock-version"), 1, "Invalid version: '" + *lv + "'", "lock-version");
+        if (!version)
+            r_.fail(doc.get("lock-version"), 1, "Invalid version: '" + *lv + "'", "lock-version");
         if (version->release().front() != kLockVersionMajor)
             r_.fail(doc.get("lock-version"), 1, "pylock version " + *lv + " is not supported",
                     "lock-version");
@@ -59,7 +60,7 @@ public:
         return lock;
     }
 
-private:
+  private:
     TomlReader r_;
 
     std::optional<pep::SpecifierSet> specifiers(const toml::table& t, std::string_view key,
@@ -95,7 +96,8 @@ private:
         f.path = r_.opt_string(t, "path", path);
         f.upload_time = r_.opt_datetime(t, "upload-time", path);
         if (auto size = r_.opt_int(t, "size", path)) {
-            if (*size < 0) r_.fail(t.get("size"), f.line, "Size must not be negative", path + ".size");
+            if (*size < 0)
+                r_.fail(t.get("size"), f.line, "Size must not be negative", path + ".size");
             f.size = static_cast<std::uint64_t>(*size);
         }
         if (archive) f.subdirectory = r_.opt_string(t, "subdirectory", path);
@@ -103,9 +105,12 @@ private:
         if (!hashes) r_.fail(nullptr, f.line, "Missing required value", path + ".hashes");
         if (!hashes->is_table()) r_.wrong_type(*hashes, "Mapping", path + ".hashes");
         for (const auto& [algo, value] : *hashes->as_table()) {
-            if (!value.is_string()) r_.fail(&value, f.line, "Hash values must be strings", path + ".hashes");
-            std::string key = pep::ascii_lower(algo.str()), digest = pep::ascii_lower(value.as_string()->get());
-            if constexpr (kDigests) check_digest(value, key, digest, f.line, path + ".hashes." + key);
+            if (!value.is_string())
+                r_.fail(&value, f.line, "Hash values must be strings", path + ".hashes");
+            std::string key = pep::ascii_lower(algo.str()),
+                        digest = pep::ascii_lower(value.as_string()->get());
+            if constexpr (kDigests)
+                check_digest(value, key, digest, f.line, path + ".hashes." + key);
             f.hashes.emplace(std::move(key), std::move(digest));
         }
         if (f.hashes.empty())
@@ -116,21 +121,25 @@ private:
 
     // A digest becomes part of file names (the store, the download cache, staging): only hex
     // digits, and exactly 64 of them for sha256, so no value can name a path ("../../x").
-    void check_digest(const toml::node& at, const std::string& algo, const std::string& digest, int line,
-                      const std::string& path) {
+    void check_digest(const toml::node& at, const std::string& algo, const std::string& digest,
+                      int line, const std::string& path) {
         const std::string shown = digest.size() > 80 ? digest.substr(0, 80) + "…" : digest;
         if (algo == "sha256" && !pep::is_sha256_hex(digest))
-            r_.fail(&at, line, "Invalid sha256 digest '" + shown + "' (expected 64 hexadecimal digits)", path);
+            r_.fail(&at, line,
+                    "Invalid sha256 digest '" + shown + "' (expected 64 hexadecimal digits)", path);
         if (!pep::is_lower_hex(digest))
-            r_.fail(&at, line, "Invalid " + algo + " digest '" + shown + "' (expected hexadecimal digits)", path);
+            r_.fail(&at, line,
+                    "Invalid " + algo + " digest '" + shown + "' (expected hexadecimal digits)",
+                    path);
     }
 
     void check_consistent(const Package& p, const std::string& filename, const std::string& name,
                           const pep::Version& version, const std::string& path, int line) {
         if (name != p.name)
-            r_.fail(nullptr, line,
-                    "Name in '" + filename + "' is not consistent with package name '" + p.name + "'",
-                    path);
+            r_.fail(
+                nullptr, line,
+                "Name in '" + filename + "' is not consistent with package name '" + p.name + "'",
+                path);
         if (p.version && version != *p.version)
             r_.fail(nullptr, line,
                     "Version in '" + filename + "' is not consistent with package version '" +
@@ -147,12 +156,15 @@ private:
         p.name = canonicalize_name(name);
         if (auto v = r_.opt_string(t, "version", path)) {
             auto parsed = pep::Version::try_parse(*v);
-            if (!parsed) r_.fail(t.get("version"), p.line, "Invalid version: '" + *v + "'", path + ".version");
+            if (!parsed)
+                r_.fail(t.get("version"), p.line, "Invalid version: '" + *v + "'",
+                        path + ".version");
             p.version = std::move(*parsed);
         }
         if (auto m = r_.opt_string(t, "marker", path)) {
             auto parsed = pep::Marker::parse(*m);
-            if (!parsed) r_.fail(t.get("marker"), p.line, parsed.error().message(), path + ".marker");
+            if (!parsed)
+                r_.fail(t.get("marker"), p.line, parsed.error().message(), path + ".marker");
             p.marker = std::move(*parsed);
         }
         p.requires_python = specifiers(t, "requires-python", path);
@@ -160,7 +172,8 @@ private:
         if (const auto* deps = r_.opt_array(t, "dependencies", path)) {
             for (std::size_t k = 0; k < deps->size(); ++k)
                 if (!deps->get(k)->is_table())
-                    r_.wrong_type(*deps->get(k), "Mapping", TomlReader::index(path + ".dependencies", k));
+                    r_.wrong_type(*deps->get(k), "Mapping",
+                                  TomlReader::index(path + ".dependencies", k));
             p.dependency_count = deps->size();
         }
         if (const auto* ids = r_.opt_array(t, "attestation-identities", path)) {
@@ -201,8 +214,10 @@ private:
             p.sdist = file(*sdist, spath, false);
             std::string fname = p.sdist->filename();
             auto parsed = pep::SdistFilename::parse(fname);
-            if (!parsed) r_.fail(nullptr, p.sdist->line, "Invalid sdist filename '" + fname + "'", spath);
-            check_consistent(p, fname, parsed->canonical_name, parsed->version, spath, p.sdist->line);
+            if (!parsed)
+                r_.fail(nullptr, p.sdist->line, "Invalid sdist filename '" + fname + "'", spath);
+            check_consistent(p, fname, parsed->canonical_name, parsed->version, spath,
+                             p.sdist->line);
         }
         if (const auto* wheels = r_.opt_array(t, "wheels", path)) {
             for (std::size_t k = 0; k < wheels->size(); ++k) {
@@ -213,15 +228,17 @@ private:
                 static_cast<FileRef&>(w) = file(*n.as_table(), wpath, false);
                 std::string fname = w.filename();
                 auto parsed = pep::WheelFilename::parse(fname);
-                if (!parsed) r_.fail(nullptr, w.line, "Invalid wheel filename '" + fname + "'", wpath);
+                if (!parsed)
+                    r_.fail(nullptr, w.line, "Invalid wheel filename '" + fname + "'", wpath);
                 w.parsed = std::move(*parsed);
-                check_consistent(p, fname, w.parsed.canonical_name, w.parsed.version, wpath, w.line);
+                check_consistent(p, fname, w.parsed.canonical_name, w.parsed.version, wpath,
+                                 w.line);
                 p.wheels.push_back(std::move(w));
             }
         }
         const bool dists = p.sdist || !p.wheels.empty();
-        const int others = int(p.vcs.has_value()) + int(p.directory.has_value()) +
-                           int(p.archive.has_value());
+        const int others =
+            int(p.vcs.has_value()) + int(p.directory.has_value()) + int(p.archive.has_value());
         if (dists && others > 0)
             r_.fail(nullptr, p.line,
                     "None of vcs, directory, archive must be set if sdist or wheels are set", path);

@@ -6,7 +6,9 @@
 namespace envbox::lock {
 namespace {
 
-Error select_error(std::string msg) { return Error(ErrorCode::invalid_input, std::move(msg)); }
+Error select_error(std::string msg) {
+    return Error(ErrorCode::invalid_input, std::move(msg));
+}
 
 }  // namespace
 
@@ -34,20 +36,22 @@ Result<std::vector<Selection>> select(const Pylock& lock, const SelectTarget& ta
     if (lock.requires_python && !lock.requires_python->contains(python_version, true))
         return select_error("python_full_version '" + full->second +
                             "' in provided environment does not satisfy the Python version "
-                            "requirement '" + lock.requires_python->str() + "'");
+                            "requirement '" +
+                            lock.requires_python->str() + "'");
 
     pep::MarkerEnvironment env = target.environment;
     env.extras = target.extras.value_or(std::set<std::string>{});
     if (target.dependency_groups) {
         env.dependency_groups = target.dependency_groups;
     } else {
-        env.dependency_groups = std::set<std::string>(lock.default_groups.begin(),
-                                                      lock.default_groups.end());
+        env.dependency_groups =
+            std::set<std::string>(lock.default_groups.begin(), lock.default_groups.end());
     }
     // Names given by the caller compare normalised, as the markers' literals do.
     for (auto* set : {&*env.extras, &*env.dependency_groups}) {
         std::set<std::string> normalised;
-        for (const auto& n : *set) normalised.insert(pep::canonicalize_name(n));
+        for (const auto& n : *set)
+            normalised.insert(pep::canonicalize_name(n));
         *set = std::move(normalised);
     }
 
@@ -64,7 +68,8 @@ Result<std::vector<Selection>> select(const Pylock& lock, const SelectTarget& ta
         if (p.requires_python && !p.requires_python->contains(python_version, true))
             return select_error("python_full_version '" + full->second +
                                 "' in provided environment does not satisfy the Python version "
-                                "requirement '" + p.requires_python->str() + "' for " + where);
+                                "requirement '" +
+                                p.requires_python->str() + "' for " + where);
         if (auto it = chosen.find(p.name); it != chosen.end())
             return select_error("Multiple packages with the name '" + p.name +
                                 "' are selected at packages[" + std::to_string(k) +

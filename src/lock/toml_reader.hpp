@@ -2,6 +2,8 @@
 // Typed, located access to a parsed TOML document: every value read through a Reader knows its
 // key path (`packages[3].wheels[0].size`) and line, so validation errors name both.
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -12,7 +14,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-#include <toml++/toml.h>
 
 #include "envbox/util/error.hpp"
 
@@ -39,7 +40,8 @@ inline std::optional<std::string> toml_shape_problem(std::string_view text) {
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
         if (c == '#') {
-            while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+            while (i + 1 < text.size() && text[i + 1] != '\n')
+                ++i;
         } else if (c == '"' || c == '\'') {
             const std::string triple(3, c);
             const bool multi = text.substr(i, 3) == triple;
@@ -54,7 +56,9 @@ inline std::optional<std::string> toml_shape_problem(std::string_view text) {
                 } else if (multi ? text.substr(j, 3) == triple : text[j] == c) {
                     if (multi) {
                         j += 2;  // up to two more quotes still belong to the string
-                        for (int extra = 0; extra < 2 && j + 1 < text.size() && text[j + 1] == c; ++extra) ++j;
+                        for (int extra = 0; extra < 2 && j + 1 < text.size() && text[j + 1] == c;
+                             ++extra)
+                            ++j;
                     }
                     break;
                 }
@@ -64,7 +68,8 @@ inline std::optional<std::string> toml_shape_problem(std::string_view text) {
             if (++dots >= kMaxTomlKeySegments)
                 return ":" + std::to_string(line) + ": a dotted key has more than " +
                        std::to_string(kMaxTomlKeySegments) + " segments";
-        } else if (c == '=' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == '\n') {
+        } else if (c == '=' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' ||
+                   c == '\n') {
             dots = 0;
             if (c == '\n') ++line;
         }
@@ -88,7 +93,7 @@ inline Result<toml::table> parse_toml(std::string_view text, std::string_view so
 }
 
 class TomlReader {
-public:
+  public:
     explicit TomlReader(std::string_view source) : source_(source) {}
 
     [[noreturn]] void fail(const toml::node* at, int fallback_line, std::string_view what,
@@ -102,16 +107,26 @@ public:
 
     static std::string type_name(const toml::node& n) {
         switch (n.type()) {
-            case toml::node_type::string: return "str";
-            case toml::node_type::integer: return "int";
-            case toml::node_type::floating_point: return "float";
-            case toml::node_type::boolean: return "bool";
-            case toml::node_type::table: return "Mapping";
-            case toml::node_type::array: return "Sequence";
-            case toml::node_type::date: return "date";
-            case toml::node_type::time: return "time";
-            case toml::node_type::date_time: return "datetime";
-            default: return "value";
+            case toml::node_type::string:
+                return "str";
+            case toml::node_type::integer:
+                return "int";
+            case toml::node_type::floating_point:
+                return "float";
+            case toml::node_type::boolean:
+                return "bool";
+            case toml::node_type::table:
+                return "Mapping";
+            case toml::node_type::array:
+                return "Sequence";
+            case toml::node_type::date:
+                return "date";
+            case toml::node_type::time:
+                return "time";
+            case toml::node_type::date_time:
+                return "datetime";
+            default:
+                return "value";
         }
     }
 
@@ -177,8 +192,10 @@ public:
             wrong_type(*n, "datetime", join(parent, key));
         if (n->is_string()) return std::string(n->as_string()->get());
         std::ostringstream out;
-        if (n->is_date_time()) out << n->as_date_time()->get();
-        else out << n->as_date()->get();
+        if (n->is_date_time())
+            out << n->as_date_time()->get();
+        else
+            out << n->as_date()->get();
         return out.str();
     }
 
@@ -191,7 +208,8 @@ public:
                             std::string_view parent, std::string_view elsewhere) const {
         for (const auto& [key, node] : t) {
             bool ok = false;
-            for (auto k : known) ok = ok || k == key.str();
+            for (auto k : known)
+                ok = ok || k == key.str();
             if (ok) continue;
             std::string what = "Unknown key '" + join(parent, key.str()) + "'";
             if (auto near = closest(key.str(), known)) {
@@ -204,18 +222,21 @@ public:
                 what += ")";
             }
             if (!elsewhere.empty()) what += "; " + std::string(elsewhere);
-            int line = key.source().begin.line ? static_cast<int>(key.source().begin.line) : line_of(node);
-            throw Error(ErrorCode::invalid_input, std::string(source_) + ":" + std::to_string(line) + ": " + what);
+            int line =
+                key.source().begin.line ? static_cast<int>(key.source().begin.line) : line_of(node);
+            throw Error(ErrorCode::invalid_input,
+                        std::string(source_) + ":" + std::to_string(line) + ": " + what);
         }
     }
 
     /// The element of `candidates` nearest to `word` ignoring case (optimal string alignment
     /// distance: an insertion, deletion, substitution or swap of neighbours costs 1), when it
     /// is at most a third of `word`'s length away (at least 1).
-    static std::optional<std::string_view> closest(std::string_view word,
-                                                   std::initializer_list<std::string_view> candidates) {
+    static std::optional<std::string_view> closest(
+        std::string_view word, std::initializer_list<std::string_view> candidates) {
         std::string lower(word);
-        for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        for (auto& c : lower)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         std::optional<std::string_view> best;
         std::size_t best_d = std::max<std::size_t>(1, word.size() / 3) + 1;
         for (auto c : candidates) {
@@ -226,9 +247,12 @@ public:
     }
 
     static std::size_t edit_distance(std::string_view a, std::string_view b) {
-        std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-        for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-        for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+        std::vector<std::vector<std::size_t>> d(a.size() + 1,
+                                                std::vector<std::size_t>(b.size() + 1));
+        for (std::size_t i = 0; i <= a.size(); ++i)
+            d[i][0] = i;
+        for (std::size_t j = 0; j <= b.size(); ++j)
+            d[0][j] = j;
         for (std::size_t i = 1; i <= a.size(); ++i)
             for (std::size_t j = 1; j <= b.size(); ++j) {
                 std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
@@ -239,7 +263,7 @@ public:
         return d[a.size()][b.size()];
     }
 
-private:
+  private:
     std::string_view source_;
 };
 

@@ -14,7 +14,8 @@ Result<ToolTable> read_tool_table(std::string_view text, std::string_view source
     const toml::table* t = (*doc)["tool"]["envbox"].as_table();
     if (!t) return out;
     for (const auto& [k, v] : *t) {
-        if (auto s = v.value<std::string>()) out.values[std::string(k.str())] = *s;
+        if (auto s = v.value<std::string>())
+            out.values[std::string(k.str())] = *s;
         else if (const toml::array* a = v.as_array()) {
             auto& list = out.lists[std::string(k.str())];
             for (const auto& e : *a)
@@ -28,11 +29,21 @@ std::string toml_string(std::string_view s) {
     std::string out = "\"";
     for (unsigned char c : s) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
             default:
                 if (c < 0x20 || c == 0x7f) {
                     char buf[8];
@@ -51,14 +62,15 @@ std::string write_pylock(const LockDocument& doc) {
     out += "# This file is written by envbox (`envbox lock`). Do not edit it by hand: change the\n";
     out += "# manifest beside it and lock again. It is a PEP 751 lock, readable by pip and uv.\n";
     out += "lock-version = \"1.0\"\n";
-    if (doc.environment_marker) out += "environments = [" + toml_string(*doc.environment_marker) + "]\n";
+    if (doc.environment_marker)
+        out += "environments = [" + toml_string(*doc.environment_marker) + "]\n";
     if (doc.requires_python) out += "requires-python = " + toml_string(*doc.requires_python) + "\n";
     out += "created-by = \"envbox\"\n";
     std::vector<const LockedPackage*> sorted;
-    for (const auto& p : doc.packages) sorted.push_back(&p);
-    std::sort(sorted.begin(), sorted.end(), [](const LockedPackage* a, const LockedPackage* b) {
-        return a->name < b->name;
-    });
+    for (const auto& p : doc.packages)
+        sorted.push_back(&p);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const LockedPackage* a, const LockedPackage* b) { return a->name < b->name; });
     // `packages` is required (PEP 751): a lock of nothing says so at the top level, where an
     // array of tables cannot.
     if (sorted.empty()) out += "packages = []\n";
@@ -77,13 +89,16 @@ std::string write_pylock(const LockDocument& doc) {
     if (!doc.tool.empty() || !doc.tool_lists.empty()) {
         out += "\n[tool.envbox]\n";
         std::map<std::string, std::string> lines;
-        for (const auto& [k, v] : doc.tool) lines[k] = toml_string(v);
+        for (const auto& [k, v] : doc.tool)
+            lines[k] = toml_string(v);
         for (const auto& [k, vs] : doc.tool_lists) {
             std::string arr = "[";
-            for (std::size_t i = 0; i < vs.size(); ++i) arr += (i ? ", " : "") + toml_string(vs[i]);
+            for (std::size_t i = 0; i < vs.size(); ++i)
+                arr += (i ? ", " : "") + toml_string(vs[i]);
             lines[k] = arr + "]";
         }
-        for (const auto& [k, v] : lines) out += k + " = " + v + "\n";
+        for (const auto& [k, v] : lines)
+            out += k + " = " + v + "\n";
     }
     return out;
 }

@@ -14,7 +14,8 @@ namespace envbox::ops {
 
 fs::path default_home() {
     if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "envbox";
-    if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".local" / "share" / "envbox";
+    if (const char* h = std::getenv("HOME"); h && *h)
+        return fs::path(h) / ".local" / "share" / "envbox";
     throw Error(ErrorCode::usage, "cannot place the store: set ENVBOX_HOME, XDG_DATA_HOME or HOME");
 }
 
@@ -25,7 +26,8 @@ fs::path canonical_home(const fs::path& home) {
     fs::path canonical = fs::weakly_canonical(path, ec);
     if (!ec) path = canonical;
     const fs::path record = path / ".home-path";
-    struct stat here {}, there {};
+    struct stat here {
+    }, there{};
     if (::stat(path.c_str(), &here) != 0) return path;
     if (!fs::exists(record, ec)) {
         try {  // best effort: a read-only home simply has no recorded name
@@ -50,7 +52,8 @@ fs::path canonical_home(const fs::path& home) {
 
 unsigned home_umask(const fs::path& home) {
     struct stat st {};
-    return ::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISGID) ? 002 : 022;
+    return ::stat(home.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISGID) ? 002
+                                                                                           : 022;
 }
 
 fs::path find_project_root(const fs::path& start) {
@@ -67,7 +70,8 @@ std::string project_key(const fs::path& root) {
     std::string name = root.filename().string();
     if (name.empty()) name = "root";
     for (auto& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+            c = '_';
     return name + "-" + to_hex(sha256(root.string())).substr(0, 12);
 }
 
@@ -78,7 +82,8 @@ fs::path env_dir(const Context& ctx, const std::string& env) {
 void check_env_name(const std::string& env) {
     bool ok = !env.empty() && env.front() != '.' && env.size() <= 100;
     for (char c : env)
-        ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+        ok =
+            ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
     if (!ok)
         throw Error(ErrorCode::usage, "invalid environment name '" + env +
                                           "': use letters, digits, '.', '_' and '-'");

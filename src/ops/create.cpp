@@ -14,10 +14,10 @@
 #include "envbox/env/venv.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/lock/manifest.hpp"
-#include "envbox/lock/writer.hpp"
-#include "envbox/ops/lock.hpp"
-#include "envbox/ops/generations.hpp"
 #include "envbox/lock/pylock.hpp"
+#include "envbox/lock/writer.hpp"
+#include "envbox/ops/generations.hpp"
+#include "envbox/ops/lock.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
@@ -42,26 +42,28 @@ std::string utc_now() {
 struct Item {
     const lock::Package* package = nullptr;
     const lock::FileRef* file = nullptr;
-    bool direct = false;                  // installed from `archive` (PEP 610 direct URL)
+    bool direct = false;  // installed from `archive` (PEP 610 direct URL)
     std::string sha256;
     std::string filename;
     std::optional<store::WheelFiles> wheel;
     store::IngestStats stats;
     bool fetched = false;
-    bool repair = false;                  // in the store, but an object of it was touched
-    std::set<std::string> replace;        // repair: the objects to store again
+    bool repair = false;            // in the store, but an object of it was touched
+    std::set<std::string> replace;  // repair: the objects to store again
 };
 
 // Loads each item's wheel from the store, and returns the items to fetch and ingest: those
 // the store lacks, and those with an object that was touched since ingest (checked by stat, or
 // with `hash` by content too), so nothing touched is ever linked into a new generation; their
 // ingest replaces the damaged objects. Every object is checked, on `jobs` threads.
-std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vector<Item>& items, bool hash,
-                                           unsigned jobs, Progress& progress) {
+std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vector<Item>& items,
+                                           bool hash, unsigned jobs, Progress& progress) {
     std::vector<std::size_t> missing;
     for (std::size_t i = 0; i < items.size(); ++i) {
-        if (auto w = store.load_wheel(items[i].sha256)) items[i].wheel = std::move(*w);
-        else missing.push_back(i);
+        if (auto w = store.load_wheel(items[i].sha256))
+            items[i].wheel = std::move(*w);
+        else
+            missing.push_back(i);
     }
     std::vector<std::optional<store::Store::Damage>> damage(items.size());
     parallel_for(items.size(), jobs, [&](std::size_t i) {
@@ -70,7 +72,9 @@ std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vecto
     for (std::size_t i = 0; i < items.size(); ++i) {
         if (!damage[i]) continue;
         progress.note("store object " + damage[i]->first +
-                      (damage[i]->digests.size() > 1 ? " (and " + std::to_string(damage[i]->digests.size() - 1) + " more)" : "") +
+                      (damage[i]->digests.size() > 1
+                           ? " (and " + std::to_string(damage[i]->digests.size() - 1) + " more)"
+                           : "") +
                       "; storing " + items[i].filename + " again");
         items[i].wheel.reset();
         items[i].repair = true;
@@ -83,16 +87,19 @@ std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vecto
 std::string direct_url_json(const Item& item) {
     const lock::FileRef& f = *item.file;
     // PEP 610: the recorded URL carries no credentials.
-    std::string url = f.url ? index::strip_userinfo(*f.url) : "file://" + (f.path ? *f.path : item.filename);
-    return "{\"archive_info\": {\"hash\": \"sha256=" + item.sha256 + "\", \"hashes\": {\"sha256\": \"" +
-           item.sha256 + "\"}}, \"url\": " + json_quote(url) + "}";
+    std::string url =
+        f.url ? index::strip_userinfo(*f.url) : "file://" + (f.path ? *f.path : item.filename);
+    return "{\"archive_info\": {\"hash\": \"sha256=" + item.sha256 +
+           "\", \"hashes\": {\"sha256\": \"" + item.sha256 + "\"}}, \"url\": " + json_quote(url) +
+           "}";
 }
 
 std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items) {
     std::vector<env::CudaLine> lines;
     for (const auto& item : items)
         if (item.package->version)
-            if (auto l = env::cuda_line_of(item.package->name, *item.package->version)) lines.push_back(*l);
+            if (auto l = env::cuda_line_of(item.package->name, *item.package->version))
+                lines.push_back(*l);
     return lines;
 }
 
@@ -130,7 +137,9 @@ std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines)
     for (const auto& l : lines)
         if (l.major > newest.major) newest = l;
     auto driver = env::nvidia_driver_version();
-    if (!driver) return "no NVIDIA driver found here: the CUDA " + newest.str() + " packages will not find a GPU";
+    if (!driver)
+        return "no NVIDIA driver found here: the CUDA " + newest.str() +
+               " packages will not find a GPU";
     if (auto why = env::driver_refuses(*driver, newest)) throw Error(ErrorCode::cuda, *why);
     return std::nullopt;
 }
@@ -152,8 +161,9 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
             manifest = std::move(*m);
         }
     }
-    fs::path lock_path = opt.lock ? fs::absolute(*opt.lock)
-                                  : ctx.project_root / "manifests" / ("pylock." + opt.env + ".toml");
+    fs::path lock_path = opt.lock
+                             ? fs::absolute(*opt.lock)
+                             : ctx.project_root / "manifests" / ("pylock." + opt.env + ".toml");
     if (ctx.project_root.empty() && !opt.lock)
         throw Error(ErrorCode::invalid_input,
                     "no project here (no manifests/ directory in this directory or above); "
@@ -168,15 +178,18 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
             reasons.push_back("there is no lock file " + lock_path.string());
         } else {
             auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
-            if (tool && tool->values.count("manifest-digest")) reasons = lock_staleness(manifest_path, lock_path);
+            if (tool && tool->values.count("manifest-digest"))
+                reasons = lock_staleness(manifest_path, lock_path);
         }
         if (!reasons.empty()) {
             if (opt.locked) {
                 std::string msg = "--locked: the lock of " + opt.env + " needs updating:";
-                for (const auto& r : reasons) msg += "\n  " + r;
+                for (const auto& r : reasons)
+                    msg += "\n  " + r;
                 throw Error(ErrorCode::invalid_input, msg + "\nrun `envbox lock " + opt.env + "`");
             }
-            for (const auto& r : reasons) progress.note(r + "; locking first");
+            for (const auto& r : reasons)
+                progress.note(r + "; locking first");
             LockOptions lo;
             lo.env = opt.env;
             lo.offline = opt.offline;
@@ -194,14 +207,16 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     const lock::Pylock& pylock = *parsed;
     if (manifest) {  // [install].prefer names packages of this lock
         std::vector<std::string> names;
-        for (const auto& p : pylock.packages) names.push_back(p.name);
+        for (const auto& p : pylock.packages)
+            names.push_back(p.name);
         if (auto e = manifest->check_prefer(names, manifest_path.string())) throw *e;
     }
 
     // The interpreter and the target it defines.
     const fs::path probe_cache = ctx.home / "cache" / "interpreters";
     env::Interpreter interpreter =
-        manifest ? env::find_interpreter(manifest->python_major, manifest->python_minor, false, probe_cache)
+        manifest ? env::find_interpreter(manifest->python_major, manifest->python_minor, false,
+                                         probe_cache)
                  : env::default_interpreter(probe_cache);
     std::string platform;
     if (manifest) {
@@ -209,10 +224,11 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     } else {
         if (interpreter.glibc.empty())
             throw Error(ErrorCode::invalid_input,
-                        "cannot tell this machine's platform (no glibc); write manifests/" + opt.env +
-                            ".toml with a platform");
+                        "cannot tell this machine's platform (no glibc); write manifests/" +
+                            opt.env + ".toml with a platform");
         std::string machine = interpreter.markers.values.count("platform_machine")
-                                  ? interpreter.markers.values.at("platform_machine") : "x86_64";
+                                  ? interpreter.markers.values.at("platform_machine")
+                                  : "x86_64";
         std::string glibc = interpreter.glibc;
         for (auto& c : glibc)
             if (c == '.') c = '_';
@@ -237,8 +253,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     for (const auto& sel : *selected) {
         Item item;
         item.package = sel.package;
-        const std::string label = sel.package->name +
-                                  (sel.package->version ? " " + sel.package->version->str() : "");
+        const std::string label =
+            sel.package->name + (sel.package->version ? " " + sel.package->version->str() : "");
         if (sel.kind == lock::Selection::Kind::wheel) {
             item.file = sel.file;
         } else if (sel.kind == lock::Selection::Kind::archive && sel.file &&
@@ -249,16 +265,17 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
             const char* what = sel.kind == lock::Selection::Kind::sdist       ? "only an sdist"
                                : sel.kind == lock::Selection::Kind::directory ? "a local directory"
                                : sel.kind == lock::Selection::Kind::vcs       ? "a VCS checkout"
-                                                                              : "a non-wheel archive";
+                                                                        : "a non-wheel archive";
             throw Error(ErrorCode::invalid_input,
-                        lock_path.string() + ":" + std::to_string(sel.package->line) + ": " + label +
-                            " offers " + what + " for CPython " + interpreter.version_xy() + " on " +
-                            platform + "; envbox installs wheels only");
+                        lock_path.string() + ":" + std::to_string(sel.package->line) + ": " +
+                            label + " offers " + what + " for CPython " + interpreter.version_xy() +
+                            " on " + platform + "; envbox installs wheels only");
         }
         auto sha = item.file->sha256();
         if (!sha)
-            throw Error(ErrorCode::invalid_input, lock_path.string() + ":" + std::to_string(item.file->line) +
-                                                      ": " + label + " has no sha256 hash");
+            throw Error(ErrorCode::invalid_input, lock_path.string() + ":" +
+                                                      std::to_string(item.file->line) + ": " +
+                                                      label + " has no sha256 hash");
         item.sha256 = *sha;
         item.filename = item.file->filename();
         items.push_back(std::move(item));
@@ -270,7 +287,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         last = now;
         return s;
     };
-    double select_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double select_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
     // The driver must be able to run the environment's CUDA line.
     if (auto note = check_driver(items_cuda_lines(items))) progress.note(*note);
@@ -287,8 +305,9 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
             throw Error(ErrorCode::generic, "another envbox is building or switching " + opt.env +
                                                 " (--no-wait given; run again without it to wait)");
     } else {
-        env_lock.emplace(env_lock_path(ctx, opt.env),
-                         [&] { progress.note("waiting for another envbox working on " + opt.env + "…"); });
+        env_lock.emplace(env_lock_path(ctx, opt.env), [&] {
+            progress.note("waiting for another envbox working on " + opt.env + "…");
+        });
     }
     // Held shared until this create ends: gc's sweep (exclusive) never deletes what this create
     // has ingested but not yet linked.
@@ -298,9 +317,11 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     std::string prefer;  // [install].prefer decides which file overlapping wheels install
     if (manifest)
-        for (const auto& p : manifest->install_prefer) prefer += "\n--prefer " + p.name;
-    const std::string digest = to_hex(sha256(lock_text + "\n--target " + interpreter.executable.string() +
-                                             " " + interpreter.full_version + " " + platform + prefer));
+        for (const auto& p : manifest->install_prefer)
+            prefer += "\n--prefer " + p.name;
+    const std::string digest =
+        to_hex(sha256(lock_text + "\n--target " + interpreter.executable.string() + " " +
+                      interpreter.full_version + " " + platform + prefer));
     CreateResult result;
     result.relocked = relocked;
     result.select_s = select_s;
@@ -309,7 +330,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest && !opt.force) {
         result.generation = cur->number;
         result.path = cur->path;
-        result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        result.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         return result;
     }
 
@@ -319,8 +341,10 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     // Fetch and ingest what the store lacks, in parallel across wheels.
     store::Store store(ctx.home);
-    std::vector<std::size_t> missing = stored_or_missing(store, items, opt.force, ctx.jobs, progress);
-    result.repaired = std::count_if(items.begin(), items.end(), [](const Item& i) { return i.repair; });
+    std::vector<std::size_t> missing =
+        stored_or_missing(store, items, opt.force, ctx.jobs, progress);
+    result.repaired =
+        std::count_if(items.begin(), items.end(), [](const Item& i) { return i.repair; });
     // Downloads land in cache/downloads/<sha256>.whl (resumed there when interrupted) and go
     // once their wheel is in the store; the index's CA and credentials come from the manifest.
     const fs::path downloads_dir = ctx.home / "cache" / "downloads";
@@ -334,7 +358,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         req.size = item.file->size;
         if (item.package->index) {
             std::string url = *item.package->index;
-            while (!url.empty() && url.back() == '/') url.pop_back();
+            while (!url.empty() && url.back() == '/')
+                url.pop_back();
             for (const auto& c : index_config)
                 if (c.url == url) {
                     req.ca = c.ca;
@@ -351,8 +376,10 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
             std::error_code exists_ec;
             if (!index::local_artifact_path(req, lock_path.parent_path()) &&
                 !fs::exists(index::download_path(downloads_dir, req.sha256), exists_ec))
-                throw Error(ErrorCode::network, "--offline: " + items[i].filename +
-                                                    " is not in the store and would be downloaded from " + index::redact_url(req.location));
+                throw Error(ErrorCode::network,
+                            "--offline: " + items[i].filename +
+                                " is not in the store and would be downloaded from " +
+                                index::redact_url(req.location));
         }
     }
     index::HttpClient http(ctx.home / "cache" / "http", opt.offline);
@@ -376,7 +403,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     struct Pending {
         std::unique_ptr<store::Ingest> ingest;
         std::atomic<std::size_t> remaining{0};
-        fs::path downloaded;         // removed once its wheel is stored, or when it proves bad
+        fs::path downloaded;  // removed once its wheel is stored, or when it proves bad
         std::atomic<bool> failed{false};
     };
     std::vector<Pending> pending(items.size());
@@ -394,8 +421,10 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         try {
             fn();
         } catch (Error& e) {
-            if (e.code() == ErrorCode::integrity) pending[static_cast<std::size_t>(&item - items.data())].failed = true;
-            e.add_context("fetching " + item.package->name + " from " + index::redact_url(location));
+            if (e.code() == ErrorCode::integrity)
+                pending[static_cast<std::size_t>(&item - items.data())].failed = true;
+            e.add_context("fetching " + item.package->name + " from " +
+                          index::redact_url(location));
             throw;
         }
     };
@@ -427,11 +456,11 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                     archive = *local;
                 } else {
                     p.downloaded = index::download_path(downloads_dir, req.sha256);
-                    archive = index::download_artifact(http, req, downloads_dir,
-                                                       [&](std::uint64_t n) { progress.downloaded(n); });
+                    archive = index::download_artifact(
+                        http, req, downloads_dir, [&](std::uint64_t n) { progress.downloaded(n); });
                 }
-                p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256, item.filename, true,
-                                                             item.file->size);
+                p.ingest = std::make_unique<store::Ingest>(store, archive, item.sha256,
+                                                           item.filename, true, item.file->size);
                 if (item.repair) p.ingest->replace_objects(item.replace);
             });
             const std::size_t n = p.ingest->task_count();
@@ -475,25 +504,29 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     std::set<std::string> roots;
     if (manifest)
-        for (const auto& r : manifest->requirements) roots.insert(pep::canonicalize_name(r.name));
+        for (const auto& r : manifest->requirements)
+            roots.insert(pep::canonicalize_name(r.name));
     std::vector<env::InstallRequest> requests;
     for (const auto& item : items) {
         env::InstallRequest r;
         r.wheel = &*item.wheel;
         r.requested = !manifest || roots.count(item.package->name) > 0;
         if (item.direct) r.direct_url = direct_url_json(item);
-        r.preferred = manifest && std::any_of(manifest->install_prefer.begin(), manifest->install_prefer.end(),
-                                              [&](const auto& p) { return p.name == item.package->name; });
+        r.preferred = manifest &&
+                      std::any_of(manifest->install_prefer.begin(), manifest->install_prefer.end(),
+                                  [&](const auto& p) { return p.name == item.package->name; });
         requests.push_back(r);
-        gen.packages.push_back({item.package->name, item.wheel->version, item.sha256, item.filename, r.requested,
-                                r.direct_url.value_or("")});
+        gen.packages.push_back({item.package->name, item.wheel->version, item.sha256, item.filename,
+                                r.requested, r.direct_url.value_or("")});
         gen.packages.back().preferred = r.preferred;
     }
     try {
         progress.phase("Installing", items.size());
         env::VenvLayout layout = env::create_venv(interpreter, gen.path, opt.env);
-        result.install = env::install_wheels(store, interpreter, layout, requests, opt.link_mode, ctx.jobs);
-        for (const auto& n : result.install.notes) progress.note(n);
+        result.install =
+            env::install_wheels(store, interpreter, layout, requests, opt.link_mode, ctx.jobs);
+        for (const auto& n : result.install.notes)
+            progress.note(n);
         env::write_generation_record(gen, lock_text);
         result.install_s = lap();
         env::stamp_complete(gen.path);
@@ -515,7 +548,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     result.changed = true;
     result.generation = number;
     result.path = gen.path;
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
 }
 

@@ -44,7 +44,8 @@ LockView view_of(const std::string& text, const std::string& label, const fs::pa
         }
         v.packages.push_back(std::move(e));
     }
-    std::sort(v.packages.begin(), v.packages.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
+    std::sort(v.packages.begin(), v.packages.end(),
+              [](const auto& x, const auto& y) { return x.name < y.name; });
     return v;
 }
 
@@ -59,7 +60,8 @@ std::string signed_bytes(std::int64_t n) {
     const char* units[] = {"B", "kB", "MB", "GB"};
     double v = static_cast<double>(n < 0 ? -n : n);
     int u = 0;
-    while (v >= 1000 && u < 3) v /= 1000, ++u;
+    while (v >= 1000 && u < 3)
+        v /= 1000, ++u;
     char buf[48];
     std::snprintf(buf, sizeof buf, u ? "%s%.1f %s" : "%s%.0f %s", n < 0 ? "-" : "+", v, units[u]);
     return buf;
@@ -67,14 +69,22 @@ std::string signed_bytes(std::int64_t n) {
 
 const char* kind_word(DiffEntry::Kind k) {
     switch (k) {
-        case DiffEntry::Kind::added: return "added";
-        case DiffEntry::Kind::removed: return "removed";
-        case DiffEntry::Kind::upgraded: return "upgraded";
-        case DiffEntry::Kind::downgraded: return "downgraded";
-        case DiffEntry::Kind::local_label: return "local label changed";
-        case DiffEntry::Kind::index_changed: return "index changed";
-        case DiffEntry::Kind::wheel_changed: return "wheel changed";
-        case DiffEntry::Kind::rebuilt: return "rebuilt";
+        case DiffEntry::Kind::added:
+            return "added";
+        case DiffEntry::Kind::removed:
+            return "removed";
+        case DiffEntry::Kind::upgraded:
+            return "upgraded";
+        case DiffEntry::Kind::downgraded:
+            return "downgraded";
+        case DiffEntry::Kind::local_label:
+            return "local label changed";
+        case DiffEntry::Kind::index_changed:
+            return "index changed";
+        case DiffEntry::Kind::wheel_changed:
+            return "wheel changed";
+        case DiffEntry::Kind::rebuilt:
+            return "rebuilt";
     }
     return "?";
 }
@@ -93,7 +103,9 @@ std::string wheel_detail(const std::string& before, const std::string& after) {
     return "file " + before + " → " + after;
 }
 
-std::string short_digest(const std::string& sha) { return sha.empty() ? "—" : sha.substr(0, 12) + "…"; }
+std::string short_digest(const std::string& sha) {
+    return sha.empty() ? "—" : sha.substr(0, 12) + "…";
+}
 
 // "rebuilt: same version, new sha256 and size" for the text and markdown reports.
 std::string change_words(const DiffEntry& e) {
@@ -105,7 +117,8 @@ std::string change_words(const DiffEntry& e) {
 LockView load_side(const Context& ctx, const std::string& spec, bool current_generation) {
     std::error_code ec;
     const auto at_sign = spec.find('@');
-    const bool git_rev = at_sign != std::string::npos && spec.substr(0, at_sign).find('/') == std::string::npos &&
+    const bool git_rev = at_sign != std::string::npos &&
+                         spec.substr(0, at_sign).find('/') == std::string::npos &&
                          !fs::exists(spec, ec);  // ENV@origin/main is a revision, not a path
     if (!git_rev && (spec.find('/') != std::string::npos || spec.ends_with(".toml"))) {
         if (!fs::exists(spec, ec)) throw Error(ErrorCode::usage, "no lock file " + spec);
@@ -114,39 +127,54 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
     if (auto at = spec.find('@'); at != std::string::npos) {
         std::string env = spec.substr(0, at), rev = spec.substr(at + 1);
         check_env_name(env);
-        if (ctx.project_root.empty()) throw Error(ErrorCode::usage, spec + ": no project here to read git history from");
-        auto r = run_capture({"git", "-C", ctx.project_root.string(), "show", rev + ":manifests/pylock." + env + ".toml"});
+        if (ctx.project_root.empty())
+            throw Error(ErrorCode::usage, spec + ": no project here to read git history from");
+        auto r = run_capture({"git", "-C", ctx.project_root.string(), "show",
+                              rev + ":manifests/pylock." + env + ".toml"});
         if (r.status != 0)
-            throw Error(ErrorCode::usage, "cannot read manifests/pylock." + env + ".toml at " + rev + ": " + r.err);
+            throw Error(ErrorCode::usage,
+                        "cannot read manifests/pylock." + env + ".toml at " + rev + ": " + r.err);
         return view_of(r.out, spec, ctx.home);
     }
     if (auto hash = spec.find('#'); hash != std::string::npos) {
         std::string env = spec.substr(0, hash);
         check_env_name(env);
-        fs::path gen = env_dir(ctx, env) / env::generation_dir_name(std::atoi(spec.c_str() + hash + 1));
+        fs::path gen =
+            env_dir(ctx, env) / env::generation_dir_name(std::atoi(spec.c_str() + hash + 1));
         if (!fs::exists(gen / ".envbox" / "pylock.toml", ec))
-            throw Error(ErrorCode::usage, spec + ": no such generation (see `envbox history " + env + "`)");
+            throw Error(ErrorCode::usage,
+                        spec + ": no such generation (see `envbox history " + env + "`)");
         return view_of(read_file(gen / ".envbox" / "pylock.toml"), spec, ctx.home);
     }
     check_env_name(spec);
     if (current_generation) {
         auto gen = env::current_generation(env_dir(ctx, spec));
-        if (!gen) throw Error(ErrorCode::usage, spec + " has no current generation to compare with its lock");
-        return view_of(read_file(gen->path / ".envbox" / "pylock.toml"), spec + "#" + std::to_string(gen->number), ctx.home);
+        if (!gen)
+            throw Error(ErrorCode::usage,
+                        spec + " has no current generation to compare with its lock");
+        return view_of(read_file(gen->path / ".envbox" / "pylock.toml"),
+                       spec + "#" + std::to_string(gen->number), ctx.home);
     }
     fs::path lock = ctx.project_root / "manifests" / ("pylock." + spec + ".toml");
-    if (ctx.project_root.empty() || !fs::exists(lock, ec)) throw Error(ErrorCode::usage, "no lock for " + spec);
+    if (ctx.project_root.empty() || !fs::exists(lock, ec))
+        throw Error(ErrorCode::usage, "no lock for " + spec);
     return view_of(read_file(lock), (fs::path("manifests") / lock.filename()).string(), ctx.home);
 }
 
 std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a) {
     const auto at = a.find('@'), hash = a.find('#');
     // As `load_side` reads it: a '/' outside a revision, or a .toml name, is a lock path.
-    const bool path = (a.find('/') != std::string::npos && (at == std::string::npos || a.substr(0, at).find('/') != std::string::npos)) ||
-                      a.ends_with(".toml");
-    if (path) throw Error(ErrorCode::usage, "envbox diff " + a + ": a lock file needs a second lock to compare with");
-    if (at != std::string::npos) return {load_side(ctx, a, false), load_side(ctx, a.substr(0, at), false)};
-    if (hash != std::string::npos) return {load_side(ctx, a, false), load_side(ctx, a.substr(0, hash), true)};
+    const bool path =
+        (a.find('/') != std::string::npos &&
+         (at == std::string::npos || a.substr(0, at).find('/') != std::string::npos)) ||
+        a.ends_with(".toml");
+    if (path)
+        throw Error(ErrorCode::usage,
+                    "envbox diff " + a + ": a lock file needs a second lock to compare with");
+    if (at != std::string::npos)
+        return {load_side(ctx, a, false), load_side(ctx, a.substr(0, at), false)};
+    if (hash != std::string::npos)
+        return {load_side(ctx, a, false), load_side(ctx, a.substr(0, hash), true)};
     return {load_side(ctx, a, true), load_side(ctx, a, false)};
 }
 
@@ -155,21 +183,28 @@ Diff diff(const LockView& a, const LockView& b) {
     d.a = a.label;
     d.b = b.label;
     std::map<std::string, const LockView::Entry*> before, after;
-    for (const auto& e : a.packages) before[e.name] = &e;
-    for (const auto& e : b.packages) after[e.name] = &e;
+    for (const auto& e : a.packages)
+        before[e.name] = &e;
+    for (const auto& e : b.packages)
+        after[e.name] = &e;
     std::int64_t installed = 0;
     bool installed_known = true;
-    auto sz = [](const std::optional<std::uint64_t>& s) { return static_cast<std::int64_t>(s.value_or(0)); };
+    auto sz = [](const std::optional<std::uint64_t>& s) {
+        return static_cast<std::int64_t>(s.value_or(0));
+    };
     std::set<std::string> names;
-    for (const auto& [n, _] : before) names.insert(n);
-    for (const auto& [n, _] : after) names.insert(n);
+    for (const auto& [n, _] : before)
+        names.insert(n);
+    for (const auto& [n, _] : after)
+        names.insert(n);
     for (const auto& n : names) {
         const auto* x = before.count(n) ? before[n] : nullptr;
         const auto* y = after.count(n) ? after[n] : nullptr;
         DiffEntry e;
         e.name = n;
         if (x) {
-            e.before = x->version, e.index_before = x->index, e.cuda_before = cuda_of(n, x->version);
+            e.before = x->version, e.index_before = x->index,
+            e.cuda_before = cuda_of(n, x->version);
             e.wheel_before = x->filename, e.sha256_before = x->sha256;
         }
         if (y) {
@@ -179,13 +214,17 @@ Diff diff(const LockView& a, const LockView& b) {
         e.download_delta = (y ? sz(y->size) : 0) - (x ? sz(x->size) : 0);
         bool known = (!x || x->installed) && (!y || y->installed);
         if (known) e.installed_delta = (y ? sz(y->installed) : 0) - (x ? sz(x->installed) : 0);
-        if (!x) e.kind = DiffEntry::Kind::added;
-        else if (!y) e.kind = DiffEntry::Kind::removed;
+        if (!x)
+            e.kind = DiffEntry::Kind::added;
+        else if (!y)
+            e.kind = DiffEntry::Kind::removed;
         else if (x->version != y->version) {
             auto vx = pep::Version::try_parse(x->version), vy = pep::Version::try_parse(y->version);
-            e.kind = vx && vy && *vy < *vx ? DiffEntry::Kind::downgraded : DiffEntry::Kind::upgraded;
+            e.kind =
+                vx && vy && *vy < *vx ? DiffEntry::Kind::downgraded : DiffEntry::Kind::upgraded;
             // Same public version, another local label (+cu128 → +cu130): not an upgrade.
-            if (vx && vy && vx->public_str() == vy->public_str()) e.kind = DiffEntry::Kind::local_label;
+            if (vx && vy && vx->public_str() == vy->public_str())
+                e.kind = DiffEntry::Kind::local_label;
         } else if (x->index != y->index) {
             e.kind = DiffEntry::Kind::index_changed;
         } else if (x->filename != y->filename) {
@@ -194,14 +233,17 @@ Diff diff(const LockView& a, const LockView& b) {
         } else if (x->sha256 != y->sha256) {
             // The same file name with other bytes: a re-upload.
             e.kind = DiffEntry::Kind::rebuilt;
-            e.detail = std::string("same version, new sha256") + (x->size != y->size ? " and size" : "");
+            e.detail =
+                std::string("same version, new sha256") + (x->size != y->size ? " and size" : "");
         } else {
             d.unchanged++;
             continue;
         }
         d.download_delta += e.download_delta;
-        if (e.installed_delta) installed += *e.installed_delta;
-        else installed_known = false;
+        if (e.installed_delta)
+            installed += *e.installed_delta;
+        else
+            installed_known = false;
         d.entries.push_back(std::move(e));
     }
     if (installed_known) d.installed_delta = installed;
@@ -210,22 +252,31 @@ Diff diff(const LockView& a, const LockView& b) {
 
 std::string render_text(const Diff& d, bool color) {
     std::ostringstream o;
-    auto paint = [&](const char* code, const std::string& s) { return color ? std::string("\033[") + code + "m" + s + "\033[0m" : s; };
+    auto paint = [&](const char* code, const std::string& s) {
+        return color ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
+    };
     o << d.a << " → " << d.b << "\n";
     if (d.entries.empty()) o << "  no changes (" << d.unchanged << " packages)\n";
     for (const auto& e : d.entries) {
         std::string line;
         switch (e.kind) {
-            case DiffEntry::Kind::added: line = paint("32", "+ " + e.name + " " + e.after); break;
-            case DiffEntry::Kind::removed: line = paint("31", "- " + e.name + " " + e.before); break;
+            case DiffEntry::Kind::added:
+                line = paint("32", "+ " + e.name + " " + e.after);
+                break;
+            case DiffEntry::Kind::removed:
+                line = paint("31", "- " + e.name + " " + e.before);
+                break;
             case DiffEntry::Kind::wheel_changed:
                 line = paint("33", "~ " + e.name + " " + e.after) + " (" + change_words(e) + ")";
                 break;
             case DiffEntry::Kind::rebuilt:
-                line = paint("1;33", "~ " + e.name + " " + e.after) + " (" + change_words(e) + ")  sha256 " +
-                       short_digest(e.sha256_before) + " → " + short_digest(e.sha256_after);
+                line = paint("1;33", "~ " + e.name + " " + e.after) + " (" + change_words(e) +
+                       ")  sha256 " + short_digest(e.sha256_before) + " → " +
+                       short_digest(e.sha256_after);
                 break;
-            default: line = paint("33", "~ " + e.name + " " + e.before + " → " + e.after) + " (" + kind_word(e.kind) + ")";
+            default:
+                line = paint("33", "~ " + e.name + " " + e.before + " → " + e.after) + " (" +
+                       kind_word(e.kind) + ")";
         }
         if (!e.cuda_before.empty() && !e.cuda_after.empty() && e.cuda_before != e.cuda_after)
             line += paint("1;35", "  CUDA " + e.cuda_before + " → " + e.cuda_after);
@@ -246,15 +297,16 @@ std::string render_markdown(const Diff& d) {
     if (d.installed_delta) o << ", installed size " << signed_bytes(*d.installed_delta);
     o << "\n\n| package | before | after | change | CUDA | download |\n|---|---|---|---|---|---|\n";
     for (const auto& e : d.entries) {
-        std::string cuda = (!e.cuda_before.empty() || !e.cuda_after.empty()) && e.cuda_before != e.cuda_after
-                               ? "**" + (e.cuda_before.empty() ? "—" : e.cuda_before) + " → " +
-                                     (e.cuda_after.empty() ? "—" : e.cuda_after) + "**"
-                               : "";
-        o << "| `" << e.name << "` | " << (e.before.empty() ? "—" : e.before) << " | " << (e.after.empty() ? "—" : e.after)
-          << " | " << change_words(e)
-          << (e.kind == DiffEntry::Kind::rebuilt
-                  ? " (`" + short_digest(e.sha256_before) + "` → `" + short_digest(e.sha256_after) + "`)"
-                  : "")
+        std::string cuda =
+            (!e.cuda_before.empty() || !e.cuda_after.empty()) && e.cuda_before != e.cuda_after
+                ? "**" + (e.cuda_before.empty() ? "—" : e.cuda_before) + " → " +
+                      (e.cuda_after.empty() ? "—" : e.cuda_after) + "**"
+                : "";
+        o << "| `" << e.name << "` | " << (e.before.empty() ? "—" : e.before) << " | "
+          << (e.after.empty() ? "—" : e.after) << " | " << change_words(e)
+          << (e.kind == DiffEntry::Kind::rebuilt ? " (`" + short_digest(e.sha256_before) + "` → `" +
+                                                       short_digest(e.sha256_after) + "`)"
+                                                 : "")
           << " | " << cuda << " | " << signed_bytes(e.download_delta) << " |\n";
     }
     return o.str();
@@ -262,20 +314,26 @@ std::string render_markdown(const Diff& d) {
 
 std::string render_json(const Diff& d) {
     std::ostringstream o;
-    o << "{\"a\": " << json_quote(d.a) << ", \"b\": " << json_quote(d.b) << ", \"unchanged\": " << d.unchanged
-      << ", \"download_delta\": " << d.download_delta << ", \"installed_delta\": "
+    o << "{\"a\": " << json_quote(d.a) << ", \"b\": " << json_quote(d.b)
+      << ", \"unchanged\": " << d.unchanged << ", \"download_delta\": " << d.download_delta
+      << ", \"installed_delta\": "
       << (d.installed_delta ? std::to_string(*d.installed_delta) : "null") << ", \"changes\": [";
     for (std::size_t i = 0; i < d.entries.size(); ++i) {
         const auto& e = d.entries[i];
-        o << (i ? ", " : "") << "{\"name\": " << json_quote(e.name) << ", \"kind\": " << json_quote(kind_word(e.kind))
+        o << (i ? ", " : "") << "{\"name\": " << json_quote(e.name)
+          << ", \"kind\": " << json_quote(kind_word(e.kind))
           << ", \"before\": " << (e.before.empty() ? "null" : json_quote(e.before))
           << ", \"after\": " << (e.after.empty() ? "null" : json_quote(e.after))
           << ", \"detail\": " << (e.detail.empty() ? "null" : json_quote(e.detail))
-          << ", \"wheel_before\": " << (e.wheel_before.empty() ? "null" : json_quote(e.wheel_before))
+          << ", \"wheel_before\": "
+          << (e.wheel_before.empty() ? "null" : json_quote(e.wheel_before))
           << ", \"wheel_after\": " << (e.wheel_after.empty() ? "null" : json_quote(e.wheel_after))
-          << ", \"sha256_before\": " << (e.sha256_before.empty() ? "null" : json_quote(e.sha256_before))
-          << ", \"sha256_after\": " << (e.sha256_after.empty() ? "null" : json_quote(e.sha256_after))
-          << ", \"index_before\": " << json_quote(e.index_before) << ", \"index_after\": " << json_quote(e.index_after)
+          << ", \"sha256_before\": "
+          << (e.sha256_before.empty() ? "null" : json_quote(e.sha256_before))
+          << ", \"sha256_after\": "
+          << (e.sha256_after.empty() ? "null" : json_quote(e.sha256_after))
+          << ", \"index_before\": " << json_quote(e.index_before)
+          << ", \"index_after\": " << json_quote(e.index_after)
           << ", \"cuda_before\": " << (e.cuda_before.empty() ? "null" : json_quote(e.cuda_before))
           << ", \"cuda_after\": " << (e.cuda_after.empty() ? "null" : json_quote(e.cuda_after))
           << ", \"download_delta\": " << e.download_delta << "}";

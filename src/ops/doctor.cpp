@@ -30,14 +30,22 @@ namespace {
 
 std::string fs_name(long type) {
     switch (static_cast<unsigned long>(type)) {
-        case 0xEF53: return "ext4";
-        case 0x9123683E: return "btrfs";
-        case 0x58465342: return "xfs";
-        case 0x01021994: return "tmpfs";
-        case 0x794C7630: return "overlayfs";
-        case 0x6969: return "nfs";
-        case 0x65735546: return "fuse";
-        case 0x2FC12FC1: return "zfs";
+        case 0xEF53:
+            return "ext4";
+        case 0x9123683E:
+            return "btrfs";
+        case 0x58465342:
+            return "xfs";
+        case 0x01021994:
+            return "tmpfs";
+        case 0x794C7630:
+            return "overlayfs";
+        case 0x6969:
+            return "nfs";
+        case 0x65735546:
+            return "fuse";
+        case 0x2FC12FC1:
+            return "zfs";
         default: {
             char buf[32];
             std::snprintf(buf, sizeof buf, "0x%lx", static_cast<unsigned long>(type));
@@ -46,14 +54,14 @@ std::string fs_name(long type) {
     }
 }
 
-
 // A `file://` URL's path (`file:///srv/idx`, `file://localhost/srv/idx`), %XX decoded.
 std::string file_url_path(const std::string& url) {
     std::string rest = url.substr(7);
     if (rest.starts_with("localhost/")) rest.erase(0, 9);
     std::string out;
     for (std::size_t i = 0; i < rest.size(); ++i) {
-        if (rest[i] == '%' && i + 2 < rest.size() && std::isxdigit(static_cast<unsigned char>(rest[i + 1])) &&
+        if (rest[i] == '%' && i + 2 < rest.size() &&
+            std::isxdigit(static_cast<unsigned char>(rest[i + 1])) &&
             std::isxdigit(static_cast<unsigned char>(rest[i + 2]))) {
             out += static_cast<char>(std::stoi(rest.substr(i + 1, 2), nullptr, 16));
             i += 2;
@@ -96,7 +104,8 @@ std::vector<env::CudaLine> cuda_lines_of(const lock::Manifest& m, const fs::path
     if (m.cuda) {
         env::CudaLine l;
         l.major = std::atoi(m.cuda->c_str());
-        if (auto dot = m.cuda->find('.'); dot != std::string::npos) l.minor = std::atoi(m.cuda->c_str() + dot + 1);
+        if (auto dot = m.cuda->find('.'); dot != std::string::npos)
+            l.minor = std::atoi(m.cuda->c_str() + dot + 1);
         lines.push_back(l);
     }
     std::error_code ec;
@@ -136,7 +145,8 @@ void check_project(const Context& ctx, DoctorReport& r) {
         auto lines = cuda_lines_of(*m, dir / ("pylock." + env.name + ".toml"));
         std::set<std::string> shown;
         for (const auto& l : lines)
-            if (shown.insert(std::to_string(l.major) + ".x").second) env.cuda_lines.push_back(std::to_string(l.major) + ".x");
+            if (shown.insert(std::to_string(l.major) + ".x").second)
+                env.cuda_lines.push_back(std::to_string(l.major) + ".x");
         if (!lines.empty() && r.driver) {
             env::CudaLine newest = lines.front();
             for (const auto& l : lines)
@@ -154,7 +164,8 @@ void check_project(const Context& ctx, DoctorReport& r) {
                 out.name = i.name;
                 out.url = index::redact_url(i.url);
                 try_index(http, i, out);
-                if (!out.ok) r.problems.push_back("index " + out.name + " " + out.url + " " + out.status);
+                if (!out.ok)
+                    r.problems.push_back("index " + out.name + " " + out.url + " " + out.status);
                 r.indexes.push_back(std::move(out));
             }
             auto& named = r.indexes[it->second].environments;
@@ -181,14 +192,17 @@ DoctorReport doctor(const Context& ctx) {
     r.driver = env::nvidia_driver_version();
     if (r.driver)
         for (int major : {12, 13})
-            if (!env::driver_refuses(*r.driver, env::CudaLine{major, std::nullopt})) r.cuda_lines.push_back(std::to_string(major) + ".x");
+            if (!env::driver_refuses(*r.driver, env::CudaLine{major, std::nullopt}))
+                r.cuda_lines.push_back(std::to_string(major) + ".x");
 
     store::Store store(ctx.home);
     r.store_path = store.root().string();
     struct statfs sf {};
-    if (::statfs(store.root().c_str(), &sf) == 0) r.store_filesystem = fs_name(static_cast<long>(sf.f_type));
+    if (::statfs(store.root().c_str(), &sf) == 0)
+        r.store_filesystem = fs_name(static_cast<long>(sf.f_type));
     struct statvfs sv {};
-    if (::statvfs(store.root().c_str(), &sv) == 0) r.store_free = static_cast<unsigned long long>(sv.f_bavail) * sv.f_frsize;
+    if (::statvfs(store.root().c_str(), &sv) == 0)
+        r.store_free = static_cast<unsigned long long>(sv.f_bavail) * sv.f_frsize;
     // What placing a file gives here, tried for real between the store's temp directory and itself.
     fs::path probe = store.tmp_dir() / ("doctor-" + std::to_string(::getpid()));
     fs::path placed = probe;
@@ -198,7 +212,8 @@ DoctorReport doctor(const Context& ctx) {
         r.link_mode = link_mode_name(place_file(probe, placed, LinkMode::hardlink, 0444));
         fs::path cloned = probe;
         cloned += ".clone";
-        if (place_file(probe, cloned, LinkMode::reflink, 0444) == LinkMode::reflink) r.link_mode += " (reflinks work too)";
+        if (place_file(probe, cloned, LinkMode::reflink, 0444) == LinkMode::reflink)
+            r.link_mode += " (reflinks work too)";
         std::error_code ec;
         fs::remove(cloned, ec);
         // How new objects are stored: renameat2 RENAME_NOREPLACE, or a link where it is missing.
@@ -206,9 +221,11 @@ DoctorReport doctor(const Context& ctx) {
         stored += ".stored";
         NoReplaceMethod how{};
         int err = rename_noreplace_at(AT_FDCWD, placed.c_str(), AT_FDCWD, stored.c_str(), &how);
-        r.link_mode += std::string("; atomic no-replace rename: ") + (err ? std::strerror(err) : no_replace_method_name(how));
+        r.link_mode += std::string("; atomic no-replace rename: ") +
+                       (err ? std::strerror(err) : no_replace_method_name(how));
         fs::remove(stored, ec);
-        if (r.store_filesystem == "overlayfs") r.link_mode += "; overlayfs copies an image layer's object up when it is linked";
+        if (r.store_filesystem == "overlayfs")
+            r.link_mode += "; overlayfs copies an image layer's object up when it is linked";
     } catch (const Error& e) {
         r.link_mode = "unknown: " + e.message();
     }

@@ -32,7 +32,8 @@ env::Generation require_current(const Context& ctx, const std::string& env) {
     check_env_name(env);
     auto gen = env::current_generation(env_dir(ctx, env));
     if (!gen)
-        throw Error(ErrorCode::generic, "environment '" + env + "' has no current generation; run `envbox create " +
+        throw Error(ErrorCode::generic, "environment '" + env +
+                                            "' has no current generation; run `envbox create " +
                                             env + "` first");
     return *gen;
 }
@@ -41,7 +42,8 @@ env::Generation require_current(const Context& ctx, const std::string& env) {
 std::uint64_t unique_bytes(const fs::path& dir) {
     std::uint64_t n = 0;
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+    for (auto it = fs::recursive_directory_iterator(
+             dir, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         struct stat st {};
         if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
@@ -58,7 +60,9 @@ void remove_tree(const fs::path& p) {
 
 }  // namespace
 
-fs::path store_lock_path(const Context& ctx) { return ctx.home / "locks" / "store.lock"; }
+fs::path store_lock_path(const Context& ctx) {
+    return ctx.home / "locks" / "store.lock";
+}
 
 fs::path env_lock_path(const Context& ctx, const std::string& env) {
     return ctx.home / "locks" / (project_key(ctx.project_root) + "." + env + ".lock");
@@ -70,7 +74,8 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     result.generation = require_current(ctx, env);
     const env::Generation& g = result.generation;
     // The walk of the tree needs nothing but its path: it runs while the plan is made.
-    auto on_disk = std::async(std::launch::async, [path = g.path] { return env::walk_generation(path); });
+    auto on_disk =
+        std::async(std::launch::async, [path = g.path] { return env::walk_generation(path); });
     env::Interpreter in = env::probe_interpreter(g.python, ctx.home / "cache" / "interpreters");
     store::Store store(ctx.home);
     std::vector<store::WheelFiles> wheels;
@@ -78,9 +83,10 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     for (const auto& p : g.packages) {
         auto w = store.load_wheel(p.wheel_sha256);
         if (!w)
-            throw Error(ErrorCode::integrity, "the store no longer holds " + p.filename + " (" + p.name + " " + p.version +
-                                                  "), which generation " + std::to_string(g.number) +
-                                                  " was built from; run `envbox create " + env + "`");
+            throw Error(ErrorCode::integrity,
+                        "the store no longer holds " + p.filename + " (" + p.name + " " +
+                            p.version + "), which generation " + std::to_string(g.number) +
+                            " was built from; run `envbox create " + env + "`");
         wheels.push_back(std::move(*w));
     }
     result.load_s = since(started);
@@ -104,9 +110,11 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
         if (!d.object_digest.empty()) touched.insert(d.object_digest);
     auto linking = generations_linking(ctx, touched);
     for (auto& d : result.report.drift)
-        if (auto it = linking.find(d.object_digest); !d.object_digest.empty() && it != linking.end()) {
+        if (auto it = linking.find(d.object_digest);
+            !d.object_digest.empty() && it != linking.end()) {
             d.detail += "; shared by";
-            for (std::size_t i = 0; i < it->second.size(); ++i) d.detail += (i ? ", " : " ") + it->second[i];
+            for (std::size_t i = 0; i < it->second.size(); ++i)
+                d.detail += (i ? ", " : " ") + it->second[i];
         }
     result.check_s = since(started) - result.load_s - result.plan_s;
     result.seconds = since(started);
@@ -118,7 +126,8 @@ std::vector<HistoryEntry> history(const Context& ctx, const std::string& env) {
     fs::path edir = env_dir(ctx, env);
     std::error_code ec;
     if (!fs::is_directory(edir, ec))
-        throw Error(ErrorCode::generic, "environment '" + env + "' does not exist; run `envbox create " + env + "`");
+        throw Error(ErrorCode::generic,
+                    "environment '" + env + "' does not exist; run `envbox create " + env + "`");
     auto current = env::current_generation(edir);
     std::vector<HistoryEntry> out;
     const env::Generation* previous = nullptr;
@@ -129,12 +138,16 @@ std::vector<HistoryEntry> history(const Context& ctx, const std::string& env) {
         h.current = current && current->number == g.number;
         if (g.complete && previous) {
             std::map<std::string, std::string> before, after;
-            for (const auto& p : previous->packages) before[p.name] = p.version;
-            for (const auto& p : g.packages) after[p.name] = p.version;
+            for (const auto& p : previous->packages)
+                before[p.name] = p.version;
+            for (const auto& p : g.packages)
+                after[p.name] = p.version;
             for (const auto& [n, v] : after) {
                 auto it = before.find(n);
-                if (it == before.end()) h.added.push_back(n + " " + v);
-                else if (it->second != v) h.changed.push_back(n + " " + it->second + " → " + v);
+                if (it == before.end())
+                    h.added.push_back(n + " " + v);
+                else if (it->second != v)
+                    h.changed.push_back(n + " " + it->second + " → " + v);
             }
             for (const auto& [n, v] : before)
                 if (!after.count(n)) h.removed.push_back(n + " " + v);
@@ -153,7 +166,8 @@ RollbackResult rollback(const Context& ctx, const std::string& env, std::optiona
     FileLock lock(env_lock_path(ctx, env));
     auto current = env::current_generation(edir);
     if (!current)
-        throw Error(ErrorCode::generic, "environment '" + env + "' has no current generation to roll back from");
+        throw Error(ErrorCode::generic,
+                    "environment '" + env + "' has no current generation to roll back from");
     auto gens = env::list_generations(edir);
     const env::Generation* target = nullptr;
     if (to) {
@@ -163,14 +177,16 @@ RollbackResult rollback(const Context& ctx, const std::string& env, std::optiona
             throw Error(ErrorCode::usage, "generation " + std::to_string(*to) + " of " + env +
                                               " does not exist (see `envbox history " + env + "`)");
         if (!target->complete)
-            throw Error(ErrorCode::generic, "generation " + std::to_string(*to) + " of " + env +
-                                                " is incomplete (its build never finished); refusing to switch to it");
+            throw Error(ErrorCode::generic,
+                        "generation " + std::to_string(*to) + " of " + env +
+                            " is incomplete (its build never finished); refusing to switch to it");
     } else {
         for (const auto& g : gens)
             if (g.complete && g.number < current->number) target = &g;
         if (!target)
-            throw Error(ErrorCode::generic, "generation " + std::to_string(current->number) + " is the oldest complete generation of " +
-                                                env + "; there is nothing to roll back to");
+            throw Error(ErrorCode::generic, "generation " + std::to_string(current->number) +
+                                                " is the oldest complete generation of " + env +
+                                                "; there is nothing to roll back to");
     }
     RollbackResult r;
     r.from = current->number;
@@ -188,14 +204,16 @@ std::vector<fs::path> all_generation_dirs(const fs::path& envs) {
     std::error_code ec;
     for (const auto& project : fs::directory_iterator(envs, ec))
         for (const auto& e : fs::directory_iterator(project.path(), ec))
-            for (const auto& g : env::list_generations(e.path())) out.push_back(g.path);
+            for (const auto& g : env::list_generations(e.path()))
+                out.push_back(g.path);
     return out;
 }
 
 // Step 1 of gc: generations beyond the newest `keep`, one environment at a time under its lock
 // (busy environments skipped), never one a process uses. `removed` gets the path of each
 // generation removed (or, in a dry run, that would be).
-void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& result, std::set<fs::path>& removed) {
+void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& result,
+                       std::set<fs::path>& removed) {
     const fs::path envs = ctx.home / "envs";
     std::error_code ec;
     if (!fs::is_directory(envs, ec)) return;
@@ -206,7 +224,8 @@ void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& resul
             if (!e.is_directory(ec)) continue;
             const std::string env = e.path().filename().string();
             const std::string label = project.path().filename().string() + " " + env;
-            auto lock = FileLock::try_lock(ctx.home / "locks" / (project.path().filename().string() + "." + env + ".lock"));
+            auto lock = FileLock::try_lock(
+                ctx.home / "locks" / (project.path().filename().string() + "." + env + ".lock"));
             if (!lock.held()) {
                 result.busy.push_back(label);
                 continue;
@@ -244,7 +263,8 @@ void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& resul
 // Step 2 of gc: the store sweep, exclusive, so no create is between ingesting and linking. The
 // live set is computed under the lock from the generations that exist now, less those step 1
 // removed (a dry run leaves them on disk; they are matched by their exact path).
-void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::path>& removed, GcResult& result) {
+void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::path>& removed,
+                 GcResult& result) {
     const fs::path envs = ctx.home / "envs";
     std::error_code ec;
     FileLock store_lock(store_lock_path(ctx));
@@ -258,11 +278,14 @@ void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::pa
                     // A record that cannot be read may not name every wheel its generation
                     // links: sweeping on its word could delete a live environment's files.
                     if (!g.damaged.empty())
-                        throw Error(ErrorCode::integrity,
-                                    "the record of " + g.path.string() + " cannot be read (" + g.damaged +
-                                        "), so the store was not swept (generations were pruned); remove that "
-                                        "generation or rebuild it with `envbox create`, then run gc again");
-                    for (const auto& p : g.packages) live_wheels.insert(p.wheel_sha256);
+                        throw Error(
+                            ErrorCode::integrity,
+                            "the record of " + g.path.string() + " cannot be read (" + g.damaged +
+                                "), so the store was not swept (generations were pruned); remove "
+                                "that "
+                                "generation or rebuild it with `envbox create`, then run gc again");
+                    for (const auto& p : g.packages)
+                        live_wheels.insert(p.wheel_sha256);
                 }
     std::unordered_set<std::string> live_objects;
     fs::path wheels_dir = store.root() / "wheels";
@@ -270,7 +293,8 @@ void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::pa
         std::string sha = w.path().filename().string();
         if (live_wheels.count(sha)) {
             if (auto files = store.load_wheel(sha))
-                for (const auto& f : files->files) live_objects.insert(store.object_relpath(f.digest, f.executable));
+                for (const auto& f : files->files)
+                    live_objects.insert(store.object_relpath(f.digest, f.executable));
             continue;
         }
         result.wheels_removed++;
@@ -284,7 +308,8 @@ void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::pa
             std::string rel = prefix + o.path().filename().string();
             if (live_objects.count(rel)) continue;
             struct stat st {};
-            if (::lstat(o.path().c_str(), &st) == 0) result.bytes_freed += static_cast<std::uint64_t>(st.st_size);
+            if (::lstat(o.path().c_str(), &st) == 0)
+                result.bytes_freed += static_cast<std::uint64_t>(st.st_size);
             result.objects_removed++;
             if (!opt.dry_run) ::unlink(o.path().c_str());
         }

@@ -25,7 +25,8 @@ std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
         std::string root;
         if (fs::exists(project.path() / "project", ec)) {
             root = read_file(project.path() / "project");
-            while (!root.empty() && root.back() == '\n') root.pop_back();
+            while (!root.empty() && root.back() == '\n')
+                root.pop_back();
         }
         for (const auto& e : fs::directory_iterator(project.path(), ec)) {
             if (!e.is_directory(ec)) continue;
@@ -48,12 +49,13 @@ std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
     return out;
 }
 
-std::map<std::string, std::vector<std::string>> generations_linking(const Context& ctx,
-                                                                    const std::set<std::string>& digests) {
+std::map<std::string, std::vector<std::string>> generations_linking(
+    const Context& ctx, const std::set<std::string>& digests) {
     std::map<std::string, std::vector<std::string>> out;
     if (digests.empty()) return out;
     store::Store store(ctx.home);
-    std::unordered_map<std::string, std::vector<std::string>> wheel_hits;  // wheel sha → digests it holds
+    std::unordered_map<std::string, std::vector<std::string>>
+        wheel_hits;  // wheel sha → digests it holds
     auto hits_of = [&](const std::string& wheel_sha) -> const std::vector<std::string>& {
         auto [it, fresh] = wheel_hits.try_emplace(wheel_sha);
         if (fresh)
@@ -68,7 +70,8 @@ std::map<std::string, std::vector<std::string>> generations_linking(const Contex
         std::string root = project.path().filename().string();
         if (fs::exists(project.path() / "project", ec)) {
             root = read_file(project.path() / "project");
-            while (!root.empty() && root.back() == '\n') root.pop_back();
+            while (!root.empty() && root.back() == '\n')
+                root.pop_back();
         }
         for (const auto& e : fs::directory_iterator(project.path(), ec)) {
             if (!e.is_directory(ec)) continue;
@@ -76,14 +79,16 @@ std::map<std::string, std::vector<std::string>> generations_linking(const Contex
                 if (!g.complete) continue;
                 std::set<std::string> found;
                 for (const auto& p : g.packages)
-                    for (const auto& d : hits_of(p.wheel_sha256)) found.insert(d);
+                    for (const auto& d : hits_of(p.wheel_sha256))
+                        found.insert(d);
                 for (const auto& d : found)
-                    out[d].push_back(e.path().filename().string() + " generation " + std::to_string(g.number) + " (" +
-                                     root + ")");
+                    out[d].push_back(e.path().filename().string() + " generation " +
+                                     std::to_string(g.number) + " (" + root + ")");
             }
         }
     }
-    for (auto& [d, list] : out) std::sort(list.begin(), list.end());
+    for (auto& [d, list] : out)
+        std::sort(list.begin(), list.end());
     return out;
 }
 
@@ -94,7 +99,8 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
     d.path = env_dir(ctx, env);
     std::error_code ec;
     if (!fs::is_directory(d.path, ec))
-        throw Error(ErrorCode::generic, "environment '" + env + "' does not exist; run `envbox create " + env + "`");
+        throw Error(ErrorCode::generic,
+                    "environment '" + env + "' does not exist; run `envbox create " + env + "`");
     d.generations = env::list_generations(d.path);
     d.current = env::current_generation(d.path);
     if (!d.current) return d;

@@ -30,16 +30,20 @@ struct Inputs {
 
     std::string digest() const {
         std::string all = "python " + python + "\nplatform " + platform + "\ncuda " + cuda + "\n";
-        for (const auto& r : requirements) all += "requirement " + r + "\n";
-        for (const auto& i : indexes) all += "index " + i + "\n";
-        for (const auto& s : sources) all += "source " + s + "\n";
+        for (const auto& r : requirements)
+            all += "requirement " + r + "\n";
+        for (const auto& i : indexes)
+            all += "index " + i + "\n";
+        for (const auto& s : sources)
+            all += "source " + s + "\n";
         return to_hex(sha256(all));
     }
 };
 
 Inputs inputs_of(const lock::Manifest& m) {
     Inputs in;
-    for (const auto& r : m.requirements) in.requirements.push_back(r.str());
+    for (const auto& r : m.requirements)
+        in.requirements.push_back(r.str());
     std::sort(in.requirements.begin(), in.requirements.end());
     for (const auto& i : m.indexes) {
         std::string line = i.name + " " + i.url + (i.explicit_ ? " explicit" : "");
@@ -48,7 +52,8 @@ Inputs inputs_of(const lock::Manifest& m) {
             line += (k ? "," : " ignore-error-codes=") + std::to_string(i.ignore_error_codes[k]);
         in.indexes.push_back(std::move(line));
     }
-    for (const auto& [pkg, ix] : m.sources) in.sources.push_back(pkg + " = " + ix);
+    for (const auto& [pkg, ix] : m.sources)
+        in.sources.push_back(pkg + " = " + ix);
     in.python = m.python;
     in.platform = m.platform;
     in.cuda = m.cuda.value_or("");
@@ -57,24 +62,30 @@ Inputs inputs_of(const lock::Manifest& m) {
 
 lock::Manifest read_manifest(const fs::path& path) {
     std::error_code ec;
-    if (!fs::exists(path, ec)) throw Error(ErrorCode::invalid_input, "no manifest " + path.string());
+    if (!fs::exists(path, ec))
+        throw Error(ErrorCode::invalid_input, "no manifest " + path.string());
     auto m = lock::Manifest::parse(read_file(path), path.string());
     if (!m) throw m.error();
     return std::move(*m);
 }
 
-void diff_lists(const char* what, const std::vector<std::string>& locked, const std::vector<std::string>& now,
-                std::vector<std::string>& reasons) {
+void diff_lists(const char* what, const std::vector<std::string>& locked,
+                const std::vector<std::string>& now, std::vector<std::string>& reasons) {
     std::set<std::string> a(locked.begin(), locked.end()), b(now.begin(), now.end());
     for (const auto& x : b)
-        if (!a.count(x)) reasons.push_back(std::string(what) + " added or changed in the manifest: " + index::redact_url(x));
+        if (!a.count(x))
+            reasons.push_back(std::string(what) +
+                              " added or changed in the manifest: " + index::redact_url(x));
     for (const auto& x : a)
         if (!b.count(x)) reasons.push_back(std::string(what) + " no longer in the manifest: " + x);
 }
 
 std::string env_credential_name(const std::string& index, const char* field) {
     std::string var = "ENVBOX_INDEX_";
-    for (char c : index) var += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '_';
+    for (char c : index)
+        var += std::isalnum(static_cast<unsigned char>(c))
+                   ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                   : '_';
     return var + "_" + field;
 }
 
@@ -86,7 +97,8 @@ std::string env_credential(const std::string& index, const char* field) {
 
 }  // namespace
 
-std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m, const fs::path& manifest_path) {
+std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
+                                                const fs::path& manifest_path) {
     std::vector<resolve::IndexConfig> indexes;
     for (const auto& i : m.indexes) {
         resolve::IndexConfig c;
@@ -95,14 +107,18 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m, const f
         // refused, with where credentials go instead.
         if (index::strip_userinfo(i.url) != i.url)
             throw Error(ErrorCode::invalid_input,
-                        manifest_path.string() + ": index " + i.name + " has credentials in its URL (" +
-                            index::redact_url(i.url) + "); give them in " + env_credential_name(i.name, "USERNAME") +
-                            " / " + env_credential_name(i.name, "PASSWORD") + " or ~/.netrc instead");
+                        manifest_path.string() + ": index " + i.name +
+                            " has credentials in its URL (" + index::redact_url(i.url) +
+                            "); give them in " + env_credential_name(i.name, "USERNAME") + " / " +
+                            env_credential_name(i.name, "PASSWORD") + " or ~/.netrc instead");
         c.url = i.url;
-        while (!c.url.empty() && c.url.back() == '/') c.url.pop_back();
+        while (!c.url.empty() && c.url.back() == '/')
+            c.url.pop_back();
         c.explicit_ = i.explicit_;
         c.ignore_error_codes = i.ignore_error_codes;
-        if (i.ca) c.ca = fs::path(*i.ca).is_absolute() ? *i.ca : (manifest_path.parent_path() / *i.ca).string();
+        if (i.ca)
+            c.ca = fs::path(*i.ca).is_absolute() ? *i.ca
+                                                 : (manifest_path.parent_path() / *i.ca).string();
         if (auto u = env_credential(i.name, "USERNAME"); !u.empty()) c.username = u;
         if (auto p = env_credential(i.name, "PASSWORD"); !p.empty()) c.password = p;
         indexes.push_back(std::move(c));
@@ -118,14 +134,17 @@ std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs:
     auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
     if (!tool) throw tool.error();
     if (!tool->values.count("manifest-digest"))
-        return {lock_path.string() + " was not written by `envbox lock` (it has no [tool.envbox] table)"};
+        return {lock_path.string() +
+                " was not written by `envbox lock` (it has no [tool.envbox] table)"};
     if (tool->values["manifest-digest"] == now.digest()) return {};
     diff_lists("requirement", tool->lists["requirements"], now.requirements, reasons);
     diff_lists("index", tool->lists["indexes"], now.indexes, reasons);
     diff_lists("source pin", tool->lists["sources"], now.sources, reasons);
-    for (const auto& [key, value] : std::map<std::string, std::string>{{"python", now.python}, {"platform", now.platform}, {"cuda", now.cuda}})
+    for (const auto& [key, value] : std::map<std::string, std::string>{
+             {"python", now.python}, {"platform", now.platform}, {"cuda", now.cuda}})
         if (tool->values[key] != value)
-            reasons.push_back(key + " changed: the lock has '" + tool->values[key] + "', the manifest '" + value + "'");
+            reasons.push_back(key + " changed: the lock has '" + tool->values[key] +
+                              "', the manifest '" + value + "'");
     if (reasons.empty()) reasons.push_back("the manifest changed since the lock was written");
     return reasons;
 }
@@ -134,7 +153,8 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     auto started = std::chrono::steady_clock::now();
     check_env_name(opt.env);
     if (ctx.project_root.empty())
-        throw Error(ErrorCode::invalid_input, "no project here (no manifests/ directory in this directory or above)");
+        throw Error(ErrorCode::invalid_input,
+                    "no project here (no manifests/ directory in this directory or above)");
     LockResult result;
     const fs::path manifest_path = ctx.project_root / "manifests" / (opt.env + ".toml");
     result.lock_path = ctx.project_root / "manifests" / ("pylock." + opt.env + ".toml");
@@ -148,48 +168,61 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     std::error_code ec;
     if (!opt.upgrade && opt.upgrade_packages.empty() && fs::exists(result.lock_path, ec)) {
         auto tool = lock::read_tool_table(read_file(result.lock_path), result.lock_path.string());
-        if (tool && tool->values.count("manifest-digest") && lock_staleness(manifest_path, result.lock_path).empty()) {
+        if (tool && tool->values.count("manifest-digest") &&
+            lock_staleness(manifest_path, result.lock_path).empty()) {
             auto old = lock::Pylock::parse(read_file(result.lock_path), result.lock_path.string());
             if (old) {
                 result.packages = old->packages.size();
                 result.up_to_date = true;
-                result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                result.seconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                        .count();
                 return result;
             }
         }
     }
     lock::Manifest m = read_manifest(manifest_path);
     Inputs inputs = inputs_of(m);
-    const std::string python_full = std::to_string(m.python_major) + "." + std::to_string(m.python_minor) + ".0";
-    const std::string machine = m.platform.ends_with("aarch64") ? "aarch64" : m.platform.ends_with("x86_64") ? "x86_64" : "";
+    const std::string python_full =
+        std::to_string(m.python_major) + "." + std::to_string(m.python_minor) + ".0";
+    const std::string machine = m.platform.ends_with("aarch64")  ? "aarch64"
+                                : m.platform.ends_with("x86_64") ? "x86_64"
+                                                                 : "";
     auto tags = m.target_tags();
     if (!tags) throw tags.error();
 
     std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path);
-    if (indexes.empty()) throw Error(ErrorCode::invalid_input, manifest_path.string() + " names no [[index]] to lock against");
+    if (indexes.empty())
+        throw Error(ErrorCode::invalid_input,
+                    manifest_path.string() + " names no [[index]] to lock against");
 
     resolve::Options ropt;
     ropt.environment = pep::MarkerEnvironment::linux_cpython(python_full, machine);
     std::string previous;
-    std::set<std::string> known;  // what --upgrade-package may name: locked packages and requirements
-    for (const auto& r : m.requirements) known.insert(pep::canonicalize_name(r.name));
+    std::set<std::string>
+        known;  // what --upgrade-package may name: locked packages and requirements
+    for (const auto& r : m.requirements)
+        known.insert(pep::canonicalize_name(r.name));
     std::set<std::string> skip;
-    for (const auto& p : opt.upgrade_packages) skip.insert(pep::canonicalize_name(p));
+    for (const auto& p : opt.upgrade_packages)
+        skip.insert(pep::canonicalize_name(p));
     if (fs::exists(result.lock_path, ec)) {
         previous = read_file(result.lock_path);
         auto old = lock::Pylock::parse(previous, result.lock_path.string());
         if (old)
             for (const auto& p : old->packages) {
                 known.insert(p.name);
-                if (!opt.upgrade && p.version && !skip.count(p.name)) ropt.preferences[p.name] = *p.version;
+                if (!opt.upgrade && p.version && !skip.count(p.name))
+                    ropt.preferences[p.name] = *p.version;
             }
     }
     // A misspelt --upgrade-package would otherwise upgrade nothing, silently.
     for (const auto& p : opt.upgrade_packages)
         if (!known.count(pep::canonicalize_name(p)))
-            throw Error(ErrorCode::usage, "--upgrade-package " + p + ": no package of that name is in " +
-                                              result.lock_path.filename().string() + " or required by " +
-                                              manifest_path.filename().string());
+            throw Error(ErrorCode::usage,
+                        "--upgrade-package " + p + ": no package of that name is in " +
+                            result.lock_path.filename().string() + " or required by " +
+                            manifest_path.filename().string());
 
     index::HttpClient http(ctx.home / "cache" / "http", opt.offline);
     resolve::IndexSource source(http, indexes, m.sources, *tags, python_full, ctx.home / "tmp");
@@ -205,18 +238,21 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     // [install].prefer must name packages of this lock: a misspelt name would settle nothing.
     {
         std::vector<std::string> names;
-        for (const auto& pin : *pins) names.push_back(pin.name);
+        for (const auto& pin : *pins)
+            names.push_back(pin.name);
         if (auto e = m.check_prefer(names, manifest_path.string())) throw *e;
     }
 
     // One CUDA line per lock, the manifest's when it declares one.
     std::vector<env::CudaPackage> cuda;
     for (const auto& pin : *pins)
-        if (auto line = env::cuda_line_of(pin.name, pin.version)) cuda.push_back({pin.name, pin.version.str(), *line});
+        if (auto line = env::cuda_line_of(pin.name, pin.version))
+            cuda.push_back({pin.name, pin.version.str(), *line});
     if (auto why = env::cuda_incoherence(cuda, m.cuda); why && !opt.allow_mixed_cuda)
-        throw Error(ErrorCode::invalid_input, *why + "\nrefusing to write " + result.lock_path.string() +
-                                                  " (pin the packages to one line, or lock with --allow-mixed-cuda "
-                                                  "if this is really meant)");
+        throw Error(ErrorCode::invalid_input,
+                    *why + "\nrefusing to write " + result.lock_path.string() +
+                        " (pin the packages to one line, or lock with --allow-mixed-cuda "
+                        "if this is really meant)");
 
     lock::LockDocument doc;
     doc.environment_marker = "python_version == '" + m.python + "' and sys_platform == 'linux'" +
@@ -254,7 +290,8 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     result.requests = http.stats().requests;
     result.cache_hits = http.stats().cache_hits;
     result.peak_in_flight = http.stats().peak_in_flight;
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
 }
 

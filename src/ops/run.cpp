@@ -27,27 +27,34 @@ void drop_shadowing_cuda_libraries(std::map<std::string, std::string>& base, Run
         if (!dir.empty() && fs::is_directory(dir, ec))
             for (const auto& e : fs::directory_iterator(dir, ec)) {
                 std::string n = e.path().filename().string();
-                for (const char* lib : {"libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so", "libnccl.so",
-                                        "libcusparse.so", "libcufft.so", "libnvrtc.so"})
+                for (const char* lib :
+                     {"libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so", "libnccl.so",
+                      "libcusparse.so", "libcufft.so", "libnvrtc.so"})
                     if (n.starts_with(lib)) shadows = true;
                 if (shadows) break;
             }
-        if (shadows) plan.notes.push_back("removed " + dir + " from LD_LIBRARY_PATH (its CUDA libraries would "
-                                          "shadow the environment's)");
-        else if (!dir.empty()) kept += (kept.empty() ? "" : ":") + dir;
+        if (shadows)
+            plan.notes.push_back("removed " + dir +
+                                 " from LD_LIBRARY_PATH (its CUDA libraries would "
+                                 "shadow the environment's)");
+        else if (!dir.empty())
+            kept += (kept.empty() ? "" : ":") + dir;
         if (colon == std::string_view::npos) break;
         rest.remove_prefix(colon + 1);
     }
-    if (kept.empty()) base.erase(ld);
-    else ld->second = kept;
+    if (kept.empty())
+        base.erase(ld);
+    else
+        ld->second = kept;
 }
 
 // torch.compile and Triton caches per environment and torch build: kept across rebuilds of the
 // environment, never shared between CUDA lines. The environment's cache folder is the one place
 // in the home the sandbox leaves writable, so it is made here, before the sandbox is entered.
-void add_compile_caches(const Context& ctx, const std::string& env, const std::vector<env::GenerationPackage>& packages,
-                        const std::vector<env::CudaLine>& lines, std::map<std::string, std::string>& base,
-                        RunPlan& plan) {
+void add_compile_caches(const Context& ctx, const std::string& env,
+                        const std::vector<env::GenerationPackage>& packages,
+                        const std::vector<env::CudaLine>& lines,
+                        std::map<std::string, std::string>& base, RunPlan& plan) {
     for (const auto& p : packages) {
         if (p.name != "torch") continue;
         // The torch build names the folder; a torch without a local label (a PyPI or repacked
@@ -56,10 +63,12 @@ void add_compile_caches(const Context& ctx, const std::string& env, const std::v
         if (p.version.find('+') == std::string::npos && !lines.empty()) {
             env::CudaLine newest = lines.front();
             for (const auto& l : lines)
-                if (l.major > newest.major || (l.major == newest.major && l.minor && !newest.minor)) newest = l;
+                if (l.major > newest.major || (l.major == newest.major && l.minor && !newest.minor))
+                    newest = l;
             build += "+cuda" + newest.str();
         }
-        fs::path env_caches = ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env);
+        fs::path env_caches =
+            ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env);
         fs::path dir = env_caches / build;
         std::error_code ec;
         fs::create_directories(dir / "inductor", ec);
@@ -72,8 +81,8 @@ void add_compile_caches(const Context& ctx, const std::string& env, const std::v
 }
 
 // The manifest's [run].env, last, so it wins.
-void add_manifest_run_env(const Context& ctx, const std::string& env, std::map<std::string, std::string>& base,
-                          RunPlan& plan) {
+void add_manifest_run_env(const Context& ctx, const std::string& env,
+                          std::map<std::string, std::string>& base, RunPlan& plan) {
     if (ctx.project_root.empty()) return;
     fs::path manifest = ctx.project_root / "manifests" / (env + ".toml");
     std::error_code ec;
@@ -91,14 +100,16 @@ void add_manifest_run_env(const Context& ctx, const std::string& env, std::map<s
 RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::string> argv,
                  std::map<std::string, std::string> base) {
     check_env_name(env);
-    if (argv.empty()) throw Error(ErrorCode::usage, "no command given: envbox run " + env + " -- CMD [ARGS…]");
+    if (argv.empty())
+        throw Error(ErrorCode::usage, "no command given: envbox run " + env + " -- CMD [ARGS…]");
     // Held (a shared lock inherited across the exec) so that gc keeps it while the command lives.
     auto gen = env::hold_current_generation(env_dir(ctx, env));
     if (!gen)
-        throw Error(ErrorCode::generic, "environment '" + env + "' has not been created" +
-                                            (ctx.project_root.empty() ? std::string()
-                                                                      : " for project " + ctx.project_root.string()) +
-                                            "; run `envbox create " + env + "` first");
+        throw Error(ErrorCode::generic,
+                    "environment '" + env + "' has not been created" +
+                        (ctx.project_root.empty() ? std::string()
+                                                  : " for project " + ctx.project_root.string()) +
+                        "; run `envbox create " + env + "` first");
     std::vector<env::CudaLine> lines;
     for (const auto& p : gen->packages)
         if (auto v = pep::Version::try_parse(p.version))
@@ -119,8 +130,9 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     base.erase("VIRTUAL_ENV_PROMPT");
     auto path = base.find("PATH");
     std::string bin = (gen->path / "bin").string();
-    base["PATH"] = path == base.end() || path->second.empty() ? bin + ":/usr/local/bin:/usr/bin:/bin"
-                                                              : bin + ":" + path->second;
+    base["PATH"] = path == base.end() || path->second.empty()
+                       ? bin + ":/usr/local/bin:/usr/bin:/bin"
+                       : bin + ":" + path->second;
     add_manifest_run_env(ctx, env, base, plan);
     plan.environment = std::move(base);
     return plan;
@@ -130,8 +142,9 @@ env::SandboxOutcome enter_run_sandbox(const Context& ctx, const RunPlan& plan, S
     if (mode == SandboxMode::off) return {};
     env::SandboxOutcome out = env::enter_sandbox({ctx.home, plan.writable});
     if (out.kind == env::SandboxKind::none && mode == SandboxMode::strict)
-        throw Error(ErrorCode::generic, "refusing to run without the sandbox (--sandbox strict): no mount namespace (" +
-                                            out.namespace_refused + ") and no Landlock (" + out.landlock_refused + ")");
+        throw Error(ErrorCode::generic,
+                    "refusing to run without the sandbox (--sandbox strict): no mount namespace (" +
+                        out.namespace_refused + ") and no Landlock (" + out.landlock_refused + ")");
     return out;
 }
 

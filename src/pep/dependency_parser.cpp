@@ -13,8 +13,12 @@
 namespace envbox::pep {
 namespace {
 
-bool is_ident_char(char c) { return is_ascii_alnum(c) || c == '.' || c == '_' || c == '-'; }
-bool is_word_char(char c) { return is_ascii_alnum(c) || c == '_'; }
+bool is_ident_char(char c) {
+    return is_ascii_alnum(c) || c == '.' || c == '_' || c == '-';
+}
+bool is_word_char(char c) {
+    return is_ascii_alnum(c) || c == '_';
+}
 
 // Marker variables and the legacy spellings packaging accepts, mapped to canonical names.
 // Longest spellings first so that `extras` is not read as `extra`.
@@ -42,7 +46,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 20> kVariabl
 }};
 
 class Parser {
-public:
+  public:
     explicit Parser(std::string_view input) : s_(input) {}
 
     Requirement requirement() {
@@ -55,7 +59,8 @@ public:
         if (take('@')) {
             skip_ws();
             std::size_t start = i_;
-            while (i_ < s_.size() && s_[i_] != ' ' && s_[i_] != '\t') ++i_;
+            while (i_ < s_.size() && s_[i_] != ' ' && s_[i_] != '\t')
+                ++i_;
             if (i_ == start) fail("Expected URL after @");
             req.url = std::string(s_.substr(start, i_ - start));
             if (at_end()) return req;
@@ -75,8 +80,9 @@ public:
             req.specifier = version_many(had_specifier);
             skip_ws();
             if (!take(')'))
-                fail("Expected matching RIGHT_PARENTHESIS for LEFT_PARENTHESIS, after version "
-                     "specifier");
+                fail(
+                    "Expected matching RIGHT_PARENTHESIS for LEFT_PARENTHESIS, after version "
+                    "specifier");
             had_specifier = true;
         } else {
             req.specifier = version_many(had_specifier);
@@ -102,7 +108,7 @@ public:
         return group;
     }
 
-private:
+  private:
     std::string_view s_;
     std::size_t i_ = 0;
     // Parenthesised groups open so far. The parser (and the evaluator and printer after it)
@@ -122,7 +128,8 @@ private:
     // Spaces and tabs only: a newline is never whitespace in this grammar.
     bool skip_ws() {
         std::size_t start = i_;
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t')) ++i_;
+        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t'))
+            ++i_;
         return i_ > start;
     }
     // A keyword delimited by word boundaries (`in`, `not`, `and`, `or`).
@@ -138,8 +145,10 @@ private:
     std::string identifier(std::string_view error) {
         if (at_end() || !is_ascii_alnum(s_[i_])) fail(error);
         std::size_t end = i_;
-        while (end < s_.size() && is_ident_char(s_[end])) ++end;
-        while (!is_ascii_alnum(s_[end - 1])) --end;  // the name ends on a letter or digit
+        while (end < s_.size() && is_ident_char(s_[end]))
+            ++end;
+        while (!is_ascii_alnum(s_[end - 1]))
+            --end;  // the name ends on a letter or digit
         std::string out(s_.substr(i_, end - i_));
         i_ = end;
         return out;
@@ -189,8 +198,8 @@ private:
     // One clause: an operator and the run of characters a version can contain. Whether the run
     // is a valid version for that operator is decided by `Specifier::parse`.
     bool clause() {
-        static constexpr std::array<std::string_view, 8> ops{"===", "==", "~=", "!=",
-                                                            "<=",  ">=", "<",  ">"};
+        static constexpr std::array<std::string_view, 8> ops{
+            "===", "==", "~=", "!=", "<=", ">=", "<", ">"};
         std::size_t start = i_;
         std::string_view op;
         for (auto o : ops)
@@ -207,8 +216,8 @@ private:
                    s_[i_] != ',')
                 ++i_;
         } else {
-            while (i_ < s_.size() && (is_ident_char(s_[i_]) || s_[i_] == '!' || s_[i_] == '*' ||
-                                      s_[i_] == '+'))
+            while (i_ < s_.size() &&
+                   (is_ident_char(s_[i_]) || s_[i_] == '!' || s_[i_] == '*' || s_[i_] == '+'))
                 ++i_;
         }
         if (i_ == vstart) {
@@ -252,8 +261,9 @@ private:
             --depth_;
             skip_ws();
             if (!take(')'))
-                fail("Expected matching RIGHT_PARENTHESIS for LEFT_PARENTHESIS, after marker "
-                     "expression");
+                fail(
+                    "Expected matching RIGHT_PARENTHESIS for LEFT_PARENTHESIS, after marker "
+                    "expression");
             skip_ws();
             return inner;
         }

@@ -65,8 +65,8 @@ Result<WheelFilename> WheelFilename::parse(std::string_view filename) {
         w.build = std::move(tag);
     }
     const std::size_t t = parts.size() - 3;
-    w.tag_text = std::string(parts[t]) + "-" + std::string(parts[t + 1]) + "-" +
-                 std::string(parts[t + 2]);
+    w.tag_text =
+        std::string(parts[t]) + "-" + std::string(parts[t + 1]) + "-" + std::string(parts[t + 2]);
     auto tags = parse_tag(w.tag_text);
     if (!tags) return invalid_wheel(filename, tags.error().message());
     w.tags = std::move(*tags);
@@ -79,8 +79,8 @@ Result<SdistFilename> SdistFilename::parse(std::string_view filename) {
         if (filename.size() > ext.size() && filename.substr(filename.size() - ext.size()) == ext)
             stem = filename.substr(0, filename.size() - ext.size());
     auto bad = [&](std::string_view why) {
-        return Error(ErrorCode::invalid_input,
-                     "invalid sdist file name '" + std::string(filename) + "': " + std::string(why));
+        return Error(ErrorCode::invalid_input, "invalid sdist file name '" + std::string(filename) +
+                                                   "': " + std::string(why));
     };
     if (stem.empty()) return bad("must end with .tar.gz or .zip");
     std::size_t dash = stem.rfind('-');

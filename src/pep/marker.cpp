@@ -9,16 +9,26 @@ namespace {
 
 std::string_view op_text(MarkerOp op) {
     switch (op) {
-        case MarkerOp::less_equal: return "<=";
-        case MarkerOp::less: return "<";
-        case MarkerOp::not_equal: return "!=";
-        case MarkerOp::equal: return "==";
-        case MarkerOp::greater_equal: return ">=";
-        case MarkerOp::greater: return ">";
-        case MarkerOp::compatible: return "~=";
-        case MarkerOp::arbitrary: return "===";
-        case MarkerOp::in: return "in";
-        case MarkerOp::not_in: return "not in";
+        case MarkerOp::less_equal:
+            return "<=";
+        case MarkerOp::less:
+            return "<";
+        case MarkerOp::not_equal:
+            return "!=";
+        case MarkerOp::equal:
+            return "==";
+        case MarkerOp::greater_equal:
+            return ">=";
+        case MarkerOp::greater:
+            return ">";
+        case MarkerOp::compatible:
+            return "~=";
+        case MarkerOp::arbitrary:
+            return "===";
+        case MarkerOp::in:
+            return "in";
+        case MarkerOp::not_in:
+            return "not in";
     }
     return "?";
 }
@@ -102,7 +112,8 @@ struct Evaluator {
         Value lhs = lookup(c.lhs);
         Value rhs = lookup(c.rhs);
         // Set-valued variables (lock files) only answer membership of a literal.
-        if (std::holds_alternative<const std::set<std::string>*>(lhs)) throw undefined_comparison(c);
+        if (std::holds_alternative<const std::set<std::string>*>(lhs))
+            throw undefined_comparison(c);
         if (const auto* set = std::get_if<const std::set<std::string>*>(&rhs)) {
             if (c.op != MarkerOp::in && c.op != MarkerOp::not_in) throw undefined_comparison(c);
             bool found = (*set)->count(canonicalize_name(std::get<std::string>(lhs))) > 0;

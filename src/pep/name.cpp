@@ -5,7 +5,9 @@ namespace {
 bool is_alnum(char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
-bool is_sep(char c) { return c == '-' || c == '_' || c == '.'; }
+bool is_sep(char c) {
+    return c == '-' || c == '_' || c == '.';
+}
 }  // namespace
 
 std::string ascii_lower(std::string_view s) {

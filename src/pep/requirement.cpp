@@ -6,11 +6,14 @@
 
 namespace envbox::pep {
 
-std::string Requirement::canonical_name() const { return canonicalize_name(name); }
+std::string Requirement::canonical_name() const {
+    return canonicalize_name(name);
+}
 
 std::vector<std::string> Requirement::canonical_extras() const {
     std::vector<std::string> out;
-    for (const auto& e : extras) out.push_back(canonicalize_name(e));
+    for (const auto& e : extras)
+        out.push_back(canonicalize_name(e));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;

@@ -67,7 +67,9 @@ Candidate Candidate::from_text(std::string_view text) {
     return Candidate{std::string(text), Version::try_parse(text)};
 }
 
-Candidate Candidate::from_version(const Version& v) { return Candidate{v.str(), v}; }
+Candidate Candidate::from_version(const Version& v) {
+    return Candidate{v.str(), v};
+}
 
 Result<Specifier> Specifier::parse(std::string_view input, std::optional<bool> prereleases) {
     std::string_view s = strip_ascii_space(input);
@@ -110,7 +112,8 @@ Result<Specifier> Specifier::parse(std::string_view input, std::optional<bool> p
         return bad_specifier(input, "not a PEP 440 version");
     if (spec.wildcard_ && (v->pre() || v->post() || v->dev() || v->has_local()))
         return bad_specifier(
-            input, ".* suffix cannot be used with pre-release, post-release, dev or local versions");
+            input,
+            ".* suffix cannot be used with pre-release, post-release, dev or local versions");
     if (v->has_local() && spec.op_ != Operator::equal && spec.op_ != Operator::not_equal)
         return bad_specifier(input, "local version label can only be used with `==` or `!=`");
     if (spec.op_ == Operator::compatible && v->release().size() < 2)
@@ -163,8 +166,7 @@ bool Specifier::matches(const Version& v) const {
         }
         case Operator::compatible: {
             // ~=X.Y.Z  ≡  >=X.Y.Z, ==X.Y.*
-            return v.compare_public(spec) >= 0 &&
-                   prefix_match(v, spec, spec.release().size() - 1);
+            return v.compare_public(spec) >= 0 && prefix_match(v, spec, spec.release().size() - 1);
         }
         case Operator::arbitrary:
             return ascii_lower(v.str()) == ascii_lower(text_);
@@ -190,7 +192,9 @@ bool Specifier::contains(const Version& v, std::optional<bool> prereleases, bool
     return matches(v);
 }
 
-std::string Specifier::str() const { return std::string(operator_str(op_)) + text_; }
+std::string Specifier::str() const {
+    return std::string(operator_str(op_)) + text_;
+}
 
 std::pair<Operator, std::string> Specifier::canonical_key() const {
     if (op_ == Operator::arbitrary || wildcard_) return {op_, text_};
@@ -269,7 +273,9 @@ std::vector<std::size_t> SpecifierSet::filter_indices(const std::vector<Candidat
                 break;
             }
         if (!ok) continue;
-        Class cls = !c.version ? unparsable : c.version->is_prerelease() ? pre_release : final_release;
+        Class cls = !c.version                   ? unparsable
+                    : c.version->is_prerelease() ? pre_release
+                                                 : final_release;
         any_final = any_final || cls == final_release;
         matched.emplace_back(k, cls);
     }
@@ -283,7 +289,8 @@ std::vector<std::size_t> SpecifierSet::filter_indices(const std::vector<Candidat
 std::vector<Candidate> SpecifierSet::filter(const std::vector<Candidate>& candidates,
                                             std::optional<bool> prereleases) const {
     std::vector<Candidate> out;
-    for (std::size_t k : filter_indices(candidates, prereleases)) out.push_back(candidates[k]);
+    for (std::size_t k : filter_indices(candidates, prereleases))
+        out.push_back(candidates[k]);
     return out;
 }
 
@@ -293,7 +300,8 @@ Result<SpecifierSet> SpecifierSet::intersect(const SpecifierSet& other) const {
         return Error(ErrorCode::invalid_input,
                      "cannot combine specifier sets with opposite pre-release settings");
     if (!out.configured_) out.configured_ = other.configured_;
-    for (const auto& s : other.specs_) out.add(s);
+    for (const auto& s : other.specs_)
+        out.add(s);
     return out;
 }
 
@@ -355,14 +363,17 @@ std::vector<Candidate> probes_for(std::initializer_list<const SpecifierSet*> set
         for (const auto& spec : set->specifiers()) {
             if (spec.version()) add_probes_around(*spec.version(), versions);
             // `===` also matches the literal string, parsable or not.
-            if (spec.op() == Operator::arbitrary) out.push_back(Candidate::from_text(spec.version_text()));
+            if (spec.op() == Operator::arbitrary)
+                out.push_back(Candidate::from_text(spec.version_text()));
         }
     std::sort(versions.begin(), versions.end(),
               [](const Version& a, const Version& b) { return a.str() < b.str(); });
-    versions.erase(std::unique(versions.begin(), versions.end(),
-                               [](const Version& a, const Version& b) { return a.str() == b.str(); }),
-                   versions.end());
-    for (const auto& v : versions) out.push_back(Candidate::from_version(v));
+    versions.erase(
+        std::unique(versions.begin(), versions.end(),
+                    [](const Version& a, const Version& b) { return a.str() == b.str(); }),
+        versions.end());
+    for (const auto& v : versions)
+        out.push_back(Candidate::from_version(v));
     return out;
 }
 
@@ -371,7 +382,8 @@ std::vector<Candidate> probes_for(std::initializer_list<const SpecifierSet*> set
 bool SpecifierSet::is_satisfiable() const {
     if (specs_.empty()) return true;
     for (const auto& c : probes_for({this}))
-        if (contains(c, configured_ == false ? std::optional<bool>(false) : std::optional<bool>(true)))
+        if (contains(c,
+                     configured_ == false ? std::optional<bool>(false) : std::optional<bool>(true)))
             return true;
     return false;
 }
@@ -390,7 +402,8 @@ bool SpecifierSet::is_disjoint(const SpecifierSet& other) const {
 
 std::string SpecifierSet::str() const {
     std::vector<std::string> parts;
-    for (const auto& s : specs_) parts.push_back(s.str());
+    for (const auto& s : specs_)
+        parts.push_back(s.str());
     std::sort(parts.begin(), parts.end());
     std::string out;
     for (const auto& p : parts) {

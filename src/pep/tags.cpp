@@ -55,7 +55,8 @@ bool is_threaded_abi(const std::vector<std::string>& abis) {
     const std::string& a = abis[0];
     if (a.size() < 3 || a.compare(0, 2, "cp") != 0 || !is_ascii_digit(a[2])) return false;
     std::size_t k = 2;
-    while (k < a.size() && is_ascii_digit(a[k])) ++k;
+    while (k < a.size() && is_ascii_digit(a[k]))
+        ++k;
     return a.find('t', k) != std::string::npos;
 }
 
@@ -87,7 +88,8 @@ Result<std::vector<Tag>> parse_tag(std::string_view text, const TagParseOptions&
     std::set<Tag> out;
     for (const auto& i : sets[0])
         for (const auto& a : sets[1])
-            for (const auto& p : sets[2]) out.insert(Tag{i, a, p});
+            for (const auto& p : sets[2])
+                out.insert(Tag{i, a, p});
     return std::vector<Tag>(out.begin(), out.end());
 }
 
@@ -95,21 +97,25 @@ std::vector<Tag> cpython_tags(const std::vector<int>& python_version,
                               const std::vector<std::string>& abis_in,
                               const std::vector<std::string>& platforms) {
     std::vector<Tag> out;
-    const std::string interpreter =
-        python_version.size() > 1 ? "cp" + version_nodot(python_version[0], python_version[1])
-                                  : "cp" + std::to_string(python_version[0]);
+    const std::string interpreter = python_version.size() > 1
+                                        ? "cp" + version_nodot(python_version[0], python_version[1])
+                                        : "cp" + std::to_string(python_version[0]);
     std::vector<std::string> abis;
     for (const auto& a : abis_in)
         if (a != "abi3" && a != "abi3t" && a != "none") abis.push_back(a);
     for (const auto& abi : abis)
-        for (const auto& p : platforms) out.push_back({interpreter, abi, p});
+        for (const auto& p : platforms)
+            out.push_back({interpreter, abi, p});
     const bool threaded = is_threaded_abi(abis);
     const std::string stable_abi = threaded ? "abi3t" : "abi3";
-    const bool use_abi3 = python_version.size() > 1 &&
-                          (python_version[0] > 3 || (python_version[0] == 3 && python_version[1] >= 2));
+    const bool use_abi3 =
+        python_version.size() > 1 &&
+        (python_version[0] > 3 || (python_version[0] == 3 && python_version[1] >= 2));
     if (use_abi3)
-        for (const auto& p : platforms) out.push_back({interpreter, stable_abi, p});
-    for (const auto& p : platforms) out.push_back({interpreter, "none", p});
+        for (const auto& p : platforms)
+            out.push_back({interpreter, stable_abi, p});
+    for (const auto& p : platforms)
+        out.push_back({interpreter, "none", p});
     if (use_abi3)
         for (int minor = python_version[1] - 1; minor > 1; --minor)
             for (const auto& p : platforms)
@@ -123,9 +129,11 @@ std::vector<Tag> compatible_tags(const std::vector<int>& python_version,
     std::vector<Tag> out;
     const auto range = py_interpreter_range(python_version);
     for (const auto& v : range)
-        for (const auto& p : platforms) out.push_back({v, "none", p});
+        for (const auto& p : platforms)
+            out.push_back({v, "none", p});
     if (interpreter) out.push_back({*interpreter, "none", "any"});
-    for (const auto& v : range) out.push_back({v, "none", "any"});
+    for (const auto& v : range)
+        out.push_back({v, "none", "any"});
     return out;
 }
 
@@ -134,13 +142,15 @@ std::vector<Tag> generic_tags(const std::string& interpreter, std::vector<std::s
     if (std::find(abis.begin(), abis.end(), "none") == abis.end()) abis.push_back("none");
     std::vector<Tag> out;
     for (const auto& a : abis)
-        for (const auto& p : platforms) out.push_back({interpreter, a, p});
+        for (const auto& p : platforms)
+            out.push_back({interpreter, a, p});
     return out;
 }
 
 std::vector<Tag> pure_python_tags(const std::vector<int>& python_version) {
     std::vector<Tag> out;
-    for (const auto& v : py_interpreter_range(python_version)) out.push_back({v, "none", "any"});
+    for (const auto& v : py_interpreter_range(python_version))
+        out.push_back({v, "none", "any"});
     return out;
 }
 
@@ -198,7 +208,8 @@ Result<std::vector<std::string>> target_platforms(std::string_view tag) {
     } else if (tag.rfind("musllinux_", 0) == 0) {
         if (!parse_xy_arch(tag.substr(10), x, y, arch)) return bad("expected musllinux_X_Y_ARCH");
         for (int minor = y; minor >= 0; --minor)
-            out.push_back("musllinux_" + std::to_string(x) + "_" + std::to_string(minor) + "_" + arch);
+            out.push_back("musllinux_" + std::to_string(x) + "_" + std::to_string(minor) + "_" +
+                          arch);
     } else if (tag.rfind("linux_", 0) == 0) {
         arch = std::string(tag.substr(6));
     } else {
@@ -210,7 +221,8 @@ Result<std::vector<std::string>> target_platforms(std::string_view tag) {
 }
 
 TargetTags::TargetTags(std::vector<Tag> ordered) : tags_(std::move(ordered)) {
-    for (std::size_t k = 0; k < tags_.size(); ++k) rank_.emplace(tags_[k].str(), k);
+    for (std::size_t k = 0; k < tags_.size(); ++k)
+        rank_.emplace(tags_[k].str(), k);
 }
 
 Result<TargetTags> TargetTags::cpython(int major, int minor, std::string_view platform_tag,

@@ -8,17 +8,27 @@
 
 namespace envbox::pep {
 
-inline bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
-inline bool is_ascii_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-inline bool is_ascii_alnum(char c) { return is_ascii_digit(c) || is_ascii_alpha(c); }
+inline bool is_ascii_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+inline bool is_ascii_alpha(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+inline bool is_ascii_alnum(char c) {
+    return is_ascii_digit(c) || is_ascii_alpha(c);
+}
 inline bool is_ascii_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
-inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+inline char lower(char c) {
+    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 inline std::string_view strip_ascii_space(std::string_view s) {
-    while (!s.empty() && is_ascii_space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && is_ascii_space(s.back())) s.remove_suffix(1);
+    while (!s.empty() && is_ascii_space(s.front()))
+        s.remove_prefix(1);
+    while (!s.empty() && is_ascii_space(s.back()))
+        s.remove_suffix(1);
     return s;
 }
 
@@ -41,7 +51,8 @@ inline std::size_t leading_unicode_space(std::string_view s) {
 
 /// Strips Unicode whitespace (UTF-8) from both ends, as Python's `str.strip()`.
 inline std::string_view strip_unicode_space(std::string_view s) {
-    while (std::size_t n = leading_unicode_space(s)) s.remove_prefix(n);
+    while (std::size_t n = leading_unicode_space(s))
+        s.remove_prefix(n);
     for (;;) {
         std::size_t n = 0;
         for (std::size_t len : {1u, 2u, 3u})

@@ -8,7 +8,9 @@
 namespace envbox::pep {
 namespace {
 
-bool is_version_sep(char c) { return c == '-' || c == '_' || c == '.'; }
+bool is_version_sep(char c) {
+    return c == '-' || c == '_' || c == '.';
+}
 
 // A cursor over the version text. Every optional component of PEP 440's grammar is tried from a
 // saved position and abandoned on failure, which reproduces the backtracking of the reference
@@ -131,7 +133,9 @@ bool parse_into(std::string_view text, std::uint64_t& epoch, std::vector<std::ui
                 post = number;
         }
     }
-    if (take_lettered(c, [](Cursor& cc) { return cc.take_word("dev"); }, number)) dev = number;
+    if (take_lettered(
+            c, [](Cursor& cc) { return cc.take_word("dev"); }, number))
+        dev = number;
 
     if (c.take('+')) {
         auto segs = parse_local_label(text.substr(c.i));
@@ -145,8 +149,8 @@ bool parse_into(std::string_view text, std::uint64_t& epoch, std::vector<std::ui
 }  // namespace
 
 std::strong_ordering LocalSegment::operator<=>(const LocalSegment& other) const {
-    if (numeric != other.numeric) return numeric ? std::strong_ordering::greater
-                                                 : std::strong_ordering::less;
+    if (numeric != other.numeric)
+        return numeric ? std::strong_ordering::greater : std::strong_ordering::less;
     if (numeric) return number <=> other.number;
     return text.compare(other.text) <=> 0;
 }
@@ -156,7 +160,8 @@ std::optional<std::vector<LocalSegment>> parse_local_label(std::string_view labe
     std::size_t start = 0;
     for (;;) {
         std::size_t end = start;
-        while (end < label.size() && !is_version_sep(label[end])) ++end;
+        while (end < label.size() && !is_version_sep(label[end]))
+            ++end;
         if (end == start) return std::nullopt;  // empty segment: "", "a..b", "a."
         LocalSegment seg;
         bool all_digits = true;
@@ -200,8 +205,8 @@ std::optional<Version> Version::try_parse(std::string_view text) {
 
 Result<Version> Version::parse(std::string_view text) {
     if (auto v = try_parse(text)) return std::move(*v);
-    return Error(ErrorCode::invalid_input, "invalid version (not PEP 440): '" +
-                                               std::string(text) + "'");
+    return Error(ErrorCode::invalid_input,
+                 "invalid version (not PEP 440): '" + std::string(text) + "'");
 }
 
 std::string Version::base_str() const {
@@ -250,8 +255,12 @@ Version Version::without(bool pre, bool post, bool dev, bool local) const {
     return v;
 }
 
-Version Version::public_version() const { return without(false, false, false, true); }
-Version Version::base_version() const { return without(true, true, true, true); }
+Version Version::public_version() const {
+    return without(false, false, false, true);
+}
+Version Version::base_version() const {
+    return without(true, true, true, true);
+}
 
 std::strong_ordering Version::compare(const Version& o, bool with_local) const {
     if (auto c = epoch_ <=> o.epoch_; c != 0) return c;
@@ -271,11 +280,13 @@ std::strong_ordering Version::compare(const Version& o, bool with_local) const {
     if (auto c = pre_key(*this) <=> pre_key(o); c != 0) return c;
     // Post: absent sorts lowest. Dev: absent sorts highest.
     auto post_key = [](const Version& v) {
-        return v.post_ ? std::pair<int, std::uint64_t>{1, *v.post_} : std::pair<int, std::uint64_t>{0, 0};
+        return v.post_ ? std::pair<int, std::uint64_t>{1, *v.post_}
+                       : std::pair<int, std::uint64_t>{0, 0};
     };
     if (auto c = post_key(*this) <=> post_key(o); c != 0) return c;
     auto dev_key = [](const Version& v) {
-        return v.dev_ ? std::pair<int, std::uint64_t>{0, *v.dev_} : std::pair<int, std::uint64_t>{1, 0};
+        return v.dev_ ? std::pair<int, std::uint64_t>{0, *v.dev_}
+                      : std::pair<int, std::uint64_t>{1, 0};
     };
     if (auto c = dev_key(*this) <=> dev_key(o); c != 0) return c;
     // Local: absent sorts lowest; otherwise segment-wise, a longer label wins a tie.
@@ -289,7 +300,8 @@ std::string canonicalize_version(std::string_view text, bool strip_trailing_zero
     if (!v) return std::string(text);
     if (!strip_trailing_zero) return v->str();
     std::vector<std::uint64_t> release = v->release();
-    while (release.size() > 1 && release.back() == 0) release.pop_back();
+    while (release.size() > 1 && release.back() == 0)
+        release.pop_back();
     return Version(std::move(release), v->epoch(), v->pre(), v->post(), v->dev(), v->local()).str();
 }
 

@@ -11,7 +11,8 @@ namespace envbox::pep {
 namespace {
 
 Error record_error(std::size_t line, std::string_view what) {
-    return Error(ErrorCode::integrity, "RECORD line " + std::to_string(line) + ": " + std::string(what));
+    return Error(ErrorCode::integrity,
+                 "RECORD line " + std::to_string(line) + ": " + std::string(what));
 }
 
 bool is_word_byte(char c) {
@@ -73,8 +74,7 @@ Result<std::vector<RecordRow>> parse_record(std::string_view text) {
                                               std::to_string(fields.size()));
         RecordRow row{std::move(fields[0]), std::move(fields[1]), std::move(fields[2])};
         std::replace(row.path.begin(), row.path.end(), '\\', '/');
-        if (auto err = validate_record_row(row))
-            return record_error(row_line, err->message());
+        if (auto err = validate_record_row(row)) return record_error(row_line, err->message());
         rows.push_back(std::move(row));
     }
     return rows;
@@ -93,7 +93,8 @@ std::optional<Error> validate_record_row(const RecordRow& row) {
         problems.push_back("size '" + row.size + "' is not an integer");
     if (problems.empty()) return std::nullopt;
     std::string msg = "invalid RECORD row for path '" + row.path + "': ";
-    for (std::size_t k = 0; k < problems.size(); ++k) msg += (k ? "; " : "") + problems[k];
+    for (std::size_t k = 0; k < problems.size(); ++k)
+        msg += (k ? "; " : "") + problems[k];
     return Error(ErrorCode::integrity, msg);
 }
 
@@ -107,15 +108,17 @@ std::optional<std::string> check_record_row(const RecordRow& row, const Sha256Di
                    (algo == "md5" || algo == "sha1" ? " (too weak; sha256 required)"
                                                     : " (envbox verifies sha256 only)");
         std::string_view expected = std::string_view(row.hash).substr(eq + 1);
-        while (!expected.empty() && expected.back() == '=') expected.remove_suffix(1);
+        while (!expected.empty() && expected.back() == '=')
+            expected.remove_suffix(1);
         std::string actual = to_record_b64(digest);
         if (expected != actual)
-            return "hash mismatch for '" + row.path + "': RECORD says sha256=" + std::string(expected) +
+            return "hash mismatch for '" + row.path +
+                   "': RECORD says sha256=" + std::string(expected) +
                    ", the file has sha256=" + actual + " (" + to_hex(digest) + ")";
     }
     if (!row.size.empty() && row.size != std::to_string(size))
-        return "size mismatch for '" + row.path + "': RECORD says " + row.size + " bytes, the file has " +
-               std::to_string(size);
+        return "size mismatch for '" + row.path + "': RECORD says " + row.size +
+               " bytes, the file has " + std::to_string(size);
     return std::nullopt;
 }
 
@@ -142,7 +145,8 @@ Result<WheelInfo> parse_wheel_info(std::string_view text) {
                 info.version_minor =
                     dot == std::string_view::npos ? 0 : std::stoi(std::string(v.substr(dot + 1)));
             } catch (const std::exception&) {
-                return Error(ErrorCode::integrity, "WHEEL: bad Wheel-Version '" + std::string(v) + "'");
+                return Error(ErrorCode::integrity,
+                             "WHEEL: bad Wheel-Version '" + std::string(v) + "'");
             }
             have_version = true;
         } else if (k == "root-is-purelib") {
@@ -155,10 +159,10 @@ Result<WheelInfo> parse_wheel_info(std::string_view text) {
     }
     if (!have_version) return Error(ErrorCode::integrity, "WHEEL: no Wheel-Version");
     if (info.version_major > 1)
-        return Error(ErrorCode::integrity,
-                     "WHEEL: Wheel-Version " + std::to_string(info.version_major) + "." +
-                         std::to_string(info.version_minor) +
-                         " is newer than this installer supports (1.x)");
+        return Error(ErrorCode::integrity, "WHEEL: Wheel-Version " +
+                                               std::to_string(info.version_major) + "." +
+                                               std::to_string(info.version_minor) +
+                                               " is newer than this installer supports (1.x)");
     return info;
 }
 
@@ -175,17 +179,18 @@ Result<std::vector<EntryPoint>> parse_entry_points(std::string_view text) {
         if (line.empty() || line.front() == '#' || line.front() == ';') continue;
         if (line.front() == '[') {
             if (line.back() != ']')
-                return Error(ErrorCode::integrity, "entry_points.txt line " +
-                                                       std::to_string(line_no) + ": bad section");
+                return Error(ErrorCode::integrity,
+                             "entry_points.txt line " + std::to_string(line_no) + ": bad section");
             section = std::string(strip_ascii_space(line.substr(1, line.size() - 2)));
             continue;
         }
         if (section != "console_scripts" && section != "gui_scripts") continue;
         auto eq = line.find('=');
         auto bad = [&] {
-            return Error(ErrorCode::integrity,
-                         "entry_points.txt line " + std::to_string(line_no) + ": '" +
-                             std::string(line) + "' is not 'name = module:attr' in [" + section + "]");
+            return Error(ErrorCode::integrity, "entry_points.txt line " + std::to_string(line_no) +
+                                                   ": '" + std::string(line) +
+                                                   "' is not 'name = module:attr' in [" + section +
+                                                   "]");
         };
         if (eq == std::string_view::npos) return bad();
         EntryPoint ep;
@@ -259,9 +264,12 @@ bool script_name_escapes(std::string_view name) {
 std::string sh_quote(std::string_view word) {
     std::string out = "'";
     for (char c : word) {
-        if (c == '\'') out += R"('\'')";
-        else if (c == '\\') out += R"('"\\"')";
-        else out += c;
+        if (c == '\'')
+            out += R"('\'')";
+        else if (c == '\\')
+            out += R"('"\\"')";
+        else
+            out += c;
     }
     return out + "'";
 }
@@ -269,7 +277,8 @@ std::string sh_quote(std::string_view word) {
 std::string shebang_for(std::string_view python) {
     // The kernel splits a shebang line at the first blank and ends it at the newline; every
     // other byte ($, quotes, parentheses) is taken literally, so only those need the trampoline.
-    bool simple = python.find_first_of(" \t\n") == std::string_view::npos && python.size() + 3 <= 127;
+    bool simple =
+        python.find_first_of(" \t\n") == std::string_view::npos && python.size() + 3 <= 127;
     if (simple) return "#!" + std::string(python) + "\n";
     // Line 2 is a command to sh and the start of one string literal to Python, which compiles
     // the whole file: sh_quote leaves Python only the valid escapes \' and \\ in it.
@@ -279,7 +288,8 @@ std::string shebang_for(std::string_view python) {
 std::string rewrite_shebang(std::string_view content, std::string_view python) {
     if (content.substr(0, 8) != "#!python") return std::string(content);
     auto nl = content.find('\n');
-    std::string_view rest = nl == std::string_view::npos ? std::string_view() : content.substr(nl + 1);
+    std::string_view rest =
+        nl == std::string_view::npos ? std::string_view() : content.substr(nl + 1);
     return shebang_for(python) + std::string(rest);
 }
 
@@ -289,10 +299,13 @@ std::string launcher_script(const EntryPoint& entry, std::string_view python) {
            "# -*- coding: utf-8 -*-\n"
            "import re\n"
            "import sys\n"
-           "from " + entry.module + " import " + import_name + "\n"
+           "from " +
+           entry.module + " import " + import_name +
+           "\n"
            "if __name__ == '__main__':\n"
            "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
-           "    sys.exit(" + entry.attr + "())\n";
+           "    sys.exit(" +
+           entry.attr + "())\n";
 }
 
 std::vector<EntryPoint> scripts_for_target(std::vector<EntryPoint> entries, int major, int minor) {
@@ -307,7 +320,8 @@ std::vector<EntryPoint> scripts_for_target(std::vector<EntryPoint> entries, int 
         return e;
     };
     auto drop_matching = [&](const std::regex& re) {
-        std::erase_if(entries, [&](const EntryPoint& e) { return !e.gui && std::regex_match(e.name, re); });
+        std::erase_if(entries,
+                      [&](const EntryPoint& e) { return !e.gui && std::regex_match(e.name, re); });
     };
     auto variant = [](EntryPoint e, std::string name) {
         e.name = std::move(name);

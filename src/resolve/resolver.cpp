@@ -1,9 +1,9 @@
 #include "envbox/resolve/resolver.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <deque>
 #include <functional>
 #include <sstream>
@@ -23,10 +23,13 @@ struct VSet {
     std::vector<std::uint64_t> w;
     std::size_t n = 0;
 
-    static VSet none(std::size_t n) { return VSet{std::vector<std::uint64_t>((n + 63) / 64, 0), n}; }
+    static VSet none(std::size_t n) {
+        return VSet{std::vector<std::uint64_t>((n + 63) / 64, 0), n};
+    }
     static VSet all(std::size_t n) {
         VSet s = none(n);
-        for (std::size_t i = 0; i < n; ++i) s.set(i);
+        for (std::size_t i = 0; i < n; ++i)
+            s.set(i);
         return s;
     }
     static VSet one(std::size_t n, std::size_t i) {
@@ -41,22 +44,26 @@ struct VSet {
     }
     std::size_t count() const {
         std::size_t c = 0;
-        for (auto x : w) c += static_cast<std::size_t>(__builtin_popcountll(x));
+        for (auto x : w)
+            c += static_cast<std::size_t>(__builtin_popcountll(x));
         return c;
     }
     VSet operator&(const VSet& o) const {
         VSet r = *this;
-        for (std::size_t i = 0; i < w.size(); ++i) r.w[i] &= o.w[i];
+        for (std::size_t i = 0; i < w.size(); ++i)
+            r.w[i] &= o.w[i];
         return r;
     }
     VSet operator|(const VSet& o) const {
         VSet r = *this;
-        for (std::size_t i = 0; i < w.size(); ++i) r.w[i] |= o.w[i];
+        for (std::size_t i = 0; i < w.size(); ++i)
+            r.w[i] |= o.w[i];
         return r;
     }
     VSet minus(const VSet& o) const {
         VSet r = *this;
-        for (std::size_t i = 0; i < w.size(); ++i) r.w[i] &= ~o.w[i];
+        for (std::size_t i = 0; i < w.size(); ++i)
+            r.w[i] &= ~o.w[i];
         return r;
     }
     bool subset_of(const VSet& o) const {
@@ -84,7 +91,9 @@ Term intersect(const Term& a, const Term& b) {
     if (b.positive) return {a.pkg, true, b.set.minus(a.set)};
     return {a.pkg, false, a.set | b.set};
 }
-Term unite(const Term& a, const Term& b) { return intersect(a.negate(), b.negate()).negate(); }
+Term unite(const Term& a, const Term& b) {
+    return intersect(a.negate(), b.negate()).negate();
+}
 
 // Every solution allowed by `a` is allowed by `b`.
 bool subset(const Term& a, const Term& b) {
@@ -119,16 +128,16 @@ struct Assignment {
 };
 
 struct Package {
-    std::string name;   // "a", "a[x]", or "" for the root
-    std::string base;   // "a"
-    std::string extra;  // "x"
-    std::vector<Candidate> candidates;  // ascending
-    bool explicit_prerelease = false;   // some requirement names a pre-release
+    std::string name;                         // "a", "a[x]", or "" for the root
+    std::string base;                         // "a"
+    std::string extra;                        // "x"
+    std::vector<Candidate> candidates;        // ascending
+    bool explicit_prerelease = false;         // some requirement names a pre-release
     std::optional<std::size_t> pinned_exact;  // `==V` from the root: V may be yanked
 };
 
 class Solver {
-public:
+  public:
     Solver(PackageSource& source, const Options& options) : source_(source), options_(options) {
         Package root;
         root.candidates.push_back(Candidate{pep::Version::parse("0").value(), false, {}});
@@ -165,11 +174,12 @@ public:
             if (!pkg.extra.empty()) pin.extras.insert(pkg.extra);
         }
         std::vector<Pinned> result;
-        for (auto& [_, p] : out) result.push_back(std::move(p));
+        for (auto& [_, p] : out)
+            result.push_back(std::move(p));
         return result;
     }
 
-private:
+  private:
     PackageSource& source_;
     const Options& options_;
     std::vector<pep::Requirement> root_requirements_;
@@ -178,7 +188,7 @@ private:
     std::vector<Incompat> incompats_;
     std::vector<std::vector<int>> incompats_of_;  // per package
     std::vector<Assignment> assignments_;
-    std::vector<std::optional<Term>> acc_;        // per package: intersection of its assignments
+    std::vector<std::optional<Term>> acc_;  // per package: intersection of its assignments
     std::vector<std::optional<std::size_t>> decided_;
     int level_ = 0;
     bool debug_ = std::getenv("ENVBOX_RESOLVE_DEBUG") != nullptr;
@@ -230,24 +240,29 @@ private:
 
     int add_incompat(Incompat inc) {
         int id = static_cast<int>(incompats_.size());
-        for (const auto& t : inc.terms) incompats_of_[static_cast<std::size_t>(t.pkg)].push_back(id);
+        for (const auto& t : inc.terms)
+            incompats_of_[static_cast<std::size_t>(t.pkg)].push_back(id);
         incompats_.push_back(std::move(inc));
         return id;
     }
 
-    int add_dependency_incompat(PkgId from, std::size_t v, PkgId dep, const VSet& set, std::string text) {
+    int add_dependency_incompat(PkgId from, std::size_t v, PkgId dep, const VSet& set,
+                                std::string text) {
         Incompat inc;
         inc.kind = Kind::dependency;
         inc.text = std::move(text);
         inc.dep = dep;
-        inc.terms.push_back(Term{from, true, VSet::one(packages_[static_cast<std::size_t>(from)].candidates.size(), v)});
+        inc.terms.push_back(Term{
+            from, true, VSet::one(packages_[static_cast<std::size_t>(from)].candidates.size(), v)});
         if (!set.empty()) inc.terms.push_back(Term{dep, false, set});
         return add_incompat(std::move(inc));
     }
 
     Term accumulated(PkgId p) const {
         const auto& a = acc_[static_cast<std::size_t>(p)];
-        return a ? *a : Term{p, false, VSet::none(packages_[static_cast<std::size_t>(p)].candidates.size())};
+        return a ? *a
+                 : Term{p, false,
+                        VSet::none(packages_[static_cast<std::size_t>(p)].candidates.size())};
     }
 
     void assign(Term t, int cause) {
@@ -262,10 +277,13 @@ private:
     }
 
     void backtrack(int level) {
-        while (!assignments_.empty() && assignments_.back().level > level) assignments_.pop_back();
+        while (!assignments_.empty() && assignments_.back().level > level)
+            assignments_.pop_back();
         level_ = level;
-        for (auto& a : acc_) a.reset();
-        for (auto& d : decided_) d.reset();
+        for (auto& a : acc_)
+            a.reset();
+        for (auto& d : decided_)
+            d.reset();
         for (const auto& a : assignments_) {
             auto& acc = acc_[static_cast<std::size_t>(a.term.pkg)];
             acc = acc ? intersect(*acc, a.term) : a.term;
@@ -309,7 +327,8 @@ private:
                     Term derived = unsat->negate();
                     PkgId q = derived.pkg;
                     assign(std::move(derived), id);
-                    if (std::find(changed.begin(), changed.end(), q) == changed.end()) changed.push_back(q);
+                    if (std::find(changed.begin(), changed.end(), q) == changed.end())
+                        changed.push_back(q);
                 }
             }
             if (conflict >= 0) {
@@ -323,7 +342,8 @@ private:
     }
 
     bool terminal(const Incompat& inc) const {
-        return inc.terms.empty() || (inc.terms.size() == 1 && inc.terms[0].pkg == kRoot && inc.terms[0].positive);
+        return inc.terms.empty() ||
+               (inc.terms.size() == 1 && inc.terms[0].pkg == kRoot && inc.terms[0].positive);
     }
 
     std::pair<PkgId, int> resolve_conflict(int incompat_id) {
@@ -332,27 +352,31 @@ private:
             const Incompat inc = incompats_[static_cast<std::size_t>(incompat_id)];
             if (debug_) {
                 std::string t;
-                for (const auto& x : inc.terms) t += " {" + describe_term(x) + "}";
-                std::fprintf(stderr, "conflict %d:%s (level %d, %zu assignments)\n", incompat_id, t.c_str(), level_,
-                             assignments_.size());
+                for (const auto& x : inc.terms)
+                    t += " {" + describe_term(x) + "}";
+                std::fprintf(stderr, "conflict %d:%s (level %d, %zu assignments)\n", incompat_id,
+                             t.c_str(), level_, assignments_.size());
             }
             if (terminal(inc)) throw Error(ErrorCode::invalid_input, explain(incompat_id));
 
             // The satisfier: the earliest assignment by which the incompatibility is satisfied.
             std::map<PkgId, std::optional<Term>> acc;
             std::map<PkgId, int> satisfied_at;
-            for (const auto& t : inc.terms) acc[t.pkg] = std::nullopt;
+            for (const auto& t : inc.terms)
+                acc[t.pkg] = std::nullopt;
             auto term_of = [&](PkgId p) -> const Term& {
                 for (const auto& t : inc.terms)
                     if (t.pkg == p) return t;
                 throw Error(ErrorCode::generic, "resolver: term missing");
             };
-            for (std::size_t i = 0; i < assignments_.size() && satisfied_at.size() < inc.terms.size(); ++i) {
+            for (std::size_t i = 0;
+                 i < assignments_.size() && satisfied_at.size() < inc.terms.size(); ++i) {
                 const auto& a = assignments_[i];
                 auto it = acc.find(a.term.pkg);
                 if (it == acc.end() || satisfied_at.count(a.term.pkg)) continue;
                 it->second = it->second ? intersect(*it->second, a.term) : a.term;
-                if (subset(*it->second, term_of(a.term.pkg))) satisfied_at[a.term.pkg] = static_cast<int>(i);
+                if (subset(*it->second, term_of(a.term.pkg)))
+                    satisfied_at[a.term.pkg] = static_cast<int>(i);
             }
             // A term never satisfied by an assignment is satisfied by the empty solution
             // (a negative term on an unassigned package): it does not constrain the search.
@@ -383,11 +407,14 @@ private:
                     }
                 }
             }
-            int previous_level = previous < 0 ? 1 : std::max(1, assignments_[static_cast<std::size_t>(previous)].level);
+            int previous_level =
+                previous < 0 ? 1
+                             : std::max(1, assignments_[static_cast<std::size_t>(previous)].level);
             if (previous < 0) previous_level = 1;
 
             if (sat.decision() || previous_level != sat.level) {
-                if (changed) incompat_id = add_incompat(incompats_[static_cast<std::size_t>(incompat_id)]);
+                if (changed)
+                    incompat_id = add_incompat(incompats_[static_cast<std::size_t>(incompat_id)]);
                 backtrack(std::min(previous_level, level_));
                 return {sat_pkg, incompat_id};
             }
@@ -445,9 +472,10 @@ private:
         std::vector<int> added;
         if (!pkg.extra.empty()) {  // a[x]==v depends on a==v
             PkgId base = package(pkg.base, "");
-            added.push_back(add_dependency_incompat(best, v, base,
-                                                    VSet::one(packages_[static_cast<std::size_t>(base)].candidates.size(), v),
-                                                    pkg.base + "==" + pkg.candidates[v].version.str()));
+            added.push_back(add_dependency_incompat(
+                best, v, base,
+                VSet::one(packages_[static_cast<std::size_t>(base)].candidates.size(), v),
+                pkg.base + "==" + pkg.candidates[v].version.str()));
         }
         std::vector<pep::Requirement> reqs;
         if (best == kRoot) {
@@ -463,9 +491,11 @@ private:
         // Ask for every dependency's versions at once, so a networked source fetches them in
         // parallel while the solver works through them one by one.
         std::vector<std::string> names;
-        for (const auto& r : reqs) names.push_back(pep::canonicalize_name(r.name));
+        for (const auto& r : reqs)
+            names.push_back(pep::canonicalize_name(r.name));
         source_.prefetch_versions(names);
-        for (const auto& r : reqs) add_requirement(best, v, r, added);
+        for (const auto& r : reqs)
+            add_requirement(best, v, r, added);
         // Decide, unless one of the new incompatibilities already rules the version out:
         // then propagation from this package derives that instead.
         for (int id : added) {
@@ -486,8 +516,8 @@ private:
         const auto& allowed = acc_[static_cast<std::size_t>(id)];
         std::vector<std::pair<std::string, pep::Version>> next;
         for (std::size_t i = v; i-- > 0 && next.size() < 4;)
-            if ((!allowed || allowed->set.has(i) == allowed->positive) && pkg.candidates[i].unusable.empty() &&
-                !pkg.candidates[i].yanked)
+            if ((!allowed || allowed->set.has(i) == allowed->positive) &&
+                pkg.candidates[i].unusable.empty() && !pkg.candidates[i].yanked)
                 next.emplace_back(pkg.base, pkg.candidates[i].version);
         source_.prefetch(next);
     }
@@ -500,16 +530,22 @@ private:
         const pep::Version version = packages_[static_cast<std::size_t>(id)].candidates[v].version;
         for (std::size_t p = 1; p < packages_.size(); ++p) {
             Package& pkg = packages_[p];
-            if (pkg.base != base || v >= pkg.candidates.size() || !(pkg.candidates[v].version == version)) continue;
+            if (pkg.base != base || v >= pkg.candidates.size() ||
+                !(pkg.candidates[v].version == version))
+                continue;
             if (!pkg.candidates[v].unusable.empty()) continue;
             pkg.candidates[v].unusable = reason;
-            add_incompat({{Term{static_cast<PkgId>(p), true, VSet::one(pkg.candidates.size(), v)}}, Kind::unavailable, -1, -1,
+            add_incompat({{Term{static_cast<PkgId>(p), true, VSet::one(pkg.candidates.size(), v)}},
+                          Kind::unavailable,
+                          -1,
+                          -1,
                           reason});
         }
         return id;
     }
 
-    void add_requirement(PkgId from, std::size_t v, const pep::Requirement& r, std::vector<int>& added) {
+    void add_requirement(PkgId from, std::size_t v, const pep::Requirement& r,
+                         std::vector<int>& added) {
         const Package& pkg = packages_[static_cast<std::size_t>(from)];
         if (r.marker) {
             pep::MarkerEnvironment env = options_.environment;
@@ -518,13 +554,15 @@ private:
             if (!ok || !*ok) return;
         }
         if (r.url)
-            throw Error(ErrorCode::invalid_input, (from == kRoot ? std::string("a requirement") : pkg.name + " " +
-                                                  pkg.candidates[v].version.str()) +
-                                                      " asks for " + r.name + " from a URL (" + index::redact_url(*r.url) +
-                                                      "); envbox locks packages from indexes");
+            throw Error(ErrorCode::invalid_input,
+                        (from == kRoot ? std::string("a requirement")
+                                       : pkg.name + " " + pkg.candidates[v].version.str()) +
+                            " asks for " + r.name + " from a URL (" + index::redact_url(*r.url) +
+                            "); envbox locks packages from indexes");
         std::string base = pep::canonicalize_name(r.name);
         std::vector<std::string> extras{""};
-        for (const auto& e : r.extras) extras.push_back(pep::canonicalize_name(e));
+        for (const auto& e : r.extras)
+            extras.push_back(pep::canonicalize_name(e));
         for (const auto& extra : extras) {
             PkgId d = package(base, extra);
             Package& dp = packages_[static_cast<std::size_t>(d)];
@@ -539,7 +577,8 @@ private:
                     if (s.op() == pep::Operator::equal && r.specifier.specifiers().size() == 1)
                         for (std::size_t i = 0; i < dp.candidates.size(); ++i)
                             if (set.has(i)) dp.pinned_exact = i;
-            std::string text = r.name + (extra.empty() ? "" : "[" + extra + "]") + r.specifier.str();
+            std::string text =
+                r.name + (extra.empty() ? "" : "[" + extra + "]") + r.specifier.str();
             added.push_back(add_dependency_incompat(from, v, d, set, std::move(text)));
         }
     }
@@ -558,8 +597,9 @@ private:
         // Pre-releases (uv's "if necessary or explicit"): when asked for everywhere, when a
         // requirement on this package names a pre-release, or when the package has nothing but
         // pre-releases.
-        bool only_prereleases = std::all_of(cands.begin(), cands.end(),
-                                            [](const Candidate& c) { return c.version.is_prerelease(); });
+        bool only_prereleases = std::all_of(cands.begin(), cands.end(), [](const Candidate& c) {
+            return c.version.is_prerelease();
+        });
         bool prereleases = options_.allow_prereleases || p.explicit_prerelease || only_prereleases;
         for (std::size_t i = cands.size(); i-- > 0;)
             if (usable(i) && (prereleases || !cands[i].version.is_prerelease())) return i;
@@ -596,13 +636,13 @@ private:
 
     std::string describe_term(const Term& t) const {
         if (t.pkg == kRoot) return "the requirements";
-        return t.positive ? describe_set(t.pkg, t.set)
-                          : "not " + describe_set(t.pkg, t.set);
+        return t.positive ? describe_set(t.pkg, t.set) : "not " + describe_set(t.pkg, t.set);
     }
 
     std::string describe(const Incompat& inc) const {
         switch (inc.kind) {
-            case Kind::root: return "the requirements must be satisfied";
+            case Kind::root:
+                return "the requirements must be satisfied";
             case Kind::no_versions: {
                 const Term& t = inc.terms[0];
                 const Package& p = packages_[static_cast<std::size_t>(t.pkg)];
@@ -612,42 +652,56 @@ private:
                     if (t.set.has(i) && !p.candidates[i].version.is_prerelease()) only_pre = false;
                 if (only_pre && !t.set.empty())
                     return "only pre-releases of " + describe_set(t.pkg, t.set) +
-                           " exist, and pre-releases are used only when asked for (e.g. " + p.name + ">=" +
-                           p.candidates.back().version.str() + ")";
+                           " exist, and pre-releases are used only when asked for (e.g. " + p.name +
+                           ">=" + p.candidates.back().version.str() + ")";
                 return "no usable version of " + describe_set(t.pkg, t.set) + " exists";
             }
-            case Kind::unavailable: return describe_set(inc.terms[0].pkg, inc.terms[0].set) + " " + inc.text;
+            case Kind::unavailable:
+                return describe_set(inc.terms[0].pkg, inc.terms[0].set) + " " + inc.text;
             case Kind::dependency: {
                 const Term& from = inc.terms[0];
                 const Package& tp = packages_[static_cast<std::size_t>(inc.dep)];
                 std::string target = inc.text;
-                if (tp.candidates.empty()) target += " (not found on any index)";
-                else if (inc.terms.size() == 1) target += " (no version of " + tp.name + " matches)";
+                if (tp.candidates.empty())
+                    target += " (not found on any index)";
+                else if (inc.terms.size() == 1)
+                    target += " (no version of " + tp.name + " matches)";
                 if (from.pkg == kRoot) return "you require " + target;
                 return describe_set(from.pkg, from.set) + " depends on " + target;
             }
-            case Kind::derived: break;
+            case Kind::derived:
+                break;
         }
         std::vector<const Term*> pos, neg;
-        for (const auto& t : inc.terms) (t.positive ? pos : neg).push_back(&t);
-        bool root = std::any_of(inc.terms.begin(), inc.terms.end(), [](const Term& t) { return t.pkg == kRoot; });
-        if (inc.terms.empty() || (root && inc.terms.size() == 1)) return "the requirements are unsatisfiable";
-        if (root && pos.size() == 1 && neg.size() == 1) return "you require " + describe_set(neg[0]->pkg, neg[0]->set);
+        for (const auto& t : inc.terms)
+            (t.positive ? pos : neg).push_back(&t);
+        bool root = std::any_of(inc.terms.begin(), inc.terms.end(),
+                                [](const Term& t) { return t.pkg == kRoot; });
+        if (inc.terms.empty() || (root && inc.terms.size() == 1))
+            return "the requirements are unsatisfiable";
+        if (root && pos.size() == 1 && neg.size() == 1)
+            return "you require " + describe_set(neg[0]->pkg, neg[0]->set);
         if (root && pos.size() == 2) {
             const Term* other = pos[0]->pkg == kRoot ? pos[1] : pos[0];
             return "the requirements rule out " + describe_set(other->pkg, other->set);
         }
-        if (pos.size() == 1 && neg.empty()) return describe_set(pos[0]->pkg, pos[0]->set) + " cannot be used";
+        if (pos.size() == 1 && neg.empty())
+            return describe_set(pos[0]->pkg, pos[0]->set) + " cannot be used";
         if (pos.size() == 1 && neg.size() == 1)
-            return describe_set(pos[0]->pkg, pos[0]->set) + " depends on " + describe_set(neg[0]->pkg, neg[0]->set);
+            return describe_set(pos[0]->pkg, pos[0]->set) + " depends on " +
+                   describe_set(neg[0]->pkg, neg[0]->set);
         if (neg.empty()) {
             std::string out;
             for (std::size_t i = 0; i < pos.size(); ++i)
-                out += (i == 0 ? "" : i + 1 == pos.size() ? " and " : ", ") + describe_set(pos[i]->pkg, pos[i]->set);
+                out += (i == 0                ? ""
+                        : i + 1 == pos.size() ? " and "
+                                              : ", ") +
+                       describe_set(pos[i]->pkg, pos[i]->set);
             return out + " are incompatible";
         }
         std::string out;
-        for (std::size_t i = 0; i < inc.terms.size(); ++i) out += (i ? " and " : "") + describe_term(inc.terms[i]);
+        for (std::size_t i = 0; i < inc.terms.size(); ++i)
+            out += (i ? " and " : "") + describe_term(inc.terms[i]);
         return out + " are incompatible";
     }
 
@@ -673,7 +727,8 @@ private:
                 return describe(inc) + " (" + std::to_string(it->second) + ")";
             std::string a = visit(inc.cause1);
             std::string b = visit(inc.cause2);
-            std::string conclusion = id == terminal_id ? "the requirements are unsatisfiable" : describe(inc);
+            std::string conclusion =
+                id == terminal_id ? "the requirements are unsatisfiable" : describe(inc);
             std::string line = "Because " + a + " and " + b + ", " + conclusion + ".";
             if (uses[id] > 1) {
                 int n = static_cast<int>(numbered.size()) + 1;
@@ -684,17 +739,19 @@ private:
             return conclusion;
         };
         std::string last = visit(terminal_id);
-        if (lines.empty()) lines.push_back("Because " + last + ", the requirements are unsatisfiable.");
+        if (lines.empty())
+            lines.push_back("Because " + last + ", the requirements are unsatisfiable.");
         std::string out = "no solution:";
-        for (const auto& l : lines) out += "\n  " + l;
+        for (const auto& l : lines)
+            out += "\n  " + l;
         return out;
     }
 };
 
 }  // namespace
 
-Result<std::vector<Pinned>> resolve(const std::vector<pep::Requirement>& root, PackageSource& source,
-                                    const Options& options) {
+Result<std::vector<Pinned>> resolve(const std::vector<pep::Requirement>& root,
+                                    PackageSource& source, const Options& options) {
     Solver solver(source, options);
     return solver.solve(root);
 }

@@ -16,13 +16,15 @@ constexpr std::string_view kFilesHeader = "envbox-wheel-files 1";
 // with a line break (or, before the last field, a blank) would change what the list says. What
 // the ingest recorded was validated (PEP 508 name, PEP 440 version, safe member paths); this
 // refuses anything else rather than write a list that reads back differently.
-void require_record_value(std::string_view value, std::string_view what, const std::string& filename,
-                          bool blanks_allowed) {
-    const bool breaks = value.empty() || value.find_first_of(blanks_allowed ? std::string_view("\n\r", 2)
-                                                                             : std::string_view(" \t\n\r", 4)) !=
-                                             std::string_view::npos;
+void require_record_value(std::string_view value, std::string_view what,
+                          const std::string& filename, bool blanks_allowed) {
+    const bool breaks =
+        value.empty() || value.find_first_of(blanks_allowed ? std::string_view("\n\r", 2)
+                                                            : std::string_view(" \t\n\r", 4)) !=
+                             std::string_view::npos;
     if (breaks)
-        throw Error(ErrorCode::integrity, filename + ": " + std::string(what) + " '" + std::string(value) +
+        throw Error(ErrorCode::integrity, filename + ": " + std::string(what) + " '" +
+                                              std::string(value) +
                                               "' cannot be recorded in the store's file list");
 }
 
@@ -31,9 +33,9 @@ void require_record_value(std::string_view value, std::string_view what, const s
 // A digest from outside (a lock, a file list, a generation record) before it becomes a path.
 void require_digest(std::string_view digest, std::string_view what) {
     if (!pep::is_sha256_hex(digest))
-        throw Error(ErrorCode::invalid_input, std::string(what) + " '" +
-                                                  std::string(digest.substr(0, 80)) +
-                                                  "' is not a sha256 digest (64 lowercase hexadecimal digits)");
+        throw Error(ErrorCode::invalid_input,
+                    std::string(what) + " '" + std::string(digest.substr(0, 80)) +
+                        "' is not a sha256 digest (64 lowercase hexadecimal digits)");
 }
 
 std::string serialise_file_list(const WheelFiles& w) {
@@ -54,7 +56,8 @@ std::string serialise_file_list(const WheelFiles& w) {
       << "root-is-purelib " << (w.root_is_purelib ? 1 : 0) << "\n"
       << "files " << w.files.size() << "\n";
     for (const auto& f : w.files)
-        s << f.digest << ' ' << (f.executable ? 'x' : '-') << ' ' << f.size << ' ' << f.path << "\n";
+        s << f.digest << ' ' << (f.executable ? 'x' : '-') << ' ' << f.size << ' ' << f.path
+          << "\n";
     return s.str();
 }
 
@@ -78,7 +81,8 @@ std::optional<WheelFiles> parse_file_list(const std::string& text, std::string_v
     w.root_is_purelib = purelib == "1";
     // The name builds an install path (.data/headers/<name>), the dist-info one is a directory:
     // a list that was planted or written by an older envbox must not smuggle a path in.
-    if (!pep::is_valid_name(w.name) || w.dist_info.find('/') != std::string::npos || w.dist_info.starts_with("."))
+    if (!pep::is_valid_name(w.name) || w.dist_info.find('/') != std::string::npos ||
+        w.dist_info.starts_with("."))
         return std::nullopt;
     try {
         count = std::stoull(files);
@@ -94,13 +98,15 @@ std::optional<WheelFiles> parse_file_list(const std::string& text, std::string_v
         std::string_view l = rest.substr(0, nl);
         rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
         // digest(64) ' ' x|- ' ' size ' ' path
-        if (l.size() < 70 || l[64] != ' ' || l[66] != ' ' || !pep::is_sha256_hex(l.substr(0, 64))) return std::nullopt;
+        if (l.size() < 70 || l[64] != ' ' || l[66] != ' ' || !pep::is_sha256_hex(l.substr(0, 64)))
+            return std::nullopt;
         WheelFile f;
         f.digest = std::string(l.substr(0, 64));
         f.executable = l[65] == 'x';
         std::size_t i = 67;
         std::uint64_t size = 0;
-        while (i < l.size() && l[i] >= '0' && l[i] <= '9') size = size * 10 + static_cast<std::uint64_t>(l[i++] - '0');
+        while (i < l.size() && l[i] >= '0' && l[i] <= '9')
+            size = size * 10 + static_cast<std::uint64_t>(l[i++] - '0');
         if (i == 67 || i >= l.size() || l[i] != ' ') return std::nullopt;
         f.size = size;
         f.path = std::string(l.substr(i + 1));

@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -47,7 +47,9 @@ std::uint64_t dist_info_text_limit(std::string_view leaf) {
 }
 
 using Clock = std::chrono::steady_clock;
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
 
 [[noreturn]] void sys_fail(const std::string& what, const fs::path& path, int err) {
     throw Error(ErrorCode::generic, what + " " + path.string() + ": " + std::strerror(err));
@@ -56,7 +58,9 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 void make_dir(const fs::path& p) {
     std::error_code ec;
     fs::create_directories(p, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot create directory " + p.string() + ": " + ec.message());
+    if (ec)
+        throw Error(ErrorCode::generic,
+                    "cannot create directory " + p.string() + ": " + ec.message());
 }
 
 struct FdGuard {
@@ -85,7 +89,8 @@ IngestStats& IngestStats::operator+=(const IngestStats& o) {
 
 std::uint64_t WheelFiles::total_size() const {
     std::uint64_t n = 0;
-    for (const auto& f : files) n += f.size;
+    for (const auto& f : files)
+        n += f.size;
     return n;
 }
 
@@ -145,15 +150,17 @@ std::optional<WheelFiles> Store::load_wheel(std::string_view wheel_sha256) const
     return w;
 }
 
-static Error digest_mismatch(const std::string& filename, const fs::path& archive, const std::string& expected,
-                             const std::string& actual) {
-    return Error(ErrorCode::integrity, "hash mismatch for " + filename + " (" + archive.string() + "): expected sha256 " +
-                                           expected + ", got " + actual + "; nothing was stored");
+static Error digest_mismatch(const std::string& filename, const fs::path& archive,
+                             const std::string& expected, const std::string& actual) {
+    return Error(ErrorCode::integrity, "hash mismatch for " + filename + " (" + archive.string() +
+                                           "): expected sha256 " + expected + ", got " + actual +
+                                           "; nothing was stored");
 }
 
 // When a wheel proves damaged, the better report is that the file is not the one the lock
 // names: hashes it and throws that if so; returns when the digest matches.
-static void blame_the_file_if_not_the_locked_one(const std::string& filename, const fs::path& archive,
+static void blame_the_file_if_not_the_locked_one(const std::string& filename,
+                                                 const fs::path& archive,
                                                  const std::string& expected) {
     std::string actual = to_hex(sha256_file(archive));
     if (actual != expected) throw digest_mismatch(filename, archive, expected, actual);
@@ -183,16 +190,21 @@ struct Ingest::Impl {
     std::vector<Task> tasks;
     std::string actual_digest;
 
-    std::mutex mutex;                 // guards what follows
-    std::set<std::string> staged;     // object names staged in this ingest ("ab-cdef…")
-    std::vector<std::string> moves;   // staged names, moved in by finish
-    std::set<std::string> replace;    // digests to store again whatever is there
+    std::mutex mutex;                // guards what follows
+    std::set<std::string> staged;    // object names staged in this ingest ("ab-cdef…")
+    std::vector<std::string> moves;  // staged names, moved in by finish
+    std::set<std::string> replace;   // digests to store again whatever is there
     IngestStats stats;
 
-    Impl(const Store& s, const fs::path& a, const std::string& sha, const std::string& name, bool check,
-         pep::WheelFilename parsed)
-        : store(s), archive(a), wheel_sha256(sha), filename(name), check_digest(check),
-          parsed_name(std::move(parsed)), file(a.string()) {}
+    Impl(const Store& s, const fs::path& a, const std::string& sha, const std::string& name,
+         bool check, pep::WheelFilename parsed)
+        : store(s),
+          archive(a),
+          wheel_sha256(sha),
+          filename(name),
+          check_digest(check),
+          parsed_name(std::move(parsed)),
+          file(a.string()) {}
     ~Impl() {
         if (staging_fd >= 0) ::close(staging_fd);
         if (!staging.empty()) {
@@ -201,7 +213,9 @@ struct Ingest::Impl {
         }
     }
 
-    Error member_error(const std::string& what) const { return Error(ErrorCode::integrity, filename + ": " + what); }
+    Error member_error(const std::string& what) const {
+        return Error(ErrorCode::integrity, filename + ": " + what);
+    }
 
     // Before any member is decoded: each member's size in the zip directory must be RECORD's,
     // so decoding (which stops at the first byte past the directory's size) never writes more
@@ -218,8 +232,10 @@ struct Ingest::Impl {
         }
         if (!record) return;
         if (files[*record].size > kMaxRecord)
-            throw member_error("member '" + files[*record].path + "' is " + std::to_string(files[*record].size) +
-                               " bytes; envbox reads at most " + std::to_string(kMaxRecord) + " bytes of a wheel's RECORD");
+            throw member_error("member '" + files[*record].path + "' is " +
+                               std::to_string(files[*record].size) +
+                               " bytes; envbox reads at most " + std::to_string(kMaxRecord) +
+                               " bytes of a wheel's RECORD");
         std::string text;
         try {
             text = file.read(member_of[*record]);
@@ -233,24 +249,30 @@ struct Ingest::Impl {
         by_path.reserve(rows->size());
         for (const auto& row : *rows)
             if (!row.size.empty())
-                if (auto norm = pep::safe_member_path(row.path)) by_path.emplace(std::move(*norm), &row);
+                if (auto norm = pep::safe_member_path(row.path))
+                    by_path.emplace(std::move(*norm), &row);
         for (const WheelFile& f : files)
-            if (auto it = by_path.find(f.path); it != by_path.end() && it->second->size != std::to_string(f.size))
-                throw member_error("size mismatch for '" + it->second->path + "': RECORD says " + it->second->size +
-                                   " bytes, the zip directory " + std::to_string(f.size) + "; nothing was decoded");
+            if (auto it = by_path.find(f.path);
+                it != by_path.end() && it->second->size != std::to_string(f.size))
+                throw member_error("size mismatch for '" + it->second->path + "': RECORD says " +
+                                   it->second->size + " bytes, the zip directory " +
+                                   std::to_string(f.size) + "; nothing was decoded");
     }
 
     // Hashes file k's member and stages its object unless the store (or this ingest) has it.
     void ingest_file(std::size_t k, std::string& content) {
         static const struct timespec object_times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
         WheelFile& f = files[k];
-        const bool keep_text = f.path.ends_with(".dist-info/RECORD") || f.path.ends_with(".dist-info/WHEEL") ||
+        const bool keep_text = f.path.ends_with(".dist-info/RECORD") ||
+                               f.path.ends_with(".dist-info/WHEEL") ||
                                f.path.ends_with(".dist-info/METADATA");
         if (keep_text) {
             const std::string_view leaf = std::string_view(f.path).substr(f.path.rfind('/') + 1);
             if (f.size > dist_info_text_limit(leaf))
-                throw member_error("member '" + f.path + "' is " + std::to_string(f.size) + " bytes; envbox reads at most " +
-                                   std::to_string(dist_info_text_limit(leaf)) + " bytes of a wheel's " + std::string(leaf));
+                throw member_error("member '" + f.path + "' is " + std::to_string(f.size) +
+                                   " bytes; envbox reads at most " +
+                                   std::to_string(dist_info_text_limit(leaf)) +
+                                   " bytes of a wheel's " + std::string(leaf));
         }
         // Objects are created read-only from the start (the descriptor stays writable), with
         // their fixed mtime set through the descriptor: no chmod or utimensat by path later.
@@ -262,10 +284,12 @@ struct Ingest::Impl {
         const std::string stream_name = "stream-" + std::to_string(k);
         FdGuard out;
         if (!in_memory) {
-            out.fd = ::openat(staging_fd, stream_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+            out.fd = ::openat(staging_fd, stream_name.c_str(),
+                              O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
             if (out.fd < 0) sys_fail("cannot create", staging / stream_name, errno);
             // The umask must not leak into a store shared by several users.
-            if (::fchmod(out.fd, mode) != 0) sys_fail("cannot set the mode of", staging / stream_name, errno);
+            if (::fchmod(out.fd, mode) != 0)
+                sys_fail("cannot set the mode of", staging / stream_name, errno);
         }
         content.clear();
         Sha256 hasher;
@@ -319,7 +343,8 @@ struct Ingest::Impl {
         struct stat st {};
         // A touched object (written through an environment, chmod-ed, truncated by a crash)
         // is never reused: this ingest stages a fresh one, which replaces it.
-        bool present = !replace.count(f.digest) && ::fstatat(store.objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&
+        bool present = !replace.count(f.digest) &&
+                       ::fstatat(store.objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&
                        !object_touched(st, f.size, f.executable);
         bool mine = false;
         if (!present) {
@@ -335,18 +360,22 @@ struct Ingest::Impl {
             return;
         }
         if (out.fd >= 0) {
-            if (::futimens(out.fd, object_times) != 0) sys_fail("cannot set the mtime of", staging / stream_name, errno);
+            if (::futimens(out.fd, object_times) != 0)
+                sys_fail("cannot set the mtime of", staging / stream_name, errno);
             start_writeback(out.fd);
             ::close(out.fd);
             out.fd = -1;
             if (::renameat(staging_fd, stream_name.c_str(), staging_fd, staged_name.c_str()) != 0)
                 sys_fail("cannot stage", staging / staged_name, errno);
         } else {
-            FdGuard sf{::openat(staging_fd, staged_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)};
+            FdGuard sf{::openat(staging_fd, staged_name.c_str(),
+                                O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)};
             if (sf.fd < 0) sys_fail("cannot create", staging / staged_name, errno);
-            if (::fchmod(sf.fd, mode) != 0) sys_fail("cannot set the mode of", staging / staged_name, errno);
+            if (::fchmod(sf.fd, mode) != 0)
+                sys_fail("cannot set the mode of", staging / staged_name, errno);
             write_or_fail(sf.fd, content.data(), content.size(), staging / staged_name);
-            if (::futimens(sf.fd, object_times) != 0) sys_fail("cannot set the mtime of", staging / staged_name, errno);
+            if (::futimens(sf.fd, object_times) != 0)
+                sys_fail("cannot set the mtime of", staging / staged_name, errno);
             start_writeback(sf.fd);
         }
         std::lock_guard lock(mutex);
@@ -362,24 +391,30 @@ struct Ingest::Impl {
 static void check_archive(const fs::path& archive, const std::string& filename,
                           std::optional<std::uint64_t> expected_size) {
     struct stat st {};
-    if (::stat(archive.c_str(), &st) != 0) sys_fail("cannot read " + filename + ":", archive, errno);
+    if (::stat(archive.c_str(), &st) != 0)
+        sys_fail("cannot read " + filename + ":", archive, errno);
     if (!S_ISREG(st.st_mode))
-        throw Error(ErrorCode::integrity, filename + " (" + archive.string() + ") is not a regular file; nothing was stored");
+        throw Error(ErrorCode::integrity, filename + " (" + archive.string() +
+                                              ") is not a regular file; nothing was stored");
     if (expected_size && static_cast<std::uint64_t>(st.st_size) != *expected_size)
-        throw Error(ErrorCode::integrity, "size mismatch for " + filename + " (" + archive.string() + "): the lock says " +
-                                              std::to_string(*expected_size) + " bytes, the file has " +
-                                              std::to_string(st.st_size) + "; nothing was stored");
+        throw Error(ErrorCode::integrity, "size mismatch for " + filename + " (" +
+                                              archive.string() + "): the lock says " +
+                                              std::to_string(*expected_size) +
+                                              " bytes, the file has " + std::to_string(st.st_size) +
+                                              "; nothing was stored");
 }
 
 Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& wheel_sha256,
-               const std::string& filename, bool check_digest, std::optional<std::uint64_t> expected_size) {
+               const std::string& filename, bool check_digest,
+               std::optional<std::uint64_t> expected_size) {
     // The digest names the staging directory and the file list: checked before any path is built.
     require_digest(wheel_sha256, filename + ": wheel");
     auto parsed_name = pep::WheelFilename::parse(filename);
     if (!parsed_name) throw Error(ErrorCode::invalid_input, parsed_name.error().message());
     check_archive(archive, filename, expected_size);
     try {
-        impl_ = std::make_unique<Impl>(store, archive, wheel_sha256, filename, check_digest, std::move(*parsed_name));
+        impl_ = std::make_unique<Impl>(store, archive, wheel_sha256, filename, check_digest,
+                                       std::move(*parsed_name));
     } catch (Error& e) {
         if (e.code() != ErrorCode::integrity) throw;
         // Not a zip: when it is not even the file the lock names (an error page saved by a
@@ -399,12 +434,14 @@ Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& w
         if (m.is_directory() || type == S_IFDIR) continue;
         if (type != 0 && type != S_IFREG)
             throw im.member_error("member '" + m.name + "' is " +
-                                  (type == S_IFLNK ? std::string("a symbolic link") : std::string("not a regular file")) +
+                                  (type == S_IFLNK ? std::string("a symbolic link")
+                                                   : std::string("not a regular file")) +
                                   "; wheels may contain only regular files");
         if (!im.seen.insert(*safe).second)
             throw im.member_error("member '" + m.name + "' " +
-                                  (m.name == *safe ? "appears twice in the archive"
-                                                   : "collides with another member named '" + *safe + "'"));
+                                  (m.name == *safe
+                                       ? "appears twice in the archive"
+                                       : "collides with another member named '" + *safe + "'"));
         WheelFile f;
         f.path = std::move(*safe);
         f.executable = (m.unix_mode() & 0111) != 0;
@@ -438,8 +475,8 @@ Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& w
     if (check_digest) im.tasks.push_back({0, 0, im.file.size() / 2});
 
     static std::atomic<unsigned> counter{0};
-    im.staging = store.tmp_dir() / ("ingest-" + wheel_sha256.substr(0, 16) + "-" + std::to_string(::getpid()) + "-" +
-                                    std::to_string(counter++));
+    im.staging = store.tmp_dir() / ("ingest-" + wheel_sha256.substr(0, 16) + "-" +
+                                    std::to_string(::getpid()) + "-" + std::to_string(counter++));
     make_dir(im.staging);
     im.staging_fd = ::open(im.staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (im.staging_fd < 0) sys_fail("cannot open", im.staging, errno);
@@ -447,9 +484,13 @@ Ingest::Ingest(const Store& store, const fs::path& archive, const std::string& w
 
 Ingest::~Ingest() = default;
 
-std::size_t Ingest::task_count() const { return impl_->tasks.size(); }
+std::size_t Ingest::task_count() const {
+    return impl_->tasks.size();
+}
 
-std::uint64_t Ingest::task_cost(std::size_t t) const { return impl_->tasks.at(t).cost; }
+std::uint64_t Ingest::task_cost(std::size_t t) const {
+    return impl_->tasks.at(t).cost;
+}
 
 void Ingest::run_task(std::size_t t) {
     Impl& im = *impl_;
@@ -468,7 +509,8 @@ void Ingest::run_task(std::size_t t) {
     }
     std::string content;
     try {
-        for (std::size_t k = task.begin; k < task.end; ++k) im.ingest_file(k, content);
+        for (std::size_t k = task.begin; k < task.end; ++k)
+            im.ingest_file(k, content);
     } catch (Error& e) {
         // A damaged member of a file that is not the one the lock names: say that instead.
         if (e.code() != ErrorCode::integrity || !im.check_digest) throw;
@@ -486,22 +528,27 @@ void Ingest::check_identity(const Impl& im, const WheelFiles& w) {
     if (!pep::is_valid_name(w.name))
         throw im.member_error("METADATA Name '" + w.name + "' is not a valid project name");
     if (pep::canonicalize_name(w.name) != file.canonical_name)
-        throw im.member_error("METADATA Name '" + w.name + "' is not the project of the file name ('" + file.name + "')");
+        throw im.member_error("METADATA Name '" + w.name +
+                              "' is not the project of the file name ('" + file.name + "')");
     const std::string wanted = file.version.str();
     auto version = pep::Version::try_parse(w.version);
     if (!version || w.version.find_first_of(" \t\r\n") != std::string::npos)
-        throw im.member_error("METADATA Version '" + w.version + "' is not a PEP 440 version (the file name says " + wanted +
+        throw im.member_error("METADATA Version '" + w.version +
+                              "' is not a PEP 440 version (the file name says " + wanted +
                               "); refusing to install it");
     if (*version != file.version)
-        throw im.member_error("METADATA Version " + w.version + " differs from the version in the file name and the lock, " +
-                              wanted + "; refusing to install it as either");
+        throw im.member_error("METADATA Version " + w.version +
+                              " differs from the version in the file name and the lock, " + wanted +
+                              "; refusing to install it as either");
     // "name-VERSION.dist-info"; finish found the dash already.
     const std::size_t end = w.dist_info.size() - std::string_view(".dist-info").size();
-    const std::string dir_version = w.dist_info.substr(w.dist_info.rfind('-', end) + 1, end - w.dist_info.rfind('-', end) - 1);
+    const std::string dir_version =
+        w.dist_info.substr(w.dist_info.rfind('-', end) + 1, end - w.dist_info.rfind('-', end) - 1);
     auto dir_parsed = pep::Version::try_parse(dir_version);
     if (!dir_parsed || *dir_parsed != file.version)
-        throw im.member_error("the .dist-info directory " + w.dist_info + " names version " + dir_version +
-                              ", the file name and the lock " + wanted + "; refusing to install it");
+        throw im.member_error("the .dist-info directory " + w.dist_info + " names version " +
+                              dir_version + ", the file name and the lock " + wanted +
+                              "; refusing to install it");
 }
 
 WheelFiles Ingest::finish(IngestStats* stats) {
@@ -523,13 +570,16 @@ WheelFiles Ingest::finish(IngestStats* stats) {
     for (const auto& d : dist_infos) {
         auto dash = d.rfind('-', d.size() - 10);
         std::string dname = d.substr(0, dash == std::string::npos ? 0 : dash);
-        if (dash != std::string::npos && pep::canonicalize_name(dname) == im.parsed_name.canonical_name)
+        if (dash != std::string::npos &&
+            pep::canonicalize_name(dname) == im.parsed_name.canonical_name)
             w.dist_info = d;
     }
     if (dist_infos.size() != 1 || w.dist_info.empty())
-        throw im.member_error("expected exactly one .dist-info directory for '" + im.parsed_name.name + "', found " +
-                              (dist_infos.empty() ? std::string("none")
-                                                  : *dist_infos.begin() + (dist_infos.size() > 1 ? " and others" : "")));
+        throw im.member_error(
+            "expected exactly one .dist-info directory for '" + im.parsed_name.name + "', found " +
+            (dist_infos.empty()
+                 ? std::string("none")
+                 : *dist_infos.begin() + (dist_infos.size() > 1 ? " and others" : "")));
 
     // WHEEL and METADATA.
     auto text_of = [&](const std::string& leaf) -> const std::string* {
@@ -550,7 +600,8 @@ WheelFiles Ingest::finish(IngestStats* stats) {
         if (key == "name" && w.name.empty()) w.name = v;
         if (key == "version" && w.version.empty()) w.version = v;
     }
-    if (w.name.empty() || w.version.empty()) throw im.member_error("METADATA lacks Name or Version");
+    if (w.name.empty() || w.version.empty())
+        throw im.member_error("METADATA lacks Name or Version");
     check_identity(im, w);
 
     // RECORD: every member listed with a matching sha256 and size, nothing listed that is missing.
@@ -586,14 +637,16 @@ WheelFiles Ingest::finish(IngestStats* stats) {
             if (pep::in_pycache(f.path)) continue;
             throw im.member_error("RECORD lists '" + f.path + "' without a hash");
         }
-        if (auto problem = pep::check_record_row(row, im.digests[k], f.size)) throw im.member_error(*problem);
+        if (auto problem = pep::check_record_row(row, im.digests[k], f.size))
+            throw im.member_error(*problem);
     }
     std::vector<std::string> listed_missing;
     for (const auto& [p, row] : by_path)
         if (!im.seen.count(p) && !p.ends_with("/")) listed_missing.push_back(p);
     if (!listed_missing.empty()) {
         std::sort(listed_missing.begin(), listed_missing.end());
-        throw im.member_error("RECORD lists '" + listed_missing.front() + "', which is not in the archive");
+        throw im.member_error("RECORD lists '" + listed_missing.front() +
+                              "', which is not in the archive");
     }
 
     // Verified: move new objects into place, never replacing an existing one.
@@ -608,10 +661,13 @@ WheelFiles Ingest::finish(IngestStats* stats) {
             // Another ingest stored it first, or a crash left a damaged copy, or a write
             // through an environment touched it: keep an untouched copy, replace any other.
             // Environments that link the replaced inode keep it; their verify reports it.
-            struct stat theirs {}, mine {};
-            if (!im.replace.count(rel.substr(0, 2) + rel.substr(3, 62)) && ::fstatat(objects_fd, rel.c_str(), &theirs, 0) == 0 &&
+            struct stat theirs {
+            }, mine{};
+            if (!im.replace.count(rel.substr(0, 2) + rel.substr(3, 62)) &&
+                ::fstatat(objects_fd, rel.c_str(), &theirs, 0) == 0 &&
                 ::fstatat(im.staging_fd, name.c_str(), &mine, 0) == 0 &&
-                !object_touched(theirs, static_cast<std::uint64_t>(mine.st_size), name.ends_with(".x")))
+                !object_touched(theirs, static_cast<std::uint64_t>(mine.st_size),
+                                name.ends_with(".x")))
                 continue;
             if (::renameat(im.staging_fd, name.c_str(), objects_fd, rel.c_str()) == 0) continue;
             err = errno;
@@ -631,29 +687,34 @@ std::optional<std::string> read_dist_info_file(const fs::path& wheel, std::strin
         if (!i) return std::nullopt;
         const zip::Member& m = file.members()[*i];
         if (m.size > dist_info_text_limit(leaf))
-            throw Error(ErrorCode::integrity, wheel.string() + ": member '" + m.name + "' is " + std::to_string(m.size) +
+            throw Error(ErrorCode::integrity, wheel.string() + ": member '" + m.name + "' is " +
+                                                  std::to_string(m.size) +
                                                   " bytes; envbox reads at most " +
-                                                  std::to_string(dist_info_text_limit(leaf)) + " bytes of a wheel's " +
-                                                  std::string(leaf));
+                                                  std::to_string(dist_info_text_limit(leaf)) +
+                                                  " bytes of a wheel's " + std::string(leaf));
         return file.read(*i);
     } catch (Error& e) {
         if (e.code() == ErrorCode::integrity)
-            throw Error(ErrorCode::integrity, wheel.string() + " is not a readable wheel: " + e.what());
+            throw Error(ErrorCode::integrity,
+                        wheel.string() + " is not a readable wheel: " + e.what());
         throw;
     }
 }
 
-std::optional<std::string> object_touched(const struct stat& st, std::uint64_t size, bool executable) {
+std::optional<std::string> object_touched(const struct stat& st, std::uint64_t size,
+                                          bool executable) {
     if (!S_ISREG(st.st_mode)) return std::string("not a regular file");
     if (static_cast<std::uint64_t>(st.st_size) != size)
         return "size " + std::to_string(st.st_size) + ", expected " + std::to_string(size);
     if ((st.st_mode & 07777) != object_mode(executable)) {
         char buf[64];
-        std::snprintf(buf, sizeof buf, "mode %04o, expected %04o", static_cast<unsigned>(st.st_mode & 07777),
+        std::snprintf(buf, sizeof buf, "mode %04o, expected %04o",
+                      static_cast<unsigned>(st.st_mode & 07777),
                       static_cast<unsigned>(object_mode(executable)));
         return std::string(buf);
     }
-    if (st.st_mtim.tv_sec != kObjectMtime || st.st_mtim.tv_nsec != 0) return std::string("modified since it was stored");
+    if (st.st_mtim.tv_sec != kObjectMtime || st.st_mtim.tv_nsec != 0)
+        return std::string("modified since it was stored");
     return std::nullopt;
 }
 
@@ -661,7 +722,8 @@ std::optional<Store::Damage> Store::damaged_objects(const WheelFiles& w, bool ha
     Damage damage;
     auto add = [&](const WheelFile& f, const std::string& why) {
         if (damage.digests.empty())
-            damage.first = object_path(f.digest, f.executable).string() + " (" + f.path + "): " + why;
+            damage.first =
+                object_path(f.digest, f.executable).string() + " (" + f.path + "): " + why;
         damage.digests.insert(f.digest);
     };
     for (const auto& f : w.files) {
@@ -684,7 +746,9 @@ std::optional<Store::Damage> Store::damaged_objects(const WheelFiles& w, bool ha
     return damage;
 }
 
-void Ingest::replace_objects(std::set<std::string> digests) { impl_->replace = std::move(digests); }
+void Ingest::replace_objects(std::set<std::string> digests) {
+    impl_->replace = std::move(digests);
+}
 
 void Store::publish(const std::vector<const WheelFiles*>& wheels) const {
     if (wheels.empty()) return;

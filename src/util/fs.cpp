@@ -32,7 +32,9 @@ struct Fd {
     }
 };
 
-bool write_all(int fd, std::string_view data) { return write_all_fd(fd, data.data(), data.size()); }
+bool write_all(int fd, std::string_view data) {
+    return write_all_fd(fd, data.data(), data.size());
+}
 
 }  // namespace
 
@@ -100,7 +102,9 @@ std::string read_file(const std::filesystem::path& path) {
     }
 }
 
-void start_writeback(int fd) { (void)::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); }
+void start_writeback(int fd) {
+    (void)::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
 
 void sync_filesystem(const std::filesystem::path& path) {
     Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
@@ -138,7 +142,8 @@ bool copy_contents(int in, int out) {
 
 // Clones (reflink) or copies src to dst; returns 0 or an errno. ENOTSUP from a clone means
 // "try a copy".
-int clone_or_copy(int src_dir, const char* src, int dst_dir, const char* dst, bool clone, mode_t mode) {
+int clone_or_copy(int src_dir, const char* src, int dst_dir, const char* dst, bool clone,
+                  mode_t mode) {
     Fd in{::openat(src_dir, src, O_RDONLY | O_CLOEXEC)};
     if (in.fd < 0) return errno;
     Fd out{::openat(dst_dir, dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
@@ -170,9 +175,12 @@ std::string describe_at(int dir, const char* name) {
 
 const char* link_mode_name(LinkMode mode) {
     switch (mode) {
-        case LinkMode::hardlink: return "hardlink";
-        case LinkMode::reflink: return "reflink";
-        case LinkMode::copy: return "copy";
+        case LinkMode::hardlink:
+            return "hardlink";
+        case LinkMode::reflink:
+            return "reflink";
+        case LinkMode::copy:
+            return "copy";
     }
     return "?";
 }
@@ -185,7 +193,8 @@ LinkMode place_file(const std::filesystem::path& src, const std::filesystem::pat
 LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* dst, LinkMode mode,
                        mode_t copy_mode) {
     auto failed = [&](const char* what, int err) {
-        fail(std::string(what) + " " + describe_at(src_dir, src) + " to", describe_at(dst_dir, dst), err);
+        fail(std::string(what) + " " + describe_at(src_dir, src) + " to", describe_at(dst_dir, dst),
+             err);
     };
     if (mode == LinkMode::hardlink) {
         if (::linkat(src_dir, src, dst_dir, dst, 0) == 0) return LinkMode::hardlink;
@@ -225,7 +234,8 @@ const char* no_replace_method_name(NoReplaceMethod method) {
     return method == NoReplaceMethod::renameat2 ? "renameat2" : "link fallback";
 }
 
-int rename_noreplace_at(int src_dir, const char* src, int dst_dir, const char* dst, NoReplaceMethod* used) {
+int rename_noreplace_at(int src_dir, const char* src, int dst_dir, const char* dst,
+                        NoReplaceMethod* used) {
     if (used) *used = NoReplaceMethod::renameat2;
     if (::renameat2(src_dir, src, dst_dir, dst, RENAME_NOREPLACE) == 0) return 0;
     int err = errno;
@@ -298,7 +308,9 @@ FileLock FileLock::shared(const std::filesystem::path& path, const std::function
     return lock;
 }
 
-FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) {
+    other.fd_ = -1;
+}
 
 FileLock::~FileLock() {
     if (fd_ >= 0) ::close(fd_);

@@ -45,9 +45,11 @@ void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::si
     std::size_t threads = std::min<std::size_t>(std::max(1u, jobs), n);
     std::vector<std::thread> pool;
     pool.reserve(threads - 1);
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    for (std::size_t t = 1; t < threads; ++t)
+        pool.emplace_back(worker);
     worker();
-    for (auto& t : pool) t.join();
+    for (auto& t : pool)
+        t.join();
     if (first) std::rethrow_exception(first);
 }
 
@@ -88,9 +90,11 @@ void TaskPool::work() {
 void TaskPool::run() {
     std::vector<std::thread> pool;
     pool.reserve(jobs_ - 1);
-    for (unsigned t = 1; t < jobs_; ++t) pool.emplace_back([this] { work(); });
+    for (unsigned t = 1; t < jobs_; ++t)
+        pool.emplace_back([this] { work(); });
     work();
-    for (auto& t : pool) t.join();
+    for (auto& t : pool)
+        t.join();
     if (error_) std::rethrow_exception(error_);
 }
 

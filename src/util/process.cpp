@@ -21,14 +21,16 @@ namespace {
 std::vector<char*> c_argv(const std::vector<std::string>& argv) {
     std::vector<char*> out;
     out.reserve(argv.size() + 1);
-    for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv)
+        out.push_back(const_cast<char*>(a.c_str()));
     out.push_back(nullptr);
     return out;
 }
 
 std::string describe_command(const std::vector<std::string>& argv) {
     std::ostringstream s;
-    for (std::size_t i = 0; i < argv.size(); ++i) s << (i ? " " : "") << argv[i];
+    for (std::size_t i = 0; i < argv.size(); ++i)
+        s << (i ? " " : "") << argv[i];
     return s.str();
 }
 
@@ -107,7 +109,8 @@ void exec_replace(const std::vector<std::string>& argv,
     if (argv.empty()) throw Error(ErrorCode::usage, "no command given to run");
     std::vector<std::string> env_strings;
     env_strings.reserve(env.size());
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    for (const auto& [k, v] : env)
+        env_strings.push_back(k + "=" + v);
     auto envp = c_argv(env_strings);
     auto args = c_argv(argv);
     // execvpe searches the PATH of the *calling* process; search the target PATH ourselves.
@@ -126,19 +129,23 @@ void exec_replace(const std::vector<std::string>& argv,
                 program = candidate;
                 break;
             }
-            if (not_executable.empty() && ::access(candidate.c_str(), F_OK) == 0) not_executable = candidate;
+            if (not_executable.empty() && ::access(candidate.c_str(), F_OK) == 0)
+                not_executable = candidate;
             if (end == std::string::npos) break;
             start = end + 1;
         }
         // As a shell does: a name found only without the exec bit is tried (and refused, 126).
-        if (program.find('/') == std::string::npos && !not_executable.empty()) program = not_executable;
+        if (program.find('/') == std::string::npos && !not_executable.empty())
+            program = not_executable;
         if (program.find('/') == std::string::npos)
-            exit_as_shell(127, "command not found: " + argv[0] + " (searched the environment's PATH)");
+            exit_as_shell(127,
+                          "command not found: " + argv[0] + " (searched the environment's PATH)");
     }
     ::execve(program.c_str(), args.data(), envp.data());
     const int err = errno;
-    exit_as_shell(err == ENOENT ? 127 : 126, (err == ENOENT ? "command not found: " : "cannot run ") + program +
-                                                 ": " + std::strerror(err));
+    exit_as_shell(err == ENOENT ? 127 : 126,
+                  (err == ENOENT ? "command not found: " : "cannot run ") + program + ": " +
+                      std::strerror(err));
 }
 
 std::map<std::string, std::string> current_environment() {

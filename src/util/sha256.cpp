@@ -12,7 +12,9 @@
 
 namespace envbox {
 namespace {
-EVP_MD_CTX* ctx_of(void* p) { return static_cast<EVP_MD_CTX*>(p); }
+EVP_MD_CTX* ctx_of(void* p) {
+    return static_cast<EVP_MD_CTX*>(p);
+}
 }  // namespace
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
@@ -20,7 +22,9 @@ Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
         throw Error(ErrorCode::generic, "OpenSSL: cannot initialise SHA-256");
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(ctx_of(ctx_)); }
+Sha256::~Sha256() {
+    EVP_MD_CTX_free(ctx_of(ctx_));
+}
 
 void Sha256::update(const void* data, std::size_t size) {
     EVP_DigestUpdate(ctx_of(ctx_), data, size);
@@ -52,7 +56,8 @@ std::string to_record_b64(const Sha256Digest& d) {
     std::size_t i = 0;
     for (; i + 3 <= d.size(); i += 3) {
         std::uint32_t v = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2];
-        for (int s = 18; s >= 0; s -= 6) out += table[(v >> s) & 63];
+        for (int s = 18; s >= 0; s -= 6)
+            out += table[(v >> s) & 63];
     }
     std::size_t rest = d.size() - i;  // 32 = 10 * 3 + 2
     if (rest == 2) {
@@ -86,7 +91,8 @@ Sha256Digest sha256_file(const std::filesystem::path& path, std::uint64_t* bytes
             if (errno == EINTR) continue;
             int err = errno;
             ::close(fd);
-            throw Error(ErrorCode::generic, "cannot read " + path.string() + ": " + std::strerror(err));
+            throw Error(ErrorCode::generic,
+                        "cannot read " + path.string() + ": " + std::strerror(err));
         }
         h.update(buf.data(), static_cast<std::size_t>(n));
         total += static_cast<std::uint64_t>(n);

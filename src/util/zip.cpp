@@ -20,16 +20,21 @@ constexpr std::uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSi
                         kEnd64LocatorSig = 0x07064b50, kEnd64Sig = 0x06064b50;
 constexpr std::size_t kChunk = 1 << 18;
 
-[[noreturn]] void bad(const std::string& what) { throw Error(ErrorCode::integrity, what); }
+[[noreturn]] void bad(const std::string& what) {
+    throw Error(ErrorCode::integrity, what);
+}
 
 std::uint64_t le(std::string_view b, std::size_t at, int n) {
     if (at + static_cast<std::size_t>(n) > b.size()) bad("truncated zip structure");
     std::uint64_t v = 0;
-    for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
+    for (int i = n - 1; i >= 0; --i)
+        v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
     return v;
 }
 
-std::string quoted(const Member& m) { return "member '" + m.name + "'"; }
+std::string quoted(const Member& m) {
+    return "member '" + m.name + "'";
+}
 
 // One thread's decoding state and buffers (ISA-L's inflate state holds 100+ KiB of tables).
 struct Scratch {
@@ -51,8 +56,9 @@ void decode_stream(const Member& m, Next&& next, const Sink& sink) {
     std::uint64_t produced = 0;
     if (m.method == 0) {
         if (m.compressed_size != m.size)
-            bad(quoted(m) + " is stored with a compressed size " + std::to_string(m.compressed_size) +
-                " unequal to its size " + std::to_string(m.size));
+            bad(quoted(m) + " is stored with a compressed size " +
+                std::to_string(m.compressed_size) + " unequal to its size " +
+                std::to_string(m.size));
         for (;;) {
             std::size_t n = next(s.in.data(), s.in.size());
             if (n == 0) break;
@@ -74,11 +80,14 @@ void decode_stream(const Member& m, Next&& next, const Sink& sink) {
             s.state.next_out = s.out.data();
             s.state.avail_out = static_cast<std::uint32_t>(s.out.size());
             int rc = isal_inflate(&s.state);
-            if (rc < 0) bad(quoted(m) + " has a corrupt deflate stream (ISA-L error " + std::to_string(rc) + ")");
+            if (rc < 0)
+                bad(quoted(m) + " has a corrupt deflate stream (ISA-L error " + std::to_string(rc) +
+                    ")");
             std::size_t got = s.out.size() - s.state.avail_out;
             produced += got;
             if (produced > m.size)
-                bad(quoted(m) + " inflates to more than the " + std::to_string(m.size) + " bytes the directory records");
+                bad(quoted(m) + " inflates to more than the " + std::to_string(m.size) +
+                    " bytes the directory records");
             if (got) sink(reinterpret_cast<const char*>(s.out.data()), got);
             finished = s.state.block_state == ISAL_BLOCK_FINISH;
         }
@@ -88,17 +97,21 @@ void decode_stream(const Member& m, Next&& next, const Sink& sink) {
             "; wheels use stored (0) or deflate (8)");
     }
     if (produced != m.size)
-        bad(quoted(m) + " has " + std::to_string(produced) + " bytes, the directory records " + std::to_string(m.size));
+        bad(quoted(m) + " has " + std::to_string(produced) + " bytes, the directory records " +
+            std::to_string(m.size));
     if (crc != m.crc32) bad(quoted(m) + " fails its CRC-32 check (damaged archive)");
 }
 
 // Exactly `length` bytes at `offset` into `buf`.
-void pread_into(int fd, void* buf, std::size_t length, std::uint64_t offset, const std::string& path) {
+void pread_into(int fd, void* buf, std::size_t length, std::uint64_t offset,
+                const std::string& path) {
     std::size_t done = 0;
     while (done < length) {
-        ssize_t n = ::pread(fd, static_cast<char*>(buf) + done, length - done, static_cast<off_t>(offset + done));
+        ssize_t n = ::pread(fd, static_cast<char*>(buf) + done, length - done,
+                            static_cast<off_t>(offset + done));
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw Error(ErrorCode::generic, "cannot read " + path + ": " + std::strerror(errno));
+        if (n < 0)
+            throw Error(ErrorCode::generic, "cannot read " + path + ": " + std::strerror(errno));
         if (n == 0) bad(path + " is truncated");
         done += static_cast<std::size_t>(n);
     }
@@ -122,7 +135,8 @@ void refuse_unreadable_entry(const Member& m, unsigned version_needed, std::uint
 // (libarchive, CPython 3.12) and not in the others: refused unless it names the same file.
 void refuse_unicode_path(const Member& m, std::string_view field) {
     if (field.size() < 5 || field.substr(5) != m.name)
-        bad(quoted(m) + " has a Unicode Path extra field naming another file (it reads differently by tool)");
+        bad(quoted(m) +
+            " has a Unicode Path extra field naming another file (it reads differently by tool)");
 }
 
 // The sizes a local header's zip64 extra field (0x0001) gives: {size, compressed size}.
@@ -134,10 +148,12 @@ struct LocalZip64 {
 // data descriptor, flag 3, they may also be 0): readers that stream an archive, and libarchive,
 // take the local ones. A saturated local size (0xFFFFFFFF) is the one in the local zip64 field,
 // checked when the caller read the extra field (`extra_read`).
-void refuse_local_disagreement(const Member& m, std::string_view local, bool extra_read, const LocalZip64& z64) {
+void refuse_local_disagreement(const Member& m, std::string_view local, bool extra_read,
+                               const LocalZip64& z64) {
     const std::uint64_t flags = le(local, 6, 2);
     const bool descriptor = (flags & 8) != 0;
-    auto agrees = [&](std::size_t at, std::uint64_t central, const std::optional<std::uint64_t>& wide) {
+    auto agrees = [&](std::size_t at, std::uint64_t central,
+                      const std::optional<std::uint64_t>& wide) {
         std::uint64_t v = le(local, at, 4);
         if ((v == central && central < 0xFFFFFFFF) || (descriptor && v == 0)) return true;
         if (v != 0xFFFFFFFF) return false;
@@ -145,12 +161,16 @@ void refuse_local_disagreement(const Member& m, std::string_view local, bool ext
     };
     const std::uint64_t crc = le(local, 14, 4);
     bool same = le(local, 8, 2) == m.method && (flags & 1) == (m.flags & 1u) &&
-                (crc == m.crc32 || (descriptor && crc == 0)) && agrees(18, m.compressed_size, z64.compressed_size) &&
-                agrees(22, m.size, z64.size);
-    if (!same) bad(quoted(m) + "'s local header disagrees with the central directory (method, flags, CRC-32 or sizes)");
+                (crc == m.crc32 || (descriptor && crc == 0)) &&
+                agrees(18, m.compressed_size, z64.compressed_size) && agrees(22, m.size, z64.size);
+    if (!same)
+        bad(quoted(m) +
+            "'s local header disagrees with the central directory (method, flags, CRC-32 or "
+            "sizes)");
 }
 
-std::string pread_exact(int fd, std::uint64_t offset, std::uint64_t length, const std::string& path) {
+std::string pread_exact(int fd, std::uint64_t offset, std::uint64_t length,
+                        const std::string& path) {
     std::string out(length, '\0');
     pread_into(fd, out.data(), out.size(), offset, path);
     return out;
@@ -158,11 +178,13 @@ std::string pread_exact(int fd, std::uint64_t offset, std::uint64_t length, cons
 
 }  // namespace
 
-std::vector<Member> read_directory(std::uint64_t file_size, const std::string& tail, const ReadAt& read_at) {
+std::vector<Member> read_directory(std::uint64_t file_size, const std::string& tail,
+                                   const ReadAt& read_at) {
     if (tail.size() > file_size) bad("zip tail larger than the file");
     const std::uint64_t tail_start = file_size - tail.size();
     auto bytes = [&](std::uint64_t offset, std::uint64_t length) -> std::string {
-        if (offset > file_size || length > file_size - offset) bad("zip structure points past the end of the file");
+        if (offset > file_size || length > file_size - offset)
+            bad("zip structure points past the end of the file");
         if (offset >= tail_start) return tail.substr(offset - tail_start, length);
         return read_at(offset, length);
     };
@@ -182,19 +204,24 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
     // (CPython's zipfile takes the last signature, fitting or not): the archive would read
     // differently by tool.
     if (tail.find(std::string_view("PK\x05\x06", 4), eocd + 1) != std::string::npos)
-        bad("the zip archive has a second end-of-central-directory record (it reads differently by tool)");
-    std::uint64_t entries = le(tail, eocd + 10, 2), cd_size = le(tail, eocd + 12, 4), cd_offset = le(tail, eocd + 16, 4);
+        bad("the zip archive has a second end-of-central-directory record (it reads differently by "
+            "tool)");
+    std::uint64_t entries = le(tail, eocd + 10, 2), cd_size = le(tail, eocd + 12, 4),
+                  cd_offset = le(tail, eocd + 16, 4);
     // Spanned (multi-disk) archives: wheels never are, and readers disagree on them.
-    if (le(tail, eocd + 4, 2) != 0 || le(tail, eocd + 6, 2) != 0 || le(tail, eocd + 8, 2) != entries)
+    if (le(tail, eocd + 4, 2) != 0 || le(tail, eocd + 6, 2) != 0 ||
+        le(tail, eocd + 8, 2) != entries)
         bad("the zip archive spans several disks");
     std::uint64_t end_of_cd = tail_start + eocd;
     if (entries == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
-        if (eocd < 20 || le(tail, eocd - 20, 4) != kEnd64LocatorSig) bad("zip64 archive without its end-record locator");
+        if (eocd < 20 || le(tail, eocd - 20, 4) != kEnd64LocatorSig)
+            bad("zip64 archive without its end-record locator");
         std::uint64_t z64 = le(tail, eocd - 20 + 8, 8);
         if (le(tail, eocd - 20 + 4, 4) != 0 || le(tail, eocd - 20 + 16, 4) > 1)
             bad("the zip archive spans several disks");
         // CPython's zipfile reads the zip64 record just before the locator, not where it points.
-        if (z64 != tail_start + eocd - 20 - 56) bad("the zip64 end record is not where its locator says");
+        if (z64 != tail_start + eocd - 20 - 56)
+            bad("the zip64 end record is not where its locator says");
         std::string rec = bytes(z64, 56);
         if (le(rec, 0, 4) != kEnd64Sig) bad("damaged zip64 end-of-central-directory record");
         if (le(rec, 16, 4) != 0 || le(rec, 20, 4) != 0 || le(rec, 24, 8) != le(rec, 32, 8))
@@ -209,14 +236,16 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
     // Bytes between the directory and the end record are what CPython's zipfile takes for data
     // prepended to the archive, shifting every offset by their count.
     if (cd_offset + cd_size != end_of_cd)
-        bad("the zip archive has bytes between its central directory and its end record (it reads differently by tool)");
+        bad("the zip archive has bytes between its central directory and its end record (it reads "
+            "differently by tool)");
     const std::string cd = bytes(cd_offset, cd_size);
 
     std::vector<Member> members;
     members.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(entries, cd_size / 46)));
     std::size_t p = 0;
     while (p < cd.size()) {
-        if (le(cd, p, 4) != kCentralSig) bad("damaged zip central directory (entry " + std::to_string(members.size() + 1) + ")");
+        if (le(cd, p, 4) != kCentralSig)
+            bad("damaged zip central directory (entry " + std::to_string(members.size() + 1) + ")");
         Member m;
         m.made_by = static_cast<std::uint16_t>(le(cd, p + 4, 2));
         m.flags = static_cast<std::uint16_t>(le(cd, p + 8, 2));
@@ -224,10 +253,12 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
         m.crc32 = static_cast<std::uint32_t>(le(cd, p + 16, 4));
         m.compressed_size = le(cd, p + 20, 4);
         m.size = le(cd, p + 24, 4);
-        std::size_t name_len = le(cd, p + 28, 2), extra_len = le(cd, p + 30, 2), comment_len = le(cd, p + 32, 2);
+        std::size_t name_len = le(cd, p + 28, 2), extra_len = le(cd, p + 30, 2),
+                    comment_len = le(cd, p + 32, 2);
         m.external_attr = static_cast<std::uint32_t>(le(cd, p + 38, 4));
         m.local_offset = le(cd, p + 42, 4);
-        if (p + 46 + name_len + extra_len + comment_len > cd.size()) bad("damaged zip central directory (entry overruns it)");
+        if (p + 46 + name_len + extra_len + comment_len > cd.size())
+            bad("damaged zip central directory (entry overruns it)");
         m.name = cd.substr(p + 46, name_len);
         refuse_unreadable_entry(m, static_cast<unsigned>(le(cd, p + 6, 1)), le(cd, p + 34, 2));
         // Zip64: the 0x0001 extra field holds, in this order, whichever of size, compressed
@@ -266,13 +297,14 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
     // (libarchive finds none at offset 0).
     if (members.empty()) bad("the zip archive has no members");
     if (members.size() != entries)
-        bad("the zip central directory holds " + std::to_string(members.size()) + " entries, its end record says " +
-            std::to_string(entries));
+        bad("the zip central directory holds " + std::to_string(members.size()) +
+            " entries, its end record says " + std::to_string(entries));
     // No two members may share bytes (overlapping entries are how zip bombs and
     // tool-dependent archives are made).
     std::vector<const Member*> by_offset;
     by_offset.reserve(members.size());
-    for (const auto& m : members) by_offset.push_back(&m);
+    for (const auto& m : members)
+        by_offset.push_back(&m);
     std::sort(by_offset.begin(), by_offset.end(),
               [](const Member* a, const Member* b) { return a->local_offset < b->local_offset; });
     for (std::size_t i = 1; i < by_offset.size(); ++i) {
@@ -284,18 +316,22 @@ std::vector<Member> read_directory(std::uint64_t file_size, const std::string& t
 }
 
 std::uint64_t data_offset(const Member& m, std::string_view local) {
-    if (le(local, 0, 4) != kLocalSig) bad(quoted(m) + " has no local header where the directory says");
+    if (le(local, 0, 4) != kLocalSig)
+        bad(quoted(m) + " has no local header where the directory says");
     std::size_t name_len = le(local, 26, 2), extra_len = le(local, 28, 2);
     if (local.size() < 30 + name_len || local.substr(30, name_len) != m.name)
-        bad(quoted(m) + "'s local header names another file (" + std::string(local.substr(30, std::min(name_len, local.size() - 30))) + ")");
+        bad(quoted(m) + "'s local header names another file (" +
+            std::string(local.substr(30, std::min(name_len, local.size() - 30))) + ")");
     // The local extra field, when the caller read it: a Unicode Path field there renames the
     // member for libarchive as one in the directory does; a zip64 field gives the local sizes.
     const bool extra_read = local.size() >= 30 + name_len + extra_len;
     LocalZip64 z64;
     if (extra_read) {
         for (std::size_t e = 30 + name_len, end = e + extra_len; e < end;) {
-            std::uint64_t id = e + 4 <= end ? le(local, e, 2) : 0, len = e + 4 <= end ? le(local, e + 2, 2) : 0;
-            if (e + 4 > end || e + 4 + len > end) bad("damaged zip extra field in the local header of '" + m.name + "'");
+            std::uint64_t id = e + 4 <= end ? le(local, e, 2) : 0,
+                          len = e + 4 <= end ? le(local, e + 2, 2) : 0;
+            if (e + 4 > end || e + 4 + len > end)
+                bad("damaged zip extra field in the local header of '" + m.name + "'");
             if (id == 0x7075) refuse_unicode_path(m, local.substr(e + 4, len));
             if (id == 1 && len >= 8) z64.size = le(local, e + 4, 8);
             if (id == 1 && len >= 16) z64.compressed_size = le(local, e + 12, 8);
@@ -308,10 +344,12 @@ std::uint64_t data_offset(const Member& m, std::string_view local) {
 
 File::File(const std::string& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw Error(ErrorCode::generic, "cannot open " + path + ": " + std::strerror(errno));
+    if (fd_ < 0)
+        throw Error(ErrorCode::generic, "cannot open " + path + ": " + std::strerror(errno));
     try {
         struct stat st {};
-        if (::fstat(fd_, &st) != 0) throw Error(ErrorCode::generic, "cannot stat " + path + ": " + std::strerror(errno));
+        if (::fstat(fd_, &st) != 0)
+            throw Error(ErrorCode::generic, "cannot stat " + path + ": " + std::strerror(errno));
         size_ = static_cast<std::uint64_t>(st.st_size);
         std::uint64_t tail_len = std::min(size_, kTailSize);
         std::string tail = pread_exact(fd_, size_ - tail_len, tail_len, path_);
@@ -331,7 +369,8 @@ File::~File() {
 void File::extract(std::size_t i, const Sink& sink) const {
     const Member& m = members_.at(i);
     std::string local = pread_exact(fd_, m.local_offset, 30 + m.name.size(), path_);
-    if (std::uint64_t extra = le(local, 28, 2); extra > 0 && m.local_offset + local.size() + extra <= size_)
+    if (std::uint64_t extra = le(local, 28, 2);
+        extra > 0 && m.local_offset + local.size() + extra <= size_)
         local += pread_exact(fd_, m.local_offset + local.size(), extra, path_);
     std::uint64_t at = data_offset(m, local);
     if (at + m.compressed_size > size_) bad(quoted(m) + " is truncated");
@@ -375,7 +414,8 @@ std::string decode(const Member& m, std::string_view compressed) {
     return out;
 }
 
-std::optional<std::size_t> find_dist_info(const std::vector<Member>& members, std::string_view leaf) {
+std::optional<std::size_t> find_dist_info(const std::vector<Member>& members,
+                                          std::string_view leaf) {
     const std::string suffix = ".dist-info/" + std::string(leaf);
     for (std::size_t i = 0; i < members.size(); ++i) {
         std::string_view n = members[i].name;

@@ -21,13 +21,16 @@ json metadata_json(const index::IndexFile& f) {
 void index_sections(Suite& s) {
     const json data = s.load("simple_index.json");
     s.rows(data, "html_anchor_attributes", [&](const json& r, std::string& why) {
-        auto page = index::parse_html_page(r["anchor_html"].get<std::string>(), "https://example.com/simple/pkg/");
+        auto page = index::parse_html_page(r["anchor_html"].get<std::string>(),
+                                           "https://example.com/simple/pkg/");
         if (!page || page->files.size() != 1) return why = "no link parsed", false;
         const auto& f = page->files[0];
         std::string attr = r["attribute"].get<std::string>();
         json got;
-        if (attr == "requires_python") got = f.requires_python ? json(*f.requires_python) : json(nullptr);
-        else if (attr == "yanked_reason") got = f.yanked_reason ? json(*f.yanked_reason) : json(nullptr);
+        if (attr == "requires_python")
+            got = f.requires_python ? json(*f.requires_python) : json(nullptr);
+        else if (attr == "yanked_reason")
+            got = f.yanked_reason ? json(*f.yanked_reason) : json(nullptr);
         else if (attr == "metadata_file") {
             got = metadata_json(f);
             if (r.contains("file_hashes") && json(f.hashes) != r["file_hashes"])
@@ -40,8 +43,10 @@ void index_sections(Suite& s) {
     });
     s.rows(data, "html_metadata_attribute", [&](const json& r, std::string& why) {
         std::optional<std::string> value;
-        if (!r["data_dist_info_metadata"].is_null()) value = r["data_dist_info_metadata"].get<std::string>();
-        auto m = index::parse_metadata_attribute(value ? std::optional<std::string_view>(*value) : std::nullopt);
+        if (!r["data_dist_info_metadata"].is_null())
+            value = r["data_dist_info_metadata"].get<std::string>();
+        auto m = index::parse_metadata_attribute(value ? std::optional<std::string_view>(*value)
+                                                       : std::nullopt);
         json got = m ? json{{"hashes", m->empty() ? json(nullptr) : json(*m)}} : json(nullptr);
         why = got.dump();
         return got == r["expected"];
@@ -64,11 +69,12 @@ void index_sections(Suite& s) {
         std::string why = ok ? "" : "missing link";
         if (ok) {
             const auto& f = page->files[i];
-            json got{{"url", f.url},
-                     {"requires_python", f.requires_python ? json(*f.requires_python) : json(nullptr)},
-                     {"yanked_reason", f.yanked_reason ? json(*f.yanked_reason) : json(nullptr)},
-                     {"hashes", f.hashes},
-                     {"metadata_file", metadata_json(f)}};
+            json got{
+                {"url", f.url},
+                {"requires_python", f.requires_python ? json(*f.requires_python) : json(nullptr)},
+                {"yanked_reason", f.yanked_reason ? json(*f.yanked_reason) : json(nullptr)},
+                {"hashes", f.hashes},
+                {"metadata_file", metadata_json(f)}};
             ok = got == e;
             why = got.dump();
         }
@@ -76,7 +82,8 @@ void index_sections(Suite& s) {
         ++s.index;
     }
     bool meta_ok = page && page->files.size() > 2 &&
-                   page->files[2].url + ".metadata" == jp["expected_metadata_url_of_link_2"].get<std::string>();
+                   page->files[2].url + ".metadata" ==
+                       jp["expected_metadata_url_of_link_2"].get<std::string>();
     s.record(meta_ok, jp["expected_metadata_url_of_link_2"], "metadata url");
 }
 

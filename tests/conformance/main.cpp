@@ -21,7 +21,8 @@ std::set<std::string> read_divergences(const std::string& path) {
     static const std::regex row(R"(^- `([^`]+)` `([^`]+)` #(\d+))");
     std::smatch m;
     while (std::getline(in, line))
-        if (std::regex_search(line, m, row)) out.insert(m[1].str() + " " + m[2].str() + " " + m[3].str());
+        if (std::regex_search(line, m, row))
+            out.insert(m[1].str() + " " + m[2].str() + " " + m[3].str());
     return out;
 }
 

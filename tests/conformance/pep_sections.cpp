@@ -19,21 +19,26 @@ namespace {
 using namespace envbox::pep;
 
 Candidate candidate(const json& j) {
-    if (j.is_object()) return Candidate::from_version(*Version::parse(j.at("parsed").get<std::string>()));
+    if (j.is_object())
+        return Candidate::from_version(*Version::parse(j.at("parsed").get<std::string>()));
     return Candidate::from_text(j.get<std::string>());
 }
 
 std::vector<std::string> tag_strs(const std::vector<Tag>& tags) {
     std::vector<std::string> out;
-    for (const auto& t : tags) out.push_back(t.str());
+    for (const auto& t : tags)
+        out.push_back(t.str());
     return out;
 }
 
-std::vector<int> int_list(const json& j) { return j.get<std::vector<int>>(); }
+std::vector<int> int_list(const json& j) {
+    return j.get<std::vector<int>>();
+}
 
 std::string show(const std::vector<std::string>& v) {
     std::string out = "[";
-    for (const auto& s : v) out += s + " ";
+    for (const auto& s : v)
+        out += s + " ";
     return out + "]";
 }
 
@@ -57,9 +62,9 @@ void versions(Suite& s) {
         auto a = *Version::parse(r.get<std::string>());
         for (std::size_t k = 0; k < all.size(); ++k) {
             auto b = *Version::parse(all[k].get<std::string>());
-            auto expect = s.index < k ? std::strong_ordering::less
-                        : s.index > k ? std::strong_ordering::greater
-                                      : std::strong_ordering::equal;
+            auto expect = s.index < k   ? std::strong_ordering::less
+                          : s.index > k ? std::strong_ordering::greater
+                                        : std::strong_ordering::equal;
             if ((a <=> b) != expect || (a == b) != (expect == 0) || (a < b) != (expect < 0) ||
                 (a >= b) != (expect >= 0)) {
                 why = "wrong order against " + all[k].get<std::string>();
@@ -76,20 +81,30 @@ void versions(Suite& s) {
         const std::string attr = r["attribute"];
         const json& e = r["expected"];
         json got;
-        if (attr == "public") got = v.public_str();
-        else if (attr == "base_version") got = v.base_str();
-        else if (attr == "epoch") got = v.epoch();
-        else if (attr == "release") got = v.release();
-        else if (attr == "local") got = v.has_local() ? json(v.local_str()) : json(nullptr);
+        if (attr == "public")
+            got = v.public_str();
+        else if (attr == "base_version")
+            got = v.base_str();
+        else if (attr == "epoch")
+            got = v.epoch();
+        else if (attr == "release")
+            got = v.release();
+        else if (attr == "local")
+            got = v.has_local() ? json(v.local_str()) : json(nullptr);
         else if (attr == "pre") {
             static const char* names[] = {"a", "b", "rc"};
             got = v.pre() ? json::array({names[static_cast<int>(v.pre()->kind)], v.pre()->number})
                           : json(nullptr);
-        } else if (attr == "dev") got = v.dev() ? json(*v.dev()) : json(nullptr);
-        else if (attr == "post") got = v.post() ? json(*v.post()) : json(nullptr);
-        else if (attr == "is_prerelease") got = v.is_prerelease();
-        else if (attr == "is_postrelease") got = v.is_postrelease();
-        else if (attr == "is_devrelease") got = v.is_devrelease();
+        } else if (attr == "dev")
+            got = v.dev() ? json(*v.dev()) : json(nullptr);
+        else if (attr == "post")
+            got = v.post() ? json(*v.post()) : json(nullptr);
+        else if (attr == "is_prerelease")
+            got = v.is_prerelease();
+        else if (attr == "is_postrelease")
+            got = v.is_postrelease();
+        else if (attr == "is_devrelease")
+            got = v.is_devrelease();
         why = "got " + got.dump();
         return got == e;
     });
@@ -128,19 +143,21 @@ struct AnySpec {
     std::optional<SpecifierSet> set;
     static AnySpec make(const std::string& kind, const std::string& text, std::optional<bool> pre) {
         AnySpec a;
-        if (kind == "Specifier") a.one = *Specifier::parse(text, pre);
-        else a.set = *SpecifierSet::parse(text, pre);
+        if (kind == "Specifier")
+            a.one = *Specifier::parse(text, pre);
+        else
+            a.set = *SpecifierSet::parse(text, pre);
         return a;
     }
     bool contains(const Candidate& c, std::optional<bool> pre, bool installed) const {
         return one ? one->contains(c, pre, installed) : set->contains(c, pre, installed);
     }
-    std::vector<std::size_t> filter(const std::vector<Candidate>& cs, std::optional<bool> pre) const {
+    std::vector<std::size_t> filter(const std::vector<Candidate>& cs,
+                                    std::optional<bool> pre) const {
         if (set) return set->filter_indices(cs, pre);
         // A single clause filters as the set holding just that clause.
-        SpecifierSet s = *SpecifierSet::parse(one->str(), one->prereleases() == std::nullopt
-                                                             ? std::nullopt
-                                                             : one->prereleases());
+        SpecifierSet s = *SpecifierSet::parse(
+            one->str(), one->prereleases() == std::nullopt ? std::nullopt : one->prereleases());
         return s.filter_indices(cs, pre);
     }
 };
@@ -163,8 +180,8 @@ void specifiers(Suite& s) {
     });
     s.rows(d, "str", [](const json& r, std::string& why) {
         std::string in = r["input"];
-        std::string got = r["kind"] == "Specifier" ? Specifier::parse(in)->str()
-                                                   : SpecifierSet::parse(in)->str();
+        std::string got =
+            r["kind"] == "Specifier" ? Specifier::parse(in)->str() : SpecifierSet::parse(in)->str();
         why = "got " + got;
         return got == r["expected"].get<std::string>();
     });
@@ -186,9 +203,11 @@ void specifiers(Suite& s) {
     s.rows(d, "filter", [](const json& r, std::string& why) {
         auto a = AnySpec::make(r["kind"], r["specifier"], opt_bool(r["configured_prereleases"]));
         std::vector<Candidate> cs;
-        for (const auto& c : r["input"]) cs.push_back(candidate(c));
+        for (const auto& c : r["input"])
+            cs.push_back(candidate(c));
         json got = json::array();
-        for (auto k : a.filter(cs, opt_bool(r["prereleases"]))) got.push_back(r["input"][k]);
+        for (auto k : a.filter(cs, opt_bool(r["prereleases"])))
+            got.push_back(r["input"][k]);
         why = "got " + got.dump();
         return got == r["expected"];
     });
@@ -211,7 +230,7 @@ void specifiers(Suite& s) {
         auto right = *SpecifierSet::parse(r["right"].get<std::string>());
         const std::string rel = r["relation"];
         bool got = rel == "is_subset"     ? left.is_subset(right)
-                 : rel == "is_superset"   ? left.is_superset(right)
+                   : rel == "is_superset" ? left.is_superset(right)
                                           : left.is_disjoint(right);
         why = std::string("got ") + (got ? "true" : "false");
         return got == r["expected"].get<bool>();
@@ -226,7 +245,8 @@ void specifiers(Suite& s) {
     // oracle_grid: one row per (specifier set, item, query).
     const json& grid = d["sections"]["oracle_grid"];
     std::vector<Candidate> items;
-    for (const auto& i : grid["items"]) items.push_back(candidate(i));
+    for (const auto& i : grid["items"])
+        items.push_back(candidate(i));
     s.section = "oracle_grid";
     s.index = 0;
     for (const auto& row : grid["rows"]) {
@@ -241,7 +261,8 @@ void specifiers(Suite& s) {
                          std::string("contains_") + suffix + " " + items[k].text);
             }
             json got = json::array();
-            for (auto k : set.filter_indices(items, pre)) got.push_back(grid["items"][k]);
+            for (auto k : set.filter_indices(items, pre))
+                got.push_back(grid["items"][k]);
             s.record(got == row[std::string("filter_") + suffix], row["specifier_set"],
                      std::string("filter_") + suffix + " got " + got.dump());
         }
@@ -291,7 +312,8 @@ void local_versions(Suite& s) {
             names.push_back(text);
         }
         std::vector<std::string> got;
-        for (auto k : set.filter_indices(cs)) got.push_back(names[k]);
+        for (auto k : set.filter_indices(cs))
+            got.push_back(names[k]);
         why = "filter got " + show(got);
         return got == r["filter_default"].get<std::vector<std::string>>();
     });
@@ -303,7 +325,8 @@ MarkerEnvironment environment_from(const json& j) {
         if (v.is_null()) continue;  // an explicitly absent variable
         if (v.is_object()) {
             std::set<std::string> items;
-            for (const auto& x : v["$set"]) items.insert(canonicalize_name(x.get<std::string>()));
+            for (const auto& x : v["$set"])
+                items.insert(canonicalize_name(x.get<std::string>()));
             (k == "extras" ? env.extras : env.dependency_groups) = items;
         } else {
             env.set(k, v.get<std::string>());
@@ -352,7 +375,7 @@ void markers(Suite& s) {
         MarkerEnvironment env = environment_from(r["effective_environment"]);
         const std::string ctx = r["context"];
         MarkerContext context = ctx == "metadata"    ? MarkerContext::metadata
-                              : ctx == "lock_file"   ? MarkerContext::lock_file
+                                : ctx == "lock_file" ? MarkerContext::lock_file
                                                      : MarkerContext::requirement;
         auto got = m->evaluate(env, context);
         if (r.contains("error")) {
@@ -421,8 +444,8 @@ void tags(Suite& s) {
     auto strs = [](const json& j) { return j.get<std::vector<std::string>>(); };
     s.rows(d, "cpython_tags", [&](const json& r, std::string& why) {
         const json& a = r["args"];
-        auto got = tag_strs(cpython_tags(int_list(a["python_version"]), strs(a["abis"]),
-                                         strs(a["platforms"])));
+        auto got = tag_strs(
+            cpython_tags(int_list(a["python_version"]), strs(a["abis"]), strs(a["platforms"])));
         why = "got " + show(got);
         return got == strs(r["expected"]);
     });
@@ -430,8 +453,8 @@ void tags(Suite& s) {
         const json& a = r["args"];
         std::optional<std::string> interp;
         if (a.contains("interpreter")) interp = a["interpreter"].get<std::string>();
-        auto got = tag_strs(compatible_tags(int_list(a["python_version"]), interp,
-                                            strs(a["platforms"])));
+        auto got =
+            tag_strs(compatible_tags(int_list(a["python_version"]), interp, strs(a["platforms"])));
         why = "got " + show(got);
         return got == strs(r["expected"]);
     });
@@ -448,7 +471,8 @@ void tags(Suite& s) {
     });
     s.rows(d, "compatible_tags_selector", [&](const json& r, std::string& why) {
         std::vector<Tag> supported;
-        for (const auto& p : strs(r["supported_platforms"])) supported.push_back({"py3", "none", p});
+        for (const auto& p : strs(r["supported_platforms"]))
+            supported.push_back({"py3", "none", p});
         TargetTags target(supported);
         std::vector<std::pair<std::size_t, std::string>> ranked;
         for (const auto& c : strs(r["candidates"])) {
@@ -458,7 +482,8 @@ void tags(Suite& s) {
         std::stable_sort(ranked.begin(), ranked.end(),
                          [](const auto& x, const auto& y) { return x.first < y.first; });
         std::vector<std::string> got;
-        for (const auto& [rank, c] : ranked) got.push_back(c);
+        for (const auto& [rank, c] : ranked)
+            got.push_back(c);
         why = "got " + show(got);
         return got == strs(r["expected"]);
     });
@@ -499,7 +524,8 @@ void names(Suite& s) {
     });
     s.rows(d, "canonicalize_name_invalid", [](const json& r, std::string&) {
         std::string in = r["input"];
-        return !is_valid_name(in) && canonicalize_name(in) == r["lenient_result"].get<std::string>();
+        return !is_valid_name(in) &&
+               canonicalize_name(in) == r["lenient_result"].get<std::string>();
     });
     s.rows(d, "is_normalized_name", [](const json& r, std::string&) {
         return is_normalized_name(r["name"].get<std::string>()) == r["is_normalized"].get<bool>();
@@ -508,8 +534,11 @@ void names(Suite& s) {
         auto w = WheelFilename::parse(r["filename"].get<std::string>());
         if (!w) return why = w.error().message(), false;
         json build = w->build ? json::array({w->build->number, w->build->rest}) : json(nullptr);
-        json got = {{"filename", r["filename"]}, {"name", w->canonical_name},
-                    {"version", w->version.str()}, {"build", build}, {"tags", tag_strs(w->tags)}};
+        json got = {{"filename", r["filename"]},
+                    {"name", w->canonical_name},
+                    {"version", w->version.str()},
+                    {"build", build},
+                    {"tags", tag_strs(w->tags)}};
         why = "got " + got.dump();
         return got == r;
     });
@@ -529,9 +558,11 @@ void names(Suite& s) {
         if (!w) return why = w.error().message(), false;
         std::string build;
         if (w->build) build = std::to_string(w->build->number) + w->build->rest;
-        json got = {{"filename", r["filename"]}, {"distribution", w->name},
+        json got = {{"filename", r["filename"]},
+                    {"distribution", w->name},
                     {"version", w->version_text},
-                    {"build_tag", w->build ? json(build) : json(nullptr)}, {"tag", w->tag_text}};
+                    {"build_tag", w->build ? json(build) : json(nullptr)},
+                    {"tag", w->tag_text}};
         why = "got " + got.dump();
         return got == r;
     });
@@ -549,7 +580,6 @@ void names(Suite& s) {
         return !SdistFilename::parse(r.get<std::string>()).ok();
     });
 }
-
 
 }  // namespace
 

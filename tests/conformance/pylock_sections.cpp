@@ -27,7 +27,8 @@ std::string toml_inline(const json& j) {
     }
     if (j.is_array()) {
         std::string out = "[";
-        for (std::size_t k = 0; k < j.size(); ++k) out += (k ? ", " : "") + toml_inline(j[k]);
+        for (std::size_t k = 0; k < j.size(); ++k)
+            out += (k ? ", " : "") + toml_inline(j[k]);
         return out + "]";
     }
     return j.dump();
@@ -42,7 +43,8 @@ std::string read_text(const std::string& path) {
 
 pep::MarkerEnvironment environment_of(const json& j) {
     pep::MarkerEnvironment env;
-    for (const auto& [k, v] : j.items()) env.set(k, v.get<std::string>());
+    for (const auto& [k, v] : j.items())
+        env.set(k, v.get<std::string>());
     return env;
 }
 
@@ -91,7 +93,8 @@ void pylock_sections(Suite& s) {
         return lock.ok() == r["supported"].get<bool>();
     });
     s.rows(d, "from_dict", [](const json& r, std::string& why) {
-        auto lock = lock::Pylock::parse(r["toml"].get<std::string>(), "pylock.toml", lock::DigestCheck::spec);
+        auto lock = lock::Pylock::parse(r["toml"].get<std::string>(), "pylock.toml",
+                                        lock::DigestCheck::spec);
         if (r["valid"].get<bool>()) {
             if (!lock) why = lock.error().message();
             return lock.ok();
@@ -113,23 +116,27 @@ void pylock_sections(Suite& s) {
         return f.filename() == r["expected_filename"].get<std::string>();
     });
     s.rows(d, "hash_validation", [](const json& r, std::string& why) {
-        std::string doc = "lock-version = \"1.0\"\ncreated-by = \"t\"\n[[packages]]\nname = \"example\"\n"
-                          "wheels = [" + toml_inline(r["wheel"]) + "]\n";
+        std::string doc =
+            "lock-version = \"1.0\"\ncreated-by = \"t\"\n[[packages]]\nname = \"example\"\n"
+            "wheels = [" +
+            toml_inline(r["wheel"]) + "]\n";
         auto lock = lock::Pylock::parse(doc, "pylock.toml");
         if (lock) return why = "accepted", false;
         return true;
     });
     s.rows(d, "select", [](const json& r, std::string& why) {
-        auto lock = lock::Pylock::parse(r["lock_toml"].get<std::string>(), "pylock.toml", lock::DigestCheck::spec);
+        auto lock = lock::Pylock::parse(r["lock_toml"].get<std::string>(), "pylock.toml",
+                                        lock::DigestCheck::spec);
         if (!lock) return why = lock.error().message(), false;
         const json& a = r["args"];
         lock::SelectTarget target;
-        target.environment = a.contains("environment") ? environment_of(a["environment"])
-                                                       : default_environment();
+        target.environment =
+            a.contains("environment") ? environment_of(a["environment"]) : default_environment();
         std::optional<pep::TargetTags> tags;
         if (a.contains("tags")) {
             std::vector<pep::Tag> list;
-            for (const auto& t : a["tags"]) list.push_back((*pep::parse_tag(t.get<std::string>()))[0]);
+            for (const auto& t : a["tags"])
+                list.push_back((*pep::parse_tag(t.get<std::string>()))[0]);
             tags.emplace(std::move(list));
         } else {
             tags = *pep::TargetTags::cpython(3, 12, "manylinux_2_28_x86_64");
@@ -140,7 +147,8 @@ void pylock_sections(Suite& s) {
             return j.get<std::set<std::string>>();
         };
         if (a.contains("extras")) target.extras = names(a["extras"]);
-        if (a.contains("dependency_groups")) target.dependency_groups = names(a["dependency_groups"]);
+        if (a.contains("dependency_groups"))
+            target.dependency_groups = names(a["dependency_groups"]);
         if (a.contains("prefer_sdist_predicate")) {
             bool v = a["prefer_sdist_predicate"]["returns"].get<bool>();
             target.prefer_sdist = [v](const lock::Package&) { return v; };
@@ -152,7 +160,8 @@ void pylock_sections(Suite& s) {
         }
         if (!got) return why = got.error().describe(), false;
         json list = json::array();
-        for (const auto& sel : *got) list.push_back(selection_json(sel));
+        for (const auto& sel : *got)
+            list.push_back(selection_json(sel));
         why = "got " + list.dump();
         return list == r["expected"];
     });

@@ -15,8 +15,9 @@ void wheel_sections(Suite& s) {
         pep::RecordRow row;
         row.path = r["path"].get<std::string>();
         row.hash = r["hash"].is_null() ? "" : r["hash"].get<std::string>();
-        row.size = r["size"].is_null() ? "" : r["size"].is_string() ? r["size"].get<std::string>()
-                                                                      : std::to_string(r["size"].get<long long>());
+        row.size = r["size"].is_null()     ? ""
+                   : r["size"].is_string() ? r["size"].get<std::string>()
+                                           : std::to_string(r["size"].get<long long>());
         return row;
     };
     s.rows(data, "record_entry_valid", [&](const json& r, std::string& why) {
@@ -29,7 +30,9 @@ void wheel_sections(Suite& s) {
         if (!err) return why = "accepted", false;
         for (const auto& m : r["error_mentions"])
             if (err->message().find(m.get<std::string>()) == std::string::npos)
-                return why = "error does not mention " + m.get<std::string>() + ": " + err->message(), false;
+                return why =
+                           "error does not mention " + m.get<std::string>() + ": " + err->message(),
+                       false;
         return true;
     });
     s.rows(data, "record_hash_validation", [&](const json& r, std::string& why) {
@@ -46,16 +49,19 @@ void wheel_sections(Suite& s) {
     });
     s.rows(data, "record_parse", [&](const json& r, std::string& why) {
         std::string text;
-        for (const auto& l : r["lines"]) text += l.get<std::string>() + "\n";
+        for (const auto& l : r["lines"])
+            text += l.get<std::string>() + "\n";
         auto parsed = pep::parse_record(text);
         if (!parsed) return why = parsed.error().message(), false;
         json got = json::array();
-        for (const auto& row : *parsed) got.push_back({row.path, row.hash, row.size});
+        for (const auto& row : *parsed)
+            got.push_back({row.path, row.hash, row.size});
         why = got.dump();
         return got == r["expected"];
     });
     s.rows(data, "shebang_rewrite", [&](const json& r, std::string& why) {
-        std::string got = pep::rewrite_shebang(r["input"].get<std::string>(), r["python"].get<std::string>());
+        std::string got =
+            pep::rewrite_shebang(r["input"].get<std::string>(), r["python"].get<std::string>());
         why = json(got).dump();
         return got == r["expected"].get<std::string>();
     });
@@ -63,13 +69,15 @@ void wheel_sections(Suite& s) {
         auto parsed = pep::parse_entry_points(r["entry_points_txt"].get<std::string>());
         if (!parsed) return why = parsed.error().message(), false;
         json got = json::array();
-        for (const auto& e : *parsed) got.push_back({e.name, e.module, e.attr, e.gui ? "gui" : "console"});
+        for (const auto& e : *parsed)
+            got.push_back({e.name, e.module, e.attr, e.gui ? "gui" : "console"});
         why = got.dump();
         return got == r["expected"];
     });
     s.rows(data, "entry_points_pip_console_scripts", [&](const json& r, std::string& why) {
         std::string line = r["console_scripts_line"].get<std::string>();
-        auto parsed = pep::parse_entry_points("[console_scripts]\n" + line + "\n[section]\ncommon:one = module:func\n");
+        auto parsed = pep::parse_entry_points("[console_scripts]\n" + line +
+                                              "\n[section]\ncommon:one = module:func\n");
         if (!parsed) return why = parsed.error().message(), false;
         auto sep = line.find(" = ");
         if (parsed->size() != 1) return why = "expected one entry", false;
@@ -78,7 +86,8 @@ void wheel_sections(Suite& s) {
         return e.name == line.substr(0, sep) && e.module + ":" + e.attr == line.substr(sep + 3);
     });
     s.rows(data, "root_is_purelib", [&](const json& r, std::string& why) {
-        auto info = pep::parse_wheel_info("Wheel-Version: 1.0\n" + r["wheel_metadata"].get<std::string>() + "\n");
+        auto info = pep::parse_wheel_info("Wheel-Version: 1.0\n" +
+                                          r["wheel_metadata"].get<std::string>() + "\n");
         if (!info) return why = info.error().message(), false;
         return info->root_is_purelib == r["root_is_purelib"].get<bool>();
     });

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 
 #include "envbox/env/cuda.hpp"
@@ -38,14 +37,16 @@ TEST_CASE("the CUDA line of a package comes from its local label, its name or it
 
 TEST_CASE("one lock, one CUDA line, and the manifest's") {
     using envbox::env::CudaPackage;
-    std::vector<CudaPackage> cu128 = {{"torch", "2.11.0+cu128", {12, 8}}, {"nvidia-cublas-cu12", "12.8.4.1", {12, {}}}};
+    std::vector<CudaPackage> cu128 = {{"torch", "2.11.0+cu128", {12, 8}},
+                                      {"nvidia-cublas-cu12", "12.8.4.1", {12, {}}}};
     CHECK_FALSE(envbox::env::cuda_incoherence(cu128, std::string("12.8")));
     CHECK_FALSE(envbox::env::cuda_incoherence(cu128, std::nullopt));
     auto mixed = cu128;
     mixed.push_back({"nvidia-cublas", "13.0.0.19", {13, {}}});
     auto why = envbox::env::cuda_incoherence(mixed, std::nullopt);
     REQUIRE(why);
-    CHECK_THAT(*why, Catch::Contains("CUDA 12: torch 2.11.0+cu128") && Catch::Contains("CUDA 13: nvidia-cublas 13.0.0.19"));
+    CHECK_THAT(*why, Catch::Contains("CUDA 12: torch 2.11.0+cu128") &&
+                         Catch::Contains("CUDA 13: nvidia-cublas 13.0.0.19"));
     auto declared = envbox::env::cuda_incoherence(cu128, std::string("12.6"));
     REQUIRE(declared);
     CHECK_THAT(*declared, Catch::Contains("torch 2.11.0+cu128"));
@@ -66,10 +67,14 @@ TEST_CASE("ENVBOX_CUDA_DRIVER is a driver version or an error naming it") {
         bool valid;
     };
     const Case cases[] = {
-        {"550.54.15", true},  {"580.82.07", true},  {"470.256.02", true}, {"570.86", true},
-        {"abc", false},       {"550.", false},      {"-1", false},        {"999999999999.1", false},
-        {"550", false},       {" 550.54.15", false}, {"550.54.15\n", false}, {"550.54.15.1", false},
-        {"0550.54", false},   {"550..54", false},   {"550.54.15-1", false},
+        {"550.54.15", true},    {"580.82.07", true},
+        {"470.256.02", true},   {"570.86", true},
+        {"abc", false},         {"550.", false},
+        {"-1", false},          {"999999999999.1", false},
+        {"550", false},         {" 550.54.15", false},
+        {"550.54.15\n", false}, {"550.54.15.1", false},
+        {"0550.54", false},     {"550..54", false},
+        {"550.54.15-1", false},
     };
     for (const auto& c : cases) {
         INFO(c.value);

@@ -1,10 +1,9 @@
 // Generation records (`gen-N/.envbox/info`): whatever the values, they read back as written, and
 // a format 1 record broken by a value (as an older envbox wrote a hostile Version) reads as
 // damaged instead of naming the wrong wheels.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
@@ -97,9 +96,11 @@ TEST_CASE("a package without a sha256 wheel digest is never recorded") {
 TEST_CASE("format 1 records are still read, and one a value broke reads as damaged") {
     TempDir tmp;
     const fs::path gen = tmp.path / "gen-1";
-    const std::string head = "envbox-generation 1\ngeneration 1\nlock-source /my project/pylock.toml\n";
-    write_info(gen, head + "package demo 1.0 " + kSha + " demo-1.0-py3-none-any.whl requested\n"
-                    "direct-url demo {\"url\": \"file:///a b\"}\nprefer demo\n");
+    const std::string head =
+        "envbox-generation 1\ngeneration 1\nlock-source /my project/pylock.toml\n";
+    write_info(gen, head + "package demo 1.0 " + kSha +
+                        " demo-1.0-py3-none-any.whl requested\n"
+                        "direct-url demo {\"url\": \"file:///a b\"}\nprefer demo\n");
     auto g = env::read_generation(gen);
     REQUIRE(g);
     CHECK(g->damaged.empty());

@@ -1,10 +1,9 @@
 // plan_install's overlap rules over wheel file lists shaped like the real ones (the CUDA 12
 // namespace __init__.py, opencv-python beside opencv-python-headless), without installing.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "envbox/env/installer.hpp"
@@ -27,7 +26,8 @@ struct TempHome {
 const std::string kSite = "lib/python3.12/site-packages";
 
 // A wheel's file list as the store keeps it: `files` maps archive paths to (content, exec bit).
-store::WheelFiles wheel(const std::string& name, std::vector<std::tuple<std::string, std::string, bool>> files) {
+store::WheelFiles wheel(const std::string& name,
+                        std::vector<std::tuple<std::string, std::string, bool>> files) {
     store::WheelFiles w;
     w.name = name;
     w.version = "1.0";
@@ -51,10 +51,13 @@ struct Planned {
             if (f.rel == kSite + "/" + rel) return &f;
         return nullptr;
     }
-    std::string record(const std::string& dist_info) const { return file(dist_info + "/RECORD")->content; }
+    std::string record(const std::string& dist_info) const {
+        return file(dist_info + "/RECORD")->content;
+    }
 };
 
-Planned plan(const std::vector<store::WheelFiles>& wheels, const std::vector<bool>& preferred = {}) {
+Planned plan(const std::vector<store::WheelFiles>& wheels,
+             const std::vector<bool>& preferred = {}) {
     static TempHome home;
     static store::Store store(home.path);
     env::Interpreter in;
@@ -78,23 +81,28 @@ Planned plan(const std::vector<store::WheelFiles>& wheels, const std::vector<boo
 }
 
 std::string row(const std::string& path, const std::string& content) {
-    return path + ",sha256=" + to_record_b64(sha256(content)) + "," + std::to_string(content.size()) + "\n";
+    return path + ",sha256=" + to_record_b64(sha256(content)) + "," +
+           std::to_string(content.size()) + "\n";
 }
 
 }  // namespace
 
 TEST_CASE("a path shipped with the same content and mode is placed once and in every RECORD") {
     std::vector<store::WheelFiles> w = {
-        wheel("nvidia-cublas-cu12", {{"nvidia/__init__.py", "", false}, {"nvidia/cublas/lib/libcublas.so.12", "elf", true}}),
-        wheel("nvidia-cuda-runtime-cu12", {{"nvidia/__init__.py", "", false}, {"nvidia/cuda_runtime/__init__.py", "", false}}),
+        wheel("nvidia-cublas-cu12", {{"nvidia/__init__.py", "", false},
+                                     {"nvidia/cublas/lib/libcublas.so.12", "elf", true}}),
+        wheel("nvidia-cuda-runtime-cu12",
+              {{"nvidia/__init__.py", "", false}, {"nvidia/cuda_runtime/__init__.py", "", false}}),
         wheel("nvidia-cudnn-cu12", {{"nvidia/__init__.py", "", false}}),
     };
     Planned p = plan(w);
     CHECK(std::count_if(p.plan.files.begin(), p.plan.files.end(),
                         [](const auto& f) { return f.rel == kSite + "/nvidia/__init__.py"; }) == 1);
     for (const auto& x : w)
-        CHECK_THAT(p.record(x.dist_info),
-                   Catch::Contains("nvidia/__init__.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n"));
+        CHECK_THAT(
+            p.record(x.dist_info),
+            Catch::Contains(
+                "nvidia/__init__.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n"));
     CHECK(p.plan.notes.empty());
 }
 
@@ -104,28 +112,50 @@ TEST_CASE("[install] prefer decides a path shipped with different content") {
         const char* what;
         std::vector<std::string> contents;  // cv2/__init__.py per wheel
         std::vector<bool> preferred;
-        int placed_from;                     // wheel whose file is placed
-        std::vector<bool> listed;            // whose RECORD lists the path
+        int placed_from;           // wheel whose file is placed
+        std::vector<bool> listed;  // whose RECORD lists the path
         const char* note;
     };
     const Row rows[] = {
-        {"the preferred second", {gui, headless}, {false, true}, 1, {false, true},
+        {"the preferred second",
+         {gui, headless},
+         {false, true},
+         1,
+         {false, true},
          "w1 1.0 (w1-1.0-py3-none-any.whl) wins 1 path over w0 1.0 (w0-1.0-py3-none-any.whl)"},
-        {"the preferred first", {gui, headless}, {true, false}, 0, {true, false}, "w0 1.0 (w0-1.0-py3-none-any.whl) wins"},
-        {"a loser that shares the loser's content", {gui, headless, gui}, {false, true, false}, 1,
-         {false, true, false}, "wins 1 path over w0 1.0 (w0-1.0-py3-none-any.whl) ([install] prefer)\n"
-                                "w1 1.0 (w1-1.0-py3-none-any.whl) wins 1 path over w2 1.0"},
-        {"a third wheel with the winner's content", {gui, headless, headless}, {false, true, false}, 1,
-         {false, true, true}, "wins 1 path over w0 1.0"},
-        {"two preferred wheels that agree", {gui, headless, headless}, {false, true, true}, 1, {false, true, true},
+        {"the preferred first",
+         {gui, headless},
+         {true, false},
+         0,
+         {true, false},
+         "w0 1.0 (w0-1.0-py3-none-any.whl) wins"},
+        {"a loser that shares the loser's content",
+         {gui, headless, gui},
+         {false, true, false},
+         1,
+         {false, true, false},
+         "wins 1 path over w0 1.0 (w0-1.0-py3-none-any.whl) ([install] prefer)\n"
+         "w1 1.0 (w1-1.0-py3-none-any.whl) wins 1 path over w2 1.0"},
+        {"a third wheel with the winner's content",
+         {gui, headless, headless},
+         {false, true, false},
+         1,
+         {false, true, true},
+         "wins 1 path over w0 1.0"},
+        {"two preferred wheels that agree",
+         {gui, headless, headless},
+         {false, true, true},
+         1,
+         {false, true, true},
          "wins 1 path over w0"},
     };
     for (const auto& r : rows) {
         INFO(r.what);
         std::vector<store::WheelFiles> w;
         for (std::size_t i = 0; i < r.contents.size(); ++i)
-            w.push_back(wheel("w" + std::to_string(i), {{"cv2/__init__.py", r.contents[i], false},
-                                                        {"cv2/data/cascade.xml", "<xml/>\n", false}}));
+            w.push_back(
+                wheel("w" + std::to_string(i), {{"cv2/__init__.py", r.contents[i], false},
+                                                {"cv2/data/cascade.xml", "<xml/>\n", false}}));
         Planned p = plan(w, r.preferred);
         const auto* f = p.file("cv2/__init__.py");
         REQUIRE(f);
@@ -134,11 +164,14 @@ TEST_CASE("[install] prefer decides a path shipped with different content") {
         for (std::size_t i = 0; i < w.size(); ++i) {
             const std::string record = p.record(w[i].dist_info);
             CHECK((record.find("cv2/__init__.py,") != std::string::npos) == r.listed[i]);
-            if (r.listed[i]) CHECK_THAT(record, Catch::Contains(row("cv2/__init__.py", r.contents[r.placed_from])));
+            if (r.listed[i])
+                CHECK_THAT(record,
+                           Catch::Contains(row("cv2/__init__.py", r.contents[r.placed_from])));
             CHECK_THAT(record, Catch::Contains(row("cv2/data/cascade.xml", "<xml/>\n")));
         }
         std::string notes;
-        for (const auto& n : p.plan.notes) notes += n + "\n";
+        for (const auto& n : p.plan.notes)
+            notes += n + "\n";
         CHECK_THAT(notes, Catch::Contains(r.note));
     }
 }
@@ -155,9 +188,11 @@ TEST_CASE("overlaps that are install conflicts") {
          {wheel("opencv-python", {{"cv2/__init__.py", "gui\n", false}}),
           wheel("opencv-python-headless", {{"cv2/__init__.py", "headless\n", false}})},
          {},
-         "file lib/python3.12/site-packages/cv2/__init__.py is installed by two wheels with different content: "
+         "file lib/python3.12/site-packages/cv2/__init__.py is installed by two wheels with "
+         "different content: "
          "opencv-python 1.0 (opencv_python-1.0-py3-none-any.whl) and opencv-python-headless 1.0 "
-         "(opencv_python_headless-1.0-py3-none-any.whl); to install one of them over the other, name it in the "
+         "(opencv_python_headless-1.0-py3-none-any.whl); to install one of them over the other, "
+         "name it in the "
          "manifest's [install] prefer (prefer = [\"opencv-python\"])"},
         {"the same bytes, another mode",
          {wheel("a", {{"tool.sh", "echo\n", true}}), wheel("b", {{"tool.sh", "echo\n", false}})},
@@ -166,9 +201,11 @@ TEST_CASE("overlaps that are install conflicts") {
         {"both preferred, and they differ",
          {wheel("a", {{"x.py", "a\n", false}}), wheel("b", {{"x.py", "b\n", false}})},
          {true, true},
-         "x.py is installed by two wheels with different content, and [install] prefer names both: a 1.0"},
+         "x.py is installed by two wheels with different content, and [install] prefer names both: "
+         "a 1.0"},
         {"a file written into another wheel's .dist-info",
-         {wheel("a", {}), wheel("b", {{"b-1.0.data/purelib/a-1.0.dist-info/METADATA", "Name: evil\n", false}})},
+         {wheel("a", {}),
+          wheel("b", {{"b-1.0.data/purelib/a-1.0.dist-info/METADATA", "Name: evil\n", false}})},
          {false, true},
          "a-1.0.dist-info/METADATA is installed by two wheels with different content: a 1.0"},
         {"a RECORD overwritten by another wheel",
@@ -182,7 +219,8 @@ TEST_CASE("overlaps that are install conflicts") {
         {"a file that is a directory in another wheel",
          {wheel("a", {{"shared/x", "f\n", false}}), wheel("b", {{"shared/x/y.py", "", false}})},
          {true, true},
-         "lib/python3.12/site-packages/shared/x is a file in a 1.0 (a-1.0-py3-none-any.whl) and a directory"},
+         "lib/python3.12/site-packages/shared/x is a file in a 1.0 (a-1.0-py3-none-any.whl) and a "
+         "directory"},
     };
     for (const auto& r : rows) {
         INFO(r.what);

@@ -1,7 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -31,25 +30,31 @@ struct FakeProc {
     }
 };
 
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+void write(const fs::path& p, const std::string& text) {
+    std::ofstream(p, std::ios::binary) << text;
+}
 
 }  // namespace
 
 TEST_CASE("runtime roots: exact generation directories from links, maps and environ") {
     FakeProc proc;
     const fs::path env = proc.root / "envs" / "proj" / "train";
-    const fs::path gen1 = env / "gen-1", gen10 = env / "gen-10", gen2 = env / "gen-2", gen3 = env / "gen-3";
-    for (const auto& g : {gen1, gen10, gen2, gen3}) fs::create_directories(g / "lib");
+    const fs::path gen1 = env / "gen-1", gen10 = env / "gen-10", gen2 = env / "gen-2",
+                   gen3 = env / "gen-3";
+    for (const auto& g : {gen1, gen10, gen2, gen3})
+        fs::create_directories(g / "lib");
 
     // pid 100 works in gen-10 only: gen-1 is a prefix of its path, not a parent of it.
     fs::create_directory_symlink(gen10 / "lib", proc.process(100, "python3") / "cwd");
     // pid 200 has a gen-2 library mapped (deleted since), and nothing open.
     write(proc.process(200, "ide") / "maps",
-          "7f00-7f01 r--p 00000000 fd:01 42   " + (gen2 / "lib" / "_c.so").string() + " (deleted)\n"
-          "7f02-7f03 rw-p 00000000 00:00 0 \n7ffd-7ffe rw-p 00000000 00:00 0   [stack]\n");
+          "7f00-7f01 r--p 00000000 fd:01 42   " + (gen2 / "lib" / "_c.so").string() +
+              " (deleted)\n"
+              "7f02-7f03 rw-p 00000000 00:00 0 \n7ffd-7ffe rw-p 00000000 00:00 0   [stack]\n");
     // pid 300 was started from an activated gen-3: only its environment names it.
-    write(proc.process(300, "bash") / "environ",
-          "HOME=/root\0PATH=/usr/bin:"s + (gen3 / "bin").string() + "\0VIRTUAL_ENV="s + gen3.string() + "-old\0"s);
+    write(proc.process(300, "bash") / "environ", "HOME=/root\0PATH=/usr/bin:"s +
+                                                     (gen3 / "bin").string() + "\0VIRTUAL_ENV="s +
+                                                     gen3.string() + "-old\0"s);
     // Entries that are not processes, and a process whose files cannot be read, are skipped.
     fs::create_directories(proc.root / "self");
     proc.process(400, "gone");
@@ -57,11 +62,14 @@ TEST_CASE("runtime roots: exact generation directories from links, maps and envi
     RuntimeRoots roots({gen1, gen10, gen2, gen3}, proc.root);
     CHECK(!roots.user_of(gen1));
     REQUIRE(roots.user_of(gen10));
-    CHECK(*roots.user_of(gen10) == "pid 100 (python3), whose working directory is " + (gen10 / "lib").string());
+    CHECK(*roots.user_of(gen10) ==
+          "pid 100 (python3), whose working directory is " + (gen10 / "lib").string());
     REQUIRE(roots.user_of(gen2));
-    CHECK(roots.user_of(gen2)->starts_with("pid 200 (ide), which maps " + (gen2 / "lib" / "_c.so").string()));
+    CHECK(roots.user_of(gen2)->starts_with("pid 200 (ide), which maps " +
+                                           (gen2 / "lib" / "_c.so").string()));
     REQUIRE(roots.user_of(gen3));
-    CHECK(*roots.user_of(gen3) == "pid 300 (bash), whose environment names " + (gen3 / "bin").string());
+    CHECK(*roots.user_of(gen3) ==
+          "pid 300 (bash), whose environment names " + (gen3 / "bin").string());
 }
 
 TEST_CASE("runtime roots: an open file counts, a sibling directory does not") {

@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)manifest;
         auto lock = envbox::lock::Pylock::parse(text, "pylock.toml");
         if (lock.ok()) {
-            static const auto tags = envbox::pep::TargetTags::cpython(3, 12, "manylinux_2_28_x86_64");
+            static const auto tags =
+                envbox::pep::TargetTags::cpython(3, 12, "manylinux_2_28_x86_64");
             envbox::lock::SelectTarget target;
             target.environment = envbox::pep::MarkerEnvironment::linux_cpython("3.12.8", "x86_64");
             target.tags = &tags.value();

@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)envbox::pep::parse_wheel_info(text);
         auto entries = envbox::pep::parse_entry_points(text);
         if (entries.ok())
-            for (const auto& e : *entries) envbox::pep::script_name_escapes(e.name);
+            for (const auto& e : *entries)
+                envbox::pep::script_name_escapes(e.name);
         std::string_view first_line = text.substr(0, text.find('\n'));
         auto path = envbox::pep::safe_member_path(first_line);
         if (path.ok()) {

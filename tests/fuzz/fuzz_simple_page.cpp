@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         auto html = envbox::index::parse_html_page(text, page_url);
         if (html.ok())
-            for (const auto& f : html->files) envbox::index::url_hash(f.url);
+            for (const auto& f : html->files)
+                envbox::index::url_hash(f.url);
         auto json = envbox::index::parse_json_page(text, page_url);
         (void)json;
         envbox::index::html_unescape(text.substr(0, 4096));

@@ -47,7 +47,8 @@ using Listing = std::vector<std::pair<std::string, std::string>>;  // name, byte
 // on any error.
 bool libarchive_read(const std::uint8_t* data, std::size_t size, Listing& out) {
     archive* a = archive_read_new();
-    bool ok = archive_read_support_format_zip_seekable(a) == 0 && archive_read_open_memory(a, data, size) == 0;
+    bool ok = archive_read_support_format_zip_seekable(a) == 0 &&
+              archive_read_open_memory(a, data, size) == 0;
     archive_entry* entry = nullptr;
     while (ok) {
         int rc = archive_read_next_header(a, &entry);
@@ -109,7 +110,8 @@ void write_archive(const std::uint8_t* data, std::size_t size) {
 // The reader's contract for a member it lists: its local header and data lie inside the
 // archive, before the central directory (computed wide, so no sum can wrap).
 void check_bounds(const envbox::zip::Member& m, std::size_t archive_size) {
-    unsigned __int128 end = static_cast<unsigned __int128>(m.local_offset) + 30 + m.name.size() + m.compressed_size;
+    unsigned __int128 end =
+        static_cast<unsigned __int128>(m.local_offset) + 30 + m.name.size() + m.compressed_size;
     if (end > archive_size) std::abort();
 }
 
@@ -119,7 +121,8 @@ void check_member(const envbox::zip::File& file, std::size_t i, std::string_view
     const envbox::zip::Member& m = file.members()[i];
     std::string read = file.read(i);
     if (read.size() != m.size) std::abort();  // read() must have refused the member
-    std::uint64_t at = envbox::zip::data_offset(m, archive.substr(m.local_offset, 30 + m.name.size()));
+    std::uint64_t at =
+        envbox::zip::data_offset(m, archive.substr(m.local_offset, 30 + m.name.size()));
     if (at > archive.size() || m.compressed_size > archive.size() - at) return;
     if (envbox::zip::decode(m, archive.substr(at, m.compressed_size)) != read) std::abort();
 }
@@ -127,14 +130,16 @@ void check_member(const envbox::zip::File& file, std::size_t i, std::string_view
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static const bool utf8 = std::setlocale(LC_ALL, "C.UTF-8") != nullptr;  // libarchive's names as bytes
+    static const bool utf8 =
+        std::setlocale(LC_ALL, "C.UTF-8") != nullptr;  // libarchive's names as bytes
     (void)utf8;
     write_archive(data, size);
     std::string_view archive(reinterpret_cast<const char*>(data), size);
     try {
         envbox::zip::File file("/proc/self/fd/" + std::to_string(archive_fd()));
         envbox::zip::find_dist_info(file.members(), "METADATA");
-        for (const auto& m : file.members()) check_bounds(m, size);
+        for (const auto& m : file.members())
+            check_bounds(m, size);
         bool all_read = true;
         for (std::size_t i = 0; i < file.members().size() && i < 64; ++i) {
             try {
@@ -146,8 +151,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::vector<std::size_t> files;
         if (all_read && file.members().size() <= 64 && installable(file, files)) {
             Listing ours, theirs;
-            for (std::size_t i : files) ours.emplace_back(file.members()[i].name, file.read(i));
-            if (!libarchive_read(data, size, theirs)) std::abort();  // envbox accepts what libarchive refuses
+            for (std::size_t i : files)
+                ours.emplace_back(file.members()[i].name, file.read(i));
+            if (!libarchive_read(data, size, theirs))
+                std::abort();                  // envbox accepts what libarchive refuses
             if (theirs != ours) std::abort();  // the same archive reads differently
         }
     } catch (const envbox::Error&) {

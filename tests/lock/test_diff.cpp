@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <optional>
 #include <string>
 
@@ -13,8 +12,9 @@ namespace {
 using envbox::ops::DiffEntry;
 using envbox::ops::LockView;
 
-LockView side(const std::string& label, const std::string& name, const std::string& version, const std::string& index,
-              const std::string& filename, const std::string& sha256, std::uint64_t size) {
+LockView side(const std::string& label, const std::string& name, const std::string& version,
+              const std::string& index, const std::string& filename, const std::string& sha256,
+              std::uint64_t size) {
     LockView v;
     v.label = label;
     LockView::Entry e;
@@ -28,7 +28,8 @@ LockView side(const std::string& label, const std::string& name, const std::stri
     return v;
 }
 
-const std::string kPypi = "https://pypi.org/simple", kCu128 = "https://download.pytorch.org/whl/cu128";
+const std::string kPypi = "https://pypi.org/simple",
+                  kCu128 = "https://download.pytorch.org/whl/cu128";
 const std::string kShaA(64, 'a'), kShaB(64, 'b');
 
 }  // namespace
@@ -45,26 +46,33 @@ TEST_CASE("diff names what changed for a package locked on both sides") {
     };
     const std::string np = "numpy-2.3.3-cp312-cp312-manylinux_2_28_x86_64.whl";
     const Row rows[] = {
-        {"nothing", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaA, 100, std::nullopt, ""},
+        {"nothing", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaA, 100,
+         std::nullopt, ""},
         {"upgrade", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.4", kPypi,
-         "numpy-2.3.4-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 120, DiffEntry::Kind::upgraded, ""},
+         "numpy-2.3.4-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 120, DiffEntry::Kind::upgraded,
+         ""},
         {"downgrade", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.2.6", kPypi,
-         "numpy-2.2.6-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 90, DiffEntry::Kind::downgraded, ""},
-        {"local label", "torch", "2.11.0+cu128", kCu128, "torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl",
-         kShaA, 900, "2.11.0+cu130", "https://download.pytorch.org/whl/cu130",
-         "torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 950, DiffEntry::Kind::local_label, ""},
-        {"index", "filelock", "3.19.1", kCu128, "filelock-3.19.1-py3-none-any.whl", kShaA, 10, "3.19.1", kPypi,
-         "filelock-3.19.1-py3-none-any.whl", kShaA, 10, DiffEntry::Kind::index_changed, ""},
-        {"tags", "numpy", "2.3.3", kPypi, "numpy-2.3.3-cp311-cp311-manylinux_2_28_x86_64.whl", kShaA, 100, "2.3.3", kPypi,
-         np, kShaB, 101, DiffEntry::Kind::wheel_changed,
+         "numpy-2.2.6-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 90,
+         DiffEntry::Kind::downgraded, ""},
+        {"local label", "torch", "2.11.0+cu128", kCu128,
+         "torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl", kShaA, 900, "2.11.0+cu130",
+         "https://download.pytorch.org/whl/cu130",
+         "torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 950,
+         DiffEntry::Kind::local_label, ""},
+        {"index", "filelock", "3.19.1", kCu128, "filelock-3.19.1-py3-none-any.whl", kShaA, 10,
+         "3.19.1", kPypi, "filelock-3.19.1-py3-none-any.whl", kShaA, 10,
+         DiffEntry::Kind::index_changed, ""},
+        {"tags", "numpy", "2.3.3", kPypi, "numpy-2.3.3-cp311-cp311-manylinux_2_28_x86_64.whl",
+         kShaA, 100, "2.3.3", kPypi, np, kShaB, 101, DiffEntry::Kind::wheel_changed,
          "tags cp311-cp311-manylinux_2_28_x86_64 → cp312-cp312-manylinux_2_28_x86_64"},
-        {"build tag", "triton", "3.5.0", kCu128, "triton-3.5.0-1-cp312-cp312-manylinux_2_28_x86_64.whl", kShaA, 50,
-         "3.5.0", kCu128, "triton-3.5.0-2-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 50,
+        {"build tag", "triton", "3.5.0", kCu128,
+         "triton-3.5.0-1-cp312-cp312-manylinux_2_28_x86_64.whl", kShaA, 50, "3.5.0", kCu128,
+         "triton-3.5.0-2-cp312-cp312-manylinux_2_28_x86_64.whl", kShaB, 50,
          DiffEntry::Kind::wheel_changed, "build tag 1 → 2"},
-        {"re-upload", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaB, 104, DiffEntry::Kind::rebuilt,
-         "same version, new sha256 and size"},
-        {"re-upload, same size", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaB, 100,
-         DiffEntry::Kind::rebuilt, "same version, new sha256"},
+        {"re-upload", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaB, 104,
+         DiffEntry::Kind::rebuilt, "same version, new sha256 and size"},
+        {"re-upload, same size", "numpy", "2.3.3", kPypi, np, kShaA, 100, "2.3.3", kPypi, np, kShaB,
+         100, DiffEntry::Kind::rebuilt, "same version, new sha256"},
     };
     for (const Row& r : rows) {
         INFO(r.what);
@@ -82,8 +90,10 @@ TEST_CASE("diff names what changed for a package locked on both sides") {
         CHECK(e.detail == r.detail);
         CHECK(e.sha256_before == r.sha1);
         CHECK(e.sha256_after == r.sha2);
-        CHECK(d.download_delta == static_cast<std::int64_t>(r.size2) - static_cast<std::int64_t>(r.size1));
+        CHECK(d.download_delta ==
+              static_cast<std::int64_t>(r.size2) - static_cast<std::int64_t>(r.size1));
         CHECK(envbox::ops::render_text(d, false).find("no changes") == std::string::npos);
-        CHECK(envbox::ops::render_json(d).find("\"sha256_after\": \"" + r.sha2 + "\"") != std::string::npos);
+        CHECK(envbox::ops::render_json(d).find("\"sha256_after\": \"" + r.sha2 + "\"") !=
+              std::string::npos);
     }
 }

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "envbox/index/http.hpp"
@@ -25,7 +24,8 @@ TEST_CASE("url_origin is scheme, host and port as libcurl reads them", "[index][
     CHECK(url_origin("").empty());
 }
 
-TEST_CASE("userinfo is redacted from every URL shown and stripped from locked ones", "[index][trust]") {
+TEST_CASE("userinfo is redacted from every URL shown and stripped from locked ones",
+          "[index][trust]") {
     CHECK(redact_url("https://alice:s3cret@host/simple/x/") == "https://***@host/simple/x/");
     CHECK(redact_url("https://host/simple/a@b/") == "https://host/simple/a@b/");  // '@' in the path
     CHECK(redact_url("https://tok@host") == "https://***@host");
@@ -40,13 +40,17 @@ TEST_CASE("a remote page links only to http(s); a file index may link to files",
     CHECK(remote.error().code() == envbox::ErrorCode::network);
     CHECK(remote.error().message().find("https://***@host/simple/a/") != std::string::npos);
     CHECK(remote.error().message().find("pw") == std::string::npos);
-    CHECK(!parse_html_page(R"(<base href="FILE:///tmp/"><a href="a-1.0-py3-none-any.whl">a</a>)", "http://h/simple/a/"));
-    CHECK(!parse_json_page(R"({"files": [{"url": "file:///tmp/a-1.0-py3-none-any.whl", "hashes": {}}]})",
-                           "https://h/simple/a/"));
-    auto local = parse_html_page(R"(<a href="file:///w/a-1.0-py3-none-any.whl">a</a>)", "file:///w/simple/a/");
+    CHECK(!parse_html_page(R"(<base href="FILE:///tmp/"><a href="a-1.0-py3-none-any.whl">a</a>)",
+                           "http://h/simple/a/"));
+    CHECK(!parse_json_page(
+        R"({"files": [{"url": "file:///tmp/a-1.0-py3-none-any.whl", "hashes": {}}]})",
+        "https://h/simple/a/"));
+    auto local = parse_html_page(R"(<a href="file:///w/a-1.0-py3-none-any.whl">a</a>)",
+                                 "file:///w/simple/a/");
     REQUIRE(local);
     CHECK(local->files.size() == 1);
-    auto http_from_https = parse_html_page(R"(<a href="http://cdn/a-1.0-py3-none-any.whl">a</a>)", "https://h/simple/a/");
+    auto http_from_https = parse_html_page(R"(<a href="http://cdn/a-1.0-py3-none-any.whl">a</a>)",
+                                           "https://h/simple/a/");
     CHECK(http_from_https);
 }
 

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -29,22 +28,29 @@ TEST_CASE("the mission manifests parse") {
 }
 
 TEST_CASE("manifest errors name the file, line and key") {
-    struct Row { const char* doc; const char* expect; };
+    struct Row {
+        const char* doc;
+        const char* expect;
+    };
     const Row rows[] = {
         {"[environment]\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = []\n",
          "m.toml:1: Missing required value in 'environment.python'"},
-        {"[environment]\npython = \"3.x\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = []\n",
+        {"[environment]\npython = \"3.x\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = "
+         "[]\n",
          "m.toml:2: Expected a CPython version"},
         {"[environment]\npython = \"3.12\"\nplatform = \"win_amd64\"\nrequirements = []\n",
          "m.toml:3: unsupported target platform 'win_amd64'"},
         {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\n"
          "requirements = [\"torch==2.11.0+cu128\", \"transformers>=\"]\n",
          "in 'environment.requirements[1]'"},
-        {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = []\n"
+        {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = "
+         "[]\n"
          "[sources]\ntorch = \"pytorch-cu128\"\n",
          "m.toml:6: No [[index]] is named 'pytorch-cu128' in 'sources.torch'"},
-        {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = []\n"
-         "[[index]]\nname = \"a\"\nurl = \"https://a\"\n[[index]]\nname = \"a\"\nurl = \"https://b\"\n",
+        {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = "
+         "[]\n"
+         "[[index]]\nname = \"a\"\nurl = \"https://a\"\n[[index]]\nname = \"a\"\nurl = "
+         "\"https://b\"\n",
          "Duplicate index name 'a' in 'index[1].name'"},
         {"[environmnet]\n", "m.toml:1: Unknown key"},
     };
@@ -57,43 +63,66 @@ TEST_CASE("manifest errors name the file, line and key") {
 }
 
 namespace {
-const char* kHead = "[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = []\n";
+const char* kHead =
+    "[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = []\n";
 }
 
 TEST_CASE("unknown manifest keys are errors naming the line and the key meant") {
-    struct Row { std::string doc; const char* expect; };
+    struct Row {
+        std::string doc;
+        const char* expect;
+    };
     const Row rows[] = {
         // The typo that let a PyTorch-index package shadow PyPI's.
-        {std::string(kHead) + "[[index]]\nname = \"pytorch-cu128\"\nurl = \"https://download.pytorch.org/whl/cu128\"\n"
+        {std::string(kHead) + "[[index]]\nname = \"pytorch-cu128\"\nurl = "
+                              "\"https://download.pytorch.org/whl/cu128\"\n"
                               "explict = true\n",
-         "m.toml:8: Unknown key 'index[0].explict' (did you mean 'explicit'?); settings for other tools belong under [tool.NAME]"},
-        {std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\n[[index]]\nname = \"b\"\nurl = \"https://b\"\n"
+         "m.toml:8: Unknown key 'index[0].explict' (did you mean 'explicit'?); settings for other "
+         "tools belong under [tool.NAME]"},
+        {std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\n[[index]]\nname = "
+                              "\"b\"\nurl = \"https://b\"\n"
                               "ignore-error-code = [403]\n",
-         "m.toml:11: Unknown key 'index[1].ignore-error-code' (did you mean 'ignore-error-codes'?)"},
-        {"[environment]\npyhton = \"3.12\"\n", "m.toml:2: Unknown key 'environment.pyhton' (did you mean 'python'?)"},
-        {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirement = [\"torch\"]\n",
+         "m.toml:11: Unknown key 'index[1].ignore-error-code' (did you mean "
+         "'ignore-error-codes'?)"},
+        {"[environment]\npyhton = \"3.12\"\n",
+         "m.toml:2: Unknown key 'environment.pyhton' (did you mean 'python'?)"},
+        {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirement = "
+         "[\"torch\"]\n",
          "m.toml:4: Unknown key 'environment.requirement' (did you mean 'requirements'?)"},
-        {"[environment]\npython = \"3.12\"\nCUDA = \"12.8\"\n", "m.toml:3: Unknown key 'environment.CUDA' (did you mean 'cuda'?)"},
+        {"[environment]\npython = \"3.12\"\nCUDA = \"12.8\"\n",
+         "m.toml:3: Unknown key 'environment.CUDA' (did you mean 'cuda'?)"},
         {"[environmnet]\n", "m.toml:1: Unknown key 'environmnet' (did you mean 'environment'?)"},
-        {std::string(kHead) + "[sourcse]\ntorch = \"x\"\n", "m.toml:5: Unknown key 'sourcse' (did you mean 'sources'?)"},
-        {std::string(kHead) + "[run]\nenvs = { A = \"1\" }\n", "m.toml:6: Unknown key 'run.envs' (did you mean 'env'?)"},
-        {std::string(kHead) + "[install]\nprefers = [\"a\"]\n", "m.toml:6: Unknown key 'install.prefers' (did you mean 'prefer'?)"},
+        {std::string(kHead) + "[sourcse]\ntorch = \"x\"\n",
+         "m.toml:5: Unknown key 'sourcse' (did you mean 'sources'?)"},
+        {std::string(kHead) + "[run]\nenvs = { A = \"1\" }\n",
+         "m.toml:6: Unknown key 'run.envs' (did you mean 'env'?)"},
+        {std::string(kHead) + "[install]\nprefers = [\"a\"]\n",
+         "m.toml:6: Unknown key 'install.prefers' (did you mean 'prefer'?)"},
         // Nothing close: the valid keys are listed.
         {std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\npriority = 1\n",
-         "m.toml:8: Unknown key 'index[0].priority' (expected name, url, explicit, ca or ignore-error-codes); "
+         "m.toml:8: Unknown key 'index[0].priority' (expected name, url, explicit, ca or "
+         "ignore-error-codes); "
          "settings for other tools belong under [tool.NAME]"},
         {"dependencies = [\"x\"]\n" + std::string(kHead),
-         "m.toml:1: Unknown key 'dependencies' (expected environment, index, sources, run, install or tool)"},
-        {"tool = 1\n" + std::string(kHead), "m.toml:1: Unexpected type int (expected Mapping) in 'tool'"},
+         "m.toml:1: Unknown key 'dependencies' (expected environment, index, sources, run, install "
+         "or tool)"},
+        {"tool = 1\n" + std::string(kHead),
+         "m.toml:1: Unexpected type int (expected Mapping) in 'tool'"},
         // Values of the keys added with [install] and ignore-error-codes.
-        {std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\nignore-error-codes = [403, 200]\n",
-         "m.toml:8: Expected an HTTP error status (400-599), not 200 in 'index[0].ignore-error-codes[1]'"},
-        {std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\nignore-error-codes = [\"403\"]\n",
+        {std::string(kHead) +
+             "[[index]]\nname = \"a\"\nurl = \"https://a\"\nignore-error-codes = [403, 200]\n",
+         "m.toml:8: Expected an HTTP error status (400-599), not 200 in "
+         "'index[0].ignore-error-codes[1]'"},
+        {std::string(kHead) +
+             "[[index]]\nname = \"a\"\nurl = \"https://a\"\nignore-error-codes = [\"403\"]\n",
          "m.toml:8: Unexpected type str (expected int) in 'index[0].ignore-error-codes[0]'"},
-        {std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\nignore-error-codes = 403\n",
+        {std::string(kHead) +
+             "[[index]]\nname = \"a\"\nurl = \"https://a\"\nignore-error-codes = 403\n",
          "m.toml:8: Unexpected type int (expected Sequence) in 'index[0].ignore-error-codes'"},
-        {std::string(kHead) + "[install]\nprefer = [\"not a name!\"]\n", "m.toml:6: Invalid package name 'not a name!' in 'install.prefer[0]'"},
-        {std::string(kHead) + "[install]\nprefer = \"opencv-python\"\n", "m.toml:6: Unexpected type str (expected Sequence) in 'install.prefer'"},
+        {std::string(kHead) + "[install]\nprefer = [\"not a name!\"]\n",
+         "m.toml:6: Invalid package name 'not a name!' in 'install.prefer[0]'"},
+        {std::string(kHead) + "[install]\nprefer = \"opencv-python\"\n",
+         "m.toml:6: Unexpected type str (expected Sequence) in 'install.prefer'"},
         {std::string(kHead) + "[install]\nprefer = [\"OpenCV_Python\", \"opencv-python\"]\n",
          "m.toml:6: 'opencv-python' is listed twice in 'install.prefer[1]'"},
     };
@@ -107,14 +136,16 @@ TEST_CASE("unknown manifest keys are errors naming the line and the key meant") 
 }
 
 TEST_CASE("[tool.*] holds what envbox does not know; known keys are read") {
-    std::string doc = std::string(kHead) +
-                      "[[index]]\nname = \"pytorch\"\nurl = \"https://download.pytorch.org/whl/cu128/\"\nexplicit = true\n"
-                      "ignore-error-codes = [403, 401, 403]\n"
-                      "[[index]]\nname = \"pypi\"\nurl = \"https://pypi.org/simple\"\n"
-                      "[sources]\nAny_Name = \"pytorch\"\n"
-                      "[run]\nenv = { ANY_VARIABLE = \"1\" }\n"
-                      "[install]\nprefer = [\"OpenCV_Python.Headless\"]\n"
-                      "[tool.mytool]\nwhatever = { nested = [1, 2] }\n[tool.uv]\nindex-strategy = \"x\"\n";
+    std::string doc =
+        std::string(kHead) +
+        "[[index]]\nname = \"pytorch\"\nurl = "
+        "\"https://download.pytorch.org/whl/cu128/\"\nexplicit = true\n"
+        "ignore-error-codes = [403, 401, 403]\n"
+        "[[index]]\nname = \"pypi\"\nurl = \"https://pypi.org/simple\"\n"
+        "[sources]\nAny_Name = \"pytorch\"\n"
+        "[run]\nenv = { ANY_VARIABLE = \"1\" }\n"
+        "[install]\nprefer = [\"OpenCV_Python.Headless\"]\n"
+        "[tool.mytool]\nwhatever = { nested = [1, 2] }\n[tool.uv]\nindex-strategy = \"x\"\n";
     auto m = lock::Manifest::parse(doc, "m.toml");
     REQUIRE(m.ok());
     CHECK(m->indexes[0].url == "https://download.pytorch.org/whl/cu128");
@@ -128,32 +159,46 @@ TEST_CASE("[tool.*] holds what envbox does not know; known keys are read") {
     auto missing = m->check_prefer({"opencv-python"}, "m.toml");
     REQUIRE(missing);
     CHECK(missing->code() == ErrorCode::invalid_input);
-    CHECK(missing->message() == "m.toml:18: 'opencv-python-headless' is not a package of the lock in 'install.prefer'");
+    CHECK(missing->message() ==
+          "m.toml:18: 'opencv-python-headless' is not a package of the lock in 'install.prefer'");
 }
 
 TEST_CASE("the key suggested is a typo's distance away, or none") {
-    struct Row { const char* key; const char* expect; };
+    struct Row {
+        const char* key;
+        const char* expect;
+    };
     const Row rows[] = {
-        {"explict", "(did you mean 'explicit'?)"}, {"expilcit", "(did you mean 'explicit'?)"},
-        {"Explicit", "(did you mean 'explicit'?)"}, {"urls", "(did you mean 'url'?)"},
-        {"nmae", "(did you mean 'name'?)"}, {"ca-bundle", "(expected name, url,"},
-        {"x", "(expected name, url,"}, {"indexes", "(expected name, url,"},
+        {"explict", "(did you mean 'explicit'?)"},
+        {"expilcit", "(did you mean 'explicit'?)"},
+        {"Explicit", "(did you mean 'explicit'?)"},
+        {"urls", "(did you mean 'url'?)"},
+        {"nmae", "(did you mean 'name'?)"},
+        {"ca-bundle", "(expected name, url,"},
+        {"x", "(expected name, url,"},
+        {"indexes", "(expected name, url,"},
     };
     for (const auto& r : rows) {
         INFO(r.key);
-        std::string doc = std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\n" + r.key + " = 1\n";
+        std::string doc = std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\n" +
+                          r.key + " = 1\n";
         auto m = lock::Manifest::parse(doc, "m.toml");
         REQUIRE_FALSE(m.ok());
-        CHECK_THAT(m.error().message(), Catch::Contains("m.toml:8: Unknown key 'index[0]." + std::string(r.key) + "' " + r.expect));
+        CHECK_THAT(m.error().message(), Catch::Contains("m.toml:8: Unknown key 'index[0]." +
+                                                        std::string(r.key) + "' " + r.expect));
     }
 }
 
 TEST_CASE("a PEP 751 lock with keys envbox does not know is still read (the spec allows them)") {
-    const char* lock = "lock-version = \"1.0\"\ncreated-by = \"other-tool\"\nfuture-key = 1\n"
-                       "[[packages]]\nname = \"a\"\nversion = \"1.0\"\nnew-package-key = \"x\"\n"
-                       "[[packages.wheels]]\nname = \"a-1.0-py3-none-any.whl\"\nurl = \"https://x/a-1.0-py3-none-any.whl\"\n"
-                       "hashes = { sha256 = \"" "0000000000000000000000000000000000000000000000000000000000000000" "\" }\n"
-                       "new-wheel-key = true\n[tool.other]\nx = 1\n";
+    const char* lock =
+        "lock-version = \"1.0\"\ncreated-by = \"other-tool\"\nfuture-key = 1\n"
+        "[[packages]]\nname = \"a\"\nversion = \"1.0\"\nnew-package-key = \"x\"\n"
+        "[[packages.wheels]]\nname = \"a-1.0-py3-none-any.whl\"\nurl = "
+        "\"https://x/a-1.0-py3-none-any.whl\"\n"
+        "hashes = { sha256 = \""
+        "0000000000000000000000000000000000000000000000000000000000000000"
+        "\" }\n"
+        "new-wheel-key = true\n[tool.other]\nx = 1\n";
     auto p = lock::Pylock::parse(lock, "pylock.toml");
     REQUIRE(p.ok());
     CHECK(p->packages.size() == 1);

@@ -39,41 +39,46 @@ TEST_CASE("a torch lock selects the target's wheels") {
     auto lock = lock::Pylock::parse(kTorchLock, "pylock.train-cu128.toml");
     REQUIRE(lock.ok());
     auto tags = *pep::TargetTags::cpython(3, 12, "manylinux_2_28_x86_64");
-    lock::SelectTarget target{pep::MarkerEnvironment::linux_cpython("3.12.8", "x86_64"), &tags,
-                              {}, {}, {}};
+    lock::SelectTarget target{
+        pep::MarkerEnvironment::linux_cpython("3.12.8", "x86_64"), &tags, {}, {}, {}};
     auto sel = lock::select(*lock, target);
     REQUIRE(sel.ok());
     REQUIRE(sel->size() == 2);
-    CHECK((*sel)[0].file->filename() ==
-          "torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl");
-    CHECK((*sel)[0].file->sha256() == "ab12000000000000000000000000000000000000000000000000000000000000");  // stored lowercase
+    CHECK((*sel)[0].file->filename() == "torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl");
+    CHECK((*sel)[0].file->sha256() ==
+          "ab12000000000000000000000000000000000000000000000000000000000000");  // stored lowercase
     CHECK((*sel)[0].file->size == 900000000u);
 
     // aarch64: the marker drops cublas, and no torch wheel fits.
     auto arm_tags = *pep::TargetTags::cpython(3, 12, "manylinux_2_28_aarch64");
-    lock::SelectTarget arm{pep::MarkerEnvironment::linux_cpython("3.12.8", "aarch64"), &arm_tags,
-                           {}, {}, {}};
+    lock::SelectTarget arm{
+        pep::MarkerEnvironment::linux_cpython("3.12.8", "aarch64"), &arm_tags, {}, {}, {}};
     auto none = lock::select(*lock, arm);
     REQUIRE_FALSE(none.ok());
     CHECK(none.error().message().find("package 'torch' at packages[0]") != std::string::npos);
 
     // Python 3.9 fails requires-python.
-    lock::SelectTarget old{pep::MarkerEnvironment::linux_cpython("3.9.18", "x86_64"), &tags,
-                           {}, {}, {}};
+    lock::SelectTarget old{
+        pep::MarkerEnvironment::linux_cpython("3.9.18", "x86_64"), &tags, {}, {}, {}};
     CHECK_FALSE(lock::select(*lock, old).ok());
 }
 
 TEST_CASE("lock errors name the file, the line and the key") {
-    struct Row { const char* doc; const char* expect; };
+    struct Row {
+        const char* doc;
+        const char* expect;
+    };
     const Row rows[] = {
         {"lock-version = \"1.0\"\ncreated-by = \"x\"\n\n[[packages]]\nname = \"a\"\n\n"
          "[[packages.wheels]]\nurl = \"https://x/a-1.0-py3-none-any.whl\"\n",
          "pylock.bad.toml:7: Missing required value in 'packages[0].wheels[0].hashes'"},
         {"lock-version = \"3.0\"\ncreated-by = \"x\"\npackages = []\n",
          "pylock.bad.toml:1: pylock version 3.0 is not supported in 'lock-version'"},
-        {"lock-version = \"1.0\"\ncreated-by = \"x\"\npackages = []\nrequires-python = \">=3.10,<\"\n",
+        {"lock-version = \"1.0\"\ncreated-by = \"x\"\npackages = []\nrequires-python = "
+         "\">=3.10,<\"\n",
          "pylock.bad.toml:4: invalid specifier"},
-        {"lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"a\"\nversion = \"2.0\"\n"
+        {"lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"a\"\nversion = "
+         "\"2.0\"\n"
          "wheels = [{ url = \"https://x/a-1.0-py3-none-any.whl\", hashes = { sha256 = "
          "\"0000000000000000000000000000000000000000000000000000000000000000\" } }]\n",
          "Version in 'a-1.0-py3-none-any.whl' is not consistent with package version '2.0'"},
@@ -91,17 +96,20 @@ TEST_CASE("lock errors name the file, the line and the key") {
 // A digest becomes part of file names (store, download cache, staging): only 64 hex digits.
 TEST_CASE("a lock's sha256 that is not 64 hex digits is refused with its line") {
     auto doc = [](const std::string& sha, const std::string& algo = "sha256") {
-        return "lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"a\"\nversion = \"1.0\"\n\n"
-               "[[packages.wheels]]\nurl = \"https://x/a-1.0-py3-none-any.whl\"\nhashes = { " + algo + " = \"" + sha +
-               "\" }\n";
+        return "lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = \"a\"\nversion = "
+               "\"1.0\"\n\n"
+               "[[packages.wheels]]\nurl = \"https://x/a-1.0-py3-none-any.whl\"\nhashes = { " +
+               algo + " = \"" + sha + "\" }\n";
     };
     const std::string good(64, 'a');
-    struct Row { std::string sha, algo; };
+    struct Row {
+        std::string sha, algo;
+    };
     const Row bad[] = {
         {"../../../../tmp/x", "sha256"},
         {"../../../../tmp/" + std::string(48, 'a'), "sha256"},  // 64 characters, not hex
-        {good.substr(1), "sha256"},                              // 63
-        {good + "0", "sha256"},                                  // 65
+        {good.substr(1), "sha256"},                             // 63
+        {good + "0", "sha256"},                                 // 65
         {"", "sha256"},
         {std::string(63, 'a') + "/", "sha256"},
         {std::string(63, 'a') + "\\n", "sha256"},
@@ -115,13 +123,17 @@ TEST_CASE("a lock's sha256 that is not 64 hex digits is refused with its line") 
         auto lock = lock::Pylock::parse(doc(r.sha, r.algo), "pylock.evil.toml");
         REQUIRE_FALSE(lock.ok());
         CHECK(lock.error().code() == ErrorCode::invalid_input);
-        CHECK_THAT(lock.error().message(), Catch::Contains("pylock.evil.toml:9: Invalid " + r.algo + " digest"));
-        CHECK_THAT(lock.error().message(), Catch::Contains("in 'packages[0].wheels[0].hashes." + r.algo + "'"));
+        CHECK_THAT(lock.error().message(),
+                   Catch::Contains("pylock.evil.toml:9: Invalid " + r.algo + " digest"));
+        CHECK_THAT(lock.error().message(),
+                   Catch::Contains("in 'packages[0].wheels[0].hashes." + r.algo + "'"));
         // The spec's own reading (pypa/packaging) takes any string.
-        CHECK(lock::Pylock::parse(doc(r.sha, r.algo), "pylock.evil.toml", lock::DigestCheck::spec).ok());
+        CHECK(lock::Pylock::parse(doc(r.sha, r.algo), "pylock.evil.toml", lock::DigestCheck::spec)
+                  .ok());
     }
-    for (const std::string& sha : std::vector<std::string>{good, std::string(64, 'F'),
-                                                   "0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef"}) {
+    for (const std::string& sha : std::vector<std::string>{
+             good, std::string(64, 'F'),
+             "0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef"}) {
         auto lock = lock::Pylock::parse(doc(sha), "pylock.toml");
         REQUIRE(lock.ok());
         CHECK(pep::is_sha256_hex(*lock->packages[0].wheels[0].sha256()));

@@ -7,7 +7,11 @@ using namespace envbox::pep;
 TEST_CASE("markers evaluate against the target, not the host") {
     auto py312 = MarkerEnvironment::linux_cpython("3.12.8", "x86_64");
     auto py310 = MarkerEnvironment::linux_cpython("3.10.14", "aarch64");
-    struct Row { const char* marker; bool on312; bool on310; };
+    struct Row {
+        const char* marker;
+        bool on312;
+        bool on310;
+    };
     const Row rows[] = {
         {"python_version >= '3.11'", true, false},
         {"python_full_version < '3.12.9'", true, true},
@@ -15,7 +19,8 @@ TEST_CASE("markers evaluate against the target, not the host") {
         {"sys_platform == 'linux' and platform_machine != 'aarch64'", true, false},
         {"sys_platform == 'win32' or python_version == '3.10'", false, true},
         {"'3.1' in python_version", true, true},
-        {"platform_python_implementation == 'CPython' and implementation_name == 'cpython'", true, true},
+        {"platform_python_implementation == 'CPython' and implementation_name == 'cpython'", true,
+         true},
         {"extra == 'cuda'", false, false},
     };
     for (const auto& r : rows) {
@@ -46,7 +51,12 @@ TEST_CASE("undefined variables and comparisons are errors") {
 }
 
 TEST_CASE("requirements from real metadata") {
-    struct Row { const char* input; const char* name; const char* spec; const char* str; };
+    struct Row {
+        const char* input;
+        const char* name;
+        const char* spec;
+        const char* str;
+    };
     const Row rows[] = {
         {"nvidia-cublas-cu12==12.8.4.1; platform_system == \"Linux\" and platform_machine == "
          "\"x86_64\"",
@@ -55,7 +65,8 @@ TEST_CASE("requirements from real metadata") {
          "\"x86_64\""},
         {"triton==3.5.0; platform_system == 'Linux'", "triton", "==3.5.0",
          "triton==3.5.0; platform_system == \"Linux\""},
-        {"typing-extensions (>=4.10.0)", "typing-extensions", ">=4.10.0", "typing-extensions>=4.10.0"},
+        {"typing-extensions (>=4.10.0)", "typing-extensions", ">=4.10.0",
+         "typing-extensions>=4.10.0"},
         {"torch[opt-einsum] >=2.4, <3", "torch", "<3,>=2.4", "torch[opt-einsum]<3,>=2.4"},
         {"simple (==1.0)", "simple", "==1.0", "simple==1.0"},
     };

@@ -5,7 +5,11 @@
 using namespace envbox::pep;
 
 TEST_CASE("local-version rules for torch pins") {
-    struct Row { const char* spec; const char* version; bool contains; };
+    struct Row {
+        const char* spec;
+        const char* version;
+        bool contains;
+    };
     const Row rows[] = {
         {"==2.11.0", "2.11.0+cu128", true},
         {"==2.11.0", "2.11.0+cu130", true},
@@ -39,12 +43,14 @@ TEST_CASE("filter keeps pre-releases only when nothing final matches") {
     auto set = *SpecifierSet::parse(">=2.0");
     auto cands = [](std::initializer_list<const char*> xs) {
         std::vector<Candidate> out;
-        for (auto x : xs) out.push_back(Candidate::from_text(x));
+        for (auto x : xs)
+            out.push_back(Candidate::from_text(x));
         return out;
     };
     auto texts = [](const std::vector<Candidate>& cs) {
         std::vector<std::string> out;
-        for (const auto& c : cs) out.push_back(c.text);
+        for (const auto& c : cs)
+            out.push_back(c.text);
         return out;
     };
     CHECK(texts(set.filter(cands({"2.0", "2.1rc1", "1.9"}))) == std::vector<std::string>{"2.0"});
@@ -67,5 +73,6 @@ TEST_CASE("satisfiability and relations") {
     CHECK(SpecifierSet::parse("==2.11.0+cu128,>=2.11")->is_satisfiable());
     CHECK_FALSE(SpecifierSet::parse("==2.11.0+cu128,!=2.11.0")->is_satisfiable());
     CHECK(SpecifierSet::parse("==2.11.0")->is_superset(*SpecifierSet::parse("==2.11.0+cu130")));
-    CHECK(SpecifierSet::parse("==2.11.0+cu128")->is_disjoint(*SpecifierSet::parse("==2.11.0+cu130")));
+    CHECK(
+        SpecifierSet::parse("==2.11.0+cu128")->is_disjoint(*SpecifierSet::parse("==2.11.0+cu130")));
 }

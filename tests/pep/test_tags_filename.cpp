@@ -21,7 +21,9 @@ TEST_CASE("wheel ranking for a cp312 manylinux_2_28 target") {
     auto target = TargetTags::cpython(3, 12, "manylinux_2_28_x86_64");
     REQUIRE(target.ok());
     CHECK(target->tags().size() == 771);
-    auto rank = [&](const char* file) { return target->best_rank(WheelFilename::parse(file)->tags); };
+    auto rank = [&](const char* file) {
+        return target->best_rank(WheelFilename::parse(file)->tags);
+    };
     auto native = rank("torch-2.11.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl");
     auto old_glibc = rank("numpy-2.3.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl");
     auto abi3 = rank("cryptography-45.0.0-cp311-abi3-manylinux_2_28_x86_64.whl");
@@ -34,7 +36,7 @@ TEST_CASE("wheel ranking for a cp312 manylinux_2_28 target") {
     REQUIRE(pure);
     CHECK(*native < *old_glibc);
     CHECK(*old_glibc < *plain_linux);  // linux_x86_64 ranks after every manylinux tag
-    CHECK(*plain_linux < *abi3);        // then stable-ABI wheels of older minors
+    CHECK(*plain_linux < *abi3);       // then stable-ABI wheels of older minors
     CHECK(*abi3 < *pure);
     CHECK_FALSE(rank("torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl"));
     CHECK_FALSE(rank("torch-2.11.0-cp312-cp312-manylinux_2_34_x86_64.whl"));
@@ -75,5 +77,6 @@ TEST_CASE("core metadata of every version parses") {
     CHECK_FALSE(CoreMetadata::parse("Metadata-Version: 3.0\nName: x\nVersion: 1\n").ok());
     CHECK_FALSE(CoreMetadata::parse("Metadata-Version: 2.1\nName: x\nVersion: 1.x\n").ok());
     CHECK_FALSE(CoreMetadata::parse("Metadata-Version: 2.1\nName: x\nVersion: 1\n"
-                                    "Requires-Dist: y >= \n").ok());
+                                    "Requires-Dist: y >= \n")
+                    .ok());
 }

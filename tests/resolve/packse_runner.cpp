@@ -6,13 +6,14 @@
 //
 //   envbox_packse SCENARIO_DIR EXPECTATIONS_FILE [-v]
 
+#include <toml++/toml.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "envbox/pep/name.hpp"
 #include "envbox/pep/tags.hpp"
@@ -32,7 +33,7 @@ struct Version {
 };
 
 class World : public resolve::PackageSource {
-public:
+  public:
     std::map<std::string, std::map<std::string, Version>> packages;  // name -> version text -> data
     pep::MarkerEnvironment env;
     std::string python_full;
@@ -65,7 +66,8 @@ public:
                 for (const auto& t : v.wheel_tags) {
                     auto parsed = pep::parse_tag(t);
                     if (!parsed) continue;
-                    for (const auto& tag : *parsed) ok = ok || tags->rank(tag).has_value();
+                    for (const auto& tag : *parsed)
+                        ok = ok || tags->rank(tag).has_value();
                 }
                 if (!ok) c.unusable = "has no wheel for the target";
             }
@@ -74,19 +76,22 @@ public:
         return out;
     }
 
-    resolve::Dependencies dependencies(const std::string& name, const pep::Version& version) override {
+    resolve::Dependencies dependencies(const std::string& name,
+                                       const pep::Version& version) override {
         resolve::Dependencies d;
         for (const auto& [text, v] : packages[name]) {
             if (!(pep::Version::parse(text).value() == version)) continue;
             if (metadata_requires_python) d.unusable = python_mismatch(v);
-            for (const auto& r : v.requires_dist) d.requires_dist.push_back(pep::Requirement::parse(r).value());
+            for (const auto& r : v.requires_dist)
+                d.requires_dist.push_back(pep::Requirement::parse(r).value());
             for (const auto& [extra, reqs] : v.extras) {
                 d.provides_extra.insert(pep::canonicalize_name(extra));
                 for (const auto& r : reqs) {
                     auto req = pep::Requirement::parse(r).value();
                     std::string marker = "extra == \"" + extra + "\"";
                     if (req.marker) marker = "(" + req.marker->str() + ") and " + marker;
-                    auto full = pep::Requirement::parse(r.substr(0, r.find(';')) + " ; " + marker).value();
+                    auto full =
+                        pep::Requirement::parse(r.substr(0, r.find(';')) + " ; " + marker).value();
                     d.requires_dist.push_back(std::move(full));
                 }
             }
@@ -106,8 +111,10 @@ std::vector<std::string> strings(const View& n) {
 
 std::string platform_of(const std::string& uv_platform) {
     // uv --python-platform values used by packse
-    if (uv_platform.empty() || uv_platform == "x86_64-manylinux2014") return "manylinux_2_17_x86_64";
-    if (uv_platform == "x86_64-unknown-linux-gnu" || uv_platform == "linux") return "manylinux_2_28_x86_64";
+    if (uv_platform.empty() || uv_platform == "x86_64-manylinux2014")
+        return "manylinux_2_17_x86_64";
+    if (uv_platform == "x86_64-unknown-linux-gnu" || uv_platform == "linux")
+        return "manylinux_2_28_x86_64";
     if (uv_platform == "aarch64-manylinux2014") return "manylinux_2_17_aarch64";
     return "";
 }
@@ -155,9 +162,11 @@ int main(int argc, char** argv) {
             continue;
         }
         World w;
-        std::string python = doc["resolver_options"]["python"].value_or(doc["environment"]["python"].value_or(std::string("3.12")));
+        std::string python = doc["resolver_options"]["python"].value_or(
+            doc["environment"]["python"].value_or(std::string("3.12")));
         w.python_full = python.find('.') == python.rfind('.') ? python + ".0" : python;
-        std::string platform = platform_of(doc["resolver_options"]["python_platform"].value_or(std::string()));
+        std::string platform =
+            platform_of(doc["resolver_options"]["python_platform"].value_or(std::string()));
         if (platform.empty()) {
             counts[3]++;
             if (verbose) std::cout << "skip  " << id << " (platform not modelled)\n";
@@ -169,7 +178,8 @@ int main(int argc, char** argv) {
         int major = std::stoi(python.substr(0, python.find('.')));
         int minor = std::stoi(python.substr(python.find('.') + 1));
         w.tags = pep::TargetTags::cpython(major, minor, platform).value();
-        for (const auto& n : strings(doc["resolver_options"]["no_binary"])) w.no_binary.insert(pep::canonicalize_name(n));
+        for (const auto& n : strings(doc["resolver_options"]["no_binary"]))
+            w.no_binary.insert(pep::canonicalize_name(n));
         if (auto* pkgs = doc["packages"].as_table())
             for (const auto& [name, pkg] : *pkgs) {
                 auto& versions = w.packages[pep::canonicalize_name(std::string(name.str()))];
@@ -180,8 +190,10 @@ int main(int argc, char** argv) {
                         v.requires_dist = strings(vt["requires"]);
                         if (auto* ex = vt["extras"].as_table())
                             for (const auto& [en, ereqs] : *ex)
-                                v.extras[std::string(en.str())] = strings(toml::node_view<const toml::node>(ereqs));
-                        if (vt["requires_python"]) v.requires_python = vt["requires_python"].value<std::string>();
+                                v.extras[std::string(en.str())] =
+                                    strings(toml::node_view<const toml::node>(ereqs));
+                        if (vt["requires_python"])
+                            v.requires_python = vt["requires_python"].value<std::string>();
                         v.wheel = vt["wheel"].value_or(true);
                         v.yanked = vt["yanked"].value_or(false);
                         v.wheel_tags = strings(vt["wheel_tags"]);
@@ -189,7 +201,8 @@ int main(int argc, char** argv) {
                     }
             }
         std::vector<pep::Requirement> root;
-        for (const auto& r : strings(doc["root"]["requires"])) root.push_back(pep::Requirement::parse(r).value());
+        for (const auto& r : strings(doc["root"]["requires"]))
+            root.push_back(pep::Requirement::parse(r).value());
         resolve::Options opt;
         opt.environment = w.env;
         opt.allow_prereleases = doc["resolver_options"]["prereleases"].value_or(false);
@@ -197,45 +210,57 @@ int main(int argc, char** argv) {
         bool expect_ok = doc["expected"]["satisfiable"].value_or(false);
         std::string why;
         bool pass = result.ok() == expect_ok;
-        if (!pass) why = result.ok() ? "resolved, expected no solution" : "no solution: " + result.error().message();
+        if (!pass)
+            why = result.ok() ? "resolved, expected no solution"
+                              : "no solution: " + result.error().message();
         if (pass) {
-            // The same scenario with Requires-Python learnt only from the metadata: the same outcome.
+            // The same scenario with Requires-Python learnt only from the metadata: the same
+            // outcome.
             w.metadata_requires_python = true;
             auto late = resolve::resolve(root, w, opt);
             w.metadata_requires_python = false;
             std::string a, b;
             if (result.ok())
-                for (const auto& p : *result) a += " " + p.name + "==" + p.version.str();
+                for (const auto& p : *result)
+                    a += " " + p.name + "==" + p.version.str();
             if (late.ok())
-                for (const auto& p : *late) b += " " + p.name + "==" + p.version.str();
+                for (const auto& p : *late)
+                    b += " " + p.name + "==" + p.version.str();
             if (late.ok() != result.ok() || a != b) {
                 pass = false;
                 why = "with Requires-Python only in the metadata: " +
-                      (late.ok() ? "got" + b : "no solution: " + late.error().message()) + "; with it on the page: " +
-                      (result.ok() ? "got" + a : "no solution");
+                      (late.ok() ? "got" + b : "no solution: " + late.error().message()) +
+                      "; with it on the page: " + (result.ok() ? "got" + a : "no solution");
             }
         }
         if (pass && result.ok())
             if (auto* expected = doc["expected"]["packages"].as_table()) {
                 std::map<std::string, std::string> want, got;
-                for (const auto& [n, v] : *expected) want[pep::canonicalize_name(std::string(n.str()))] = *v.value<std::string>();
-                for (const auto& p : *result) got[p.name] = p.version.str();
+                for (const auto& [n, v] : *expected)
+                    want[pep::canonicalize_name(std::string(n.str()))] = *v.value<std::string>();
+                for (const auto& p : *result)
+                    got[p.name] = p.version.str();
                 if (want != got) {
                     pass = false;
                     std::ostringstream s;
                     s << "got";
-                    for (const auto& [n, v] : got) s << " " << n << "==" << v;
+                    for (const auto& [n, v] : got)
+                        s << " " << n << "==" << v;
                     s << "; expected";
-                    for (const auto& [n, v] : want) s << " " << n << "==" << v;
+                    for (const auto& [n, v] : want)
+                        s << " " << n << "==" << v;
                     why = s.str();
                 }
             }
         if (pass) {
             counts[0]++;
-            if (verbose) std::cout << "pass  " << id << (result.ok() ? "" : "\n      " + result.error().message()) << "\n";
+            if (verbose)
+                std::cout << "pass  " << id
+                          << (result.ok() ? "" : "\n      " + result.error().message()) << "\n";
         } else if (known.count(id)) {
             counts[2]++;
-            if (verbose) std::cout << "known " << id << ":" << known[id] << "\n      " << why << "\n";
+            if (verbose)
+                std::cout << "known " << id << ":" << known[id] << "\n      " << why << "\n";
         } else {
             counts[1]++;
             ++unexpected;
@@ -246,7 +271,8 @@ int main(int argc, char** argv) {
     std::printf("%-24s %6s %6s %6s %8s\n", "category", "pass", "fail", "known", "skipped");
     for (const auto& [cat, c] : per_category) {
         std::printf("%-24s %6d %6d %6d %8d\n", cat.c_str(), c[0], c[1], c[2], c[3]);
-        for (int i = 0; i < 4; ++i) total[i] += c[i];
+        for (int i = 0; i < 4; ++i)
+            total[i] += c[i];
     }
     std::printf("%-24s %6d %6d %6d %8d\n", "total", total[0], total[1], total[2], total[3]);
     return unexpected ? 1 : 0;

@@ -1,11 +1,9 @@
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
-
 #include <filesystem>
 
 #include "envbox/util/error.hpp"
@@ -57,7 +55,8 @@ TEST_CASE("a failed atomic write names the path and keeps the old content") {
 
 TEST_CASE("a no-replace rename moves a file only where the name is free") {
     TempDir dir;
-    const fs::path staged = dir.path / "staged", taken = dir.path / "taken", free_name = dir.path / "free";
+    const fs::path staged = dir.path / "staged", taken = dir.path / "taken",
+                   free_name = dir.path / "free";
     write_file_atomic(staged, "object", 0444, Durability::none);
     write_file_atomic(taken, "theirs", 0444, Durability::none);
     NoReplaceMethod used = NoReplaceMethod::link_unlink;
@@ -69,7 +68,8 @@ TEST_CASE("a no-replace rename moves a file only where the name is free") {
     CHECK(used == NoReplaceMethod::renameat2);  // a local filesystem has RENAME_NOREPLACE
     CHECK(read_file(free_name) == "object");
     CHECK(!fs::exists(staged));
-    CHECK(rename_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, (dir.path / "x").c_str()) == ENOENT);
+    CHECK(rename_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, (dir.path / "x").c_str()) ==
+          ENOENT);
     CHECK(std::string(no_replace_method_name(NoReplaceMethod::link_unlink)) == "link fallback");
 }
 

@@ -1,10 +1,9 @@
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <stdexcept>
 
@@ -34,7 +33,8 @@ struct TempDir {
 TEST_CASE("parallel_for runs every item once and rethrows the first failure") {
     std::vector<std::atomic<int>> seen(1000);
     envbox::parallel_for(seen.size(), 4, [&](std::size_t i) { seen[i]++; });
-    for (const auto& s : seen) CHECK(s == 1);
+    for (const auto& s : seen)
+        CHECK(s == 1);
 
     CHECK_THROWS_WITH(envbox::parallel_for(100, 3,
                                            [&](std::size_t i) {
@@ -70,7 +70,8 @@ TEST_CASE("TaskPool runs the biggest first, lets tasks add tasks, and rethrows a
         for (int i = 0; i < 50; ++i)
             pool.add(static_cast<std::uint64_t>(i), [&](envbox::TaskPool& p) {
                 ++ran;
-                for (int j = 0; j < 20; ++j) p.add(static_cast<std::uint64_t>(j), [&](envbox::TaskPool&) { ++ran; });
+                for (int j = 0; j < 20; ++j)
+                    p.add(static_cast<std::uint64_t>(j), [&](envbox::TaskPool&) { ++ran; });
             });
         pool.run();
         CHECK(ran == 50 * 21);
@@ -79,7 +80,8 @@ TEST_CASE("TaskPool runs the biggest first, lets tasks add tasks, and rethrows a
         envbox::TaskPool pool(1);
         std::atomic<int> ran{0};
         pool.add(10, [&](envbox::TaskPool&) { throw std::runtime_error("boom"); });
-        for (int i = 0; i < 5; ++i) pool.add(1, [&](envbox::TaskPool&) { ++ran; });
+        for (int i = 0; i < 5; ++i)
+            pool.add(1, [&](envbox::TaskPool&) { ++ran; });
         CHECK_THROWS_WITH(pool.run(), "boom");
         CHECK(ran == 0);
     }
@@ -90,37 +92,43 @@ TEST_CASE("place_file hard-links, and copies when asked") {
     envbox::write_file_atomic(dir.path / "object", "content", 0444);
     CHECK(envbox::place_file(dir.path / "object", dir.path / "linked", LinkMode::hardlink, 0444) ==
           LinkMode::hardlink);
-    struct stat a {}, b {};
+    struct stat a {
+    }, b{};
     ::stat((dir.path / "object").c_str(), &a);
     ::stat((dir.path / "linked").c_str(), &b);
     CHECK(a.st_ino == b.st_ino);
 
-    CHECK(envbox::place_file(dir.path / "object", dir.path / "copied", LinkMode::copy, 0555) == LinkMode::copy);
+    CHECK(envbox::place_file(dir.path / "object", dir.path / "copied", LinkMode::copy, 0555) ==
+          LinkMode::copy);
     ::stat((dir.path / "copied").c_str(), &b);
     CHECK(a.st_ino != b.st_ino);
     CHECK((b.st_mode & 0777) == 0555);
     CHECK(envbox::read_file(dir.path / "copied") == "content");
 
     // Reflink works on btrfs/XFS; elsewhere it falls back to a copy, never fails.
-    LinkMode used = envbox::place_file(dir.path / "object", dir.path / "cloned", LinkMode::reflink, 0444);
+    LinkMode used =
+        envbox::place_file(dir.path / "object", dir.path / "cloned", LinkMode::reflink, 0444);
     CHECK(used != LinkMode::hardlink);
     CHECK(envbox::read_file(dir.path / "cloned") == "content");
 
     // An existing destination is an error naming it.
-    CHECK_THROWS_WITH(envbox::place_file(dir.path / "object", dir.path / "copied", LinkMode::hardlink, 0444),
-                      Catch::Contains("copied"));
+    CHECK_THROWS_WITH(
+        envbox::place_file(dir.path / "object", dir.path / "copied", LinkMode::hardlink, 0444),
+        Catch::Contains("copied"));
 }
 
 TEST_CASE("place_file falls back to a copy across filesystems (EXDEV)") {
     if (!fs::is_directory("/dev/shm")) return;
     TempDir disk;
     TempDir shm("/dev/shm");
-    struct stat a {}, b {};
+    struct stat a {
+    }, b{};
     ::stat(disk.path.c_str(), &a);
     ::stat(shm.path.c_str(), &b);
     if (a.st_dev == b.st_dev) return;  // same filesystem here: nothing to test
     envbox::write_file_atomic(disk.path / "object", "across", 0444);
-    LinkMode used = envbox::place_file(disk.path / "object", shm.path / "placed", LinkMode::hardlink, 0444);
+    LinkMode used =
+        envbox::place_file(disk.path / "object", shm.path / "placed", LinkMode::hardlink, 0444);
     CHECK(used == LinkMode::copy);
     CHECK(envbox::read_file(shm.path / "placed") == "across");
 }

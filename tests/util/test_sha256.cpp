@@ -1,7 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 
@@ -11,7 +10,11 @@
 using namespace envbox;
 
 TEST_CASE("SHA-256 known answers, hex and RECORD encodings") {
-    struct Row { std::string input; const char* hex; const char* b64; };
+    struct Row {
+        std::string input;
+        const char* hex;
+        const char* b64;
+    };
     const Row rows[] = {
         {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
          "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"},
@@ -35,10 +38,12 @@ TEST_CASE("file hashing reads the file and names it on failure") {
     std::string path = "/tmp/envbox-sha256-test-" + std::to_string(::getpid());
     {
         std::ofstream out(path, std::ios::binary);
-        for (int k = 0; k < 3 * 1024 * 1024 / 3; ++k) out << "abc";
+        for (int k = 0; k < 3 * 1024 * 1024 / 3; ++k)
+            out << "abc";
     }
     Sha256 h;
-    for (int k = 0; k < 3 * 1024 * 1024 / 3; ++k) h.update("abc");
+    for (int k = 0; k < 3 * 1024 * 1024 / 3; ++k)
+        h.update("abc");
     CHECK(sha256_file(path) == h.finish());
     std::remove(path.c_str());
     try {

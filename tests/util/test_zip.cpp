@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <sstream>
 
@@ -15,7 +14,8 @@ std::vector<std::string> split(const std::string& line) {
     std::vector<std::string> out;
     std::stringstream s(line);
     std::string field;
-    while (std::getline(s, field, '\t')) out.push_back(field);
+    while (std::getline(s, field, '\t'))
+        out.push_back(field);
     return out;
 }
 }  // namespace
@@ -25,7 +25,8 @@ std::vector<std::string> split(const std::string& line) {
 // the reason named.
 TEST_CASE("zip reader reads what CPython's zipfile reads and refuses damaged archives") {
     fs::path dir = fs::temp_directory_path() / ("envbox-zip-test-" + std::to_string(::getpid()));
-    auto r = envbox::run_capture({"python3", ENVBOX_SOURCE_DIR "/tests/util/zip_cases.py", dir.string()});
+    auto r = envbox::run_capture(
+        {"python3", ENVBOX_SOURCE_DIR "/tests/util/zip_cases.py", dir.string()});
     INFO(r.err);
     REQUIRE(r.status == 0);
     std::stringstream lines(r.out);
@@ -50,7 +51,8 @@ TEST_CASE("zip reader reads what CPython's zipfile reads and refuses damaged arc
             std::string message;
             try {
                 envbox::zip::File z(f[1]);
-                for (std::size_t i = 0; i < z.members().size(); ++i) z.read(i);
+                for (std::size_t i = 0; i < z.members().size(); ++i)
+                    z.read(i);
             } catch (const envbox::Error& e) {
                 message = e.what();
                 CHECK(e.code() == envbox::ErrorCode::integrity);
@@ -96,7 +98,10 @@ TEST_CASE("zip reader finds the top-level dist-info member only") {
 // prefix shifting every offset, were accepted. Each is now an integrity error.
 TEST_CASE("zip64 values near 2^64 are integrity errors, not wrapped bounds or foreign exceptions") {
     const std::string dir = ENVBOX_SOURCE_DIR "/tests/fuzz/regressions/fuzz_zip/";
-    struct Row { const char* file; const char* words; };
+    struct Row {
+        const char* file;
+        const char* words;
+    };
     const Row rows[] = {
         {"wrapped-compressed-size.zip", "data lies outside the archive"},
         {"zip64-locator-past-2-64.zip", "the zip64 end record is not where its locator says"},
@@ -108,7 +113,8 @@ TEST_CASE("zip64 values near 2^64 are integrity errors, not wrapped bounds or fo
         std::string message;
         try {
             envbox::zip::File z(dir + row.file);
-            for (std::size_t i = 0; i < z.members().size(); ++i) z.read(i);
+            for (std::size_t i = 0; i < z.members().size(); ++i)
+                z.read(i);
         } catch (const envbox::Error& e) {
             message = e.what();
             CHECK(e.code() == envbox::ErrorCode::integrity);

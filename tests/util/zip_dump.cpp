@@ -40,12 +40,15 @@ void dump(const std::string& path) {
             if (!safe) throw safe.error();
             const std::uint32_t type = m.unix_mode() & S_IFMT;
             if (m.is_directory() || type == S_IFDIR) continue;
-            if (type != 0 && type != S_IFREG) throw envbox::Error(envbox::ErrorCode::integrity, "not a regular file");
-            if (!seen.insert(*safe).second) throw envbox::Error(envbox::ErrorCode::integrity, "a name twice");
+            if (type != 0 && type != S_IFREG)
+                throw envbox::Error(envbox::ErrorCode::integrity, "not a regular file");
+            if (!seen.insert(*safe).second)
+                throw envbox::Error(envbox::ErrorCode::integrity, "a name twice");
         }
         for (std::size_t i = 0; i < file.members().size(); ++i) {
             std::string data = file.read(i);
-            lines.push_back("member " + hex(file.members()[i].name) + " " + std::to_string(data.size()) + " " +
+            lines.push_back("member " + hex(file.members()[i].name) + " " +
+                            std::to_string(data.size()) + " " +
                             envbox::to_hex(envbox::sha256(data)));
         }
     } catch (const envbox::Error& e) {
@@ -55,13 +58,15 @@ void dump(const std::string& path) {
         std::printf("refused %s\n", message.c_str());
         return;
     }
-    for (const auto& l : lines) std::printf("%s\n", l.c_str());
+    for (const auto& l : lines)
+        std::printf("%s\n", l.c_str());
     std::printf("ok\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) dump(argv[i]);
+    for (int i = 1; i < argc; ++i)
+        dump(argv[i]);
     return 0;
 }

@@ -16,13 +16,13 @@ struct Interpreter {
     std::filesystem::path executable;  ///< resolved path of the interpreter binary
     std::string implementation;        ///< "cpython"
     int major = 0, minor = 0;
-    std::string full_version;          ///< "3.11.2"
-    std::string abiflags;              ///< "" or "t"
-    std::string glibc;                 ///< "2.36", empty when not glibc
+    std::string full_version;  ///< "3.11.2"
+    std::string abiflags;      ///< "" or "t"
+    std::string glibc;         ///< "2.36", empty when not glibc
     /// venv scheme paths relative to the environment root: purelib, platlib, scripts, include,
     /// data ("lib/python3.11/site-packages", "bin", …).
     std::map<std::string, std::string> scheme;
-    pep::MarkerEnvironment markers;    ///< the interpreter's own marker environment
+    pep::MarkerEnvironment markers;  ///< the interpreter's own marker environment
 
     bool free_threaded() const { return abiflags.find('t') != std::string::npos; }
     std::string version_xy() const { return std::to_string(major) + "." + std::to_string(minor); }

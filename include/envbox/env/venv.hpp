@@ -1,11 +1,11 @@
 #pragma once
 /// PEP 405 virtual environments, created directly (no `python -m venv`).
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <sys/types.h>
 
 #include "envbox/env/interpreter.hpp"
 
@@ -30,8 +30,8 @@ struct VenvEntry {
 };
 
 /// What `create_venv` writes besides directories (used by verify to know what to expect).
-std::vector<VenvEntry> venv_skeleton(const Interpreter& interpreter, const std::filesystem::path& root,
-                                     const std::string& prompt);
+std::vector<VenvEntry> venv_skeleton(const Interpreter& interpreter,
+                                     const std::filesystem::path& root, const std::string& prompt);
 
 /// Creates the venv skeleton at `root` (which must not exist yet): `pyvenv.cfg` (home,
 /// include-system-site-packages = false, version, executable, envbox version), `bin/python`,

@@ -22,9 +22,9 @@ struct LockedWheel {
 };
 
 struct LockedPackage {
-    std::string name;      ///< normalised
+    std::string name;  ///< normalised
     std::string version;
-    std::string index;     ///< the simple API URL the package came from
+    std::string index;  ///< the simple API URL the package came from
     LockedWheel wheel;
 };
 

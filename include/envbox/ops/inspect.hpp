@@ -15,9 +15,9 @@
 namespace envbox::ops {
 
 struct EnvSummary {
-    std::string project;             ///< project root path
+    std::string project;  ///< project root path
     std::string name;
-    std::optional<int> current;      ///< current generation number
+    std::optional<int> current;  ///< current generation number
     std::size_t generations = 0;
     std::size_t packages = 0;
     std::string python_version;
@@ -29,12 +29,12 @@ std::vector<EnvSummary> list_environments(const Context& ctx, bool all);
 
 struct EnvDetails {
     std::string name;
-    std::filesystem::path path;           ///< env directory
+    std::filesystem::path path;  ///< env directory
     std::vector<env::Generation> generations;
     std::optional<env::Generation> current;
-    std::size_t files = 0;                ///< in the current generation
-    std::uint64_t bytes = 0;              ///< apparent size of the current generation
-    std::uint64_t unique_bytes = 0;       ///< bytes no other generation or environment shares
+    std::size_t files = 0;           ///< in the current generation
+    std::uint64_t bytes = 0;         ///< apparent size of the current generation
+    std::uint64_t unique_bytes = 0;  ///< bytes no other generation or environment shares
 };
 
 EnvDetails show_environment(const Context& ctx, const std::string& env);
@@ -42,7 +42,7 @@ EnvDetails show_environment(const Context& ctx, const std::string& env);
 /// For each store object digest in `digests`: the generations of every environment in the home
 /// (all projects) built from a wheel that holds it, as "ENV generation N (PROJECT)", sorted. A
 /// touched object changed all of them; this says who is affected.
-std::map<std::string, std::vector<std::string>> generations_linking(const Context& ctx,
-                                                                    const std::set<std::string>& digests);
+std::map<std::string, std::vector<std::string>> generations_linking(
+    const Context& ctx, const std::set<std::string>& digests);
 
 }  // namespace envbox::ops

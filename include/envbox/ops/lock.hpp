@@ -14,18 +14,18 @@ namespace envbox::ops {
 
 struct LockOptions {
     std::string env;
-    bool check = false;                        ///< report staleness, write nothing
-    bool upgrade = false;                      ///< ignore the locked versions
-    std::vector<std::string> upgrade_packages; ///< ignore the locked version of these
+    bool check = false;                         ///< report staleness, write nothing
+    bool upgrade = false;                       ///< ignore the locked versions
+    std::vector<std::string> upgrade_packages;  ///< ignore the locked version of these
     bool offline = false;
-    bool allow_mixed_cuda = false;             ///< write a lock that mixes CUDA lines (recorded)
+    bool allow_mixed_cuda = false;  ///< write a lock that mixes CUDA lines (recorded)
 };
 
 struct LockResult {
     std::filesystem::path lock_path;
-    bool changed = false;          ///< the lock's bytes changed
-    bool up_to_date = false;       ///< the lock matched the manifest: nothing was resolved
-    bool stale = false;            ///< --check: the lock no longer matches the manifest
+    bool changed = false;              ///< the lock's bytes changed
+    bool up_to_date = false;           ///< the lock matched the manifest: nothing was resolved
+    bool stale = false;                ///< --check: the lock no longer matches the manifest
     std::vector<std::string> reasons;  ///< why it is stale
     std::size_t packages = 0;
     double seconds = 0;

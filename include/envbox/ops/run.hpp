@@ -12,11 +12,12 @@
 namespace envbox::ops {
 
 struct RunPlan {
-    std::filesystem::path generation;            ///< the generation the command runs in
+    std::filesystem::path generation;  ///< the generation the command runs in
     std::vector<std::string> argv;
     std::map<std::string, std::string> environment;
-    std::vector<std::filesystem::path> writable; ///< what stays writable in the home (compile caches), created
-    std::vector<std::string> notes;              ///< what was changed, for -v
+    std::vector<std::filesystem::path>
+        writable;                    ///< what stays writable in the home (compile caches), created
+    std::vector<std::string> notes;  ///< what was changed, for -v
 };
 
 /// The environment for running `argv` in ENV's current generation, starting from `base`

@@ -29,8 +29,8 @@ struct WheelFilename {
     std::string version_text;    ///< as written
     Version version;
     std::optional<BuildTag> build;
-    std::string tag_text;        ///< compressed `py-abi-plat` as written
-    std::vector<Tag> tags;       ///< expanded, sorted
+    std::string tag_text;   ///< compressed `py-abi-plat` as written
+    std::vector<Tag> tags;  ///< expanded, sorted
 
     /// Parses a wheel file name (not a URL: see `filename_from_url`). Readers accept `.` and
     /// uppercase in the name part (older files), and non-ASCII letters.

@@ -41,8 +41,18 @@ enum class MarkerContext {
 };
 
 /// Marker operators.
-enum class MarkerOp { less_equal, less, not_equal, equal, greater_equal, greater, compatible,
-                      arbitrary, in, not_in };
+enum class MarkerOp {
+    less_equal,
+    less,
+    not_equal,
+    equal,
+    greater_equal,
+    greater,
+    compatible,
+    arbitrary,
+    in,
+    not_in
+};
 
 /// One side of a comparison: a variable (canonical name) or a literal string.
 struct MarkerOperand {
@@ -70,7 +80,7 @@ struct MarkerGroup {
 
 /// A parsed marker expression.
 class Marker {
-public:
+  public:
     /// Parses a whole marker expression (trailing spaces/tabs allowed, newlines not).
     static Result<Marker> parse(std::string_view text);
     /// Wraps an already-parsed group.
@@ -89,7 +99,7 @@ public:
     const MarkerGroup& root() const { return *root_; }
     bool operator==(const Marker& other) const { return str() == other.str(); }
 
-private:
+  private:
     std::shared_ptr<const MarkerGroup> root_;
 };
 

@@ -17,7 +17,7 @@ struct Requirement {
     std::string name;                 ///< as written (compare with `canonical_name()`)
     std::vector<std::string> extras;  ///< as written, sorted, duplicates removed
     SpecifierSet specifier;
-    std::optional<std::string> url;   ///< direct reference (`name @ url`)
+    std::optional<std::string> url;  ///< direct reference (`name @ url`)
     std::optional<Marker> marker;
 
     /// Parses one requirement; errors show the input with a caret under the fault.

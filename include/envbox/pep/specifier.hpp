@@ -17,8 +17,16 @@
 namespace envbox::pep {
 
 /// A specifier operator.
-enum class Operator { compatible, equal, not_equal, less_equal, greater_equal, less, greater,
-                      arbitrary };
+enum class Operator {
+    compatible,
+    equal,
+    not_equal,
+    less_equal,
+    greater_equal,
+    less,
+    greater,
+    arbitrary
+};
 
 /// The operator's spelling (`~=`, `==`, …).
 std::string_view operator_str(Operator op);
@@ -26,8 +34,8 @@ std::string_view operator_str(Operator op);
 /// A candidate to test: a parsed version, or a raw string that may not be PEP 440 (only `===`
 /// and the empty set can match such strings).
 struct Candidate {
-    std::string text;                    ///< as given (used by `===`)
-    std::optional<Version> version;      ///< parsed form, if any
+    std::string text;                ///< as given (used by `===`)
+    std::optional<Version> version;  ///< parsed form, if any
     /// Builds a candidate from text, parsing it.
     static Candidate from_text(std::string_view text);
     /// Builds a candidate from a parsed version; `===` compares against its canonical string.
@@ -36,7 +44,7 @@ struct Candidate {
 
 /// One clause, such as `>=2.4`.
 class Specifier {
-public:
+  public:
     /// Parses one clause; whitespace around and between operator and version is allowed.
     static Result<Specifier> parse(std::string_view text,
                                    std::optional<bool> prereleases = std::nullopt);
@@ -69,7 +77,7 @@ public:
     /// Equality of meaning: operator and canonicalised version (`==2.8.0` equals `==2.8`).
     bool operator==(const Specifier& other) const;
 
-private:
+  private:
     Operator op_ = Operator::equal;
     std::string text_;
     std::optional<Version> version_;
@@ -81,7 +89,7 @@ private:
 
 /// A comma-separated AND of clauses; the empty set matches every candidate.
 class SpecifierSet {
-public:
+  public:
     SpecifierSet() = default;
     /// Parses `>=2.4, <3,` (empty clauses are ignored, so a trailing comma is fine).
     static Result<SpecifierSet> parse(std::string_view text,
@@ -125,7 +133,7 @@ public:
     /// Equal when they hold the same clauses (by meaning), in any order.
     bool operator==(const SpecifierSet& other) const;
 
-private:
+  private:
     std::vector<Specifier> specs_;
     std::optional<bool> configured_;
     void add(Specifier s);

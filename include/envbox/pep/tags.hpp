@@ -26,8 +26,8 @@ struct Tag {
 
 /// Options for `parse_tag`.
 struct TagParseOptions {
-    bool validate_order = false;          ///< each dotted set must be sorted, without repeats
-    std::optional<std::int64_t> limit;    ///< maximum number of expanded tags (must be ≥ 0)
+    bool validate_order = false;        ///< each dotted set must be sorted, without repeats
+    std::optional<std::int64_t> limit;  ///< maximum number of expanded tags (must be ≥ 0)
 };
 
 /// Expands a possibly compressed tag (`py2.py3-none-any`) into its tags, sorted and unique.
@@ -66,7 +66,7 @@ Result<std::vector<std::string>> target_platforms(std::string_view platform_tag)
 
 /// The ordered tags one target supports, with O(1) rank lookup (lower rank = preferred).
 class TargetTags {
-public:
+  public:
     explicit TargetTags(std::vector<Tag> ordered);
 
     /// CPython `major.minor` (free-threaded when `free_threaded`) on `platform_tag`.
@@ -79,7 +79,7 @@ public:
     /// The best rank among `tags` (a wheel's expanded tag set), or nullopt if none is supported.
     std::optional<std::size_t> best_rank(const std::vector<Tag>& tags) const;
 
-private:
+  private:
     std::vector<Tag> tags_;
     std::unordered_map<std::string, std::size_t> rank_;
 };

@@ -32,7 +32,7 @@ struct LocalSegment {
 /// post, then local label); `==` is equality in that order, so `1.0 == 1.0.0` and
 /// `1.0rc1 == 1.0c1`. Numbers that do not fit 64 bits make the string invalid.
 class Version {
-public:
+  public:
     struct Pre {
         PreKind kind;
         std::uint64_t number;
@@ -82,10 +82,12 @@ public:
 
     std::strong_ordering operator<=>(const Version& other) const { return compare(other, true); }
     /// Ordering of the public parts only (local labels ignored on both sides); allocation-free.
-    std::strong_ordering compare_public(const Version& other) const { return compare(other, false); }
+    std::strong_ordering compare_public(const Version& other) const {
+        return compare(other, false);
+    }
     bool operator==(const Version& other) const { return (*this <=> other) == 0; }
 
-private:
+  private:
     std::strong_ordering compare(const Version& other, bool with_local) const;
 
     std::uint64_t epoch_ = 0;

@@ -9,10 +9,10 @@
 /// is bounded (index::kMaxPageBytes for pages, kMaxMetadataBytes for metadata files, the
 /// page's size for a whole wheel when it gives one).
 
-#include <filesystem>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
@@ -56,7 +56,7 @@ inline constexpr unsigned kFetchWorkers = 32;
 /// A fixed set of worker threads running queued jobs in order; a job can be moved to the front
 /// (the solver waits for it). The destructor runs what is queued, then joins.
 class FetchPool {
-public:
+  public:
     struct Job {
         std::function<void()> run;
         std::atomic<bool> taken{false};
@@ -68,7 +68,8 @@ public:
 
     /// Queues `f` (at the front when `urgent`); its result or exception comes by the future.
     template <class T>
-    std::pair<std::shared_future<T>, std::shared_ptr<Job>> submit(std::function<T()> f, bool urgent) {
+    std::pair<std::shared_future<T>, std::shared_ptr<Job>> submit(std::function<T()> f,
+                                                                  bool urgent) {
         auto task = std::make_shared<std::packaged_task<T()>>(std::move(f));
         auto future = task->get_future().share();
         auto job = std::make_shared<Job>();
@@ -79,7 +80,7 @@ public:
     /// Moves a queued job to the front (nothing when it has started).
     void promote(const std::shared_ptr<Job>& job);
 
-private:
+  private:
     void push(std::shared_ptr<Job> job, bool urgent);
     void work();
     std::mutex mutex_;
@@ -90,9 +91,10 @@ private:
 };
 
 class IndexSource : public PackageSource {
-public:
-    IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes, std::map<std::string, std::string> pins,
-                const pep::TargetTags& tags, std::string python_full_version, std::filesystem::path tmp_dir);
+  public:
+    IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
+                std::map<std::string, std::string> pins, const pep::TargetTags& tags,
+                std::string python_full_version, std::filesystem::path tmp_dir);
     ~IndexSource() override;
 
     std::vector<Candidate> versions(const std::string& name) override;
@@ -110,10 +112,10 @@ public:
     /// always known: from the index page, else from the range requests that read its
     /// METADATA (or what an earlier lock of the same sha256 learnt), else a HEAD, else the
     /// wheel itself, fetched whole and kept for `create`.
-    std::pair<std::string, std::optional<std::uint64_t>> digest_and_size(const std::string& name,
-                                                                         const pep::Version& version);
+    std::pair<std::string, std::optional<std::uint64_t>> digest_and_size(
+        const std::string& name, const pep::Version& version);
 
-private:
+  private:
     struct VersionInfo {
         pep::Version version;
         std::optional<index::IndexFile> wheel;  ///< best-ranked compatible wheel
@@ -127,26 +129,30 @@ private:
     };
 
     /// The page of `name`, fetched once; `urgent`: the solver waits for it (ahead of prefetches).
-    std::shared_future<std::shared_ptr<Project>> project_future(const std::string& name, bool urgent = true);
+    std::shared_future<std::shared_ptr<Project>> project_future(const std::string& name,
+                                                                bool urgent = true);
     /// A request to `url` for index `ix` (may be null): its CA, and its credentials for its
     /// own origin only.
     static index::HttpRequest request_for(const IndexConfig* ix, std::string url);
     /// Moves a whole wheel fetched while locking (from `url`) to where `create` finds it
     /// (cache/downloads), and remembers its digest and size for `digest_and_size`.
-    void keep_download(const std::filesystem::path& file, const std::string& digest, const std::string& url,
-                       std::uint64_t size);
+    void keep_download(const std::filesystem::path& file, const std::string& digest,
+                       const std::string& url, std::uint64_t size);
     std::shared_ptr<Project> fetch_project(const std::string& name);
     /// The metadata of name==version, fetched once (started on the first call).
-    std::shared_future<Dependencies> metadata_future(const std::string& name, const pep::Version& version,
+    std::shared_future<Dependencies> metadata_future(const std::string& name,
+                                                     const pep::Version& version,
                                                      bool urgent = true);
     /// Queues the metadata fetch of `key` (under `mutex_`).
-    void start_metadata(const std::string& key, const std::string& name, const VersionInfo& v, const Project& p,
-                        bool urgent);
+    void start_metadata(const std::string& key, const std::string& name, const VersionInfo& v,
+                        const Project& p, bool urgent);
     /// The size of a wheel whose sha256 the index gave but whose size it did not.
     std::optional<std::uint64_t> known_size(const ChosenWheel& c, const std::string& sha256);
     /// Remembers `size` for `url` (and on disk beside the cached METADATA of `sha256`, when known).
-    void remember_size(const std::string& url, const std::optional<std::string>& sha256, std::uint64_t size);
-    Dependencies fetch_dependencies(const std::string& name, const VersionInfo& v, const Project& p);
+    void remember_size(const std::string& url, const std::optional<std::string>& sha256,
+                       std::uint64_t size);
+    Dependencies fetch_dependencies(const std::string& name, const VersionInfo& v,
+                                    const Project& p);
     const VersionInfo& version_info(const std::string& name, const pep::Version& version);
 
     index::HttpClient& http_;

@@ -42,14 +42,16 @@ struct Dependencies {
 
 /// Where versions and metadata come from (an index client, a test's in-memory world).
 class PackageSource {
-public:
+  public:
     virtual ~PackageSource() = default;
     /// Every version of `name` (normalised), any order; empty when the package does not exist.
     virtual std::vector<Candidate> versions(const std::string& name) = 0;
     /// Requires-Dist and Provides-Extra of `name==version`.
     virtual Dependencies dependencies(const std::string& name, const pep::Version& version) = 0;
     /// A hint that these will be asked for soon; a networked source fetches them in parallel.
-    virtual void prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) { (void)wanted; }
+    virtual void prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) {
+        (void)wanted;
+    }
     virtual void prefetch_versions(const std::vector<std::string>& names) { (void)names; }
 };
 
@@ -61,14 +63,14 @@ struct Options {
 };
 
 struct Pinned {
-    std::string name;   ///< normalised
+    std::string name;  ///< normalised
     pep::Version version;
     std::set<std::string> extras;  ///< extras some requirement asked for
 };
 
 /// Resolves `root` for the target. On failure the error (invalid_input) carries an explanation
 /// derived from PubGrub's incompatibilities, in terms of the user's requirements.
-Result<std::vector<Pinned>> resolve(const std::vector<pep::Requirement>& root, PackageSource& source,
-                                    const Options& options);
+Result<std::vector<Pinned>> resolve(const std::vector<pep::Requirement>& root,
+                                    PackageSource& source, const Options& options);
 
 }  // namespace envbox::resolve

@@ -25,19 +25,22 @@ namespace envbox::store {
 constexpr time_t kObjectMtime = 315532800;
 
 /// The mode of an untouched object: 0444, or 0555 for an executable member.
-constexpr mode_t object_mode(bool executable) { return executable ? 0555 : 0444; }
+constexpr mode_t object_mode(bool executable) {
+    return executable ? 0555 : 0444;
+}
 
 /// What says that a store object was touched since it was ingested, or nullopt when `st` (its
 /// stat) looks as ingest left it: a regular file of `size` bytes, mode `object_mode`, mtime
 /// `kObjectMtime`. A write through a hard link (root, or a run without the sandbox) changes the
 /// mtime and usually the size; a chmod changes the mode. Same-size writes that also put the
 /// mtime back are found only by hashing (`verify --deep`, `create --force`).
-std::optional<std::string> object_touched(const struct stat& st, std::uint64_t size, bool executable);
+std::optional<std::string> object_touched(const struct stat& st, std::uint64_t size,
+                                          bool executable);
 
 /// One regular file of a wheel.
 struct WheelFile {
-    std::string path;       ///< archive path, normalised, UTF-8
-    std::string digest;     ///< sha256, lowercase hex (also the object's name)
+    std::string path;    ///< archive path, normalised, UTF-8
+    std::string digest;  ///< sha256, lowercase hex (also the object's name)
     std::uint64_t size = 0;
     bool executable = false;
 };
@@ -45,12 +48,12 @@ struct WheelFile {
 /// What the store knows about an ingested wheel.
 struct WheelFiles {
     std::string wheel_sha256;
-    std::string filename;         ///< the wheel's file name
-    std::string name;             ///< `Name` from METADATA, as written
-    std::string version;          ///< `Version` from METADATA
-    std::string dist_info;        ///< "name-1.0.dist-info"
+    std::string filename;   ///< the wheel's file name
+    std::string name;       ///< `Name` from METADATA, as written
+    std::string version;    ///< `Version` from METADATA
+    std::string dist_info;  ///< "name-1.0.dist-info"
     bool root_is_purelib = false;
-    std::vector<WheelFile> files; ///< every member, in archive order (RECORD included)
+    std::vector<WheelFile> files;  ///< every member, in archive order (RECORD included)
 
     std::uint64_t total_size() const;
     const WheelFile* find(std::string_view path) const;
@@ -58,9 +61,9 @@ struct WheelFiles {
 
 /// Figures from one ingest.
 struct IngestStats {
-    std::uint64_t archive_bytes = 0;    ///< compressed size read
-    std::uint64_t unpacked_bytes = 0;   ///< member bytes hashed
-    std::uint64_t new_objects = 0;      ///< objects written (others already stored)
+    std::uint64_t archive_bytes = 0;   ///< compressed size read
+    std::uint64_t unpacked_bytes = 0;  ///< member bytes hashed
+    std::uint64_t new_objects = 0;     ///< objects written (others already stored)
     std::uint64_t new_object_bytes = 0;
     /// Thread-seconds spent, summed over tasks: decoding members, hashing them (members and,
     /// when asked, the archive), writing objects (creating, writing, staging).
@@ -71,7 +74,8 @@ struct IngestStats {
 
 /// The content of `<name>-<version>.dist-info/<leaf>` in the wheel at `wheel` (METADATA when
 /// an index offers no metadata file), or nullopt when the wheel has none.
-std::optional<std::string> read_dist_info_file(const std::filesystem::path& wheel, std::string_view leaf);
+std::optional<std::string> read_dist_info_file(const std::filesystem::path& wheel,
+                                               std::string_view leaf);
 
 class Store;
 
@@ -86,7 +90,7 @@ class Store;
 /// succeeds; the staging directory goes with the object. Safe against concurrent ingests of the
 /// same wheel. Does not publish the file list; see `Store::publish`.
 class Ingest {
-public:
+  public:
     /// `check_digest`: also hash the archive (as one more task) and require `wheel_sha256`;
     /// false when the caller verified the bytes already (a download hashed while it streamed).
     /// `wheel_sha256` must be 64 lowercase hex digits (else `invalid_input`, before any path is
@@ -95,8 +99,8 @@ public:
     /// `integrity`. WHEEL, METADATA and RECORD are read into memory only up to 1, 16 and 64 MiB;
     /// METADATA's Name must be a valid name of the file name's project and its Version (and the
     /// .dist-info directory's) a PEP 440 version equal to the file name's (`integrity`).
-    Ingest(const Store& store, const std::filesystem::path& archive, const std::string& wheel_sha256,
-           const std::string& filename, bool check_digest,
+    Ingest(const Store& store, const std::filesystem::path& archive,
+           const std::string& wheel_sha256, const std::string& filename, bool check_digest,
            std::optional<std::uint64_t> expected_size = std::nullopt);
     ~Ingest();
     Ingest(const Ingest&) = delete;
@@ -113,14 +117,14 @@ public:
     /// Once every task has run: verifies and moves the objects in.
     WheelFiles finish(IngestStats* stats = nullptr);
 
-private:
+  private:
     struct Impl;
     static void check_identity(const Impl& im, const WheelFiles& w);
     std::unique_ptr<Impl> impl_;
 };
 
 class Store {
-public:
+  public:
     /// Opens (creating when needed) the store under `home`.
     explicit Store(std::filesystem::path home);
     ~Store();
@@ -156,7 +160,7 @@ public:
     /// Makes ingested objects durable (one syncfs) and then publishes the file lists.
     void publish(const std::vector<const WheelFiles*>& wheels) const;
 
-private:
+  private:
     std::filesystem::path home_;
     int objects_fd_ = -1;
 };

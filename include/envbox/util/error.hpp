@@ -29,11 +29,13 @@ enum class ErrorCode : int {
 };
 
 /// The process exit status for `code`.
-constexpr int exit_status(ErrorCode code) { return static_cast<int>(code); }
+constexpr int exit_status(ErrorCode code) {
+    return static_cast<int>(code);
+}
 
 /// A failure with a code, a message and a context chain.
 class Error : public std::exception {
-public:
+  public:
     Error(ErrorCode code, std::string message);
 
     ErrorCode code() const { return code_; }
@@ -49,7 +51,7 @@ public:
 
     const char* what() const noexcept override { return message_.c_str(); }
 
-private:
+  private:
     ErrorCode code_;
     std::string message_;
     std::vector<std::string> context_;
@@ -58,9 +60,9 @@ private:
 /// A value or an `Error`, for failures the caller is expected to handle.
 template <class T>
 class [[nodiscard]] Result {
-public:
-    Result(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
-    Result(Error error) : v_(std::move(error)) {}      // NOLINT: implicit by design
+  public:
+    Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+    Result(Error error) : v_(std::move(error)) {}  // NOLINT: implicit by design
 
     bool ok() const { return v_.index() == 0; }
     explicit operator bool() const { return ok(); }
@@ -89,7 +91,7 @@ public:
         return std::get<1>(v_);
     }
 
-private:
+  private:
     std::variant<T, Error> v_;
 };
 

@@ -28,7 +28,7 @@ bool write_all_fd(int fd, const void* data, std::size_t size);
 
 /// Removes a path (file or tree) when it goes out of scope: temporary downloads and staging.
 class ScopedRemove {
-public:
+  public:
     explicit ScopedRemove(std::filesystem::path path) : path_(std::move(path)) {}
     ~ScopedRemove();
     ScopedRemove(const ScopedRemove&) = delete;
@@ -36,7 +36,7 @@ public:
     const std::filesystem::path& path() const { return path_; }
     void release() { path_.clear(); }  ///< keep the path after all
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
@@ -110,22 +110,22 @@ bool link_was_copied_up(const struct stat& object_before, int dst_dir, const cha
 /// Exclusive advisory lock (flock(2)) on a lock file, created if needed; released on
 /// destruction. Locks die with their process, so a crash never leaves a stale lock.
 class FileLock {
-public:
+  public:
     /// Blocks until the lock is held. When another process holds it and `waiting` is set, it is
     /// called once before blocking (to tell the user why nothing happens).
-    explicit FileLock(const std::filesystem::path& path,
-                      const std::function<void()>& waiting = {});
+    explicit FileLock(const std::filesystem::path& path, const std::function<void()>& waiting = {});
     /// Tries once; returns an unlocked FileLock (`held()` false) when another process holds it.
     static FileLock try_lock(const std::filesystem::path& path);
     /// A shared lock: any number of holders, excluded only by an exclusive one (blocks).
-    static FileLock shared(const std::filesystem::path& path, const std::function<void()>& waiting = {});
+    static FileLock shared(const std::filesystem::path& path,
+                           const std::function<void()>& waiting = {});
     FileLock(FileLock&& other) noexcept;
     FileLock& operator=(FileLock&&) = delete;
     FileLock(const FileLock&) = delete;
     ~FileLock();
     bool held() const { return fd_ >= 0; }
 
-private:
+  private:
     FileLock() = default;
     int fd_ = -1;
 };

@@ -28,14 +28,14 @@ void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::si
 /// if one throws, no new task starts and the first exception is rethrown once the running ones
 /// return.
 class TaskPool {
-public:
+  public:
     using Task = std::function<void(TaskPool&)>;
     explicit TaskPool(unsigned jobs) : jobs_(jobs == 0 ? 1 : jobs) {}
     void add(std::uint64_t priority, Task task);
     /// Runs every task (the calling thread is one of the workers).
     void run();
 
-private:
+  private:
     struct Entry {
         std::uint64_t priority;
         std::uint64_t order;  // first added first among equals

@@ -8,9 +8,9 @@
 namespace envbox {
 
 struct ProcessResult {
-    int status = -1;          ///< exit status, or 128 + signal number
-    std::string out;          ///< everything written to stdout
-    std::string err;          ///< everything written to stderr
+    int status = -1;  ///< exit status, or 128 + signal number
+    std::string out;  ///< everything written to stdout
+    std::string err;  ///< everything written to stderr
 };
 
 /// Runs `argv` (argv[0] searched on PATH when it has no '/') with stdin from /dev/null and

@@ -15,7 +15,7 @@ using Sha256Digest = std::array<std::uint8_t, 32>;
 
 /// Incremental hasher for streaming data (downloads, archive members). Not copyable.
 class Sha256 {
-public:
+  public:
     Sha256();
     ~Sha256();
     Sha256(const Sha256&) = delete;
@@ -26,7 +26,7 @@ public:
     /// The digest; the hasher is reset and may be reused.
     Sha256Digest finish();
 
-private:
+  private:
     void* ctx_;  // EVP_MD_CTX*, kept out of the header
 };
 

@@ -19,12 +19,12 @@ namespace envbox::zip {
 
 /// One central-directory entry.
 struct Member {
-    std::string name;                ///< as stored (wheels: UTF-8)
-    std::uint16_t made_by = 0;       ///< "version made by"; the high byte is the host system (3: Unix)
+    std::string name;           ///< as stored (wheels: UTF-8)
+    std::uint16_t made_by = 0;  ///< "version made by"; the high byte is the host system (3: Unix)
     std::uint16_t flags = 0;
-    std::uint16_t method = 0;        ///< 0 stored, 8 deflate
+    std::uint16_t method = 0;  ///< 0 stored, 8 deflate
     std::uint32_t crc32 = 0;
-    std::uint32_t external_attr = 0; ///< on Unix hosts, st_mode in the high 16 bits
+    std::uint32_t external_attr = 0;  ///< on Unix hosts, st_mode in the high 16 bits
     std::uint64_t compressed_size = 0;
     std::uint64_t size = 0;          ///< uncompressed
     std::uint64_t local_offset = 0;  ///< of the local file header
@@ -48,7 +48,8 @@ constexpr std::uint64_t kTailSize = 65536 + 22;
 /// zip readers disagree on (tests/util/test_zip_differential.py): a second end record, a
 /// spanned archive, a NUL in a name, a "version needed" above 6.3, patched data or a masked
 /// directory, a Unicode Path field naming another file.
-std::vector<Member> read_directory(std::uint64_t file_size, const std::string& tail, const ReadAt& read_at);
+std::vector<Member> read_directory(std::uint64_t file_size, const std::string& tail,
+                                   const ReadAt& read_at);
 
 /// Offset of a member's data, from its local header (at least the first 30 + name bytes of it,
 /// starting at `member.local_offset`; with its extra field too, that is checked as well). Throws
@@ -62,7 +63,7 @@ using Sink = std::function<void(const char* data, std::size_t size)>;
 
 /// An archive on disk, opened once and read with pread (thread-safe for extraction).
 class File {
-public:
+  public:
     explicit File(const std::string& path);
     ~File();
     File(const File&) = delete;
@@ -77,7 +78,7 @@ public:
     /// Member `i` whole, in memory.
     std::string read(std::size_t i) const;
 
-private:
+  private:
     std::string path_;
     int fd_ = -1;
     std::uint64_t size_ = 0;
@@ -88,6 +89,7 @@ private:
 std::string decode(const Member& member, std::string_view compressed);
 
 /// The index of the top-level `<dir>.dist-info/<leaf>` member, if any.
-std::optional<std::size_t> find_dist_info(const std::vector<Member>& members, std::string_view leaf);
+std::optional<std::size_t> find_dist_info(const std::vector<Member>& members,
+                                          std::string_view leaf);
 
 }  // namespace envbox::zip

@@ -10,9 +10,11 @@
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
+#include "envbox/ops/target.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/resolve/index_source.hpp"
 #include "envbox/resolve/resolver.hpp"
+#include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/parallel.hpp"
@@ -149,6 +151,129 @@ std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs:
     return reasons;
 }
 
+namespace {
+
+// What `lock` keeps from the lock it replaces.
+struct Previous {
+    std::string text;  // its bytes ("" when there is none): unchanged bytes are not rewritten
+    std::map<std::string, pep::Version> preferences;  // locked versions to keep
+};
+
+// The number of packages of the lock at `lock_path` when it is up to date with the manifest
+// (envbox wrote it and `lock_staleness` finds nothing); nullopt when it must be resolved.
+std::optional<std::size_t> up_to_date_packages(const fs::path& manifest_path,
+                                               const fs::path& lock_path) {
+    std::error_code ec;
+    if (!fs::exists(lock_path, ec)) return std::nullopt;
+    auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
+    if (!tool || !tool->values.count("manifest-digest") ||
+        !lock_staleness(manifest_path, lock_path).empty())
+        return std::nullopt;
+    auto old = lock::Pylock::parse(read_file(lock_path), lock_path.string());
+    if (!old) return std::nullopt;
+    return old->packages.size();
+}
+
+// Reads the lock being replaced: its versions are preferred, except with --upgrade or for the
+// packages --upgrade-package names; a name --upgrade-package gives that neither the old lock nor
+// the manifest knows is a usage error (it would otherwise upgrade nothing, silently).
+Previous read_previous(const LockOptions& opt, const lock::Manifest& m,
+                       const fs::path& manifest_path, const fs::path& lock_path) {
+    Previous prev;
+    std::set<std::string>
+        known;  // what --upgrade-package may name: locked packages and requirements
+    for (const auto& r : m.requirements)
+        known.insert(pep::canonicalize_name(r.name));
+    std::set<std::string> skip;
+    for (const auto& p : opt.upgrade_packages)
+        skip.insert(pep::canonicalize_name(p));
+    std::error_code ec;
+    if (fs::exists(lock_path, ec)) {
+        prev.text = read_file(lock_path);
+        auto old = lock::Pylock::parse(prev.text, lock_path.string());
+        if (old)
+            for (const auto& p : old->packages) {
+                known.insert(p.name);
+                if (!opt.upgrade && p.version && !skip.count(p.name))
+                    prev.preferences[p.name] = *p.version;
+            }
+    }
+    for (const auto& p : opt.upgrade_packages)
+        if (!known.count(pep::canonicalize_name(p)))
+            throw Error(ErrorCode::usage, "--upgrade-package " + p +
+                                              ": no package of that name is in " +
+                                              lock_path.filename().string() + " or required by " +
+                                              manifest_path.filename().string());
+    return prev;
+}
+
+// What a lock must hold of its pins beyond the resolver's answer: [install].prefer names
+// packages of the lock (a misspelt name would settle nothing), and one CUDA line per lock, the
+// manifest's when it declares one (unless --allow-mixed-cuda).
+void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& m,
+                const LockOptions& opt, const fs::path& manifest_path, const fs::path& lock_path) {
+    std::vector<std::string> names;
+    for (const auto& pin : pins)
+        names.push_back(pin.name);
+    if (auto e = m.check_prefer(names, manifest_path.string())) throw *e;
+    std::vector<env::CudaPackage> cuda;
+    for (const auto& pin : pins)
+        if (auto line = env::cuda_line_of(pin.name, pin.version))
+            cuda.push_back({pin.name, pin.version.str(), *line});
+    if (auto why = env::cuda_incoherence(cuda, m.cuda); why && !opt.allow_mixed_cuda)
+        throw Error(ErrorCode::invalid_input,
+                    *why + "\nrefusing to write " + lock_path.string() +
+                        " (pin the packages to one line, or lock with --allow-mixed-cuda "
+                        "if this is really meant)");
+}
+
+// The lock document of `pins` for `target`, each package's wheel as `source` chose it, and
+// [tool.envbox] recording the manifest's inputs.
+lock::LockDocument lock_document(const std::vector<resolve::Pinned>& pins,
+                                 resolve::IndexSource& source, const lock::Manifest& m,
+                                 const Target& target, const LockOptions& opt) {
+    const std::string machine = target.machine();
+    lock::LockDocument doc;
+    doc.environment_marker = "python_version == '" + m.python + "' and sys_platform == 'linux'" +
+                             (machine.empty() ? "" : " and platform_machine == '" + machine + "'");
+    doc.requires_python = "==" + m.python + ".*";
+    // A digest or size the index did not give costs a request (a HEAD, or the whole wheel):
+    // those run side by side, not one after another. The writer sorts the packages.
+    doc.packages.resize(pins.size());
+    parallel_for(pins.size(), 16, [&](std::size_t i) {
+        const resolve::Pinned& pin = pins[i];
+        auto chosen = source.chosen(pin.name, pin.version);
+        auto [digest, size] = source.digest_and_size(pin.name, pin.version);
+        lock::LockedPackage& p = doc.packages[i];
+        p.name = pin.name;
+        p.version = pin.version.str();
+        p.index = chosen.index_url;
+        p.wheel.filename = chosen.file.filename;
+        // A lock is committed: a URL's userinfo (a page's own token) is never written into it.
+        p.wheel.url = index::strip_userinfo(chosen.file.url);
+        p.wheel.sha256 = digest;
+        p.wheel.size = size;
+    });
+    const Inputs inputs = inputs_of(m);
+    doc.tool["manifest-digest"] = inputs.digest();
+    doc.tool["python"] = inputs.python;
+    doc.tool["platform"] = inputs.platform;
+    doc.tool["cuda"] = inputs.cuda;
+    if (opt.allow_mixed_cuda) doc.tool["allow-mixed-cuda"] = "true";
+    doc.tool_lists["requirements"] = inputs.requirements;
+    doc.tool_lists["indexes"] = inputs.indexes;
+    doc.tool_lists["sources"] = inputs.sources;
+    return doc;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point started) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+}  // namespace
+
+// The pipeline: --check, or keep an up-to-date lock, or read the manifest and the old lock →
+// `Target` → resolve against the manifest's indexes → check the pins → write the document.
 LockResult lock(const Context& ctx, const LockOptions& opt) {
     auto started = std::chrono::steady_clock::now();
     check_env_name(opt.env);
@@ -165,67 +290,28 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     }
     // An up-to-date lock is kept as it is, without asking any index (as `uv lock` does);
     // --upgrade or --upgrade-package re-resolve.
-    std::error_code ec;
-    if (!opt.upgrade && opt.upgrade_packages.empty() && fs::exists(result.lock_path, ec)) {
-        auto tool = lock::read_tool_table(read_file(result.lock_path), result.lock_path.string());
-        if (tool && tool->values.count("manifest-digest") &&
-            lock_staleness(manifest_path, result.lock_path).empty()) {
-            auto old = lock::Pylock::parse(read_file(result.lock_path), result.lock_path.string());
-            if (old) {
-                result.packages = old->packages.size();
-                result.up_to_date = true;
-                result.seconds =
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-                        .count();
-                return result;
-            }
+    if (!opt.upgrade && opt.upgrade_packages.empty())
+        if (auto n = up_to_date_packages(manifest_path, result.lock_path)) {
+            result.packages = *n;
+            result.up_to_date = true;
+            result.seconds = seconds_since(started);
+            return result;
         }
-    }
-    lock::Manifest m = read_manifest(manifest_path);
-    Inputs inputs = inputs_of(m);
-    const std::string python_full =
-        std::to_string(m.python_major) + "." + std::to_string(m.python_minor) + ".0";
-    const std::string machine = m.platform.ends_with("aarch64")  ? "aarch64"
-                                : m.platform.ends_with("x86_64") ? "x86_64"
-                                                                 : "";
-    auto tags = m.target_tags();
-    if (!tags) throw tags.error();
-
+    const lock::Manifest m = read_manifest(manifest_path);
+    const Target target = target_of_manifest(m);
     std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path);
     if (indexes.empty())
         throw Error(ErrorCode::invalid_input,
                     manifest_path.string() + " names no [[index]] to lock against");
+    Previous previous = read_previous(opt, m, manifest_path, result.lock_path);
 
     resolve::Options ropt;
-    ropt.environment = pep::MarkerEnvironment::linux_cpython(python_full, machine);
-    std::string previous;
-    std::set<std::string>
-        known;  // what --upgrade-package may name: locked packages and requirements
-    for (const auto& r : m.requirements)
-        known.insert(pep::canonicalize_name(r.name));
-    std::set<std::string> skip;
-    for (const auto& p : opt.upgrade_packages)
-        skip.insert(pep::canonicalize_name(p));
-    if (fs::exists(result.lock_path, ec)) {
-        previous = read_file(result.lock_path);
-        auto old = lock::Pylock::parse(previous, result.lock_path.string());
-        if (old)
-            for (const auto& p : old->packages) {
-                known.insert(p.name);
-                if (!opt.upgrade && p.version && !skip.count(p.name))
-                    ropt.preferences[p.name] = *p.version;
-            }
-    }
-    // A misspelt --upgrade-package would otherwise upgrade nothing, silently.
-    for (const auto& p : opt.upgrade_packages)
-        if (!known.count(pep::canonicalize_name(p)))
-            throw Error(ErrorCode::usage,
-                        "--upgrade-package " + p + ": no package of that name is in " +
-                            result.lock_path.filename().string() + " or required by " +
-                            manifest_path.filename().string());
-
-    index::HttpClient http(ctx.home / "cache" / "http", opt.offline);
-    resolve::IndexSource source(http, indexes, m.sources, *tags, python_full, ctx.home / "tmp");
+    ropt.environment = target.markers;
+    ropt.preferences = std::move(previous.preferences);
+    const store::Home home(ctx.home);
+    index::HttpClient http(home.http_cache(), opt.offline);
+    resolve::IndexSource source(http, indexes, m.sources, target.tags, target.python_full_version,
+                                home.tmp());
     ctx.progress->phase("Resolving", 0);
     auto pins = resolve::resolve(m.requirements, source, ropt);
     source.stop_prefetching();
@@ -234,64 +320,17 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         e.add_context("locking " + opt.env + " for CPython " + m.python + " on " + m.platform);
         throw e;
     }
+    check_pins(*pins, m, opt, manifest_path, result.lock_path);
 
-    // [install].prefer must name packages of this lock: a misspelt name would settle nothing.
-    {
-        std::vector<std::string> names;
-        for (const auto& pin : *pins)
-            names.push_back(pin.name);
-        if (auto e = m.check_prefer(names, manifest_path.string())) throw *e;
-    }
-
-    // One CUDA line per lock, the manifest's when it declares one.
-    std::vector<env::CudaPackage> cuda;
-    for (const auto& pin : *pins)
-        if (auto line = env::cuda_line_of(pin.name, pin.version))
-            cuda.push_back({pin.name, pin.version.str(), *line});
-    if (auto why = env::cuda_incoherence(cuda, m.cuda); why && !opt.allow_mixed_cuda)
-        throw Error(ErrorCode::invalid_input,
-                    *why + "\nrefusing to write " + result.lock_path.string() +
-                        " (pin the packages to one line, or lock with --allow-mixed-cuda "
-                        "if this is really meant)");
-
-    lock::LockDocument doc;
-    doc.environment_marker = "python_version == '" + m.python + "' and sys_platform == 'linux'" +
-                             (machine.empty() ? "" : " and platform_machine == '" + machine + "'");
-    doc.requires_python = "==" + m.python + ".*";
-    // A digest or size the index did not give costs a request (a HEAD, or the whole wheel):
-    // those run side by side, not one after another. The writer sorts the packages.
-    doc.packages.resize(pins->size());
-    parallel_for(pins->size(), 16, [&](std::size_t i) {
-        const resolve::Pinned& pin = (*pins)[i];
-        auto chosen = source.chosen(pin.name, pin.version);
-        auto [digest, size] = source.digest_and_size(pin.name, pin.version);
-        lock::LockedPackage& p = doc.packages[i];
-        p.name = pin.name;
-        p.version = pin.version.str();
-        p.index = chosen.index_url;
-        p.wheel.filename = chosen.file.filename;
-        // A lock is committed: a URL's userinfo (a page's own token) is never written into it.
-        p.wheel.url = index::strip_userinfo(chosen.file.url);
-        p.wheel.sha256 = digest;
-        p.wheel.size = size;
-    });
-    doc.tool["manifest-digest"] = inputs.digest();
-    doc.tool["python"] = inputs.python;
-    doc.tool["platform"] = inputs.platform;
-    doc.tool["cuda"] = inputs.cuda;
-    if (opt.allow_mixed_cuda) doc.tool["allow-mixed-cuda"] = "true";
-    doc.tool_lists["requirements"] = inputs.requirements;
-    doc.tool_lists["indexes"] = inputs.indexes;
-    doc.tool_lists["sources"] = inputs.sources;
+    const lock::LockDocument doc = lock_document(*pins, source, m, target, opt);
     std::string text = lock::write_pylock(doc);
-    result.changed = text != previous;
+    result.changed = text != previous.text;
     if (result.changed) write_file_atomic(result.lock_path, text, 0644, Durability::fsync);
     result.packages = doc.packages.size();
     result.requests = http.stats().requests;
     result.cache_hits = http.stats().cache_hits;
     result.peak_in_flight = http.stats().peak_in_flight;
-    result.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    result.seconds = seconds_since(started);
     return result;
 }
 

@@ -1,0 +1,60 @@
+#pragma once
+/// The target an environment is locked or built for: one CPython version on one platform, with
+/// the wheel tags it runs and the marker environment its locks are evaluated in. Worked out here
+/// alone; `lock` and `create` both ask for it.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envbox/env/interpreter.hpp"
+#include "envbox/lock/manifest.hpp"
+#include "envbox/pep/marker.hpp"
+#include "envbox/pep/tags.hpp"
+
+namespace envbox::ops {
+
+struct Target {
+    /// The interpreter that will run the environment; absent for a lock, which is resolved for
+    /// the manifest's target on any machine without probing one.
+    std::optional<env::Interpreter> interpreter;
+    int python_major = 3, python_minor = 0;
+    /// "3.11.2" (the interpreter's), or "3.11.0" for a manifest's target.
+    std::string python_full_version;
+    /// The best platform tag ("manylinux_2_28_x86_64").
+    std::string platform;
+    /// The ranked tags of CPython major.minor (free-threaded when the interpreter is) on
+    /// `platform`.
+    pep::TargetTags tags{std::vector<pep::Tag>{}};
+    /// The marker variables locks and metadata are evaluated against: the interpreter's own,
+    /// or those CPython `python_full_version` on Linux `machine()` would report.
+    pep::MarkerEnvironment markers;
+
+    /// "x86_64" or "aarch64" from the end of `platform`; "" for any other platform.
+    std::string machine() const;
+};
+
+/// The target a manifest names (`python = "3.N"`, `platform`), as `lock` resolves for it: CPython
+/// 3.N.0, its markers `MarkerEnvironment::linux_cpython`, tags `Manifest::target_tags`. Throws
+/// the tags' error for a platform that is not a target.
+Target target_of_manifest(const lock::Manifest& manifest);
+
+/// The platform tag of the machine `interpreter` runs on: `manylinux_<glibc>_<machine>` (the
+/// machine from the interpreter's `platform_machine`, x86_64 when it reports none). Throws
+/// invalid_input, naming `env`'s manifest as the way out, when the interpreter has no glibc.
+/// (`ops::host_platform`, for `init`, is the same but names the interpreter in its error.)
+std::string interpreter_platform(const env::Interpreter& interpreter, const std::string& env);
+
+/// The target of a probed interpreter on `platform` (the manifest's), or on `interpreter_platform`
+/// when `platform` is empty: the interpreter's version, markers and free-threading decide the rest.
+Target target_of_interpreter(env::Interpreter interpreter, const std::string& platform,
+                             const std::string& env);
+
+/// The target `create` builds for: with a manifest, its CPython 3.N (the first interpreter
+/// found, `env::find_interpreter`) on its platform; without one (a bare `--lock`), the default
+/// interpreter on this machine's platform. Probes are cached under `probe_cache`.
+Target create_target(const lock::Manifest* manifest, const std::filesystem::path& probe_cache,
+                     const std::string& env);
+
+}  // namespace envbox::ops

@@ -1,0 +1,228 @@
+// `create`'s fetch into the store: what the store lacks is downloaded (or read from a local
+// path) and ingested in one pool over all wheels, then published (contracts in
+// create_steps.hpp).
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+
+#include "create_steps.hpp"
+#include "envbox/index/http.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/parallel.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops::create_steps {
+
+std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vector<Item>& items,
+                                           bool hash, unsigned jobs, Progress& progress) {
+    std::vector<std::size_t> missing;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (auto w = store.load_wheel(items[i].sha256))
+            items[i].wheel = std::move(*w);
+        else
+            missing.push_back(i);
+    }
+    std::vector<std::optional<store::Store::Damage>> damage(items.size());
+    parallel_for(items.size(), jobs, [&](std::size_t i) {
+        if (items[i].wheel) damage[i] = store.damaged_objects(*items[i].wheel, hash);
+    });
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!damage[i]) continue;
+        progress.note("store object " + damage[i]->first +
+                      (damage[i]->digests.size() > 1
+                           ? " (and " + std::to_string(damage[i]->digests.size() - 1) + " more)"
+                           : "") +
+                      "; storing " + items[i].filename + " again");
+        items[i].wheel.reset();
+        items[i].repair = true;
+        items[i].replace = std::move(damage[i]->digests);
+        missing.push_back(i);
+    }
+    return missing;
+}
+
+index::ArtifactRequest artifact_request(const Item& item,
+                                        const std::vector<resolve::IndexConfig>& indexes) {
+    index::ArtifactRequest req;
+    req.display = item.filename;
+    req.location = item.file->path ? *item.file->path : item.file->url.value_or("");
+    req.sha256 = item.sha256;
+    req.size = item.file->size;
+    if (item.package->index) {
+        std::string url = *item.package->index;
+        while (!url.empty() && url.back() == '/')
+            url.pop_back();
+        for (const auto& c : indexes)
+            if (c.url == url) {
+                req.ca = c.ca;
+                req.username = c.username;
+                req.password = c.password;
+                req.index_url = c.url;
+            }
+    }
+    return req;
+}
+
+namespace {
+
+// --offline: every missing item must be a local file or a finished download already.
+void check_offline(const std::vector<Item>& items, const std::vector<std::size_t>& missing,
+                   const FetchPlan& plan) {
+    for (std::size_t i : missing) {
+        auto req = artifact_request(items[i], plan.indexes);
+        std::error_code ec;
+        if (!index::local_artifact_path(req, plan.lock_dir) &&
+            !fs::exists(index::download_path(plan.downloads, req.sha256), ec))
+            throw Error(ErrorCode::network,
+                        "--offline: " + items[i].filename +
+                            " is not in the store and would be downloaded from " +
+                            index::redact_url(req.location));
+    }
+}
+
+// One pool for the whole fetch-and-ingest: each wheel's fetch task (downloads first, largest
+// wheels first) adds that wheel's ingest tasks, and the biggest pieces of work of all wheels run
+// first, so torch's gigabyte library starts at once and its thousands of small files spread over
+// every core. Thread-safety: each wheel's `Pending` is touched by its own tasks only; the last
+// ingest task of a wheel (counted down atomically) finishes it.
+class FetchPool {
+  public:
+    FetchPool(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
+              Progress& progress)
+        : store_(store),
+          items_(items),
+          plan_(plan),
+          progress_(progress),
+          http_(plan.http_cache, plan.offline),
+          pending_(items.size()) {}
+
+    // A download that was never ingested stays for the next run; one that proved bad goes.
+    ~FetchPool() {
+        for (auto& p : pending_) {
+            p.ingest.reset();
+            std::error_code ec;
+            if (p.failed && !p.downloaded.empty()) fs::remove(p.downloaded, ec);
+        }
+    }
+
+    // Runs the fetch and ingest of `missing` (in that order of priority) to the end.
+    void run(const std::vector<std::size_t>& missing) {
+        TaskPool pool(plan_.jobs);
+        for (std::size_t k = 0; k < missing.size(); ++k) {
+            const std::size_t i = missing[k];
+            pool.add(UINT64_MAX - k, [this, i](TaskPool& tasks) { fetch(i, tasks); });
+        }
+        pool.run();
+    }
+
+  private:
+    struct Pending {
+        std::unique_ptr<store::Ingest> ingest;
+        std::atomic<std::size_t> remaining{0};
+        fs::path downloaded;  // removed once its wheel is stored, or when it proves bad
+        std::atomic<bool> failed{false};
+    };
+
+    // Runs `fn`; an error gets the package and location as context, and an integrity error
+    // marks the wheel's download bad.
+    template <class Fn>
+    void with_context(std::size_t i, const std::string& location, Fn&& fn) {
+        try {
+            fn();
+        } catch (Error& e) {
+            if (e.code() == ErrorCode::integrity) pending_[i].failed = true;
+            e.add_context("fetching " + items_[i].package->name + " from " +
+                          index::redact_url(location));
+            throw;
+        }
+    }
+
+    // The fetch task of item `i`: its archive, local or downloaded, then its ingest tasks.
+    void fetch(std::size_t i, TaskPool& tasks) {
+        Item& item = items_[i];
+        const index::ArtifactRequest req = artifact_request(item, plan_.indexes);
+        Pending& p = pending_[i];
+        with_context(i, req.location, [&] {
+            // Local or downloaded, the archive is hashed by one of the ingest's own tasks,
+            // beside the others, and nothing is stored unless it matches the lock.
+            fs::path archive;
+            if (auto local = index::local_artifact_path(req, plan_.lock_dir)) {
+                archive = *local;
+            } else {
+                p.downloaded = index::download_path(plan_.downloads, req.sha256);
+                archive = index::download_artifact(
+                    http_, req, plan_.downloads, [&](std::uint64_t n) { progress_.downloaded(n); });
+            }
+            p.ingest = std::make_unique<store::Ingest>(store_, archive, item.sha256, item.filename,
+                                                       true, item.file->size);
+            if (item.repair) p.ingest->replace_objects(item.replace);
+        });
+        const std::size_t n = p.ingest->task_count();
+        p.remaining = n;
+        if (n == 0) return finish(i, req.location);
+        for (std::size_t t = 0; t < n; ++t)
+            tasks.add(p.ingest->task_cost(t), [this, i, t, location = req.location](TaskPool&) {
+                with_context(i, location, [&] { pending_[i].ingest->run_task(t); });
+                if (--pending_[i].remaining == 0) finish(i, location);
+            });
+    }
+
+    // Item `i`'s last ingest task is done: its file list is written, its download removed.
+    void finish(std::size_t i, const std::string& location) {
+        Item& item = items_[i];
+        with_context(i, location, [&] { item.wheel = pending_[i].ingest->finish(&item.stats); });
+        item.fetched = true;
+        pending_[i].ingest.reset();
+        if (!pending_[i].downloaded.empty()) {
+            std::error_code ignored;
+            fs::remove(pending_[i].downloaded, ignored);
+            pending_[i].downloaded.clear();
+        }
+        progress_.advance(1);
+    }
+
+    store::Store& store_;
+    std::vector<Item>& items_;
+    const FetchPlan& plan_;
+    Progress& progress_;
+    index::HttpClient http_;
+    std::vector<Pending> pending_;
+};
+
+}  // namespace
+
+void fetch_into_store(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
+                      Progress& progress, Stopwatch& watch, CreateResult& result) {
+    std::vector<std::size_t> missing =
+        stored_or_missing(store, items, plan.verify_by_content, plan.jobs, progress);
+    result.repaired =
+        std::count_if(items.begin(), items.end(), [](const Item& i) { return i.repair; });
+    if (!missing.empty() && plan.offline) check_offline(items, missing, plan);
+    FetchPool pool(store, items, plan, progress);
+    // Largest first, so the torch-sized wheel starts at once instead of being the last thing
+    // running while every other worker idles.
+    std::stable_sort(missing.begin(), missing.end(), [&](std::size_t x, std::size_t y) {
+        return items[x].file->size.value_or(0) > items[y].file->size.value_or(0);
+    });
+    progress.phase("Fetching", missing.size());
+    std::uint64_t to_download = 0;
+    for (std::size_t i : missing)
+        if (!index::local_artifact_path(artifact_request(items[i], plan.indexes), plan.lock_dir))
+            to_download += items[i].file->size.value_or(0);
+    progress.download_total(to_download);
+    result.jobs = plan.jobs;
+    pool.run(missing);
+    result.ingest_s = watch.lap();
+    std::vector<const store::WheelFiles*> to_publish;
+    for (std::size_t i : missing) {
+        to_publish.push_back(&*items[i].wheel);
+        result.fetched++;
+        result.ingest += items[i].stats;
+    }
+    store.publish(to_publish);
+    result.publish_s = watch.lap();
+}
+
+}  // namespace envbox::ops::create_steps

@@ -1,0 +1,139 @@
+// `create`'s last steps: the next generation's record, building it, switching `current`, and the
+// project's .envbox/ENV link (contracts in create_steps.hpp).
+
+#include <algorithm>
+#include <ctime>
+
+#include "create_steps.hpp"
+#include "envbox/env/venv.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/json.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops::create_steps {
+namespace {
+
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+}  // namespace
+
+std::string direct_url_json(const Item& item) {
+    const lock::FileRef& f = *item.file;
+    // PEP 610: the recorded URL carries no credentials.
+    std::string url =
+        f.url ? index::strip_userinfo(*f.url) : "file://" + (f.path ? *f.path : item.filename);
+    return "{\"archive_info\": {\"hash\": \"sha256=" + item.sha256 +
+           "\", \"hashes\": {\"sha256\": \"" + item.sha256 + "\"}}, \"url\": " + json_quote(url) +
+           "}";
+}
+
+int next_generation_number(const fs::path& edir) {
+    int number = 1;
+    std::error_code ec;
+    for (const auto& g : env::list_generations(edir)) {
+        number = std::max(number, g.number + 1);
+        if (!g.complete) fs::remove_all(g.path, ec);
+    }
+    return number;
+}
+
+env::Generation next_generation(const fs::path& edir, const std::string& digest,
+                                const fs::path& lock_path, const Target& target,
+                                const CreateOptions& opt) {
+    env::Generation gen;
+    gen.number = next_generation_number(edir);
+    gen.path = edir / env::generation_dir_name(gen.number);
+    gen.created = utc_now();
+    gen.lock_digest = digest;
+    gen.lock_source = lock_path.string();
+    gen.python = target.interpreter->executable.string();
+    gen.python_version = target.interpreter->full_version;
+    gen.platform = target.platform;
+    gen.environment = opt.env;
+    gen.link_mode = link_mode_name(opt.link_mode);
+    return gen;
+}
+
+std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items,
+                                                  const lock::Manifest* manifest,
+                                                  env::Generation& gen) {
+    std::set<std::string> roots;
+    if (manifest)
+        for (const auto& r : manifest->requirements)
+            roots.insert(pep::canonicalize_name(r.name));
+    std::vector<env::InstallRequest> requests;
+    for (const auto& item : items) {
+        env::InstallRequest r;
+        r.wheel = &*item.wheel;
+        r.requested = !manifest || roots.count(item.package->name) > 0;
+        if (item.direct) r.direct_url = direct_url_json(item);
+        r.preferred = manifest &&
+                      std::any_of(manifest->install_prefer.begin(), manifest->install_prefer.end(),
+                                  [&](const auto& p) { return p.name == item.package->name; });
+        requests.push_back(r);
+        gen.packages.push_back({item.package->name, item.wheel->version, item.sha256, item.filename,
+                                r.requested, r.direct_url.value_or("")});
+        gen.packages.back().preferred = r.preferred;
+    }
+    return requests;
+}
+
+void build_generation(const store::Store& store, const Target& target, env::Generation& gen,
+                      const std::vector<env::InstallRequest>& requests,
+                      const std::string& lock_text, const fs::path& edir, const Context& ctx,
+                      const CreateOptions& opt, Stopwatch& watch, CreateResult& result) {
+    Progress& progress = *ctx.progress;
+    try {
+        progress.phase("Installing", requests.size());
+        env::VenvLayout layout = env::create_venv(*target.interpreter, gen.path, opt.env);
+        result.install = env::install_wheels(store, *target.interpreter, layout, requests,
+                                             opt.link_mode, ctx.jobs);
+        for (const auto& n : result.install.notes)
+            progress.note(n);
+        env::write_generation_record(gen, lock_text);
+        result.install_s = watch.lap();
+        env::stamp_complete(gen.path);
+        env::switch_current(edir, gen.number);
+        result.commit_s = watch.lap();
+    } catch (Error& e) {
+        std::error_code ec;
+        fs::remove_all(gen.path, ec);
+        e.add_context("building " + opt.env + " generation " + std::to_string(gen.number));
+        throw;
+    }
+}
+
+std::optional<std::string> link_project_dir(const fs::path& project_root, const std::string& env,
+                                            const fs::path& edir) {
+    const fs::path link_dir = project_root / ".envbox";
+    std::error_code ec;
+    fs::create_directories(link_dir, ec);
+    if (ec) return "cannot create " + link_dir.string() + ": " + ec.message();
+    try {
+        if (!fs::exists(link_dir / ".gitignore", ec))
+            write_file_atomic(link_dir / ".gitignore", "*\n", 0644, Durability::none);
+    } catch (const Error& e) {
+        return std::string(e.what());
+    }
+    fs::path tmp = link_dir / ("." + env + ".tmp");
+    fs::remove(tmp, ec);
+    fs::create_symlink(edir / "current", tmp, ec);
+    if (!ec) fs::rename(tmp, link_dir / env, ec);
+    if (ec) {
+        std::string why = "cannot link " + (link_dir / env).string() + ": " + ec.message();
+        fs::remove(tmp, ec);
+        return why;
+    }
+    return std::nullopt;
+}
+
+}  // namespace envbox::ops::create_steps

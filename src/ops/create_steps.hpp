@@ -1,0 +1,192 @@
+#pragma once
+/// The steps of `ops::create`, in the order it runs them (private to ops). `create` itself
+/// (create.cpp) is the list of these calls:
+///
+///   read_inputs          create.cpp             manifest, lock path, re-lock decision, lock
+///   create_target        target.cpp             interpreter, platform, tags, markers
+///   select_items         create.cpp             one wheel per package, for the target
+///   check_driver         create.cpp             the driver runs the CUDA line (or a note)
+///   lock_environment     create.cpp             the environment's lock, the store's shared
+///   generation_digest    create.cpp             what makes two generations the same (no-op)
+///   fetch_into_store     create_fetch.cpp       fetch and ingest what the store lacks, publish
+///   build_generation     create_generation.cpp  venv + links in gen-N, stamp, switch `current`
+///   link_project_dir     create_generation.cpp  PROJECT/.envbox/ENV follows `current`
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "envbox/env/cuda.hpp"
+#include "envbox/env/generation.hpp"
+#include "envbox/index/fetch.hpp"
+#include "envbox/lock/manifest.hpp"
+#include "envbox/lock/pylock.hpp"
+#include "envbox/ops/create.hpp"
+#include "envbox/ops/target.hpp"
+#include "envbox/resolve/index_source.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace envbox::ops::create_steps {
+
+/// Seconds since the last `lap()` (or since construction).
+class Stopwatch {
+  public:
+    double lap();
+    /// Seconds since construction, without starting a new lap.
+    double total() const;
+
+  private:
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point last_ = start_;
+};
+
+// ---- read inputs ---------------------------------------------------------------------------
+
+/// What `create` reads before anything else.
+struct Inputs {
+    std::optional<lock::Manifest> manifest;  ///< manifests/ENV.toml when the project has it
+    std::filesystem::path manifest_path;     ///< where it is (or would be); empty: no project
+    std::filesystem::path lock_path;         ///< --lock FILE, else manifests/pylock.ENV.toml
+    std::string lock_text;
+    lock::Pylock pylock;    ///< parsed `lock_text`; the selection points into it
+    bool relocked = false;  ///< the lock was (re)written first
+};
+
+/// Reads the manifest (when there is one), locks first when its own lock is missing or stale
+/// (unless --frozen, or the lock was given with --lock, or envbox did not write it; --locked
+/// makes that an error, exit 3), then reads and parses the lock and checks the manifest's
+/// `[install].prefer` against it. Throws invalid_input without a project and without --lock,
+/// and when the lock file is missing.
+Inputs read_inputs(const Context& ctx, const CreateOptions& opt);
+
+/// Why the project's own lock must be written again before `create` (empty: it need not): it is
+/// missing, or envbox wrote it ([tool.envbox] has a manifest digest) and `lock_staleness` says
+/// it no longer matches. A lock envbox did not write is used as it is.
+std::vector<std::string> relock_reasons(const std::filesystem::path& manifest_path,
+                                        const std::filesystem::path& lock_path);
+
+// ---- select wheels ---------------------------------------------------------------------------
+
+/// What one selected package installs from.
+struct Item {
+    const lock::Package* package = nullptr;
+    const lock::FileRef* file = nullptr;
+    bool direct = false;  ///< installed from `archive` (PEP 610 direct URL)
+    std::string sha256;
+    std::string filename;
+    std::optional<store::WheelFiles> wheel;  ///< set once the store has it
+    store::IngestStats stats;
+    bool fetched = false;
+    bool repair = false;            ///< in the store, but an object of it was touched
+    std::set<std::string> replace;  ///< repair: the objects to store again
+};
+
+/// One item per package PEP 751's selection picks for `target`: a wheel, or an `archive` that
+/// is a wheel (installed as a direct URL). Throws invalid_input, naming the lock's line, for a
+/// package that offers only an sdist, a directory, a VCS checkout or a non-wheel archive, and
+/// for a file without a sha256; a selection error gets the lock and the target as context.
+std::vector<Item> select_items(const lock::Pylock& pylock, const Target& target,
+                               const std::filesystem::path& lock_path);
+
+/// The CUDA lines the items' packages belong to (none for a CPU-only environment).
+std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items);
+
+// ---- locks and the no-op check -------------------------------------------------------------
+
+/// Held while one create runs: the environment's own lock (one create per environment at a
+/// time) and the store's, shared, so gc's sweep (exclusive) never deletes what this create has
+/// ingested but not yet linked.
+struct EnvLocks {
+    std::optional<FileLock> env;
+    FileLock store;
+};
+
+/// Creates `edir` and the home's locks/ folder and takes both locks, noting each wait; with
+/// --no-wait an environment held by another envbox is an error instead.
+EnvLocks lock_environment(const Context& ctx, const CreateOptions& opt,
+                          const std::filesystem::path& edir);
+
+/// The digest a generation records: the lock's bytes, the interpreter, its version, the
+/// platform and the manifest's `[install].prefer`. The current generation with this digest
+/// already is what create would build.
+std::string generation_digest(const std::string& lock_text, const Target& target,
+                              const lock::Manifest* manifest);
+
+// ---- fetch into the store (create_fetch.cpp) -------------------------------------------------
+
+/// Loads each item's wheel from the store, and returns the items to fetch and ingest: those
+/// the store lacks, and those with an object that was touched since ingest (checked by stat, or
+/// with `hash` by content too), so nothing touched is ever linked into a new generation; their
+/// ingest replaces the damaged objects. Every object is checked, on `jobs` threads.
+std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vector<Item>& items,
+                                           bool hash, unsigned jobs, Progress& progress);
+
+/// How to fetch `item`: its lock path or URL, digest and size, and, when its package names an
+/// index of the manifest (trailing slashes aside), that index's CA and credentials.
+index::ArtifactRequest artifact_request(const Item& item,
+                                        const std::vector<resolve::IndexConfig>& indexes);
+
+/// What the fetch needs besides the items.
+struct FetchPlan {
+    std::filesystem::path lock_dir;   ///< relative lock paths are found from here
+    std::filesystem::path downloads;  ///< cache/downloads/<sha256>.whl, resumed when interrupted
+    std::filesystem::path http_cache;
+    std::vector<resolve::IndexConfig> indexes;  ///< the manifest's, for CA and credentials
+    bool offline = false;
+    bool verify_by_content = false;  ///< --force: check stored objects by content
+    unsigned jobs = 1;
+};
+
+/// Fetches and ingests every item the store lacks (or holds damaged), in one pool over all
+/// wheels, then publishes them; every item's `wheel` is set after. Fills `result`'s fetched,
+/// repaired, ingest, jobs and the ingest and publish times. With --offline, an item that would
+/// be downloaded is an error (network, exit 4) before anything is fetched. A download that
+/// proves bad is removed; one never ingested stays for the next run.
+void fetch_into_store(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
+                      Progress& progress, Stopwatch& watch, CreateResult& result);
+
+// ---- build the generation (create_generation.cpp) ------------------------------------------
+
+/// The PEP 610 direct_url.json of an item installed from an `archive` (no credentials).
+std::string direct_url_json(const Item& item);
+
+/// The number of the next generation in `edir` (one past the highest); unstamped leftovers of
+/// a crash are removed on the way.
+int next_generation_number(const std::filesystem::path& edir);
+
+/// The record of the generation to build next in `edir` (numbered by `next_generation_number`,
+/// created now, for `target`, from the lock at `lock_path` whose generation digest is
+/// `digest`); its packages are added by `install_requests`.
+env::Generation next_generation(const std::filesystem::path& edir, const std::string& digest,
+                                const std::filesystem::path& lock_path, const Target& target,
+                                const CreateOptions& opt);
+
+/// The install requests for `items`, in their order, and `gen`'s package records beside them:
+/// requested when the manifest requires the package (or without a manifest, always), preferred
+/// when its `[install].prefer` names it.
+std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items,
+                                                  const lock::Manifest* manifest,
+                                                  env::Generation& gen);
+
+/// Builds `gen` (venv, links, generated files, record), stamps it complete and switches `edir`'s
+/// `current` to it, filling `result`'s install report and times. On an error the half-built
+/// generation is removed and the previous one stays current.
+void build_generation(const store::Store& store, const Target& target, env::Generation& gen,
+                      const std::vector<env::InstallRequest>& requests,
+                      const std::string& lock_text, const std::filesystem::path& edir,
+                      const Context& ctx, const CreateOptions& opt, Stopwatch& watch,
+                      CreateResult& result);
+
+// ---- project view --------------------------------------------------------------------------
+
+/// Points PROJECT/.envbox/ENV at the environment's `current` (and makes .envbox/ ignore itself
+/// in git). Returns what went wrong, never throws.
+std::optional<std::string> link_project_dir(const std::filesystem::path& project_root,
+                                            const std::string& env,
+                                            const std::filesystem::path& edir);
+
+}  // namespace envbox::ops::create_steps

@@ -1,0 +1,195 @@
+// The steps of `ops::create` that run in-process without a network or an interpreter
+// (src/ops/create_steps.hpp): selection, fetch requests, the generation digest, the next
+// generation's number, the re-lock decision and the project's .envbox link.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "../../src/ops/create_steps.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+using namespace envbox;
+using namespace envbox::ops::create_steps;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::string tmpl = (fs::temp_directory_path() / "envbox-create-XXXXXX").string();
+        path = ::mkdtemp(tmpl.data());
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+const std::string kA(64, 'a'), kB(64, 'b'), kC(64, 'c');
+
+std::string package(const std::string& name, const std::string& table, const std::string& file,
+                    const std::string& sha, const std::string& extra = "") {
+    return "[[packages]]\nname = \"" + name + "\"\nversion = \"1.0\"\n" + extra + "\n" + table +
+           "\n" + file + "\nhashes = { sha256 = \"" + sha + "\" }\n\n";
+}
+
+lock::Pylock parse_lock(const std::string& packages) {
+    auto p = lock::Pylock::parse("lock-version = \"1.0\"\ncreated-by = \"test\"\n\n" + packages,
+                                 "/p/manifests/pylock.e.toml");
+    if (!p) FAIL(p.error().what());
+    return std::move(*p);
+}
+
+ops::Target target() {
+    auto m = lock::Manifest::parse(
+        "[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = "
+        "[]\n",
+        "m.toml");
+    REQUIRE(m.ok());
+    ops::Target t = ops::target_of_manifest(*m);
+    env::Interpreter i;
+    i.executable = "/usr/bin/python3.12";
+    i.major = 3;
+    i.minor = 12;
+    i.full_version = "3.12.8";
+    t.interpreter = i;
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("select_items: one wheel per package, a wheel archive as a direct URL", "[ops][create]") {
+    lock::Pylock lock = parse_lock(
+        package("demo", "[[packages.wheels]]", "url = \"https://x.test/demo-1.0-py3-none-any.whl\"",
+                kA, "index = \"https://x.test/simple/\"") +
+        package("direct", "[packages.archive]",
+                "url = \"https://u:p@x.test/direct-1.0-py3-none-any.whl\"", kB));
+    std::vector<Item> items = select_items(lock, target(), "/p/manifests/pylock.e.toml");
+    REQUIRE(items.size() == 2);
+    CHECK(items[0].package->name == "demo");
+    CHECK(items[0].filename == "demo-1.0-py3-none-any.whl");
+    CHECK(items[0].sha256 == kA);
+    CHECK_FALSE(items[0].direct);
+    CHECK(items[1].direct);
+    CHECK(items[1].sha256 == kB);
+    // PEP 610's record of the archive carries no credentials.
+    CHECK(direct_url_json(items[1]) ==
+          "{\"archive_info\": {\"hash\": \"sha256=" + kB + "\", \"hashes\": {\"sha256\": \"" + kB +
+              "\"}}, \"url\": \"https://x.test/direct-1.0-py3-none-any.whl\"}");
+    CHECK(items_cuda_lines(items).empty());
+}
+
+TEST_CASE("select_items: anything but a wheel is refused with the lock's line", "[ops][create]") {
+    struct Row {
+        std::string doc, expect;
+    };
+    const Row rows[] = {
+        {package("src", "[packages.sdist]", "url = \"https://x.test/src-1.0.tar.gz\"", kA),
+         "/p/manifests/pylock.e.toml:4: src 1.0 offers only an sdist for CPython 3.12 on "
+         "manylinux_2_28_x86_64; envbox installs wheels only"},
+        {package("tgz", "[packages.archive]", "url = \"https://x.test/tgz-1.0.tar.gz\"", kA),
+         "/p/manifests/pylock.e.toml:4: tgz 1.0 offers a non-wheel archive for CPython 3.12 on "
+         "manylinux_2_28_x86_64; envbox installs wheels only"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.doc);
+        lock::Pylock lock = parse_lock(r.doc);
+        try {
+            select_items(lock, target(), "/p/manifests/pylock.e.toml");
+            FAIL("accepted");
+        } catch (const Error& e) {
+            CHECK(e.code() == ErrorCode::invalid_input);
+            CHECK(std::string(e.what()).find(r.expect) != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("artifact_request: the package's index gives CA and credentials", "[ops][create]") {
+    lock::Pylock lock = parse_lock(package("demo", "[[packages.wheels]]",
+                                           "url = \"https://x.test/demo-1.0-py3-none-any.whl\"\n"
+                                           "size = 42",
+                                           kA, "index = \"https://x.test/simple//\""));
+    std::vector<Item> items = select_items(lock, target(), "/p/manifests/pylock.e.toml");
+    REQUIRE(items.size() == 1);
+    resolve::IndexConfig other, mine;
+    other.url = "https://other.test/simple";
+    other.username = "nobody";
+    mine.url = "https://x.test/simple";
+    mine.ca = "/p/ca.pem";
+    mine.username = "me";
+    mine.password = "secret";
+    index::ArtifactRequest req = artifact_request(items[0], {other, mine});
+    CHECK(req.display == "demo-1.0-py3-none-any.whl");
+    CHECK(req.location == "https://x.test/demo-1.0-py3-none-any.whl");
+    CHECK(req.sha256 == kA);
+    CHECK(req.size == std::optional<std::uint64_t>(42));
+    CHECK(req.index_url == "https://x.test/simple");
+    CHECK(req.ca == "/p/ca.pem");
+    CHECK(req.username == "me");
+    CHECK(req.password == "secret");
+    // No matching index: no credentials at all.
+    index::ArtifactRequest bare = artifact_request(items[0], {other});
+    CHECK(bare.username != "nobody");
+}
+
+TEST_CASE("generation_digest: the lock, the interpreter, the platform and prefer",
+          "[ops][create]") {
+    const ops::Target t = target();
+    const std::string base = generation_digest("lock text", t, nullptr);
+    CHECK(base.size() == 64);
+    CHECK(generation_digest("lock text", t, nullptr) == base);
+    CHECK(generation_digest("lock text!", t, nullptr) != base);
+    ops::Target other = t;
+    other.interpreter->executable = "/opt/python3.12";
+    CHECK(generation_digest("lock text", other, nullptr) != base);
+    other = t;
+    other.platform = "manylinux_2_17_x86_64";
+    CHECK(generation_digest("lock text", other, nullptr) != base);
+    lock::Manifest m;
+    CHECK(generation_digest("lock text", t, &m) == base);  // no [install].prefer: the same
+    m.install_prefer.push_back({"opencv-python-headless", 3});
+    CHECK(generation_digest("lock text", t, &m) != base);
+}
+
+TEST_CASE("next_generation_number: one past the highest; unstamped leftovers go", "[ops][create]") {
+    TempDir dir;
+    CHECK(next_generation_number(dir.path) == 1);
+    for (int n : {1, 2}) {
+        env::Generation g;
+        g.number = n;
+        g.path = dir.path / env::generation_dir_name(n);
+        g.environment = "e";
+        g.lock_digest = kC;
+        env::write_generation_record(g, "lock");
+        if (n == 1) env::stamp_complete(g.path);
+    }
+    CHECK(next_generation_number(dir.path) == 3);
+    CHECK(fs::exists(dir.path / "gen-1"));
+    CHECK_FALSE(fs::exists(dir.path / "gen-2"));  // a crash's leftover
+}
+
+TEST_CASE("relock_reasons: a missing lock, a lock envbox did not write", "[ops][create]") {
+    TempDir dir;
+    const fs::path manifest = dir.path / "e.toml", lock = dir.path / "pylock.e.toml";
+    auto reasons = relock_reasons(manifest, lock);
+    REQUIRE(reasons.size() == 1);
+    CHECK(reasons[0] == "there is no lock file " + lock.string());
+    write_file_atomic(lock, "lock-version = \"1.0\"\ncreated-by = \"someone\"\n", 0644,
+                      Durability::none);
+    CHECK(relock_reasons(manifest, lock).empty());  // used as it is
+}
+
+TEST_CASE("link_project_dir: .envbox/ENV follows current, or says why not", "[ops][create]") {
+    TempDir dir;
+    const fs::path project = dir.path / "project", edir = dir.path / "envs" / "e";
+    fs::create_directories(project);
+    CHECK_FALSE(link_project_dir(project, "e", edir));
+    CHECK(fs::read_symlink(project / ".envbox" / "e") == edir / "current");
+    CHECK(read_file(project / ".envbox" / ".gitignore") == "*\n");
+    CHECK_FALSE(link_project_dir(project, "e", edir));  // again: replaced in place
+
+    write_file_atomic(dir.path / "file", "", 0644, Durability::none);
+    auto why = link_project_dir(dir.path / "file", "e", edir);
+    REQUIRE(why);
+    CHECK(why->starts_with("cannot create " + (dir.path / "file" / ".envbox").string()));
+}

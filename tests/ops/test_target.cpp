@@ -1,0 +1,123 @@
+// The target an environment is locked or built for (ops/target.hpp): from a manifest, as `lock`
+// resolves; from a probed interpreter, as `create` builds.
+#include <catch2/catch.hpp>
+
+#include "envbox/ops/target.hpp"
+#include "envbox/util/error.hpp"
+
+using namespace envbox;
+
+namespace {
+
+lock::Manifest manifest(const std::string& python, const std::string& platform) {
+    auto m = lock::Manifest::parse("[environment]\npython = \"" + python + "\"\nplatform = \"" +
+                                       platform + "\"\nrequirements = []\n",
+                                   "m.toml");
+    REQUIRE(m.ok());
+    return *m;
+}
+
+env::Interpreter interpreter(int minor, const std::string& full, const std::string& glibc,
+                             const std::string& machine, const std::string& abiflags = "") {
+    env::Interpreter i;
+    i.executable = "/usr/bin/python3." + std::to_string(minor);
+    i.implementation = "cpython";
+    i.major = 3;
+    i.minor = minor;
+    i.full_version = full;
+    i.abiflags = abiflags;
+    i.glibc = glibc;
+    i.markers = pep::MarkerEnvironment::linux_cpython(full, machine.empty() ? "x86_64" : machine);
+    if (machine.empty()) i.markers.values.erase("platform_machine");
+    return i;
+}
+
+}  // namespace
+
+TEST_CASE("a manifest's target is CPython 3.N.0 on its platform", "[ops][target]") {
+    struct Row {
+        const char *python, *platform, *full, *machine, *best_tag;
+    };
+    const Row rows[] = {
+        {"3.12", "manylinux_2_28_x86_64", "3.12.0", "x86_64", "cp312-cp312-manylinux_2_28_x86_64"},
+        {"3.11", "manylinux_2_17_aarch64", "3.11.0", "aarch64",
+         "cp311-cp311-manylinux_2_17_aarch64"},
+        {"3.13", "musllinux_1_2_x86_64", "3.13.0", "x86_64", "cp313-cp313-musllinux_1_2_x86_64"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.python << " " << r.platform);
+        ops::Target t = ops::target_of_manifest(manifest(r.python, r.platform));
+        CHECK_FALSE(t.interpreter);
+        CHECK(t.python_full_version == r.full);
+        CHECK(t.platform == r.platform);
+        CHECK(t.machine() == r.machine);
+        CHECK(t.markers.values.at("python_full_version") == r.full);
+        CHECK(t.markers.values.at("platform_machine") == r.machine);
+        CHECK(t.markers.values.at("sys_platform") == "linux");
+        REQUIRE_FALSE(t.tags.tags().empty());
+        CHECK(t.tags.tags().front().str() == r.best_tag);
+    }
+}
+
+TEST_CASE("this machine's platform comes from the interpreter's glibc and machine",
+          "[ops][target]") {
+    CHECK(ops::interpreter_platform(interpreter(12, "3.12.8", "2.36", "aarch64"), "e") ==
+          "manylinux_2_36_aarch64");
+    CHECK(ops::interpreter_platform(interpreter(12, "3.12.8", "2.28", "x86_64"), "e") ==
+          "manylinux_2_28_x86_64");
+    // An interpreter that reports no machine is taken for x86_64.
+    CHECK(ops::interpreter_platform(interpreter(12, "3.12.8", "2.31", ""), "e") ==
+          "manylinux_2_31_x86_64");
+    try {
+        ops::interpreter_platform(interpreter(12, "3.12.8", "", "x86_64"), "train");
+        FAIL("no glibc must be refused");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::invalid_input);
+        CHECK(std::string(e.what()).find("cannot tell this machine's platform (no glibc); write "
+                                         "manifests/train.toml with a platform") !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("an interpreter's target keeps its version, markers and free-threading",
+          "[ops][target]") {
+    ops::Target t =
+        ops::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"), "", "e");
+    REQUIRE(t.interpreter);
+    CHECK(t.interpreter->full_version == "3.12.8");
+    CHECK(t.python_full_version == "3.12.8");
+    CHECK(t.python_major == 3);
+    CHECK(t.python_minor == 12);
+    CHECK(t.platform == "manylinux_2_36_x86_64");
+    CHECK(t.markers.values.at("python_full_version") == "3.12.8");
+    CHECK(t.tags.tags().front().str() == "cp312-cp312-manylinux_2_36_x86_64");
+
+    // The manifest's platform wins over the machine's.
+    ops::Target m = ops::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"),
+                                               "manylinux_2_28_x86_64", "e");
+    CHECK(m.platform == "manylinux_2_28_x86_64");
+    CHECK(m.tags.tags().front().str() == "cp312-cp312-manylinux_2_28_x86_64");
+    // Without glibc, a platform given is enough.
+    CHECK_NOTHROW(ops::target_of_interpreter(interpreter(12, "3.12.8", "", "x86_64"),
+                                             "manylinux_2_28_x86_64", "e"));
+
+    ops::Target ft = ops::target_of_interpreter(interpreter(13, "3.13.1", "2.36", "x86_64", "t"),
+                                                "manylinux_2_28_x86_64", "e");
+    CHECK(ft.tags.tags().front().str() == "cp313-cp313t-manylinux_2_28_x86_64");
+}
+
+TEST_CASE("a manifest's target and its interpreter's rank wheels alike", "[ops][target]") {
+    ops::Target locked = ops::target_of_manifest(manifest("3.12", "manylinux_2_28_x86_64"));
+    ops::Target built = ops::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"),
+                                                   "manylinux_2_28_x86_64", "e");
+    REQUIRE(locked.tags.tags().size() == built.tags.tags().size());
+    for (std::size_t i = 0; i < locked.tags.tags().size(); ++i)
+        CHECK(locked.tags.tags()[i].str() == built.tags.tags()[i].str());
+    CHECK(locked.machine() == built.machine());
+}
+
+TEST_CASE("an unknown platform is no target", "[ops][target]") {
+    CHECK_THROWS_AS(ops::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"),
+                                               "windows_amd64", "e"),
+                    Error);
+}

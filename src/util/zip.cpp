@@ -129,6 +129,16 @@ void refuse_unreadable_entry(const Member& m, unsigned version_needed, std::uint
         bad(quoted(m) + " uses patched data, strong encryption or a masked directory (flags " +
             std::to_string(m.flags) + ")");
     if (disk != 0) bad("the zip archive spans several disks");
+    // A directory is a name ending in '/' for CPython (and pip); libarchive also takes the
+    // attributes' word for it (a Unix S_IFDIR mode, or the MS-DOS directory bit on other
+    // hosts) and reads such a member as a directory named with a '/' added. Refused, so every
+    // reader agrees on what is a file.
+    const bool dir_by_attributes =
+        (m.made_by >> 8) == 3 ? (m.unix_mode() & S_IFMT) == S_IFDIR : (m.external_attr & 0x10) != 0;
+    if (dir_by_attributes && !m.is_directory())
+        bad(quoted(m) +
+            " is a directory by its attributes but its name has no trailing '/' (it reads "
+            "differently by tool)");
 }
 
 // An Info-ZIP Unicode Path field (0x7075) renames the member in the readers that honour it

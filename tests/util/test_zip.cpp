@@ -122,3 +122,43 @@ TEST_CASE("zip64 values near 2^64 are integrity errors, not wrapped bounds or fo
         CHECK_THAT(message, Catch::Contains(row.words));
     }
 }
+
+// A member that is a directory by its attributes but not by its name: libarchive reads it as a
+// directory (adding a '/'), CPython's zipfile and pip as a file. Found by fuzz_zip's
+// libarchive check (an MS-DOS host with the directory bit); refused on either kind of host.
+TEST_CASE("zip reader refuses a member whose attributes say directory and name says file") {
+    fs::path dir = fs::temp_directory_path() / ("envbox-zip-dirattr-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const char* script = R"(
+import sys, zipfile
+out = sys.argv[1]
+for name, made_by, attr in [("dos", 0, 0x10), ("unix", 3, (0o40755 << 16)),
+                            ("dos-file", 0, 0x20), ("unix-file", 3, (0o100644 << 16))]:
+    with zipfile.ZipFile(f"{out}/{name}.zip", "w") as z:
+        info = zipfile.ZipInfo("pkg/mod.py")
+        info.create_system = made_by
+        info.external_attr = attr
+        z.writestr(info, b"print('hi')\n")
+)";
+    auto r = envbox::run_capture({"python3", "-c", script, dir.string()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    for (const char* name : {"dos", "unix"}) {
+        INFO(name);
+        try {
+            envbox::zip::File z((dir / (std::string(name) + ".zip")).string());
+            FAIL("accepted");
+        } catch (const envbox::Error& e) {
+            CHECK(e.code() == envbox::ErrorCode::integrity);
+            CHECK_THAT(std::string(e.what()), Catch::Contains("is a directory by its attributes"));
+        }
+    }
+    for (const char* name : {"dos-file", "unix-file"}) {
+        INFO(name);
+        envbox::zip::File z((dir / (std::string(name) + ".zip")).string());
+        REQUIRE(z.members().size() == 1);
+        CHECK(z.read(0) == "print('hi')\n");
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}

@@ -9,18 +9,18 @@ Three indexes, like the real ones:
   packages (newer than the stale copies), transformers, datasets, sglang…
 
 `Server` serves a directory, answering JSON when a page has `index.json` and the client asks
-for `application/vnd.pypi.simple.v1+json`.
+for `application/vnd.pypi.simple.v1+json`; `manifest` writes a manifest for this world.
 """
 import hashlib
 import html
-import http.server
 import json
 import os
-import socketserver
 import sys
-import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+from envboxtest import manifest_text, sha256_file  # noqa: E402
+from httpserver import HttpServer, QuietFiles  # noqa: E402
 from wheelgen import Wheel, normalize  # noqa: E402
 
 PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -82,11 +82,6 @@ def world():
     }
 
 
-def sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 def synthetic(n, seed=1):
     """n generic packages for PyPI forming a DAG (each depends on up to 3 earlier ones, two
     versions each), and the names of the roots a manifest should require."""
@@ -119,7 +114,7 @@ def build(root, html_only=("pytorch-cu128", "pytorch-cu130"), extra_pypi=()):
             for w, path in sorted(entries, key=lambda e: e[1]):
                 fn = os.path.basename(path)
                 url = f"/files/{index}/{fn}".replace("+", "%2B")
-                digest = sha256(path)
+                digest = sha256_file(path)
                 attrs = ""
                 rp = getattr(w, "requires_python", None)
                 if rp:
@@ -146,20 +141,30 @@ def build(root, html_only=("pytorch-cu128", "pytorch-cu130"), extra_pypi=()):
                     json.dump({"meta": {"api-version": "1.1"}, "name": project, "files": jfiles}, f)
 
 
-class Server:
-    """A real HTTP server on 127.0.0.1 serving `directory` as simple indexes."""
+def manifest(url, line, requirements, extra_sources=""):
+    """A manifest for this world served at `url`: the CUDA `line` (cu128, cu130) with its
+    PyTorch index explicit and torch, torchvision and triton sourced from it, then PyPI;
+    `extra_sources` adds [sources] lines."""
+    cuda = {"cu128": "12.8", "cu130": "13.0"}[line]
+    return manifest_text(requirements, cuda=cuda,
+                         indexes=[(f"pytorch-{line}", f"{url}/pytorch-{line}", "explicit = true\n"),
+                                  ("pypi", f"{url}/pypi", "")],
+                         sources=f'torch = "pytorch-{line}"\ntorchvision = "pytorch-{line}"\n'
+                                 f'triton = "pytorch-{line}"\n{extra_sources}')
+
+
+class Server(HttpServer):
+    """A real HTTP server on 127.0.0.1 serving `directory` as simple indexes; `requests`
+    counts the GETs."""
 
     def __init__(self, directory):
         self.requests = 0
 
         outer = self
 
-        class Handler(http.server.SimpleHTTPRequestHandler):
+        class Handler(QuietFiles):
             def __init__(self, *a, **k):
                 super().__init__(*a, directory=directory, **k)
-
-            def log_message(self, *a):
-                pass
 
             def do_GET(self):
                 outer.requests += 1
@@ -184,15 +189,4 @@ class Server:
                     return
                 return super().do_GET()
 
-        class TCPServer(socketserver.ThreadingTCPServer):
-            allow_reuse_address = True
-            request_queue_size = 256  # the default 5 drops SYNs under parallel clients (1 s retries)
-
-        self.httpd = TCPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)

@@ -8,13 +8,8 @@ Authorization header of every request, so where credentials went is checked, not
     test_hostile_index.py ENVBOX_BINARY
 """
 import base64
-import hashlib
-import http.server
 import json
 import os
-import shutil
-import socketserver
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -24,26 +19,20 @@ import unittest
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import envbox_cmd, envbox_env, keep_or_remove, manifest_text, sha256_hex, write_manifest  # noqa: E402
+from httpserver import RouteServer, make_test_ca  # noqa: E402
 from wheelgen import Wheel  # noqa: E402
 
-ENVBOX = None
-PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
-PYV = f"{sys.version_info[0]}.{sys.version_info[1]}"
 AUTH = "Basic " + base64.b64encode(b"alice:s3cret").decode()
 MEMORY_GUARD_KIB = 1536 << 10
 CREDS = {"ENVBOX_INDEX_IX_USERNAME": "alice", "ENVBOX_INDEX_IX_PASSWORD": "s3cret"}
 
 
-def sha256(data):
-    return hashlib.sha256(data).hexdigest()
-
-
 def manifest(url, requirements, extra=""):
-    reqs = ", ".join(f'"{r}"' for r in requirements)
-    return (f'[environment]\npython = "{PYV}"\nplatform = "manylinux_2_28_x86_64"\nrequirements = [{reqs}]\n'
-            f'\n[[index]]\nname = "ix"\nurl = "{url}"\n{extra}')
+    """A manifest with the one index `ix` (the index CREDS are for) at `url`."""
+    return manifest_text(requirements, indexes=[("ix", url, extra)])
 
 
 def reply(h, status, body=b"", ctype="text/html", headers=()):
@@ -72,55 +61,12 @@ def endless(h, status=200, ctype="text/html", chunk=b"<!-- " + b"x" * 65530 + b"
     h.close_connection = True
 
 
-class Server:
-    """A real HTTP(S) server on `host`; `route(handler)` answers. `seen`: (path, Authorization)."""
-
-    def __init__(self, route, host="127.0.0.1", tls=None):
-        self.seen = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):  # noqa: N802
-                outer.seen.append((self.path, self.headers.get("Authorization")))
-                route(self)
-
-            do_HEAD = do_GET
-
-        class Threading(socketserver.ThreadingTCPServer):
-            allow_reuse_address = True
-            daemon_threads = True
-            request_queue_size = 256
-
-            def handle_error(self, request, client_address):
-                pass  # a client that stopped reading (as envbox does at a limit)
-
-        self.httpd = Threading((host, 0), Handler)
-        if tls:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain(*tls)
-            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
-        self.url = f"{'https' if tls else 'http'}://{host}:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def auth_of(self, prefix):
-        return [a for p, a in self.seen if p.startswith(prefix)]
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 class Run:
     """envbox run to completion, sampling its peak thread count and resident memory."""
 
-    def __init__(self, args, env, timeout):
+    def __init__(self, cmd, env, timeout):
         self.peak_threads = self.peak_rss_kib = 0
-        p = subprocess.Popen([ENVBOX] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         out = {}
         reader = threading.Thread(target=lambda: out.update(zip(("stdout", "stderr"), p.communicate())))
         reader.start()
@@ -165,20 +111,13 @@ class Base(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        if not os.environ.get("ENVBOX_TEST_KEEP"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        keep_or_remove(cls.tmp)
 
     def project(self, name, text):
-        root = os.path.join(self.tmp, name)
-        os.makedirs(os.path.join(root, "manifests"), exist_ok=True)
-        with open(os.path.join(root, "manifests", "env.toml"), "w") as f:
-            f.write(text)
-        return root
+        return write_manifest(os.path.join(self.tmp, name), "env", text)
 
     def envbox(self, root, *args, env=None, timeout=120):
-        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-        e.update(env or {})
-        return Run(["--home", os.path.join(root, "home"), "--project", root] + list(args), e, timeout)
+        return Run(envbox_cmd(os.path.join(root, "home"), root) + list(args), envbox_env(env), timeout)
 
     def lock_text(self, root):
         path = os.path.join(root, "manifests", "pylock.env.toml")
@@ -188,8 +127,8 @@ class Base(unittest.TestCase):
             return f.read()
 
     def anchor(self, url, metadata=True):
-        meta = f' data-core-metadata="sha256={sha256(self.metadata)}"' if metadata else ""
-        return f'<a href="{url}#sha256={sha256(self.wheel)}"{meta}>{self.wheel_name}</a>'
+        meta = f' data-core-metadata="sha256={sha256_hex(self.metadata)}"' if metadata else ""
+        return f'<a href="{url}#sha256={sha256_hex(self.wheel)}"{meta}>{self.wheel_name}</a>'
 
     def serve_wheel(self, h, path):
         """Answers /files/<wheel> and its .metadata; False for any other path."""
@@ -211,15 +150,7 @@ class Credentials(Base):
     def setUpClass(cls):
         super().setUpClass()
         t = cls.tmp
-        run = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
-        run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=envbox test CA",
-            "-keyout", f"{t}/ca.key", "-out", f"{t}/ca.pem")
-        run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", f"{t}/server.key",
-            "-out", f"{t}/server.csr")
-        with open(f"{t}/san.ext", "w") as f:
-            f.write("subjectAltName=IP:127.0.0.1\n")
-        run("openssl", "x509", "-req", "-in", f"{t}/server.csr", "-CA", f"{t}/ca.pem", "-CAkey", f"{t}/ca.key",
-            "-CAcreateserial", "-days", "2", "-extfile", f"{t}/san.ext", "-out", f"{t}/server.pem")
+        make_test_ca(t)
         cls.tls = (f"{t}/server.pem", f"{t}/server.key")
         cls.ca = f"{t}/ca.pem"
         cls.netrc_home = os.path.join(t, "netrc-home")
@@ -232,7 +163,7 @@ class Credentials(Base):
         def route(h):
             if not self.serve_wheel(h, h.path):
                 reply(h, 404)
-        s = Server(route, host)
+        s = RouteServer(route, host)
         self.addCleanup(s.close)
         return s
 
@@ -248,7 +179,7 @@ class Credentials(Base):
                 return reply(h, 200, page.encode())
             if not self.serve_wheel(h, h.path):
                 reply(h, 404)
-        s = Server(route, tls=self.tls if tls else None)
+        s = RouteServer(route, tls=self.tls if tls else None)
         self.addCleanup(s.close)
         return s
 
@@ -360,7 +291,7 @@ class Hangs(Base):
                 return reply(h, 200, page)
             if not self.serve_wheel(h, h.path):
                 reply(h, 404)
-        s = Server(route)
+        s = RouteServer(route)
         self.addCleanup(s.close)
         root = self.project("ampersands", manifest(f"{s.url}/simple", ["alpha"]))
         start = time.time()
@@ -379,7 +310,7 @@ class Hangs(Base):
                 name = parts[1]
                 fn = f"{name}-1.0-py3-none-any.whl"
                 body = json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": [
-                    {"filename": fn, "url": f"/files/{fn}", "hashes": {"sha256": sha256(fn.encode())},
+                    {"filename": fn, "url": f"/files/{fn}", "hashes": {"sha256": sha256_hex(fn.encode())},
                      "size": 1000, "core-metadata": True}]}).encode()
                 return reply(h, 200, body, "application/vnd.pypi.simple.v1+json")
             if parts[0] == "files" and h.path.endswith(".whl.metadata"):
@@ -389,7 +320,7 @@ class Hangs(Base):
                     text += "".join(f"Requires-Dist: {d}\n" for d in deps)
                 return reply(h, 200, text.encode(), "application/octet-stream")
             reply(h, 404)
-        s = Server(route)
+        s = RouteServer(route)
         self.addCleanup(s.close)
         root = self.project("many-deps", manifest(f"{s.url}/simple", ["big"]))
         r = self.envbox(root, "lock", "env", timeout=300)
@@ -411,7 +342,7 @@ class Limits(Base):
         cls.bomb = b"".join(z.compress(zeros) for _ in range(1024)) + z.flush()  # 1 GiB of zeros
 
     def serve(self, route):
-        s = Server(route)
+        s = RouteServer(route)
         self.addCleanup(s.close)
         return s
 
@@ -445,7 +376,7 @@ class Limits(Base):
 
     def test_a_range_request_answered_with_an_endless_200_stops_at_the_index_size(self):
         page = json.dumps({"meta": {"api-version": "1.1"}, "name": "alpha", "files": [
-            {"filename": self.wheel_name, "url": f"/files/{self.wheel_name}", "hashes": {"sha256": sha256(self.wheel)},
+            {"filename": self.wheel_name, "url": f"/files/{self.wheel_name}", "hashes": {"sha256": sha256_hex(self.wheel)},
              "size": len(self.wheel)}]}).encode()
 
         def route(h):
@@ -484,5 +415,5 @@ class Limits(Base):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

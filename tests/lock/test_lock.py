@@ -15,59 +15,12 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "install"))
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
 import indexworld  # noqa: E402
-
-ENVBOX = None
-PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
-PYV = "%d.%d" % sys.version_info[:2]
-GOLDEN = os.path.join(HERE, "golden")
-
-
-def manifest(url, line, requirements, extra_sources=""):
-    cuda = {"cu128": "12.8", "cu130": "13.0"}[line]
-    reqs = ", ".join(f'"{r}"' for r in requirements)
-    return f"""[environment]
-python = "{PYV}"
-platform = "manylinux_2_28_x86_64"
-cuda = "{cuda}"
-requirements = [{reqs}]
-
-[[index]]
-name = "pytorch-{line}"
-url = "{url}/pytorch-{line}"
-explicit = true
-
-[[index]]
-name = "pypi"
-url = "{url}/pypi"
-
-[sources]
-torch = "pytorch-{line}"
-torchvision = "pytorch-{line}"
-triton = "pytorch-{line}"
-{extra_sources}"""
-
-
-def packages(lock_text):
-    """name -> (version, index) from a lock's text."""
-    out = {}
-    for block in lock_text.split("[[packages]]")[1:]:
-        name = re.search(r'^name = "([^"]+)"', block, re.M).group(1)
-        version = re.search(r'^version = "([^"]+)"', block, re.M).group(1)
-        index = re.search(r'^index = "([^"]+)"', block, re.M).group(1)
-        out[name] = (version, index.rsplit("/", 1)[1])
-    return out
-
-
-def golden(name, text):
-    path = os.path.join(GOLDEN, name)
-    if os.environ.get("ENVBOX_ACCEPT_GOLDEN"):
-        with open(path, "w") as f:
-            f.write(text)
-    with open(path) as f:
-        return f.read()
+from envboxtest import PYV, envbox, golden, keep_or_remove, manifest_text, packages  # noqa: E402
+from httpserver import HttpServer, QuietFiles  # noqa: E402
+from indexworld import manifest  # noqa: E402
 
 
 class LockTheMissionWorld(unittest.TestCase):
@@ -86,8 +39,7 @@ class LockTheMissionWorld(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.server.close()
-        if not os.environ.get("ENVBOX_TEST_KEEP"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        keep_or_remove(cls.tmp)
 
     @classmethod
     def write(cls, env, text):
@@ -95,13 +47,7 @@ class LockTheMissionWorld(unittest.TestCase):
             f.write(text)
 
     def envbox(self, *args, check=True, home=None, env=None):
-        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-        e.update(env or {})
-        r = subprocess.run([ENVBOX, "--home", home or self.home, "--project", self.project] + list(args),
-                           capture_output=True, text=True, env=e)
-        if check and r.returncode != 0:
-            raise AssertionError(f"envbox {args} exited {r.returncode}:\n{r.stdout}{r.stderr}")
-        return r
+        return envbox(*args, home=home or self.home, project=self.project, check=check, env=env)
 
     def lock_text(self, env):
         with open(os.path.join(self.project, "manifests", f"pylock.{env}.toml")) as f:
@@ -294,15 +240,7 @@ class LockTheMissionWorld(unittest.TestCase):
         os.makedirs(flat, exist_ok=True)
         for w in glob.glob("/usr/share/python-wheels/*.whl"):
             shutil.copy(w, flat)
-        self.write("flat", f"""[environment]
-python = "{PYV}"
-platform = "manylinux_2_28_x86_64"
-requirements = ["wheel", "pip"]
-
-[[index]]
-name = "wheelhouse"
-url = "file://{flat}"
-""")
+        self.write("flat", manifest_text(["wheel", "pip"], indexes=[("wheelhouse", f"file://{flat}", "")]))
         self.envbox("lock", "flat")
         p = packages(self.lock_text("flat"))
         self.assertEqual(sorted(p), ["pip", "wheel"])
@@ -315,9 +253,6 @@ url = "file://{flat}"
         # An index with no hashes and no metadata files, on a server without range support
         # (Python's http.server): lock must fetch each wheel whole (for METADATA and sha256);
         # create then finds them in cache/downloads and asks the server for nothing.
-        import http.server
-        import socketserver
-        import threading
         www = os.path.join(self.tmp, "bare")
         os.makedirs(os.path.join(www, "files"), exist_ok=True)
         for w in glob.glob("/usr/share/python-wheels/*.whl"):
@@ -328,7 +263,7 @@ url = "file://{flat}"
                 f.write(f'<a href="../../files/{os.path.basename(w)}">{os.path.basename(w)}</a>\n')
         seen = []
 
-        class Handler(http.server.SimpleHTTPRequestHandler):
+        class Handler(QuietFiles):
             def __init__(self, *a, **k):
                 super().__init__(*a, directory=www, **k)
 
@@ -336,22 +271,9 @@ url = "file://{flat}"
                 seen.append((self.path, self.headers.get("Range")))
                 super().do_GET()
 
-            def log_message(self, *a):
-                pass
-
-        httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        server = HttpServer(Handler)
         try:
-            self.write("bare", f"""[environment]
-python = "{PYV}"
-platform = "manylinux_2_28_x86_64"
-requirements = ["wheel", "pip"]
-
-[[index]]
-name = "bare"
-url = "{url}/simple"
-""")
+            self.write("bare", manifest_text(["wheel", "pip"], indexes=[("bare", f"{server.url}/simple", "")]))
             home = os.path.join(self.tmp, "bare-home")
             self.envbox("lock", "bare", home=home)
             wheel_gets = [p for p, _ in seen if p.startswith("/files/")]
@@ -359,8 +281,7 @@ url = "{url}/simple"
             self.assertEqual(len(wheel_gets), len(set(wheel_gets)), f"each wheel fetched once: {wheel_gets}")
             seen.clear()
         finally:
-            httpd.shutdown()
-            httpd.server_close()
+            server.close()
         # The server is gone: create builds from what lock fetched.
         self.envbox("create", "bare", "--locked", home=home)
         r = self.envbox("run", "bare", "--", "python", "-c", "import wheel; print(wheel.__version__)", home=home)
@@ -385,5 +306,5 @@ url = "{url}/simple"
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

@@ -7,31 +7,21 @@ and a redirect to another host that must not carry them.
     test_lock_http.py ENVBOX_BINARY
 """
 import base64
-import http.server
 import os
 import shutil
 import socket
-import socketserver
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
 import indexworld  # noqa: E402
-from test_lock import manifest, packages  # noqa: E402
-
-ENVBOX = None
-PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from envboxtest import envbox, keep_or_remove, manifest_text, packages, write_manifest  # noqa: E402
+from httpserver import HttpServer, Nginx, QuietFiles, free_port, make_test_ca  # noqa: E402
+from indexworld import manifest  # noqa: E402
 
 
 class Base(unittest.TestCase):
@@ -44,21 +34,13 @@ class Base(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        if not os.environ.get("ENVBOX_TEST_KEEP"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        keep_or_remove(cls.tmp)
 
     def project(self, name, text):
-        root = os.path.join(self.tmp, name)
-        os.makedirs(os.path.join(root, "manifests"), exist_ok=True)
-        with open(os.path.join(root, "manifests", "env.toml"), "w") as f:
-            f.write(text)
-        return root
+        return write_manifest(os.path.join(self.tmp, name), "env", text)
 
     def lock(self, root, env=None, home=None):
-        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-        e.update(env or {})
-        return subprocess.run([ENVBOX, "--home", home or os.path.join(root, "home"), "--project", root, "lock", "env"],
-                              capture_output=True, text=True, env=e)
+        return envbox("lock", "env", home=home or os.path.join(root, "home"), project=root, check=False, env=env)
 
 
 class Tls(Base):
@@ -70,57 +52,21 @@ class Tls(Base):
         if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
             raise unittest.SkipTest("nginx is not installed")
         t = cls.tmp
-        run = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
-        run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=envbox test CA",
-            "-keyout", f"{t}/ca.key", "-out", f"{t}/ca.pem")
-        run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", f"{t}/server.key",
-            "-out", f"{t}/server.csr")
-        with open(f"{t}/san.ext", "w") as f:
-            f.write("subjectAltName=IP:127.0.0.1\n")
-        run("openssl", "x509", "-req", "-in", f"{t}/server.csr", "-CA", f"{t}/ca.pem", "-CAkey", f"{t}/ca.key",
-            "-CAcreateserial", "-days", "2", "-extfile", f"{t}/san.ext", "-out", f"{t}/server.pem")
+        make_test_ca(t)
         cls.port = free_port()
-        user = "user root;\n" if os.geteuid() == 0 else ""
-        conf = f"""{user}worker_processes 1;
-pid {t}/nginx.pid;
-error_log {t}/nginx-error.log;
-daemon off;
-events {{ worker_connections 256; }}
-http {{
-    log_format conn '$connection "$request" $status $body_bytes_sent';
-    access_log {t}/nginx-access.log conn;
-    client_body_temp_path {t}/nginx-body; proxy_temp_path {t}/nginx-proxy;
-    fastcgi_temp_path {t}/nginx-fcgi; uwsgi_temp_path {t}/nginx-uwsgi; scgi_temp_path {t}/nginx-scgi;
-    types {{ text/html html; application/octet-stream whl metadata; application/vnd.pypi.simple.v1+json json; }}
-    map $http_accept $simple_page {{
-        default index.html;
-        "~application/vnd\\.pypi\\.simple\\.v1\\+json" index.json;
-    }}
-    server {{
+        cls.nginx = Nginx(t, cls.port, '$connection "$request" $status $body_bytes_sent', f"""    server {{
         listen 127.0.0.1:{cls.port} ssl http2;
         ssl_certificate {t}/server.pem;
         ssl_certificate_key {t}/server.key;
         root {cls.www};
         location ~ /$ {{ try_files $uri$simple_page $uri/index.html =404; }}
     }}
-}}
-"""
-        with open(f"{t}/nginx.conf", "w") as f:
-            f.write(conf)
-        cls.nginx = subprocess.Popen(["nginx", "-c", f"{t}/nginx.conf", "-p", t], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", cls.port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        cls.url = f"https://127.0.0.1:{cls.port}"
+""", scheme="https")
+        cls.url = cls.nginx.url
 
     @classmethod
     def tearDownClass(cls):
-        cls.nginx.terminate()
-        cls.nginx.wait()
+        cls.nginx.close()
         super().tearDownClass()
 
     def test_lock_over_tls_with_the_index_ca(self):
@@ -172,14 +118,11 @@ class Faults(Base):
         cls.headers_seen = []
         outer = cls
 
-        class Handler(http.server.SimpleHTTPRequestHandler):
+        class Handler(QuietFiles):
             protocol_version = "HTTP/1.1"
 
             def __init__(self, *a, **k):
                 super().__init__(*a, directory=www, **k)
-
-            def log_message(self, *a):
-                pass
 
             def start_a_long_page(self):
                 """Headers promising 100 000 bytes, then six of them."""
@@ -241,32 +184,18 @@ class Faults(Base):
                 del kind
                 return super().do_GET()
 
-        class Server(socketserver.ThreadingTCPServer):
-            allow_reuse_address = True
-            daemon_threads = True
-            request_queue_size = 256
-
-        cls.httpd = Server(("0.0.0.0", 0), Handler)
-        cls.port = cls.httpd.server_address[1]
-        threading.Thread(target=cls.httpd.serve_forever, daemon=True).start()
+        # On every address: the redirect test reaches it as 127.0.0.2 too.
+        cls.server = HttpServer(Handler, host="0.0.0.0")
+        cls.port = cls.server.port
         cls.url = f"http://127.0.0.1:{cls.port}"
 
     @classmethod
     def tearDownClass(cls):
-        cls.httpd.shutdown()
-        cls.httpd.server_close()
+        cls.server.close()
         super().tearDownClass()
 
     def single_index(self, name, path):
-        return f"""[environment]
-python = "{sys.version_info[0]}.{sys.version_info[1]}"
-platform = "manylinux_2_28_x86_64"
-requirements = ["transformers", "wandb"]
-
-[[index]]
-name = "{name}"
-url = "{self.url}/{path}"
-"""
+        return manifest_text(["transformers", "wandb"], indexes=[(name, f"{self.url}/{path}", "")])
 
     def test_retries_through_5xx_429_resets_and_truncated_bodies(self):
         root = self.project("flaky", self.single_index("flaky", "flaky"))
@@ -318,5 +247,5 @@ url = "{self.url}/{path}"
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,13 +19,13 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
 import indexworld  # noqa: E402
-from indexworld import TAG, Wheel, normalize, sha256  # noqa: E402
-from test_lock import golden, packages  # noqa: E402
+from envboxtest import golden, keep_or_remove, manifest_text, packages, sha256_file  # noqa: E402
+from httpserver import HttpServer, Nginx, QuietFiles, free_port  # noqa: E402
+from indexworld import TAG, Wheel, normalize  # noqa: E402
 
-ENVBOX = None
-PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
 MAJOR, MINOR = sys.version_info[:2]
 PYV = f"{MAJOR}.{MINOR}"
 NEXT = f"{MAJOR}.{MINOR + 1}"  # a Python newer than the target
@@ -72,56 +71,33 @@ def html_index(root, index, wheels, metadata_files=False, sizes_nowhere=True):
                 import hashlib
                 attrs = f' data-core-metadata="sha256={hashlib.sha256(meta).hexdigest()}"'
             url = f"/files/{index}/{fn}".replace("+", "%2B")
-            anchors.append(f'<a href="{url}#sha256={sha256(path)}"{attrs}>{fn}</a><br/>')
+            anchors.append(f'<a href="{url}#sha256={sha256_file(path)}"{attrs}>{fn}</a><br/>')
         with open(os.path.join(root, index, project, "index.html"), "w") as f:
             f.write("<!DOCTYPE html>\n<html><body>\n" + "\n".join(anchors) + "\n</body></html>\n")
 
 
 def env_manifest(indexes, requirements, python=PYV, sources=""):
     """A manifest; `indexes` is a list of (name, url, extra TOML lines)."""
-    reqs = ", ".join(f'"{r}"' for r in requirements)
-    text = f'[environment]\npython = "{python}"\nplatform = "manylinux_2_28_x86_64"\nrequirements = [{reqs}]\n'
-    for name, url, extra in indexes:
-        text += f'\n[[index]]\nname = "{name}"\nurl = "{url}"\n{extra}'
-    if sources:
-        text += "\n[sources]\n" + sources
-    return text
+    return manifest_text(requirements, python=python, indexes=indexes, sources=sources)
 
 
-class Project:
-    """A project directory with manifests, a home, and the envbox binary run against them."""
+class Project(envboxtest.Project):
+    """A project folder `root` with its home inside (root/home); envbox() runs unchecked,
+    ok() checked."""
 
     def __init__(self, root):
-        self.root = root
-        self.home = os.path.join(root, "home")
-        os.makedirs(os.path.join(root, "manifests"), exist_ok=True)
-
-    def write(self, env, text):
-        with open(os.path.join(self.root, "manifests", f"{env}.toml"), "w") as f:
-            f.write(text)
-
-    def lock_path(self, env):
-        return os.path.join(self.root, "manifests", f"pylock.{env}.toml")
+        super().__init__(root, root=root, home=os.path.join(root, "home"))
 
     @staticmethod
     def read(path):
         with open(path) as f:
             return f.read()
 
-    def lock_text(self, env):
-        return self.read(self.lock_path(env))
-
     def envbox(self, *args, env=None):
-        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-        e.update(env or {})
-        return subprocess.run([ENVBOX, "--home", self.home, "--project", self.root] + list(args),
-                              capture_output=True, text=True, env=e)
+        return self.run(*args, check=False, env=env)
 
     def ok(self, *args, env=None):
-        r = self.envbox(*args, env=env)
-        if r.returncode != 0:
-            raise AssertionError(f"envbox {args} exited {r.returncode}:\n{r.stdout}{r.stderr}")
-        return r
+        return self.run(*args, env=env)
 
 
 def wheel_sizes(lock_text):
@@ -142,8 +118,7 @@ class Base(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        if not os.environ.get("ENVBOX_TEST_KEEP"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        keep_or_remove(cls.tmp)
 
     def project(self, name):
         return Project(os.path.join(self.tmp, name))
@@ -203,70 +178,25 @@ class RequiresPythonFromMetadata(Base):
                 self.assertFalse(os.path.exists(p.lock_path("env")))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Nginx:
+def pytorch_nginx(tmp, www):
     """nginx from Debian on 127.0.0.1 serving `www`: simple pages (JSON when asked and present),
     ranges, HEAD; under /pytorch-*/ and, for Host download.pytorch.org, /whl/*/, a project the
     index does not have is HTTP 403, as download.pytorch.org answers."""
-
-    def __init__(self, tmp, www):
-        self.tmp = tmp
-        self.port = free_port()
-        user = "user root;\n" if os.geteuid() == 0 else ""
-        simple = "try_files $uri$simple_page $uri/index.html"
-        conf = f"""{user}worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/nginx-error.log;
-daemon off;
-events {{ worker_connections 256; }}
-http {{
-    log_format req '$host "$request" $status';
-    access_log {tmp}/nginx-access.log req;
-    client_body_temp_path {tmp}/nginx-body; proxy_temp_path {tmp}/nginx-proxy;
-    fastcgi_temp_path {tmp}/nginx-fcgi; uwsgi_temp_path {tmp}/nginx-uwsgi; scgi_temp_path {tmp}/nginx-scgi;
-    types {{ text/html html; application/octet-stream whl metadata; application/vnd.pypi.simple.v1+json json; }}
-    map $http_accept $simple_page {{
-        default index.html;
-        "~application/vnd\\.pypi\\.simple\\.v1\\+json" index.json;
-    }}
-    server {{
-        listen 127.0.0.1:{self.port};
+    port = free_port()
+    simple = "try_files $uri$simple_page $uri/index.html"
+    return Nginx(tmp, port, '$host "$request" $status', f"""    server {{
+        listen 127.0.0.1:{port};
         root {www};
         location ~ ^/pytorch-[^/]+/.+/$ {{ {simple} =403; }}
         location ~ /$ {{ {simple} =404; }}
     }}
     server {{
-        listen 127.0.0.1:{self.port};
+        listen 127.0.0.1:{port};
         server_name download.pytorch.org;
         root {www};
         location ~ ^/whl/[^/]+/.+/$ {{ {simple} =403; }}
     }}
-}}
-"""
-        with open(f"{tmp}/nginx.conf", "w") as f:
-            f.write(conf)
-        self.proc = subprocess.Popen(["nginx", "-c", f"{tmp}/nginx.conf", "-p", tmp], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def log(self):
-        with open(f"{self.tmp}/nginx-access.log") as f:
-            return f.read()
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait()
+""")
 
 
 class NginxWorld(Base):
@@ -288,7 +218,7 @@ class NginxWorld(Base):
         shutil.copytree(os.path.join(cls.www, "pypi"), os.path.join(cls.www, "mirror"))
         for j in glob.glob(os.path.join(cls.www, "mirror", "*", "index.json")):
             os.unlink(j)
-        cls.nginx = Nginx(cls.tmp, cls.www)
+        cls.nginx = pytorch_nginx(cls.tmp, cls.www)
         cls.url = cls.nginx.url
 
     @classmethod
@@ -369,20 +299,15 @@ class PlainHttpInParallel(Base):
     cannot give."""
 
     def test_requests_overlap_on_the_server(self):
-        import http.server
-        import socketserver
         import threading
         www = os.path.join(self.tmp, "www-plain")
         indexworld.build(www)
         state = {"now": 0, "peak": 0}
         lock = threading.Lock()
 
-        class Handler(http.server.SimpleHTTPRequestHandler):
+        class Handler(QuietFiles):
             def __init__(self, *a, **k):
                 super().__init__(*a, directory=www, **k)
-
-            def log_message(self, *a):
-                pass
 
             def do_GET(self):  # noqa: N802
                 with lock:
@@ -395,21 +320,13 @@ class PlainHttpInParallel(Base):
                     with lock:
                         state["now"] -= 1
 
-        class Server(socketserver.ThreadingTCPServer):
-            allow_reuse_address = True
-            daemon_threads = True
-            request_queue_size = 256
-
-        httpd = Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        server = HttpServer(Handler)
         try:
             p = self.project("plain-http")
-            p.write("env", env_manifest([("pypi", f"http://127.0.0.1:{httpd.server_address[1]}/pypi", "")],
-                                        ["transformers", "datasets", "wandb"]))
+            p.write("env", env_manifest([("pypi", f"{server.url}/pypi", "")], ["transformers", "datasets", "wandb"]))
             p.ok("lock", "env")
         finally:
-            httpd.shutdown()
-            httpd.server_close()
+            server.close()
         self.assertGreaterEqual(state["peak"], 3, "requests to one plain-http host in flight at once")
 
 
@@ -550,5 +467,5 @@ class DiffShapes(Base):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

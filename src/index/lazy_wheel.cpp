@@ -9,6 +9,12 @@
 namespace envbox::index {
 namespace {
 
+// The little-endian 16-bit field at `at` of a zip header.
+std::uint64_t zip_u16(std::string_view b, std::size_t at) {
+    return static_cast<unsigned char>(b[at]) |
+           static_cast<std::uint64_t>(static_cast<unsigned char>(b[at + 1])) << 8;
+}
+
 // Reads `<top>.dist-info/<leaf>` of an archive of `total` bytes whose tail is `tail`; other
 // bytes come from `get(offset, length)`.
 std::optional<std::string> read_member(const zip::ReadAt& get, std::uint64_t total,
@@ -24,13 +30,27 @@ std::optional<std::string> read_member(const zip::ReadAt& get, std::uint64_t tot
                     m.name + " claims " + std::to_string(std::max(m.size, m.compressed_size)) +
                         " bytes, more than the " + std::to_string(kMaxMetadataBytes >> 20) +
                         " MiB limit for a wheel's metadata");
+    // Bytes of the archive, from its tail when they lie there.
+    auto read = [&](std::uint64_t offset, std::uint64_t length) {
+        return offset >= tail_start && offset + length <= total
+                   ? tail.substr(offset - tail_start, length)
+                   : get(offset, length);
+    };
     // Local header and data in one request, allowing for a local extra field.
     std::uint64_t want =
         std::min(30 + m.name.size() + 256 + m.compressed_size, total - m.local_offset);
-    std::string local = m.local_offset >= tail_start && m.local_offset + want <= total
-                            ? tail.substr(m.local_offset - tail_start, want)
-                            : get(m.local_offset, want);
+    std::string local = read(m.local_offset, want);
+    // A local extra field longer than that allowance: the header, name and whole extra field
+    // again (bounded by the archive), so `data_offset` always checks the extra field (a Unicode
+    // Path field there renames the member for some readers).
+    if (local.size() >= 30) {
+        const std::uint64_t header = 30 + zip_u16(local, 26) + zip_u16(local, 28);
+        if (local.size() < header && m.local_offset + header <= total)
+            local = read(m.local_offset, header);
+    }
     std::uint64_t data = zip::data_offset(m, local) - m.local_offset;
+    if (m.local_offset + data + m.compressed_size > total)
+        throw Error(ErrorCode::integrity, "member '" + m.name + "' is truncated");
     if (data + m.compressed_size <= local.size())
         return zip::decode(m, std::string_view(local).substr(data, m.compressed_size));
     return zip::decode(m, get(m.local_offset + data, m.compressed_size));

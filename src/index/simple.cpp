@@ -3,6 +3,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "envbox/index/url.hpp"
 #include "envbox/pep/filename.hpp"
 
 namespace envbox::index {
@@ -10,16 +11,6 @@ namespace {
 
 char lower(char c) {
     return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-}
-
-// `url` with its userinfo shown as `***@` (as index::redact_url, without libcurl).
-std::string redact_userinfo(std::string_view url) {
-    auto scheme = url.find("://");
-    if (scheme == std::string_view::npos) return std::string(url);
-    auto end = url.find_first_of("/?#", scheme + 3);
-    auto at = url.substr(0, end).rfind('@');
-    if (at == std::string_view::npos || at < scheme) return std::string(url);
-    return std::string(url.substr(0, scheme + 3)) + "***" + std::string(url.substr(at));
 }
 
 void append_utf8(std::string& out, unsigned long cp) {
@@ -141,17 +132,18 @@ std::optional<Error> refuse_foreign_scheme(const IndexFile& f, std::string_view 
     auto colon = f.url.find(':');
     return Error(
         ErrorCode::network,
-        "index page " + redact_userinfo(page_url) + " links to a " +
+        "index page " + redact_url(page_url) + " links to a " +
             (colon == std::string::npos ? std::string("non-http") : f.url.substr(0, colon)) +
             " URL (" + f.filename + "); a remote index may only link to http(s) files");
 }
 
-IndexFile file_from_url(std::string url, std::string_view page_url) {
+// The file a link names, or nullopt for a link that is no URL libcurl can read (nothing to fetch).
+std::optional<IndexFile> file_from_url(std::string_view url, std::string_view page_url) {
+    auto absolute = resolve_url(page_url, url);
+    if (!absolute) return std::nullopt;
     IndexFile f;
-    std::string absolute = join_url(page_url, url);
-    if (auto h = url_hash(absolute)) f.hashes[h->first] = h->second;
-    auto hash_pos = absolute.find('#');
-    f.url = absolute.substr(0, hash_pos);
+    if (auto h = url_hash(*absolute)) f.hashes[h->first] = h->second;
+    f.url = absolute->substr(0, absolute->find('#'));
     f.filename = pep::filename_from_url(f.url);
     return f;
 }
@@ -242,60 +234,7 @@ std::string html_unescape(std::string_view s) {
 }
 
 std::string join_url(std::string_view base, std::string_view ref) {
-    auto scheme_end = ref.find("://");
-    auto first_special = ref.find_first_of("/?#");
-    if (scheme_end != std::string_view::npos &&
-        (first_special == std::string_view::npos || scheme_end < first_special))
-        return std::string(ref);
-    if (ref.starts_with("file:")) return std::string(ref);
-    auto bscheme = base.find("://");
-    std::string_view scheme =
-        bscheme == std::string_view::npos ? std::string_view() : base.substr(0, bscheme);
-    if (ref.starts_with("//")) return std::string(scheme) + ":" + std::string(ref);
-    std::size_t authority_end = bscheme == std::string_view::npos ? 0 : base.find('/', bscheme + 3);
-    if (authority_end == std::string_view::npos) authority_end = base.size();
-    std::string_view origin = base.substr(0, authority_end);
-    std::string_view path = base.substr(authority_end);
-    path = path.substr(0, path.find_first_of("?#"));
-    if (ref.empty()) return std::string(base.substr(0, base.find('#')));
-    if (ref[0] == '#') return std::string(base.substr(0, base.find('#'))) + std::string(ref);
-    if (ref[0] == '?') return std::string(origin) + std::string(path) + std::string(ref);
-    std::string merged;
-    if (ref[0] == '/') {
-        merged = std::string(ref);
-    } else {
-        auto slash = path.rfind('/');
-        merged = (slash == std::string_view::npos ? std::string("/")
-                                                  : std::string(path.substr(0, slash + 1))) +
-                 std::string(ref);
-    }
-    // Remove dot segments (RFC 3986 5.2.4), keeping query and fragment aside.
-    auto qpos = merged.find_first_of("?#");
-    std::string tail = qpos == std::string::npos ? "" : merged.substr(qpos);
-    std::string p = qpos == std::string::npos ? merged : merged.substr(0, qpos);
-    std::vector<std::string> segs;
-    std::size_t start = 1;
-    bool trailing = !p.empty() && p.back() == '/';
-    while (start <= p.size()) {
-        auto next = p.find('/', start);
-        std::string seg =
-            p.substr(start, next == std::string::npos ? std::string::npos : next - start);
-        if (seg == "..") {
-            if (!segs.empty()) segs.pop_back();
-            if (next == std::string::npos) trailing = true;
-        } else if (seg == ".") {
-            if (next == std::string::npos) trailing = true;
-        } else if (!seg.empty() || next != std::string::npos) {
-            if (!seg.empty()) segs.push_back(seg);
-        }
-        if (next == std::string::npos) break;
-        start = next + 1;
-    }
-    std::string out = std::string(origin);
-    for (const auto& s : segs)
-        out += "/" + s;
-    if (trailing || segs.empty()) out += "/";
-    return out + tail;
+    return resolve_url(base, ref).value_or(std::string(ref));
 }
 
 std::optional<std::map<std::string, std::string>> parse_metadata_attribute(
@@ -326,13 +265,16 @@ Result<ProjectPage> parse_html_page(std::string_view html, std::string_view page
         if (!tag) break;
         if (tag->closing) continue;
         if (tag->name == "base") {
-            if (auto href = tag->attr("href")) base = join_url(page_url, html_unescape(*href));
+            if (auto href = tag->attr("href"))
+                base = resolve_url(page_url, html_unescape(*href)).value_or(base);
             continue;
         }
         if (tag->name != "a") continue;
         auto href = tag->attr("href");
         if (!href || href->empty()) continue;
-        IndexFile f = file_from_url(html_unescape(*href), base);
+        auto file = file_from_url(html_unescape(*href), base);
+        if (!file) continue;
+        IndexFile& f = *file;
         if (auto refused = refuse_foreign_scheme(f, page_url)) return *refused;
         if (tag->has_value("data-requires-python")) {
             std::string rp = html_unescape(*tag->attr("data-requires-python"));
@@ -360,15 +302,17 @@ Result<ProjectPage> parse_json_page(std::string_view text, std::string_view page
         j = nlohmann::json::parse(text);
     } catch (const std::exception& e) {
         return Error(ErrorCode::network, std::string("invalid JSON project page ") +
-                                             redact_userinfo(page_url) + ": " + e.what());
+                                             redact_url(page_url) + ": " + e.what());
     }
     ProjectPage page;
     if (!j.is_object() || !j.contains("files") || !j["files"].is_array())
         return Error(ErrorCode::network,
-                     "JSON project page " + redact_userinfo(page_url) + " has no files list");
+                     "JSON project page " + redact_url(page_url) + " has no files list");
     for (const auto& jf : j["files"]) {
         if (!jf.is_object() || !jf.contains("url") || !jf["url"].is_string()) continue;
-        IndexFile f = file_from_url(jf["url"].get<std::string>(), page_url);
+        auto file = file_from_url(jf["url"].get<std::string>(), page_url);
+        if (!file) continue;
+        IndexFile& f = *file;
         if (auto refused = refuse_foreign_scheme(f, page_url)) return *refused;
         if (jf.contains("filename") && jf["filename"].is_string())
             f.filename = jf["filename"].get<std::string>();

@@ -3,11 +3,15 @@
 /// one libcurl multi handle on one event-loop thread over pooled connections (keep-alive, HTTP/2
 /// streams multiplexed where offered), downloads resumed with Range requests, retries with
 /// exponential backoff and jitter on 5xx, 429 (Retry-After honoured), resets and timeouts; TLS
-/// always verified (system CAs, `SSL_CERT_FILE`, or a per-request CA bundle); credentials from
+/// always verified (system CAs, `HttpOptions::ca_file`, or a per-request CA bundle); credentials
+/// from
 /// ~/.netrc or given explicitly, only to the origin they belong to (never to another host, on a
 /// redirect or a link, and never over http once a request is https: https requests follow only
 /// https redirects); every body bounded (`max_bytes`); and an on-disk cache of pages revalidated
 /// with ETag / Last-Modified (fresh within Cache-Control max-age without a request).
+///
+/// Files: http.cpp runs transfers (the event loop, one request's steps), retry.hpp decides on
+/// retries, http_cache.hpp is the page cache, url.hpp the origin and redaction rules.
 
 #include <atomic>
 #include <cstdint>
@@ -19,6 +23,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "envbox/index/url.hpp"
 
 namespace envbox::index {
 
@@ -55,17 +61,6 @@ inline constexpr std::uint64_t kMaxMetadataBytes = 16ull << 20;
 inline constexpr std::uint64_t kMaxDownloadBytes = 16ull << 30;
 inline constexpr std::uint64_t kMaxHeaderBytes = 1ull << 20;
 
-/// `scheme://host:port` of an absolute http(s) URL, lowercased, the port always written
-/// (`https://pypi.org:443`); empty for anything else. Userinfo is not part of it.
-std::string url_origin(std::string_view url);
-
-/// `url` with any userinfo (`user:password@`) replaced by `***@`: the only form of a URL that
-/// goes into a message, a log line or a lock.
-std::string redact_url(std::string_view url);
-
-/// `url` without its userinfo (`https://user:pw@host/x` → `https://host/x`).
-std::string strip_userinfo(std::string_view url);
-
 struct HttpResponse {
     long status = 0;
     std::string body;
@@ -88,18 +83,29 @@ struct HttpStats {
     std::atomic<int> peak_in_flight{0};
 };
 
-/// The CA bundle to verify TLS with when nothing names one: `SSL_CERT_FILE`, else the first
-/// that exists of the locations Linux distributions use (Debian/Ubuntu, Fedora/RHEL, openSUSE,
-/// Alpine), so a portable envbox verifies TLS on any of them. Empty: libcurl's default.
-const std::string& system_ca_bundle();
+/// The CA bundle to verify TLS with when nothing names one: the first that exists of the
+/// locations Linux distributions use (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine), so a
+/// portable envbox verifies TLS on any of them. Empty: libcurl's default.
+std::string default_ca_bundle();
 
-/// Seconds a connection may take, and a transfer may stall (under 1 KiB/s), before the attempt
-/// fails and is retried: `ENVBOX_HTTP_TIMEOUT`, default 30.
-long stall_timeout();
+/// What a client is set up with; the cli fills it from the command line and the environment.
+struct HttpOptions {
+    std::filesystem::path cache_dir;  ///< cached pages (`store::Home::http_cache()`)
+    bool offline = false;             ///< answer only from the cache
+    /// Seconds a connection may take, and a transfer may stall (under 1 KiB/s), before the
+    /// attempt fails and is retried (the cli: `ENVBOX_HTTP_TIMEOUT` when a positive number).
+    long timeout_s = 30;
+    /// The CA bundle for requests that name none (the cli: `SSL_CERT_FILE` when set and not
+    /// empty). Empty: `default_ca_bundle()`.
+    std::string ca_file = {};
+};
 
 class HttpClient {
   public:
-    /// `cache_dir` holds cached pages; `offline`: answer only from the cache.
+    explicit HttpClient(HttpOptions options);
+    /// `cache_dir` holds cached pages; `offline`: answer only from the cache. The timeout and
+    /// the CA bundle come from `ENVBOX_HTTP_TIMEOUT` and `SSL_CERT_FILE`, as before
+    /// `HttpOptions`: for callers that do not pass options yet.
     HttpClient(std::filesystem::path cache_dir, bool offline);
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
@@ -124,9 +130,9 @@ class HttpClient {
     HttpResponse transfer(const HttpRequest& request, int fd);
 
     struct Shared;
+
     std::unique_ptr<Shared> shared_;
-    std::filesystem::path cache_dir_;
-    bool offline_;
+    HttpOptions options_;
     HttpStats stats_;
 };
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "envbox/index/url.hpp"
 #include "envbox/util/error.hpp"
 
 namespace envbox::index {
@@ -42,13 +43,16 @@ std::optional<std::pair<std::string, std::string>> url_hash(std::string_view url
 /// value becomes U+FFFD).
 std::string html_unescape(std::string_view s);
 
-/// Resolves `ref` against `base` (RFC 3986 reference resolution, as browsers and pip do).
+/// Resolves `ref` against `base` (RFC 3986 reference resolution, as browsers and pip do):
+/// `resolve_url`, or `ref` as it is when libcurl cannot read it as a URL.
 std::string join_url(std::string_view base, std::string_view ref);
 
 /// A PEP 503 page: every `<a href>`, with `data-requires-python` (unescaped), `data-yanked`,
 /// `data-core-metadata` / `data-dist-info-metadata`; `<base href>` honoured. A page whose URL
 /// is http(s) may link only to http(s) files: any other scheme (`file:`) is an error naming
-/// the page (code network); only a `file:` index may link to local files. Linear in the page.
+/// the page (code network); only a `file:` index may link to local files. A link libcurl cannot
+/// read as a URL (`resolve_url` gives nullopt: `mailto:`, a control character) names nothing to
+/// fetch and is skipped. Linear in the page.
 Result<ProjectPage> parse_html_page(std::string_view html, std::string_view page_url);
 
 /// A PEP 691 JSON page (`application/vnd.pypi.simple.v1+json`), with the same rule on schemes.

@@ -10,10 +10,7 @@
 /// page's size for a whole wheel when it gives one).
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <filesystem>
-#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -21,13 +18,14 @@
 #include <optional>
 #include <semaphore>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "envbox/index/http.hpp"
 #include "envbox/index/simple.hpp"
 #include "envbox/pep/tags.hpp"
+#include "envbox/resolve/fetch_pool.hpp"
 #include "envbox/resolve/resolver.hpp"
+#include "envbox/store/home.hpp"
 
 namespace envbox::resolve {
 
@@ -50,48 +48,14 @@ struct ChosenWheel {
     std::string index_url;
 };
 
-/// Threads fetching pages and metadata at once.
-inline constexpr unsigned kFetchWorkers = 32;
-
-/// A fixed set of worker threads running queued jobs in order; a job can be moved to the front
-/// (the solver waits for it). The destructor runs what is queued, then joins.
-class FetchPool {
-  public:
-    struct Job {
-        std::function<void()> run;
-        std::atomic<bool> taken{false};
-    };
-    explicit FetchPool(unsigned workers);
-    ~FetchPool();
-    FetchPool(const FetchPool&) = delete;
-    FetchPool& operator=(const FetchPool&) = delete;
-
-    /// Queues `f` (at the front when `urgent`); its result or exception comes by the future.
-    template <class T>
-    std::pair<std::shared_future<T>, std::shared_ptr<Job>> submit(std::function<T()> f,
-                                                                  bool urgent) {
-        auto task = std::make_shared<std::packaged_task<T()>>(std::move(f));
-        auto future = task->get_future().share();
-        auto job = std::make_shared<Job>();
-        job->run = [task] { (*task)(); };
-        push(job, urgent);
-        return {future, job};
-    }
-    /// Moves a queued job to the front (nothing when it has started).
-    void promote(const std::shared_ptr<Job>& job);
-
-  private:
-    void push(std::shared_ptr<Job> job, bool urgent);
-    void work();
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    std::deque<std::shared_ptr<Job>> queue_;
-    bool stop_ = false;
-    std::vector<std::thread> threads_;
-};
-
 class IndexSource : public PackageSource {
   public:
+    /// Caches metadata under `home.metadata_cache()`, keeps wheels it fetches whole in
+    /// `home.downloads()` (where `create` looks), stages files in `home.tmp()`.
+    IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
+                std::map<std::string, std::string> pins, const pep::TargetTags& tags,
+                std::string python_full_version, const store::Home& home);
+    /// As above, for the home whose `tmp()` is `tmp_dir`.
     IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
                 std::map<std::string, std::string> pins, const pep::TargetTags& tags,
                 std::string python_full_version, std::filesystem::path tmp_dir);
@@ -134,11 +98,27 @@ class IndexSource : public PackageSource {
     /// A request to `url` for index `ix` (may be null): its CA, and its credentials for its
     /// own origin only.
     static index::HttpRequest request_for(const IndexConfig* ix, std::string url);
-    /// Moves a whole wheel fetched while locking (from `url`) to where `create` finds it
-    /// (cache/downloads), and remembers its digest and size for `digest_and_size`.
-    void keep_download(const std::filesystem::path& file, const std::string& digest,
-                       const std::string& url, std::uint64_t size);
+    /// The index of that name (null when none is).
+    const IndexConfig* index_named(const std::string& name) const;
+    /// The indexes that may serve `name`, in the order they are asked (its pin, else every
+    /// non-explicit one).
+    std::vector<const IndexConfig*> index_order(const std::string& name) const;
+
+    // ---- index_source.cpp: pages ---------------------------------------------------------
+    /// The first index of `index_order` that has `name`, and its versions.
     std::shared_ptr<Project> fetch_project(const std::string& name);
+    /// The page of `name` on `ix`; nothing when `ix` does not have it.
+    std::optional<Result<index::ProjectPage>> read_page(const IndexConfig& ix,
+                                                        const std::string& name);
+    std::optional<Result<index::ProjectPage>> fetch_http_page(const IndexConfig& ix,
+                                                              const std::string& name);
+    /// The versions of `name` a page offers, each with its best-ranked wheel for the target.
+    std::vector<VersionInfo> versions_on(index::ProjectPage& page, const std::string& name) const;
+    /// Starts on the metadata of the version the solver will most likely pick.
+    void prefetch_likely(const std::string& name, const Project& project);
+    const VersionInfo& version_info(const std::string& name, const pep::Version& version);
+
+    // ---- index_metadata.cpp: metadata, digests and sizes --------------------------------
     /// The metadata of name==version, fetched once (started on the first call).
     std::shared_future<Dependencies> metadata_future(const std::string& name,
                                                      const pep::Version& version,
@@ -146,14 +126,35 @@ class IndexSource : public PackageSource {
     /// Queues the metadata fetch of `key` (under `mutex_`).
     void start_metadata(const std::string& key, const std::string& name, const VersionInfo& v,
                         const Project& p, bool urgent);
+    /// The dependencies of v's chosen wheel: its METADATA from the cache by the wheel's sha256,
+    /// else from the index (then cached).
+    Dependencies fetch_dependencies(const std::string& name, const VersionInfo& v,
+                                    const Project& p);
+    /// METADATA from the index: its metadata file, else range requests on the wheel, else the
+    /// whole wheel.
+    std::string fetch_metadata(const index::IndexFile& wheel, const IndexConfig* ix,
+                               const std::optional<std::string>& sha256);
+    std::string read_metadata_file(const index::IndexFile& wheel, const IndexConfig* ix);
+    std::string read_metadata_by_ranges(const index::IndexFile& wheel, const IndexConfig* ix,
+                                        const std::optional<std::string>& sha256);
+    std::string read_metadata_from_wheel(const index::IndexFile& wheel, const IndexConfig* ix);
+    /// Requires-Dist, Provides-Extra, and whether Requires-Python rules the version out.
+    Dependencies dependencies_from(const std::string& metadata, const std::string& filename) const;
+    /// A new file name in the staging folder (created): `<prefix>-<pid>-<n>.whl`.
+    std::filesystem::path staging_path(const char* prefix) const;
+    /// Moves a whole wheel fetched while locking (from `url`) to where `create` finds it
+    /// (cache/downloads), and remembers its digest and size for `digest_and_size`.
+    void keep_download(const std::filesystem::path& file, const std::string& digest,
+                       const std::string& url, std::uint64_t size);
     /// The size of a wheel whose sha256 the index gave but whose size it did not.
     std::optional<std::uint64_t> known_size(const ChosenWheel& c, const std::string& sha256);
     /// Remembers `size` for `url` (and on disk beside the cached METADATA of `sha256`, when known).
     void remember_size(const std::string& url, const std::optional<std::string>& sha256,
                        std::uint64_t size);
-    Dependencies fetch_dependencies(const std::string& name, const VersionInfo& v,
-                                    const Project& p);
-    const VersionInfo& version_info(const std::string& name, const pep::Version& version);
+    /// Where the METADATA of the wheel with this sha256 (64 hex digits) is cached; `<it>.size`
+    /// beside it holds the wheel's byte count once known. Both never change for a given sha256.
+    std::filesystem::path metadata_cache(const std::string& sha256) const;
+    std::filesystem::path size_cache(const std::string& sha256) const;
 
     index::HttpClient& http_;
     std::vector<IndexConfig> indexes_;
@@ -161,7 +162,8 @@ class IndexSource : public PackageSource {
     const pep::TargetTags& tags_;
     std::string python_full_;
     pep::Version python_version_;
-    std::filesystem::path tmp_dir_;
+    store::Home home_;
+    std::filesystem::path tmp_dir_;  ///< staging: home_.tmp(), or the folder the caller named
     std::mutex mutex_;
     std::map<std::string, std::shared_future<std::shared_ptr<Project>>> projects_;
     std::map<std::string, std::shared_future<Dependencies>> metadata_;

@@ -1,15 +1,20 @@
 #pragma once
 /// PubGrub version solving (Weizenbaum's algorithm, as in pubgrub-rs and uv) over a package
-/// source, for one *target* environment. Version sets are exact: every set is a subset of the
-/// versions the source offers for that package, so intersections, unions and complements are
-/// bit operations and PEP 440's corner cases (local versions, pre-releases, `!=1.*`) are decided
-/// once, by `SpecifierSet::contains`, when a set is built.
+/// source, for one *target* environment. Version sets are exact (range.hpp): every set is a
+/// subset of the versions the source offers for that package, so intersections, unions and
+/// complements are bit operations and PEP 440's corner cases (local versions, pre-releases,
+/// `!=1.*`) are decided once, by `SpecifierSet::contains`, when a set is built.
+///
+/// src/resolve: range.cpp the version-set algebra, solver.cpp the PubGrub loop (propagation,
+/// conflict resolution, backtracking), decisions.cpp which package and version come next,
+/// report.cpp the explanation of a failure.
 
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envbox/pep/marker.hpp"
@@ -60,6 +65,9 @@ struct Options {
     bool allow_prereleases = false;      ///< pre-releases for every package
     /// Versions to keep when they still satisfy everything (the current lock).
     std::map<std::string, pep::Version> preferences;
+    /// Called with one line (no newline) for each conflict the solver resolves, for debugging
+    /// a slow or surprising resolution; null: nothing is traced.
+    std::function<void(std::string_view)> trace;
 };
 
 struct Pinned {

@@ -1,0 +1,217 @@
+#include <algorithm>
+#include <map>
+
+#include "envbox/index/http.hpp"
+#include "envbox/pep/name.hpp"
+#include "resolve/solver.hpp"
+
+// Decisions (uv's `pubgrub/priority.rs` and `candidate_selector.rs`): which package is decided
+// next, which of its versions, and the incompatibilities its dependencies add.
+
+namespace envbox::resolve {
+
+PackageId Solver::package(const std::string& base, const std::string& extra) {
+    std::string name = extra.empty() ? base : base + "[" + extra + "]";
+    if (auto it = by_name_.find(name); it != by_name_.end()) return it->second;
+    Package p;
+    p.name = name;
+    p.base = base;
+    p.extra = extra;
+    if (extra.empty()) {
+        p.candidates = source_.versions(base);
+        std::sort(p.candidates.begin(), p.candidates.end(),
+                  [](const Candidate& a, const Candidate& b) { return a.version < b.version; });
+    } else {
+        p.candidates = package_at(package(base, "")).candidates;
+    }
+    PackageId id = static_cast<PackageId>(packages_.size());
+    packages_.push_back(std::move(p));
+    by_name_[name] = id;
+    incompats_of_.emplace_back();
+    acc_.resize(packages_.size());
+    decided_.resize(packages_.size());
+    // Versions that cannot be installed on the target, grouped by reason.
+    std::map<std::string, VersionSet> unusable;
+    const auto& cands = package_at(id).candidates;
+    for (std::size_t i = 0; i < cands.size(); ++i)
+        if (!cands[i].unusable.empty()) {
+            auto [it, _] = unusable.try_emplace(cands[i].unusable, VersionSet::none(cands.size()));
+            it->second.set(i);
+        }
+    for (auto& [reason, set] : unusable)
+        add_incompat({{Term{id, true, set}}, Kind::unavailable, -1, -1, reason});
+    return id;
+}
+
+VersionSet Solver::versions_matching(PackageId id, const pep::SpecifierSet& spec) const {
+    return VersionSet::matching(
+        package_at(id).candidates, spec,
+        [](const Candidate& c) -> const pep::Version& { return c.version; });
+}
+
+std::optional<PackageId> Solver::most_constrained() const {
+    // Undecided packages that must be selected; the most constrained first.
+    PackageId best = -1;
+    std::size_t best_count = 0;
+    for (std::size_t p = 0; p < packages_.size(); ++p) {
+        const auto& a = acc_[p];
+        if (!a || !a->positive || decided_[p]) continue;
+        std::size_t c = a->set.count();
+        if (best < 0 || c < best_count) best = static_cast<PackageId>(p), best_count = c;
+    }
+    if (best < 0) return std::nullopt;
+    return best;
+}
+
+std::optional<PackageId> Solver::choose() {
+    auto chosen = most_constrained();
+    if (!chosen) return std::nullopt;
+    const PackageId best = *chosen;
+    const Package& pkg = package_at(best);
+    const VersionSet allowed = acc_[static_cast<std::size_t>(best)]->set;
+    auto pick = pick_version(best, allowed);
+    if (!pick) {
+        add_incompat({{Term{best, true, allowed}}, Kind::no_versions, -1, -1, ""});
+        return best;
+    }
+    std::size_t v = *pick;
+    // Dependencies of best==v.
+    std::vector<int> added;
+    if (!pkg.extra.empty()) {  // a[x]==v depends on a==v
+        PackageId base = package(pkg.base, "");
+        added.push_back(add_dependency_incompat(
+            best, v, base, VersionSet::one(package_at(base).candidates.size(), v),
+            pkg.base + "==" + pkg.candidates[v].version.str()));
+    }
+    auto reqs = requirements_of(best, v);
+    if (!reqs) return best;
+    // Ask for every dependency's versions at once, so a networked source fetches them in
+    // parallel while the solver works through them one by one.
+    std::vector<std::string> names;
+    for (const auto& r : *reqs)
+        names.push_back(pep::canonicalize_name(r.name));
+    source_.prefetch_versions(names);
+    for (const auto& r : *reqs)
+        add_requirement(best, v, r, added);
+    // Decide, unless one of the new incompatibilities already rules the version out:
+    // then propagation from this package derives that instead.
+    for (int id : added) {
+        bool satisfied = true;
+        for (const auto& t : incompat_at(id).terms)
+            if (t.pkg != best && !subset(accumulated(t.pkg), t)) satisfied = false;
+        if (satisfied) return best;
+    }
+    assign(Term{best, true, VersionSet::one(pkg.candidates.size(), v)}, -1);
+    return best;
+}
+
+std::optional<std::vector<pep::Requirement>> Solver::requirements_of(PackageId id, std::size_t v) {
+    if (id == kRoot) return root_requirements_;
+    const Package& pkg = package_at(id);
+    Dependencies deps = source_.dependencies(pkg.base, pkg.candidates[v].version);
+    if (!deps.unusable.empty()) {
+        prefetch_below(id, v);
+        rule_out(id, v, deps.unusable);
+        return std::nullopt;
+    }
+    return std::move(deps.requires_dist);
+}
+
+// The versions the solver will try next once `v` is ruled out: where pages carry no
+// Requires-Python, a run of newer releases is often excluded one metadata file at a time,
+// so the next few are fetched side by side rather than one after another.
+void Solver::prefetch_below(PackageId id, std::size_t v) {
+    const Package& pkg = package_at(id);
+    const auto& allowed = acc_[static_cast<std::size_t>(id)];
+    std::vector<std::pair<std::string, pep::Version>> next;
+    for (std::size_t i = v; i-- > 0 && next.size() < 4;)
+        if ((!allowed || allowed->set.has(i) == allowed->positive) &&
+            pkg.candidates[i].unusable.empty() && !pkg.candidates[i].yanked)
+            next.emplace_back(pkg.base, pkg.candidates[i].version);
+    source_.prefetch(next);
+}
+
+// A version found unusable only once its metadata was read: an incompatibility like those
+// `package` adds for unusable candidates, so propagation derives "not v" (or a conflict) and
+// the explanation gives the reason. Every package of the same base (its extras) shares it.
+PackageId Solver::rule_out(PackageId id, std::size_t v, const std::string& reason) {
+    const std::string base = package_at(id).base;
+    const pep::Version version = package_at(id).candidates[v].version;
+    for (std::size_t p = 1; p < packages_.size(); ++p) {
+        Package& pkg = packages_[p];
+        if (pkg.base != base || v >= pkg.candidates.size() ||
+            !(pkg.candidates[v].version == version))
+            continue;
+        if (!pkg.candidates[v].unusable.empty()) continue;
+        pkg.candidates[v].unusable = reason;
+        add_incompat(
+            {{Term{static_cast<PackageId>(p), true, VersionSet::one(pkg.candidates.size(), v)}},
+             Kind::unavailable,
+             -1,
+             -1,
+             reason});
+    }
+    return id;
+}
+
+void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requirement& r,
+                             std::vector<int>& added) {
+    const Package& pkg = package_at(from);
+    if (r.marker) {
+        pep::MarkerEnvironment env = options_.environment;
+        env.set("extra", pkg.extra);
+        auto ok = r.marker->evaluate(env, pep::MarkerContext::metadata);
+        if (!ok || !*ok) return;
+    }
+    if (r.url)
+        throw Error(ErrorCode::invalid_input,
+                    (from == kRoot ? std::string("a requirement")
+                                   : pkg.name + " " + pkg.candidates[v].version.str()) +
+                        " asks for " + r.name + " from a URL (" + index::redact_url(*r.url) +
+                        "); envbox locks packages from indexes");
+    std::string base = pep::canonicalize_name(r.name);
+    std::vector<std::string> extras{""};
+    for (const auto& e : r.extras)
+        extras.push_back(pep::canonicalize_name(e));
+    for (const auto& extra : extras) {
+        PackageId d = package(base, extra);
+        Package& dp = package_at(d);
+        // Only the user's own requirements opt a package into pre-releases (uv's rule): a
+        // dependency's `==2.0b1` does not.
+        if (from == kRoot)
+            for (const auto& s : r.specifier.specifiers())
+                if (s.version() && s.version()->is_prerelease()) dp.explicit_prerelease = true;
+        VersionSet set = versions_matching(d, r.specifier);
+        if (from == kRoot)
+            for (const auto& s : r.specifier.specifiers())
+                if (s.op() == pep::Operator::equal && r.specifier.specifiers().size() == 1)
+                    for (std::size_t i = 0; i < dp.candidates.size(); ++i)
+                        if (set.has(i)) dp.pinned_exact = i;
+        std::string text = r.name + (extra.empty() ? "" : "[" + extra + "]") + r.specifier.str();
+        added.push_back(add_dependency_incompat(from, v, d, set, std::move(text)));
+    }
+}
+
+std::optional<std::size_t> Solver::pick_version(PackageId id, const VersionSet& allowed) const {
+    const Package& p = package_at(id);
+    const auto& cands = p.candidates;
+    auto usable = [&](std::size_t i) {
+        if (!allowed.has(i) || !cands[i].unusable.empty()) return false;
+        if (cands[i].yanked && p.pinned_exact != i) return false;
+        return true;
+    };
+    if (auto pref = options_.preferences.find(p.base); pref != options_.preferences.end())
+        for (std::size_t i = cands.size(); i-- > 0;)
+            if (usable(i) && cands[i].version == pref->second) return i;
+    // Pre-releases (uv's "if necessary or explicit"): when asked for everywhere, when a
+    // requirement on this package names a pre-release, or when the package has nothing but
+    // pre-releases.
+    bool only_prereleases = std::all_of(
+        cands.begin(), cands.end(), [](const Candidate& c) { return c.version.is_prerelease(); });
+    bool prereleases = options_.allow_prereleases || p.explicit_prerelease || only_prereleases;
+    for (std::size_t i = cands.size(); i-- > 0;)
+        if (usable(i) && (prereleases || !cands[i].version.is_prerelease())) return i;
+    return std::nullopt;
+}
+
+}  // namespace envbox::resolve

@@ -1,0 +1,110 @@
+#pragma once
+// The PubGrub solver's state, private to the resolver. solver.cpp holds the loop (unit
+// propagation, conflict resolution, backtracking), decisions.cpp which package and version come
+// next and what choosing it adds, report.cpp the explanation of a failure.
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "envbox/resolve/range.hpp"
+#include "envbox/resolve/resolver.hpp"
+
+namespace envbox::resolve {
+
+inline constexpr PackageId kRoot = 0;
+
+enum class Kind { root, no_versions, unavailable, dependency, derived };
+
+struct Incompat {
+    std::vector<Term> terms;
+    Kind kind = Kind::derived;
+    int cause1 = -1, cause2 = -1;
+    std::string text;  // dependency: the requirement as written; unavailable: the reason
+    int dep = -1;      // dependency: the package depended on (its term is dropped when no
+                       // version matches, as "depends on nothing possible" = "cannot be used")
+};
+
+struct Assignment {
+    Term term;
+    int level = 0;
+    int cause = -1;  // incompatibility id; -1 for a decision
+    bool decision() const { return cause < 0; }
+};
+
+struct Package {
+    std::string name;                         // "a", "a[x]", or "" for the root
+    std::string base;                         // "a"
+    std::string extra;                        // "x"
+    std::vector<Candidate> candidates;        // ascending
+    bool explicit_prerelease = false;         // some requirement names a pre-release
+    std::optional<std::size_t> pinned_exact;  // `==V` from the root: V may be yanked
+};
+
+class Solver {
+  public:
+    Solver(PackageSource& source, const Options& options);
+    Result<std::vector<Pinned>> solve(const std::vector<pep::Requirement>& root);
+
+  private:
+    PackageSource& source_;
+    const Options& options_;
+    std::vector<pep::Requirement> root_requirements_;
+    std::deque<Package> packages_;  // a deque: references stay valid as packages are added
+    std::unordered_map<std::string, PackageId> by_name_;
+    std::vector<Incompat> incompats_;
+    std::vector<std::vector<int>> incompats_of_;  // per package
+    std::vector<Assignment> assignments_;
+    std::vector<std::optional<Term>> acc_;  // per package: intersection of its assignments
+    std::vector<std::optional<std::size_t>> decided_;
+    int level_ = 0;
+
+    Package& package_at(PackageId id) { return packages_[static_cast<std::size_t>(id)]; }
+    const Package& package_at(PackageId id) const {
+        return packages_[static_cast<std::size_t>(id)];
+    }
+    const Incompat& incompat_at(int id) const { return incompats_[static_cast<std::size_t>(id)]; }
+
+    // ---- solver.cpp: incompatibilities, the partial solution, propagation ----------------
+    int add_incompat(Incompat inc);
+    int add_dependency_incompat(PackageId from, std::size_t v, PackageId dep, const VersionSet& set,
+                                std::string text);
+    Term accumulated(PackageId p) const;
+    void assign(Term t, int cause);
+    void backtrack(int level);
+    enum class Relation { satisfied, almost, contradicted, inconclusive };
+    Relation relation(const Incompat& inc, const Term** unsatisfied) const;
+    void propagate(PackageId start);
+    bool terminal(const Incompat& inc) const;
+    /// The earliest assignment that satisfies `inc` (its package), and the previous
+    /// satisfier's decision level; throws the explanation when nothing assigned satisfies it.
+    struct Satisfier {
+        int index = -1;
+        PackageId pkg = -1;
+        int previous_level = 1;
+    };
+    Satisfier find_satisfier(const Incompat& inc, int incompat_id) const;
+    /// The incompatibility derived from `inc` and the cause of its satisfier (`sat`, on `on`).
+    Incompat derive(const Incompat& inc, int incompat_id, const Assignment& sat,
+                    PackageId on) const;
+    std::pair<PackageId, int> resolve_conflict(int incompat_id);
+    void trace_conflict(const Incompat& inc, int incompat_id) const;
+
+    // ---- decisions.cpp: packages, versions and the dependencies a decision adds ------------
+    PackageId package(const std::string& base, const std::string& extra);
+    VersionSet versions_matching(PackageId id, const pep::SpecifierSet& spec) const;
+    std::optional<PackageId> choose();
+    std::optional<PackageId> most_constrained() const;
+    /// The requirements of id==v, or nothing when its metadata rules it out (then `v` is).
+    std::optional<std::vector<pep::Requirement>> requirements_of(PackageId id, std::size_t v);
+    void prefetch_below(PackageId id, std::size_t v);
+    PackageId rule_out(PackageId id, std::size_t v, const std::string& reason);
+    void add_requirement(PackageId from, std::size_t v, const pep::Requirement& r,
+                         std::vector<int>& added);
+    std::optional<std::size_t> pick_version(PackageId id, const VersionSet& allowed) const;
+};
+
+}  // namespace envbox::resolve

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,21 @@ class Progress {
     virtual void note(const std::string& line) { (void)line; }
 };
 
+/// What envbox takes from the process environment. The cli reads it once, at start
+/// (`cli::settings_from_environment`); no layer below calls getenv, each takes what it needs as
+/// an explicit value. Empty means unset.
+struct Settings {
+    std::string python;          ///< ENVBOX_PYTHON: the one interpreter to use
+    std::string cuda_driver;     ///< ENVBOX_CUDA_DRIVER: the driver version to assume
+    std::string http_timeout;    ///< ENVBOX_HTTP_TIMEOUT: seconds without progress
+    std::string ca_file;         ///< SSL_CERT_FILE: CA bundle for TLS
+    bool resolve_debug = false;  ///< ENVBOX_RESOLVE_DEBUG: trace the resolver on stderr
+    /// Where interpreters are looked for: PATH, HOME, PYENV_ROOT, UV_PYTHON_INSTALL_DIR.
+    std::string path, user_home, pyenv_root, uv_python_install_dir;
+    /// Every ENVBOX_INDEX_<NAME>_<FIELD> variable (index credentials), by variable name.
+    std::map<std::string, std::string> index_variables;
+};
+
 struct Context {
     std::filesystem::path home;          ///< store and environments root
     std::filesystem::path project_root;  ///< holds manifests/ (may be empty for --lock only)
@@ -34,6 +50,7 @@ struct Context {
     /// The user's umask, put back before `run` execs the workload (envbox itself works under
     /// `home_umask`).
     unsigned user_umask = 022;
+    Settings settings;  ///< the process environment, as the cli read it
 };
 
 /// The umask envbox works under in `home`, whatever the user's: 022 (directories 0755, files

@@ -21,15 +21,11 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import PYTHON, Project, envbox, envbox_cmd, envbox_env, keep_or_remove, many_files  # noqa: E402
 from wheelgen import Wheel  # noqa: E402
-import test_generations  # noqa: E402
-import test_install  # noqa: E402
-from test_generations import Project, many_files  # noqa: E402
-from test_install import PYTHON, keep_or_remove  # noqa: E402
 
-ENVBOX = None
 IS_ROOT = os.geteuid() == 0
 
 
@@ -60,7 +56,6 @@ def stopped(proc):
 
 class RootsTest(unittest.TestCase):
     def setUp(self):
-        test_generations.ENVBOX = ENVBOX
         self.tmp = tempfile.mkdtemp(prefix="envbox-roots-")
         self.p = Project(self.tmp)
 
@@ -99,10 +94,10 @@ class RunningJobs(RootsTest):
                 "while not os.path.exists(sys.argv[3]): time.sleep(0.05)\n"
                 "import lateonly\n"
                 "print(lateonly.WHERE)\n")
-        job = subprocess.Popen([ENVBOX, "--home", p.home, "--project", p.root, "run", "env", "--",
+        job = subprocess.Popen(envbox_cmd(p.home, p.root) + ["run", "env", "--",
                                 "env", "-i", PYTHON, "-c", code, site, ready, go],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env=dict(os.environ, ENVBOX_PYTHON=PYTHON))
+                               env=envbox_env())
         try:
             wait_for(ready, job)
             self.second_generation()
@@ -132,8 +127,8 @@ class RunningJobs(RootsTest):
         p = self.p
         self.two_generations()
         self.second_generation()
-        gc = subprocess.Popen([ENVBOX, "--home", p.home, "--project", p.root, "gc", "--keep", "1"],
-                              env=dict(os.environ, ENVBOX_PYTHON=PYTHON), stdout=subprocess.PIPE,
+        gc = subprocess.Popen(envbox_cmd(p.home, p.root) + ["gc", "--keep", "1"],
+                              env=envbox_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
         for _ in range(5):
             r = p.run("run", "env", "--", "python", "-c", "import common; print(common.VERSION)")
@@ -286,12 +281,12 @@ class SymlinkedHome(unittest.TestCase):
             p.lock("env", [many_files("linked", "1.0", 10)])
             p.run("create", "env")
             for home in (link, real):
-                r = test_install.envbox("verify", "env", "--json", home=home, project=p.root, check=False)
+                r = envbox("verify", "env", "--json", home=home, project=p.root, check=False)
                 self.assertEqual(r.returncode, 0, f"verify via {home}: {r.stdout}{r.stderr}")
                 self.assertTrue(json.loads(r.stdout)["clean"])
             # The real path is what the environment records.
-            run = test_install.envbox("run", "env", "--", "python", "-c", "import sys; print(sys.prefix)",
-                                      home=link, project=p.root)
+            run = envbox("run", "env", "--", "python", "-c", "import sys; print(sys.prefix)",
+                         home=link, project=p.root)
             self.assertTrue(run.stdout.strip().startswith(real + os.sep), run.stdout)
         finally:
             keep_or_remove(tmp)
@@ -307,10 +302,10 @@ class SymlinkedHome(unittest.TestCase):
             p.run("create", "env")
             subprocess.run(["mount", "--bind", p.home, bind], check=True)
             try:
-                r = test_install.envbox("verify", "env", "--json", home=bind, project=p.root, check=False)
+                r = envbox("verify", "env", "--json", home=bind, project=p.root, check=False)
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
                 # A create through the other name finds the same environment up to date.
-                r = test_install.envbox("create", "env", home=bind, project=p.root)
+                r = envbox("create", "env", home=bind, project=p.root)
                 self.assertIn("up to date", r.stderr)
             finally:
                 subprocess.run(["umount", bind], check=False)
@@ -357,7 +352,5 @@ class OverlayStore(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
-    test_generations.ENVBOX = ENVBOX
-    test_install.ENVBOX = ENVBOX
+    envboxtest.take_binary()
     unittest.main()

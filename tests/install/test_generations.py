@@ -17,50 +17,11 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import (DEBIAN_WHEELS, PYTHON, Project, envbox_cmd, envbox_env, keep_or_remove,  # noqa: E402
+                        many_files)
 from wheelgen import Wheel, write_lock  # noqa: E402
-import test_install  # noqa: E402
-from test_install import PYTHON, keep_or_remove  # noqa: E402
-
-ENVBOX = None
-
-
-def envbox(*args, home, project, check=True, env=None):
-    test_install.ENVBOX = ENVBOX
-    return test_install.envbox(*args, home=home, project=project, check=check, env=env)
-
-
-def many_files(name, version, n, big=0):
-    files = {f"{name}/sub{i % 20}/m{i}.py": f"V = {i!r}  # {version}\n" for i in range(n)}
-    files[f"{name}/__init__.py"] = f"VERSION = {version!r}\n"
-    if big:
-        files[f"{name}/blob.bin"] = os.urandom(big)
-    return Wheel(name, version, files)
-
-
-class Project:
-    def __init__(self, tmp):
-        self.tmp = tmp
-        self.root = os.path.join(tmp, "proj")
-        self.wheels = os.path.join(self.root, "wheels")
-        os.makedirs(os.path.join(self.root, "manifests"), exist_ok=True)
-        self.home = os.path.join(tmp, "home")
-
-    def lock(self, env, wheels):
-        paths = [w.build(self.wheels) if isinstance(w, Wheel) else w for w in wheels]
-        write_lock(os.path.join(self.root, "manifests", f"pylock.{env}.toml"), paths)
-        return paths
-
-    def run(self, *args, check=True):
-        return envbox(*args, home=self.home, project=self.root, check=check)
-
-    def current(self, env):
-        links = glob.glob(os.path.join(self.home, "envs", "*", env, "current"))
-        return os.path.realpath(links[0]) if links else None
-
-    def site(self, env):
-        return glob.glob(os.path.join(self.current(env), "lib", "python*", "site-packages"))[0]
 
 
 class HistoryAndRollback(unittest.TestCase):
@@ -123,7 +84,7 @@ class HistoryAndRollback(unittest.TestCase):
         site = p.site("env")
         # A stray pip install (sandbox off) and an editor that rewrites a file (new inode).
         extra = Wheel("intruder", "0.1", {"intruder.py": "X = 1\n"}).build(os.path.join(self.tmp, "w"))
-        pip = next(w for w in test_install.DEBIAN_WHEELS if os.path.basename(w).startswith("pip-"))
+        pip = next(w for w in DEBIAN_WHEELS if os.path.basename(w).startswith("pip-"))
         subprocess.run([PYTHON, os.path.join(pip, "pip"), "--python", os.path.join(p.current("env"), "bin", "python"),
                         "install", "-q", "--no-deps", "--no-index", "--disable-pip-version-check", extra], check=True)
         target = os.path.join(site, "stack", "sub3", "m3.py")
@@ -178,8 +139,8 @@ class Concurrency(unittest.TestCase):
             p = Project(tmp)
             p.lock("one", [many_files("one_pkg", "1.0", 400), many_files("shared_pkg", "1.0", 400)])
             p.lock("two", [many_files("two_pkg", "1.0", 400), many_files("shared_pkg", "1.0", 400)])
-            e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-            base = [ENVBOX, "--home", p.home, "--project", p.root]
+            e = envbox_env()
+            base = envbox_cmd(p.home, p.root)
             procs = [subprocess.Popen(base + ["create", env], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True) for env in ("one", "two", "one", "two")]
             procs.append(subprocess.Popen(base + ["gc", "--keep", "1"], env=e, stdout=subprocess.PIPE,
@@ -249,7 +210,7 @@ class CrashSafety(unittest.TestCase):
             full_known = timed_create(variants[2])
             full = full_new
             estimate = {"new": full_new, "known": full_known}
-            e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+            e = envbox_env()
             rng = random.Random(7)
             killed = 0
             for i in range(self.KILLS):
@@ -262,7 +223,7 @@ class CrashSafety(unittest.TestCase):
                 write_lock(os.path.join(p.root, "manifests", "pylock.env.toml"), lock)
                 kind = "new" if i % 4 == 3 else "known"
                 started = time.perf_counter()
-                proc = subprocess.Popen([ENVBOX, "--home", p.home, "--project", p.root, "create", "env", "-q"], env=e,
+                proc = subprocess.Popen(envbox_cmd(p.home, p.root) + ["create", "env", "-q"], env=e,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(rng.uniform(0.0, 0.9 * estimate[kind]))
                 if proc.poll() is None:
@@ -318,5 +279,5 @@ class DiskFull(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

@@ -17,32 +17,19 @@ import os
 import random
 import shutil
 import signal
-import socketserver
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
-from wheelgen import Wheel, write_lock, toml_str, sha256_file  # noqa: E402
-import test_install  # noqa: E402
-from test_install import PYTHON, keep_or_remove, Cutting  # noqa: E402
-
-ENVBOX = None
-
-
-def envbox(*args, home, project, check=True, env=None, timeout=None):
-    cmd = [ENVBOX, "--home", home, "--project", project] + list(args)
-    e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-    e.update(env or {})
-    r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-    return r
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import (PYTHON, current_generation, envbox, envbox_cmd, envbox_env, keep_or_remove,  # noqa: E402
+                        manifest_text, sha256_file, write_manifest)
+from httpserver import Cutting, HttpServer  # noqa: E402
+from wheelgen import Wheel, write_lock, toml_str  # noqa: E402
 
 
 class PatchedWheel(Wheel):
@@ -133,8 +120,7 @@ class Sandbox(unittest.TestCase):
         return snapshot(self.tmp, skip={self.home, self.project})
 
     def current(self, env):
-        links = glob.glob(os.path.join(self.home, "envs", "*", env, "current"))
-        return os.path.realpath(links[0]) if links else None
+        return current_generation(self.home, env)
 
 
 class DigestsAsPaths(Sandbox):
@@ -163,9 +149,8 @@ class DigestsAsPaths(Sandbox):
         served = os.path.join(self.tmp, "served")
         whl = Wheel("good", "1.0", {"good/__init__.py": ""}).build(served)
         Cutting.directory, Cutting.cut, Cutting.cuts, Cutting.refuse_ranges, Cutting.log = served, 0, 0, False, []
-        httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Cutting)
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/" + os.path.basename(whl)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        server = HttpServer(Cutting)
+        url = f"{server.url}/" + os.path.basename(whl)
         try:
             before = self.outside_state()
             # cache/downloads/<sha>.whl would be tmp/outside/canary.whl, removed as a bad download.
@@ -177,8 +162,7 @@ class DigestsAsPaths(Sandbox):
             self.assertTrue(os.path.exists(self.canary), "the canary outside the home was deleted")
             self.assertEqual(self.outside_state(), before)
         finally:
-            httpd.shutdown()
-            httpd.server_close()
+            server.close()
 
     def test_file_list_planted_in_the_repository_is_never_read(self):
         # The lock's sha256 walks from store-v1/wheels/ to a file list the repository ships,
@@ -257,15 +241,12 @@ class PageDigests(Sandbox):
                            "core-metadata": {"sha256": hashlib.sha256(meta).hexdigest()}}]}
         Routes.routes = {"/simple/good/": ("application/vnd.pypi.simple.v1+json", json.dumps(page).encode()),
                          f"/files/{name}.metadata": ("application/octet-stream", meta)}
-        httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Routes)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        server = HttpServer(Routes)
         try:
             pyv = subprocess.run([PYTHON, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                                  capture_output=True, text=True, check=True).stdout.strip()
-            with open(os.path.join(self.project, "manifests", "env.toml"), "w") as f:
-                f.write(f'[environment]\npython = "{pyv}"\nplatform = "manylinux_2_28_x86_64"\n'
-                        f'requirements = ["good"]\n\n[[index]]\nname = "web"\n'
-                        f'url = "http://127.0.0.1:{httpd.server_address[1]}/simple"\n')
+            write_manifest(self.project, "env",
+                           manifest_text(["good"], python=pyv, indexes=[("web", f"{server.url}/simple", "")]))
             before = self.outside_state()
             r = self.run_envbox("lock", "env")
             self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
@@ -273,8 +254,7 @@ class PageDigests(Sandbox):
             self.assertFalse(os.path.exists(os.path.join(self.project, "manifests", "pylock.env.toml")))
             self.assertEqual(self.outside_state(), before)
         finally:
-            httpd.shutdown()
-            httpd.server_close()
+            server.close()
 
 
 class NamesAsPaths(Sandbox):
@@ -534,7 +514,7 @@ class GcKillSafety(Sandbox):
 
     def test_sigkill_during_gc(self):
         rng = random.Random(13)
-        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
+        e = envbox_env()
         killed = half = 0
         lock = os.path.join(self.project, "manifests", "pylock.env.toml")
         listings = {}
@@ -549,7 +529,7 @@ class GcKillSafety(Sandbox):
 
         build_generations(4, 1)
         started = time.perf_counter()
-        r = subprocess.run([ENVBOX, "--home", self.home, "--project", self.project, "gc", "--keep", "1", "--dry-run"], env=e,
+        r = subprocess.run(envbox_cmd(self.home, self.project) + ["gc", "--keep", "1", "--dry-run"], env=e,
                            capture_output=True)
         estimate = max(0.05, (time.perf_counter() - started) * 3)
         version = 5
@@ -559,7 +539,7 @@ class GcKillSafety(Sandbox):
                 build_generations(3, version)
                 version += 3
             current = self.current("env")
-            proc = subprocess.Popen([ENVBOX, "--home", self.home, "--project", self.project, "gc", "--keep", "1", "-q"], env=e,
+            proc = subprocess.Popen(envbox_cmd(self.home, self.project) + ["gc", "--keep", "1", "-q"], env=e,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             started = time.perf_counter()
             time.sleep(rng.uniform(0.0, estimate))
@@ -585,6 +565,5 @@ class GcKillSafety(Sandbox):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
-    test_install.ENVBOX = ENVBOX
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

@@ -9,103 +9,25 @@ The interpreter is /usr/bin/python3 (ENVBOX_PYTHON is set to it), never a pyenv 
 """
 import glob
 import hashlib
-import http.server
 import json
 import os
 import shutil
-import socketserver
 import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import (DEBIAN_WHEELS, PIP_WHEEL, Fixture, envbox, envbox_cmd, envbox_env,  # noqa: E402
+                        keep_or_remove, manifest_text, metadata_name, pip_comparable, pip_install, sha256_file,
+                        store_listing, tree)
+from httpserver import Cutting, HttpServer, StaticServer  # noqa: E402
 from wheelgen import Wheel, write_lock, record_hash  # noqa: E402
 from quirks import quirk_wheels  # noqa: E402
-
-ENVBOX = None
-PYTHON = os.environ.get("ENVBOX_TEST_PYTHON", "/usr/bin/python3")
-DEBIAN_WHEELS = sorted(glob.glob("/usr/share/python-wheels/*.whl"))
-PIP_WHEEL = next((w for w in DEBIAN_WHEELS if os.path.basename(w).startswith("pip-")), None)
-
-
-def keep_or_remove(path):
-    if os.environ.get("ENVBOX_TEST_KEEP"):
-        print(f"kept {path}", file=sys.stderr)
-    else:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def envbox(*args, home, project=None, check=True, env=None):
-    cmd = [ENVBOX, "--home", home] + (["--project", project] if project else []) + list(args)
-    e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-    e.update(env or {})
-    r = subprocess.run(cmd, capture_output=True, text=True, env=e)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-    return r
-
-
-def tree(root):
-    """path → (kind, bytes or link target, exec bit) for everything under root."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = os.path.join(dirpath, name)
-            rel = os.path.relpath(p, root)
-            st = os.lstat(p)
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", os.readlink(p), False)
-            elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("dir", None, False)
-            else:
-                with open(p, "rb") as f:
-                    out[rel] = ("file", f.read(), bool(st.st_mode & 0o100))
-    return out
-
-
-def metadata_name(wheel):
-    with zipfile.ZipFile(wheel) as z:
-        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-        for line in z.read(meta).decode().splitlines():
-            if line.lower().startswith("name:"):
-                return line.split(":", 1)[1].strip()
-    raise ValueError(wheel)
-
-
-def store_listing(home):
-    root = os.path.join(home, "store-v1")
-    out = set()
-    for dirpath, _, filenames in os.walk(root):
-        for n in filenames:
-            out.add(os.path.relpath(os.path.join(dirpath, n), root))
-    return out
-
-
-class Fixture:
-    """A project directory with a lock over the given wheels."""
-
-    def __init__(self, tmp, name, wheels, url_prefix=None, manifest=True):
-        self.tmp = tmp
-        self.project = os.path.join(tmp, name)
-        os.makedirs(os.path.join(self.project, "manifests"), exist_ok=True)
-        self.wheel_dir = os.path.join(self.project, "wheels")
-        os.makedirs(self.wheel_dir, exist_ok=True)
-        self.paths = []
-        for w in wheels:
-            if isinstance(w, Wheel):
-                self.paths.append(w.build(self.wheel_dir))
-            else:
-                dst = os.path.join(self.wheel_dir, os.path.basename(w))
-                shutil.copyfile(w, dst)
-                self.paths.append(dst)
-        self.lock = os.path.join(self.project, "manifests", "pylock.env.toml")
-        write_lock(self.lock, self.paths, url_prefix=url_prefix)
 
 
 # Intended differences from pip, each for a reason:
@@ -134,31 +56,17 @@ class DifferentialAgainstPip(unittest.TestCase):
         cls.env_root = os.path.realpath(glob.glob(os.path.join(cls.home, "envs", "*", "env", "current"))[0])
         # pip, from Debian's pip wheel, into a fresh venv of the same interpreter
         cls.venv = os.path.join(cls.tmp, "pipvenv")
-        subprocess.run([PYTHON, "-m", "venv", "--without-pip", cls.venv], check=True)
         # pip names the headers directory after the requirement as typed: type the METADATA
         # Name, which is what envbox uses.
         names = [metadata_name(p) + "==" + os.path.basename(p).split("-")[1] for p in cls.fx.paths]
-        subprocess.run([PYTHON, os.path.join(PIP_WHEEL, "pip"), "--python", os.path.join(cls.venv, "bin", "python"),
-                        "install", "--no-deps", "--no-index", "--no-compile", "--disable-pip-version-check",
-                        "-q", "--find-links", cls.fx.wheel_dir] + names, check=True)
+        pip_install(cls.venv, cls.fx.wheel_dir, names)
 
     @classmethod
     def tearDownClass(cls):
         keep_or_remove(cls.tmp)
 
     def normalised(self, root):
-        t = tree(root)
-        out = {}
-        for rel, (kind, data, exe) in t.items():
-            if rel.startswith(".envbox") or rel in ("pyvenv.cfg", "lib64", "include") or \
-                    rel.startswith("bin/python") or rel.startswith("bin/activate") or rel == "bin/Activate.ps1":
-                continue
-            if "__pycache__" in rel or kind == "dir":
-                continue  # directories are implied by the files; pip leaves some empty ones
-            if kind == "file":
-                data = data.replace(root.encode(), b"<ENV>")
-            out[rel] = (kind, data, exe)
-        return out
+        return pip_comparable(root)
 
     def test_trees_match_file_by_file(self):
         ours = self.normalised(self.env_root)
@@ -249,9 +157,8 @@ class RunEnvironment(unittest.TestCase):
         cls.home = os.path.join(cls.tmp, "home")
         cls.fx = Fixture(cls.tmp, "proj", [Wheel("runner", "1.0", {"runner.py": "X = 1\n"})])
         with open(os.path.join(cls.fx.project, "manifests", "env.toml"), "w") as f:
-            v = sys.version_info
-            f.write(f'[environment]\npython = "{v[0]}.{v[1]}"\nplatform = "manylinux_2_17_x86_64"\n'
-                    'requirements = ["runner"]\n[run]\nenv = { ENVBOX_TEST_VAR = "from-manifest" }\n')
+            f.write(manifest_text(["runner"], platform="manylinux_2_17_x86_64",
+                                  extra='[run]\nenv = { ENVBOX_TEST_VAR = "from-manifest" }\n'))
         envbox("create", "env", home=cls.home, project=cls.fx.project)
 
     @classmethod
@@ -307,21 +214,6 @@ class RunEnvironment(unittest.TestCase):
         self.assertEqual(r.returncode, 3, r.stderr)
 
 
-class Serve:
-    """A real HTTP server on 127.0.0.1 serving a directory."""
-
-    def __init__(self, directory):
-        handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=directory, **k)  # noqa: E731
-        http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
-        self.httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 class FetchOverHttp(unittest.TestCase):
     def test_create_from_http_urls_and_file_urls(self):
         tmp = tempfile.mkdtemp(prefix="envbox-http-")
@@ -329,7 +221,7 @@ class FetchOverHttp(unittest.TestCase):
             wheels_dir = os.path.join(tmp, "served")
             paths = [Wheel("httppkg", "1.0", {"httppkg.py": "print('over http')\n"}).build(wheels_dir)]
             paths += [shutil.copy(w, wheels_dir) for w in DEBIAN_WHEELS if "wheel-" in w]
-            server = Serve(wheels_dir)
+            server = StaticServer(wheels_dir)
             try:
                 project = os.path.join(tmp, "p")
                 os.makedirs(os.path.join(project, "manifests"))
@@ -353,48 +245,6 @@ class FetchOverHttp(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-class Cutting(http.server.BaseHTTPRequestHandler):
-    """Serves files from `directory`, honouring `Range: bytes=N-`; while `cuts` is above zero, a
-    body stops after `cut` bytes (the connection closes mid-transfer; `cuts` counts down); while
-    `refuse_ranges` is set, a ranged request gets 503. Every request's path and Range header is
-    recorded."""
-    directory = None
-    cut = 0
-    cuts = 0
-    refuse_ranges = False
-    log = []
-
-    def do_GET(self):  # noqa: N802
-        rng = self.headers.get("Range")
-        type(self).log.append((self.path, rng))
-        path = os.path.join(self.directory, self.path.lstrip("/"))
-        if not os.path.isfile(path):
-            self.send_error(404)
-            return
-        if rng and self.refuse_ranges:
-            self.send_error(503)
-            return
-        with open(path, "rb") as f:
-            data = f.read()
-        start = int(rng[len("bytes="):].split("-")[0]) if rng else 0
-        body = data[start:]
-        self.send_response(206 if rng else 200)
-        if rng:
-            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        if type(self).cuts > 0:
-            type(self).cuts -= 1
-            body = body[: self.cut]
-        self.wfile.write(body)
-        self.wfile.flush()
-        self.close_connection = True
-
-    def log_message(self, *args):
-        pass
-
-
 class ResumedDownloads(unittest.TestCase):
     """A download cut short is continued with a Range request, within one create (retries) and
     across creates (the part stays in cache/downloads); a server that ignores ranges starts over."""
@@ -407,9 +257,8 @@ class ResumedDownloads(unittest.TestCase):
         self.paths = [Wheel("big", "1.0", payload).build(served)]
         self.size = os.path.getsize(self.paths[0])
         Cutting.directory, Cutting.cut, Cutting.cuts, Cutting.refuse_ranges, Cutting.log = served, 0, 0, False, []
-        self.httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Cutting)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        server = HttpServer(Cutting)
+        self.httpd, self.url = server.httpd, server.url
         self.project = os.path.join(self.tmp, "p")
         os.makedirs(os.path.join(self.project, "manifests"))
         write_lock(os.path.join(self.project, "manifests", "pylock.web.toml"), self.paths, url_prefix=self.url)
@@ -424,8 +273,7 @@ class ResumedDownloads(unittest.TestCase):
         """A part as an interrupted download would leave it; returns its folder."""
         part_dir = os.path.join(self.home, "cache", "downloads")
         os.makedirs(part_dir)
-        with open(self.paths[0], "rb") as f:
-            sha = hashlib.sha256(f.read()).hexdigest()
+        sha = sha256_file(self.paths[0])
         with open(os.path.join(part_dir, sha + ".whl.part"), "wb") as f:
             f.write(data)
         return part_dir
@@ -514,8 +362,8 @@ class LinkModesAndConcurrency(unittest.TestCase):
 
     def test_concurrent_creates_share_one_store(self):
         home = os.path.join(self.tmp, "home-concurrent")
-        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-        procs = [subprocess.Popen([ENVBOX, "--home", home, "--project", self.fx.project, "create", name,
+        e = envbox_env()
+        procs = [subprocess.Popen(envbox_cmd(home, self.fx.project) + ["create", name,
                                    "--lock", self.fx.lock], env=e, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for name in ("one", "two", "three")]
         for p in procs:
@@ -724,5 +572,5 @@ class HostileInput(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

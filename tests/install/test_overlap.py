@@ -16,29 +16,11 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import (PIP_WHEEL, Fixture, current_generation, envbox, keep_or_remove,  # noqa: E402
+                        manifest_text, pip_comparable, pip_install, site_packages, write_manifest)
 from wheelgen import Wheel, record_hash, write_lock  # noqa: E402
-import test_install  # noqa: E402
-from test_install import PIP_WHEEL, PYTHON, keep_or_remove, tree  # noqa: E402
-
-ENVBOX = None
-PY_XY = f"{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-def envbox(*args, home, project, check=True, env=None):
-    test_install.ENVBOX = ENVBOX
-    return test_install.envbox(*args, home=home, project=project, check=check, env=env)
-
-
-def manifest(project, env, requirements, extra=""):
-    with open(os.path.join(project, "manifests", f"{env}.toml"), "w", encoding="utf-8") as f:
-        f.write(f'[environment]\npython = "{PY_XY}"\nplatform = "manylinux_2_28_x86_64"\n'
-                f"requirements = {requirements!r}\n".replace("'", '"') + extra)
-
-
-def current(home, env):
-    return os.path.realpath(glob.glob(os.path.join(home, "envs", "*", env, "current"))[0])
 
 
 EMPTY_INIT_ROW = ["nvidia/__init__.py", "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU", "0"]
@@ -77,21 +59,6 @@ def cuda12_wheels():
     ]
 
 
-def pip_install(venv, wheel_dir, *requirement_groups):
-    """pip from Debian's wheel into `venv`, one `pip install` per group (a later group
-    overwrites what an earlier one installed, as pip does)."""
-    if not os.path.exists(venv):
-        subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True)
-    for group in requirement_groups:
-        subprocess.run([PYTHON, os.path.join(PIP_WHEEL, "pip"), "--python", os.path.join(venv, "bin", "python"),
-                        "install", "--no-deps", "--no-index", "--no-compile", "--disable-pip-version-check",
-                        "-q", "--find-links", wheel_dir] + list(group), check=True)
-
-
-def site_packages(root):
-    return glob.glob(os.path.join(root, "lib", "python*", "site-packages"))[0]
-
-
 def record_rows(root, dist_info):
     with open(os.path.join(site_packages(root), dist_info, "RECORD"), encoding="utf-8") as f:
         return [row for row in csv.reader(f) if "__pycache__" not in row[0] and not row[0].endswith("/INSTALLER")]
@@ -99,7 +66,7 @@ def record_rows(root, dist_info):
 
 def normalised(root):
     """The tree as the pip differential compares it, RECORD and INSTALLER left out."""
-    t = test_install.DifferentialAgainstPip.normalised(None, root)
+    t = pip_comparable(root)
     return {rel: v for rel, v in t.items()
             if not rel.endswith(".dist-info/RECORD") and not rel.endswith(".dist-info/INSTALLER")}
 
@@ -130,9 +97,9 @@ class CudaNamespaceAgainstPip(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="envbox-cuda12-")
         cls.home = os.path.join(cls.tmp, "home")
         cls.wheels = cuda12_wheels()
-        cls.fx = test_install.Fixture(cls.tmp, "proj", cls.wheels)
+        cls.fx = Fixture(cls.tmp, "proj", cls.wheels)
         envbox("create", "env", home=cls.home, project=cls.fx.project)
-        cls.root = current(cls.home, "env")
+        cls.root = current_generation(cls.home, "env")
         cls.venv = os.path.join(cls.tmp, "pipvenv")
         pip_install(cls.venv, cls.fx.wheel_dir, [f"{w.name}=={w.version}" for w in cls.wheels])
 
@@ -178,7 +145,7 @@ class CudaNamespaceAgainstPip(unittest.TestCase):
         for keep in (self.fx.paths[1:], self.fx.paths[1:2]):  # without cublas, then runtime alone
             write_lock(lock, keep)
             envbox("create", "drop", "--lock", lock, home=home, project=self.fx.project)
-            root = current(home, "drop")
+            root = current_generation(home, "drop")
             sp = site_packages(root)
             self.assertTrue(os.path.isfile(os.path.join(sp, "nvidia", "__init__.py")))
             self.assertFalse(os.path.exists(os.path.join(sp, "nvidia", "cublas")))
@@ -224,9 +191,9 @@ class DifferentContent(unittest.TestCase):
         keep_or_remove(self.tmp)
 
     def project(self, wheels, prefer=None):
-        fx = test_install.Fixture(self.tmp, "proj", wheels)
+        fx = Fixture(self.tmp, "proj", wheels)
         extra = "" if prefer is None else f"[install]\nprefer = {prefer!r}\n".replace("'", '"')
-        manifest(fx.project, "env", ["opencv-python", "opencv-python-headless"], extra)
+        write_manifest(fx.project, "env", manifest_text(["opencv-python", "opencv-python-headless"], extra=extra))
         return fx
 
     def create(self, fx, check=True):
@@ -259,7 +226,7 @@ class DifferentContent(unittest.TestCase):
         r = self.create(fx)
         self.assertIn("opencv-python-headless 4.10.0.84", r.stderr)
         self.assertIn("wins 2 paths over opencv-python 4.10.0.84", r.stderr)
-        root = current(self.home, "env")
+        root = current_generation(self.home, "env")
         py = os.path.join(root, "bin", "python")
         out = subprocess.run([py, "-c", "import cv2, cv2.data; print(cv2.FLAVOUR)"], capture_output=True, text=True)
         self.assertEqual(out.stdout, "headless\n", out.stderr)
@@ -292,12 +259,12 @@ class DifferentContent(unittest.TestCase):
     def test_changing_the_winner_builds_a_new_generation(self):
         fx = self.project(opencv_wheels(), prefer=["opencv-python-headless"])
         self.create(fx)
-        first = current(self.home, "env")
-        manifest(fx.project, "env", ["opencv-python", "opencv-python-headless"],
-                 '[install]\nprefer = ["opencv-python"]\n')
+        first = current_generation(self.home, "env")
+        write_manifest(fx.project, "env", manifest_text(["opencv-python", "opencv-python-headless"],
+                                                        extra='[install]\nprefer = ["opencv-python"]\n'))
         r = self.create(fx)
         self.assertNotIn("up to date", r.stderr)
-        root = current(self.home, "env")
+        root = current_generation(self.home, "env")
         self.assertNotEqual(root, first)
         with open(os.path.join(site_packages(root), "cv2", "__init__.py")) as f:
             self.assertEqual(f.read(), "FLAVOUR = 'gui'\n")
@@ -326,9 +293,10 @@ class DifferentContent(unittest.TestCase):
         for what, wheels, expect in cases:
             with self.subTest(what):
                 shutil.rmtree(os.path.join(self.tmp, "proj"), ignore_errors=True)
-                fx = test_install.Fixture(self.tmp, "proj", wheels)
+                fx = Fixture(self.tmp, "proj", wheels)
                 names = [w.name for w in wheels]
-                manifest(fx.project, "env", names, f"[install]\nprefer = {names!r}\n".replace("'", '"'))
+                write_manifest(fx.project, "env",
+                               manifest_text(names, extra=f"[install]\nprefer = {names!r}\n".replace("'", '"')))
                 r = self.create(fx, check=False)
                 self.assertEqual(r.returncode, 7, r.stderr)
                 self.assertIn(expect, r.stderr)
@@ -347,10 +315,10 @@ class UnknownManifestKeys(unittest.TestCase):
     def test_typo_is_an_error_with_the_key_meant(self):
         tmp = tempfile.mkdtemp(prefix="envbox-keys-")
         try:
-            fx = test_install.Fixture(tmp, "proj", [Wheel("plain", "1.0", {"plain.py": ""})])
-            manifest(fx.project, "env", ["plain"],
-                     '[[index]]\nname = "pytorch-cu128"\nurl = "https://download.pytorch.org/whl/cu128"\n'
-                     'explict = true\n[tool.mine]\nanything = 1\n')
+            fx = Fixture(tmp, "proj", [Wheel("plain", "1.0", {"plain.py": ""})])
+            typo = ('[[index]]\nname = "pytorch-cu128"\nurl = "https://download.pytorch.org/whl/cu128"\n'
+                    'explict = true\n[tool.mine]\nanything = 1\n')
+            write_manifest(fx.project, "env", manifest_text(["plain"], extra=typo))
             for command in ("create", "lock"):
                 r = envbox(command, "env", home=os.path.join(tmp, "home"), project=fx.project, check=False)
                 self.assertEqual(r.returncode, 3, r.stderr)
@@ -380,9 +348,9 @@ class ShellSpecialPaths(unittest.TestCase):
             executables={"quoted_tool-1.0.data/scripts/quoted-script"})
         write_lock(os.path.join(cls.project, "manifests", "pylock.env.toml"),
                    [w.build(os.path.join(cls.project, "wheels"))])
-        manifest(cls.project, "env", ["quoted-tool"])
+        write_manifest(cls.project, "env", manifest_text(["quoted-tool"]))
         envbox("create", "env", home=cls.home, project=cls.project)
-        cls.root = current(cls.home, "env")
+        cls.root = current_generation(cls.home, "env")
 
     @classmethod
     def tearDownClass(cls):
@@ -415,5 +383,5 @@ class ShellSpecialPaths(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

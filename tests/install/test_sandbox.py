@@ -19,12 +19,11 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
-from wheelgen import Wheel, write_lock  # noqa: E402
-from test_install import PIP_WHEEL, PYTHON, keep_or_remove  # noqa: E402
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import PIP_WHEEL, keep_or_remove  # noqa: E402
+from wheelgen import Wheel  # noqa: E402
 
-ENVBOX = None
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
 
@@ -57,35 +56,16 @@ def refuse_namespaces(landlock_too=False):
     return install
 
 
-class World:
+class World(envboxtest.Project):
     """A project with environments `a` and `b` (and `t`, a torch-shaped one) in one home."""
 
-    def __init__(self, tmp, home=None):
-        self.tmp = tmp
-        self.root = os.path.join(tmp, "proj")
-        self.home = home or os.path.join(tmp, "home")
-        os.makedirs(os.path.join(self.root, "manifests"), exist_ok=True)
-        self.wheels = os.path.join(self.root, "wheels")
-
     def lock(self, env, *wheels):
-        write_lock(os.path.join(self.root, "manifests", f"pylock.{env}.toml"), [w.build(self.wheels) for w in wheels])
+        super().lock(env, wheels)
 
     def envbox(self, *args, check=True, env=None, prefix=(), preexec=None):
-        cmd = list(prefix) + [ENVBOX, "--home", self.home, "--project", self.root] + list(args)
-        e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-        e.pop("ENVBOX_SANDBOX", None)
-        e.pop("ENVBOX_CUDA_DRIVER", None)
-        e.update(env or {})
-        r = subprocess.run(cmd, capture_output=True, text=True, env=e, preexec_fn=preexec)
-        if check and r.returncode != 0:
-            raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-        return r
-
-    def current(self, env):
-        return os.path.realpath(glob.glob(os.path.join(self.home, "envs", "*", env, "current"))[0])
-
-    def site(self, env):
-        return glob.glob(os.path.join(self.current(env), "lib", "python*", "site-packages"))[0]
+        """envbox with the caller's ENVBOX_SANDBOX and ENVBOX_CUDA_DRIVER left out."""
+        return self.run(*args, check=check, env=env, prefix=prefix, preexec_fn=preexec,
+                        drop=("ENVBOX_SANDBOX", "ENVBOX_CUDA_DRIVER"))
 
     def an_object(self):
         return sorted(glob.glob(os.path.join(self.home, "store-v1", "objects", "sha256", "*", "*")))[0]
@@ -432,5 +412,5 @@ class OptionChecks(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

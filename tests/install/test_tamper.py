@@ -19,47 +19,24 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import envbox, keep_or_remove  # noqa: E402
+from httpserver import StaticServer  # noqa: E402
 from wheelgen import Wheel, write_lock  # noqa: E402
-import test_install  # noqa: E402
-from test_install import keep_or_remove  # noqa: E402
 
-ENVBOX = None
 OBJECT_MTIME = 315532800  # 1980-01-01, every store object's
 
 
-def envbox(*args, home, project, check=True, env=None, **kw):
-    test_install.ENVBOX = ENVBOX
-    if not kw:
-        return test_install.envbox(*args, home=home, project=project, check=check, env=env)
-    cmd = [ENVBOX, "--home", home, "--project", project] + list(args)
-    e = dict(os.environ, ENVBOX_PYTHON=test_install.PYTHON)
-    e.update(env or {})
-    r = subprocess.run(cmd, capture_output=True, text=True, env=e, **kw)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{cmd} exited {r.returncode}\n{r.stdout}\n{r.stderr}")
-    return r
-
-
-class Project:
+class Project(envboxtest.Project):
     """Two environments, `a` and `b`, built from the same wheel: every file shared."""
 
     def __init__(self, tmp):
-        self.tmp = tmp
-        self.root = os.path.join(tmp, "proj")
-        self.home = os.path.join(tmp, "home")
-        os.makedirs(os.path.join(self.root, "manifests"))
+        super().__init__(tmp)
         files = {"shared/__init__.py": "VALUE = 'pristine'\n", "shared/data.txt": "x" * 100}
-        self.wheel = Wheel("shared", "1.0", files).build(os.path.join(self.root, "wheels"))
+        self.wheel = Wheel("shared", "1.0", files).build(self.wheels)
         for env in ("a", "b"):
-            write_lock(os.path.join(self.root, "manifests", f"pylock.{env}.toml"), [self.wheel])
-
-    def run(self, *args, check=True, **kw):
-        return envbox(*args, home=self.home, project=self.root, check=check, **kw)
-
-    def current(self, env):
-        return os.path.realpath(glob.glob(os.path.join(self.home, "envs", "*", env, "current"))[0])
+            write_lock(self.lock_path(env), [self.wheel])
 
     def module(self, env):
         return glob.glob(os.path.join(self.current(env), "lib", "python*", "site-packages", "shared",
@@ -318,7 +295,7 @@ class FullDiskWhileDownloading(unittest.TestCase):
             served = os.path.join(tmp, "served")
             # Incompressible, so the 6 MB download cannot fit on the 4 MB home.
             big = Wheel("big", "1.0", {"big/blob.bin": os.urandom(6_000_000)}).build(served)
-            server = test_install.Serve(served)
+            server = StaticServer(served)
             project = os.path.join(tmp, "proj")
             os.makedirs(os.path.join(project, "manifests"))
             write_lock(os.path.join(project, "manifests", "pylock.env.toml"), [big], url_prefix=server.url)
@@ -339,5 +316,5 @@ class FullDiskWhileDownloading(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    envboxtest.take_binary()
     unittest.main(verbosity=1)

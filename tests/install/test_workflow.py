@@ -14,22 +14,13 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-sys.path.insert(0, HERE)
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import PYTHON, envbox, envbox_cmd, envbox_env, keep_or_remove  # noqa: E402
+from httpserver import StaticServer  # noqa: E402
 from wheelgen import Wheel, write_lock  # noqa: E402
-from test_install import PYTHON, keep_or_remove  # noqa: E402
 
 ENVBOX = None
-
-
-def envbox(*args, home, cwd=None, project=None, check=True, env=None, stdin=None):
-    cmd = [ENVBOX, "--home", home] + (["--project", project] if project else []) + list(args)
-    e = dict(os.environ, ENVBOX_PYTHON=PYTHON)
-    e.update(env or {})
-    r = subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=cwd, input=stdin)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-    return r
 
 
 def host_target():
@@ -223,9 +214,8 @@ class Built(unittest.TestCase):
 
     def start_job(self):
         """An `envbox run` job that holds the current generation until killed."""
-        cmd = [ENVBOX, "--home", self.home, "--project", self.proj, "run", "env", "--", "sh", "-c",
-               "echo ready; exec sleep 60"]
-        j = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=dict(os.environ, ENVBOX_PYTHON=PYTHON))
+        cmd = envbox_cmd(self.home, self.proj) + ["run", "env", "--", "sh", "-c", "echo ready; exec sleep 60"]
+        j = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=envbox_env())
         self.jobs.append(j)
         self.assertEqual(j.stdout.readline(), "ready\n")
         return j
@@ -355,7 +345,7 @@ class Shell(Built):
         self.assertIn("has not been created", r.stderr)
 
     def test_the_shell_holds_its_generation(self):
-        cmd = [ENVBOX, "--home", self.home, "--project", self.proj, "shell", "env"]
+        cmd = envbox_cmd(self.home, self.proj) + ["shell", "env"]
         j = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, env=dict(os.environ, ENVBOX_PYTHON=PYTHON, SHELL="/bin/sh"))
         self.jobs.append(j)
@@ -577,23 +567,14 @@ class DoctorJson(unittest.TestCase):
     unreadable index, an environment the driver cannot run; index URLs shown redacted."""
 
     def setUp(self):
-        import functools
-        import http.server
-        import threading
         self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
         self.home = os.path.join(self.tmp, "home")
         self.proj = os.path.join(self.tmp, "proj")
         os.makedirs(self.proj)
         self.local = os.path.join(self.tmp, "local-index")
         os.makedirs(os.path.join(self.local, "simple"))
-        class Quiet(http.server.SimpleHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-        handler = functools.partial(Quiet, directory=self.local)
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        base = f"http://user:s3cret@127.0.0.1:{self.server.server_port}"
+        self.server = StaticServer(self.local)
+        base = f"http://user:s3cret@127.0.0.1:{self.server.port}"
         self.run_envbox("init", "cpu")
         self.run_envbox("init", "gpu", "--cuda", "13.0")
         self.edit("cpu", "https://pypi.org/simple", "file://" + self.local + "/simple")
@@ -601,8 +582,7 @@ class DoctorJson(unittest.TestCase):
         self.edit("gpu", "https://download.pytorch.org/whl/cu130", base + "/simple")
 
     def tearDown(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
         keep_or_remove(self.tmp)
 
     def edit(self, env, old, new):
@@ -640,7 +620,7 @@ class DoctorJson(unittest.TestCase):
         self.assertTrue(local["ok"])
         self.assertEqual(local["status"], "readable (directory)")
         self.assertEqual(local["environments"], ["cpu"])
-        remote = urls[f"http://***@127.0.0.1:{self.server.server_port}/simple"]
+        remote = urls[f"http://***@127.0.0.1:{self.server.port}/simple"]
         self.assertTrue(remote["ok"], remote)
         self.assertEqual(remote["environments"], ["gpu"])  # named once, though two of its indexes use it
 
@@ -658,11 +638,11 @@ class DoctorJson(unittest.TestCase):
         r = self.run_envbox("doctor", check=False, driver="550.54.15")
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("gpu (CUDA 13.x)  CANNOT RUN", r.stdout)
-        self.assertIn(f"http://***@127.0.0.1:{self.server.server_port}/simple  reachable (HTTP", r.stdout)
+        self.assertIn(f"http://***@127.0.0.1:{self.server.port}/simple  reachable (HTTP", r.stdout)
         self.assertIn("2 problems", r.stderr)
         self.assertNotIn("s3cret", r.stdout + r.stderr)
 
 
 if __name__ == "__main__":
-    ENVBOX = os.path.abspath(sys.argv.pop(1))
+    ENVBOX = envboxtest.take_binary()
     unittest.main()

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
@@ -76,7 +77,7 @@ std::string project_key(const fs::path& root) {
 }
 
 fs::path env_dir(const Context& ctx, const std::string& env) {
-    return ctx.home / "envs" / project_key(ctx.project_root) / env;
+    return store::Home(ctx.home).env(project_key(ctx.project_root), env);
 }
 
 void check_env_name(const std::string& env) {

@@ -8,6 +8,7 @@
 
 #include "envbox/env/generation.hpp"
 #include "envbox/ops/generations.hpp"
+#include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -63,8 +64,8 @@ std::vector<std::unique_ptr<env::GenerationClaim>> claim_all(
 DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
     check_env_name(opt.env);
     const fs::path edir = env_dir(ctx, opt.env);
-    const fs::path caches =
-        ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + opt.env);
+    const store::Home home(ctx.home);
+    const fs::path caches = home.compile_cache(project_key(ctx.project_root), opt.env);
     const fs::path lock_path = env_lock_path(ctx, opt.env);
     std::error_code ec;
     if (!fs::exists(edir, ec) && !fs::exists(caches, ec))
@@ -73,7 +74,7 @@ DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
                         (ctx.project_root.empty() ? std::string()
                                                   : " for project " + ctx.project_root.string()) +
                         "; there is nothing to delete");
-    fs::create_directories(ctx.home / "locks", ec);
+    fs::create_directories(home.locks(), ec);
     DeleteResult r;
     {
         FileLock lock(lock_path,

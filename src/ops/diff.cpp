@@ -9,6 +9,7 @@
 #include "envbox/env/generation.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/pep/filename.hpp"
+#include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -27,7 +28,7 @@ LockView view_of(const std::string& text, const std::string& label, const fs::pa
     v.label = label;
     std::optional<store::Store> store;
     std::error_code ec;
-    if (fs::exists(home / "store-v1", ec)) store.emplace(home);
+    if (fs::exists(store::Home(home).store(), ec)) store.emplace(home);
     for (const auto& p : lock->packages) {
         LockView::Entry e;
         e.name = p.name;

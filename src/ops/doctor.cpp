@@ -129,7 +129,7 @@ void check_project(const Context& ctx, DoctorReport& r) {
         if (n.ends_with(".toml") && !n.starts_with("pylock.")) manifests.push_back(e.path());
     }
     std::sort(manifests.begin(), manifests.end());
-    index::HttpClient http(ctx.home / "cache" / "http", false);
+    index::HttpClient http(store::Home(ctx.home).http_cache(), false);
     std::map<std::string, std::size_t> by_url;  // index URL → its entry in r.indexes
     for (const auto& path : manifests) {
         DoctorReport::Environment env;
@@ -183,7 +183,7 @@ DoctorReport doctor(const Context& ctx) {
         for (const auto& c : env::interpreter_candidates(3, minor)) {
             if (c.filename() != "python3." + std::to_string(minor)) continue;
             try {
-                auto in = env::probe_interpreter(c, ctx.home / "cache" / "interpreters");
+                auto in = env::probe_interpreter(c, store::Home(ctx.home).interpreters());
                 if (in.minor == minor && seen.insert(in.executable.string()).second)
                     r.interpreters.push_back(in.full_version + in.abiflags + "  " + c.string());
             } catch (const Error&) {

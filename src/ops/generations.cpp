@@ -1,15 +1,11 @@
 #include "envbox/ops/generations.hpp"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <future>
 #include <map>
 #include <set>
-#include <unordered_set>
 
 #include "envbox/env/installer.hpp"
 #include "envbox/env/interpreter.hpp"
@@ -52,20 +48,14 @@ std::uint64_t unique_bytes(const fs::path& dir) {
     return n;
 }
 
-void remove_tree(const fs::path& p) {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot remove " + p.string() + ": " + ec.message());
-}
-
 }  // namespace
 
 fs::path store_lock_path(const Context& ctx) {
-    return ctx.home / "locks" / "store.lock";
+    return store::Home(ctx.home).store_lock();
 }
 
 fs::path env_lock_path(const Context& ctx, const std::string& env) {
-    return ctx.home / "locks" / (project_key(ctx.project_root) + "." + env + ".lock");
+    return store::Home(ctx.home).env_lock(project_key(ctx.project_root), env);
 }
 
 VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
@@ -76,7 +66,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     // The walk of the tree needs nothing but its path: it runs while the plan is made.
     auto on_disk =
         std::async(std::launch::async, [path = g.path] { return env::walk_generation(path); });
-    env::Interpreter in = env::probe_interpreter(g.python, ctx.home / "cache" / "interpreters");
+    env::Interpreter in = env::probe_interpreter(g.python, store::Home(ctx.home).interpreters());
     store::Store store(ctx.home);
     std::vector<store::WheelFiles> wheels;
     wheels.reserve(g.packages.size());
@@ -162,7 +152,7 @@ RollbackResult rollback(const Context& ctx, const std::string& env, std::optiona
     auto started = std::chrono::steady_clock::now();
     check_env_name(env);
     fs::path edir = env_dir(ctx, env);
-    fs::create_directories(ctx.home / "locks");
+    fs::create_directories(store::Home(ctx.home).locks());
     FileLock lock(env_lock_path(ctx, env));
     auto current = env::current_generation(edir);
     if (!current)
@@ -214,7 +204,8 @@ std::vector<fs::path> all_generation_dirs(const fs::path& envs) {
 // generation removed (or, in a dry run, that would be).
 void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& result,
                        std::set<fs::path>& removed) {
-    const fs::path envs = ctx.home / "envs";
+    const store::Home home(ctx.home);
+    const fs::path envs = home.envs();
     std::error_code ec;
     if (!fs::is_directory(envs, ec)) return;
     std::optional<env::RuntimeRoots> roots;  // one scan of /proc, when a first generation is to go
@@ -224,8 +215,7 @@ void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& resul
             if (!e.is_directory(ec)) continue;
             const std::string env = e.path().filename().string();
             const std::string label = project.path().filename().string() + " " + env;
-            auto lock = FileLock::try_lock(
-                ctx.home / "locks" / (project.path().filename().string() + "." + env + ".lock"));
+            auto lock = FileLock::try_lock(home.env_lock(project.path().filename().string(), env));
             if (!lock.held()) {
                 result.busy.push_back(label);
                 continue;
@@ -260,64 +250,43 @@ void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& resul
     }
 }
 
+// The wheels the generations that exist now link, less those step 1 removed (a dry run leaves
+// them on disk; they are matched by their exact path): the roots of the store's sweep.
+std::set<std::string> live_wheels(const fs::path& envs, const std::set<fs::path>& removed) {
+    std::set<std::string> live;
+    std::error_code ec;
+    if (!fs::is_directory(envs, ec)) return live;
+    for (const auto& project : fs::directory_iterator(envs, ec))
+        for (const auto& e : fs::directory_iterator(project.path(), ec))
+            for (const auto& g : env::list_generations(e.path())) {
+                if (removed.count(g.path)) continue;
+                // A record that cannot be read may not name every wheel its generation
+                // links: sweeping on its word could delete a live environment's files.
+                if (!g.damaged.empty())
+                    throw Error(ErrorCode::integrity,
+                                "the record of " + g.path.string() + " cannot be read (" +
+                                    g.damaged +
+                                    "), so the store was not swept (generations were pruned); "
+                                    "remove that generation or rebuild it with `envbox create`, "
+                                    "then run gc again");
+                for (const auto& p : g.packages)
+                    live.insert(p.wheel_sha256);
+            }
+    return live;
+}
+
 // Step 2 of gc: the store sweep, exclusive, so no create is between ingesting and linking. The
-// live set is computed under the lock from the generations that exist now, less those step 1
-// removed (a dry run leaves them on disk; they are matched by their exact path).
+// live set is computed under the lock.
 void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::path>& removed,
                  GcResult& result) {
-    const fs::path envs = ctx.home / "envs";
-    std::error_code ec;
     FileLock store_lock(store_lock_path(ctx));
     store::Store store(ctx.home);
-    std::unordered_set<std::string> live_wheels;
-    if (fs::is_directory(envs, ec))
-        for (const auto& project : fs::directory_iterator(envs, ec))
-            for (const auto& e : fs::directory_iterator(project.path(), ec))
-                for (const auto& g : env::list_generations(e.path())) {
-                    if (removed.count(g.path)) continue;
-                    // A record that cannot be read may not name every wheel its generation
-                    // links: sweeping on its word could delete a live environment's files.
-                    if (!g.damaged.empty())
-                        throw Error(
-                            ErrorCode::integrity,
-                            "the record of " + g.path.string() + " cannot be read (" + g.damaged +
-                                "), so the store was not swept (generations were pruned); remove "
-                                "that "
-                                "generation or rebuild it with `envbox create`, then run gc again");
-                    for (const auto& p : g.packages)
-                        live_wheels.insert(p.wheel_sha256);
-                }
-    std::unordered_set<std::string> live_objects;
-    fs::path wheels_dir = store.root() / "wheels";
-    for (const auto& w : fs::directory_iterator(wheels_dir, ec)) {
-        std::string sha = w.path().filename().string();
-        if (live_wheels.count(sha)) {
-            if (auto files = store.load_wheel(sha))
-                for (const auto& f : files->files)
-                    live_objects.insert(store.object_relpath(f.digest, f.executable));
-            continue;
-        }
-        result.wheels_removed++;
-        if (!opt.dry_run) remove_tree(w.path());
-    }
-    fs::path objects = store.root() / "objects" / "sha256";
-    for (const auto& shard : fs::directory_iterator(objects, ec)) {
-        if (!shard.is_directory(ec)) continue;
-        const std::string prefix = shard.path().filename().string() + "/";
-        for (const auto& o : fs::directory_iterator(shard.path(), ec)) {
-            std::string rel = prefix + o.path().filename().string();
-            if (live_objects.count(rel)) continue;
-            struct stat st {};
-            if (::lstat(o.path().c_str(), &st) == 0)
-                result.bytes_freed += static_cast<std::uint64_t>(st.st_size);
-            result.objects_removed++;
-            if (!opt.dry_run) ::unlink(o.path().c_str());
-        }
-    }
-    for (const auto& t : fs::directory_iterator(store.tmp_dir(), ec)) {
-        result.temporary_removed++;
-        if (!opt.dry_run) remove_tree(t.path());
-    }
+    const store::SweepResult swept =
+        store.sweep(live_wheels(store.layout().envs(), removed), {opt.dry_run});
+    result.wheels_removed += swept.wheels_removed;
+    result.objects_removed += swept.objects_removed;
+    result.temporary_removed += swept.temporary_removed;
+    result.bytes_freed += swept.bytes_freed;
 }
 
 }  // namespace
@@ -326,7 +295,7 @@ GcResult gc(const Context& ctx, const GcOptions& opt) {
     if (opt.keep < 1) throw Error(ErrorCode::usage, "--keep must be at least 1");
     GcResult result;
     std::error_code ec;
-    fs::create_directories(ctx.home / "locks", ec);
+    fs::create_directories(store::Home(ctx.home).locks(), ec);
     std::set<fs::path> removed;
     prune_generations(ctx, opt, result, removed);
     sweep_store(ctx, opt, removed, result);

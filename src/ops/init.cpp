@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -109,7 +110,7 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
                     r.manifest.string() +
                         " already exists; envbox init never replaces a manifest "
                         "(edit it, or remove it first)");
-    const fs::path probe_cache = ctx.home / "cache" / "interpreters";
+    const fs::path probe_cache = store::Home(ctx.home).interpreters();
     if (opt.python) {
         int major = 0, minor = 0;
         if (!parse_python(*opt.python, major, minor))

@@ -16,7 +16,7 @@ namespace envbox::ops {
 std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
     std::vector<EnvSummary> out;
     std::error_code ec;
-    fs::path envs = ctx.home / "envs";
+    fs::path envs = store::Home(ctx.home).envs();
     if (!fs::is_directory(envs, ec)) return out;
     const std::string mine = ctx.project_root.empty() ? "" : project_key(ctx.project_root);
     for (const auto& project : fs::directory_iterator(envs, ec)) {
@@ -65,7 +65,7 @@ std::map<std::string, std::vector<std::string>> generations_linking(
         return it->second;
     };
     std::error_code ec;
-    for (const auto& project : fs::directory_iterator(ctx.home / "envs", ec)) {
+    for (const auto& project : fs::directory_iterator(store::Home(ctx.home).envs(), ec)) {
         if (!project.is_directory(ec)) continue;
         std::string root = project.path().filename().string();
         if (fs::exists(project.path() / "project", ec)) {

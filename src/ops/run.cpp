@@ -4,6 +4,7 @@
 #include "envbox/env/generation.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/ops/create.hpp"
+#include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -68,7 +69,7 @@ void add_compile_caches(const Context& ctx, const std::string& env,
             build += "+cuda" + newest.str();
         }
         fs::path env_caches =
-            ctx.home / "cache" / "compile" / (project_key(ctx.project_root) + "." + env);
+            store::Home(ctx.home).compile_cache(project_key(ctx.project_root), env);
         fs::path dir = env_caches / build;
         std::error_code ec;
         fs::create_directories(dir / "inductor", ec);

@@ -2,10 +2,16 @@
 /// The content-addressed store (docs/ARCHITECTURE.md, "The store"): every file of every wheel
 /// kept once as a read-only object named by its sha256, plus one published file list per wheel.
 ///
-/// Layout under the home directory:
+/// Layout under the home directory (`Home`, home.hpp):
 ///   store-v1/objects/sha256/ab/cdef…     object (0444), or cdef….x (0555) for executables
 ///   store-v1/wheels/<wheel sha256>/files  the wheel's file list (published last)
 ///   tmp/                                  staging, same filesystem, cleaned on failure
+///
+/// The store owns its lifecycle; each step has its file in src/store/:
+///   ingest        `Ingest` (ingest.cpp, ingest_member.cpp, ingest_finish.cpp)
+///   publish       `Store::publish` (store.cpp)
+///   check         `object_touched`, `Store::damaged_objects` (check.cpp)
+///   sweep (gc)    `Store::sweep` (sweep.cpp)
 
 #include <sys/stat.h>
 
@@ -18,6 +24,8 @@
 #include <vector>
 
 #include "envbox/pep/filename.hpp"
+#include "envbox/store/home.hpp"
+#include "envbox/util/unique_fd.hpp"
 
 namespace envbox::store {
 
@@ -77,6 +85,19 @@ struct IngestStats {
 std::optional<std::string> read_dist_info_file(const std::filesystem::path& wheel,
                                                std::string_view leaf);
 
+/// How `Store::sweep` runs.
+struct SweepOptions {
+    bool dry_run = false;  ///< count what would go, remove nothing
+};
+
+/// What `Store::sweep` removed (or, in a dry run, would remove).
+struct SweepResult {
+    std::size_t wheels_removed = 0;     ///< file lists of wheels no root names
+    std::size_t objects_removed = 0;    ///< objects no kept file list names (any name in a shard)
+    std::size_t temporary_removed = 0;  ///< entries of tmp/
+    std::uint64_t bytes_freed = 0;      ///< the removed objects' sizes
+};
+
 class Store;
 
 /// One wheel being ingested into the store. The constructor reads the archive's directory and
@@ -131,16 +152,18 @@ class Store {
     Store(const Store&) = delete;
     Store& operator=(const Store&) = delete;
 
-    const std::filesystem::path& home() const { return home_; }
-    std::filesystem::path root() const { return home_ / "store-v1"; }
-    std::filesystem::path tmp_dir() const { return home_ / "tmp"; }
+    const std::filesystem::path& home() const { return layout_.root(); }
+    /// The home's folders (home.hpp).
+    const Home& layout() const { return layout_; }
+    std::filesystem::path root() const { return layout_.store(); }
+    std::filesystem::path tmp_dir() const { return layout_.tmp(); }
     /// Where an object lives. `digest` must be 64 lowercase hex digits: anything else throws
     /// (`invalid_input`) and no path is built, whoever passes it.
     std::filesystem::path object_path(std::string_view digest, bool executable) const;
     /// The object's path relative to `objects_dir_fd()` ("ab/cdef…", "ab/cdef….x"); same check.
     std::string object_relpath(std::string_view digest, bool executable) const;
     /// An open descriptor of `store-v1/objects/sha256`, for *at() calls.
-    int objects_dir_fd() const { return objects_fd_; }
+    int objects_dir_fd() const { return objects_fd_.get(); }
 
     /// The published file list of a wheel, if it was ingested before. `wheel_sha256` must be 64
     /// lowercase hex digits (else `invalid_input`); a list whose digests, name or format are
@@ -160,9 +183,21 @@ class Store {
     /// Makes ingested objects durable (one syncfs) and then publishes the file lists.
     void publish(const std::vector<const WheelFiles*>& wheels) const;
 
+    /// The store's garbage collection, as Nix's `collectGarbage`: removes every wheel's file
+    /// list whose sha256 is not in `live_wheels`, every object (any entry of an objects shard)
+    /// that no kept file list names, and every entry of tmp/. The caller computes the roots
+    /// and holds the store lock exclusively (`ops::store_lock_path`), so no ingest is between
+    /// staging and publishing and no create between publishing and linking. A dry run removes
+    /// nothing and reports exactly what a real one would. A kept wheel's damaged file list
+    /// throws (`integrity`, from `load_wheel`) before any object is removed (dead wheels' lists
+    /// met before it may be gone); a file list or tmp/ entry that cannot be removed throws
+    /// (`generic`); an object that cannot be unlinked is counted and left.
+    SweepResult sweep(const std::set<std::string>& live_wheels,
+                      const SweepOptions& options = {}) const;
+
   private:
-    std::filesystem::path home_;
-    int objects_fd_ = -1;
+    Home layout_;
+    UniqueFd objects_fd_;
 };
 
 }  // namespace envbox::store

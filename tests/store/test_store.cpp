@@ -1,0 +1,371 @@
+// The store's lifecycle in-process: ingest of wheels written here (and of Debian's real ones),
+// publish, the check that finds a touched object, and the sweep, dry run against real.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "envbox/store/store.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+
+using namespace envbox;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempHome {
+    fs::path path;
+    TempHome() {
+        std::string tmpl = (fs::temp_directory_path() / "envbox-store-XXXXXX").string();
+        path = ::mkdtemp(tmpl.data());
+    }
+    ~TempHome() {
+        // Objects are read-only; their directories are not, so remove_all works.
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+std::uint32_t crc32(std::string_view data) {
+    std::uint32_t c = 0xffffffffu;
+    for (unsigned char b : data) {
+        c ^= b;
+        for (int i = 0; i < 8; ++i)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+void put(std::string& out, std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i)
+        out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+struct Member {
+    std::string name, content;
+    bool executable = false;
+};
+
+// A zip of stored (uncompressed) members made on Unix, as a wheel tool writes them.
+std::string zip_of(const std::vector<Member>& members) {
+    std::string out, directory;
+    for (const auto& m : members) {
+        const std::uint64_t offset = out.size();
+        const std::uint32_t crc = crc32(m.content);
+        put(out, 0x04034b50, 4);
+        put(out, 20, 2);  // version needed
+        put(out, 0, 2);   // flags
+        put(out, 0, 2);   // stored
+        put(out, 0, 4);   // time, date
+        put(out, crc, 4);
+        put(out, m.content.size(), 4);
+        put(out, m.content.size(), 4);
+        put(out, m.name.size(), 2);
+        put(out, 0, 2);
+        out += m.name;
+        out += m.content;
+        put(directory, 0x02014b50, 4);
+        put(directory, (3 << 8) | 20, 2);  // made by: Unix
+        put(directory, 20, 2);
+        put(directory, 0, 2);
+        put(directory, 0, 2);
+        put(directory, 0, 4);
+        put(directory, crc, 4);
+        put(directory, m.content.size(), 4);
+        put(directory, m.content.size(), 4);
+        put(directory, m.name.size(), 2);
+        put(directory, 0, 2);  // extra
+        put(directory, 0, 2);  // comment
+        put(directory, 0, 2);  // disk
+        put(directory, 0, 2);  // internal attributes
+        put(directory, std::uint64_t(m.executable ? 0100755 : 0100644) << 16, 4);
+        put(directory, offset, 4);
+        directory += m.name;
+    }
+    const std::uint64_t directory_offset = out.size();
+    out += directory;
+    put(out, 0x06054b50, 4);
+    put(out, 0, 4);  // disks
+    put(out, members.size(), 2);
+    put(out, members.size(), 2);
+    put(out, directory.size(), 4);
+    put(out, directory_offset, 4);
+    put(out, 0, 2);
+    return out;
+}
+
+// A wheel of project `name` 1.0 with `files` (archive path, content, executable) beside its
+// METADATA, WHEEL and a RECORD that lists them all; `damage_record` lists one wrong hash.
+fs::path write_wheel(const fs::path& dir, const std::string& name, std::vector<Member> files,
+                     bool damage_record = false) {
+    const std::string dist_info = name + "-1.0.dist-info";
+    files.push_back(
+        {dist_info + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: 1.0\n"});
+    files.push_back({dist_info + "/WHEEL",
+                     "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: "
+                     "py3-none-any\n"});
+    std::string record;
+    for (const auto& f : files) {
+        std::string digest = to_record_b64(sha256(damage_record ? f.content + "!" : f.content));
+        record += f.name + ",sha256=" + digest + "," + std::to_string(f.content.size()) + "\n";
+    }
+    record += dist_info + "/RECORD,,\n";
+    files.push_back({dist_info + "/RECORD", record});
+    fs::path path = dir / (name + "-1.0-py3-none-any.whl");
+    std::ofstream(path, std::ios::binary) << zip_of(files);
+    return path;
+}
+
+store::WheelFiles ingest(const store::Store& store, const fs::path& wheel,
+                         store::IngestStats* stats = nullptr) {
+    store::Ingest in(store, wheel, to_hex(sha256_file(wheel)), wheel.filename().string(), true,
+                     fs::file_size(wheel));
+    for (std::size_t t = 0; t < in.task_count(); ++t)
+        in.run_task(t);
+    return in.finish(stats);
+}
+
+std::size_t entries(const fs::path& dir) {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::recursive_directory_iterator(dir))
+        if (!e.is_directory()) ++n;
+    return n;
+}
+
+const std::vector<Member> kDemoFiles = {
+    {"demo/__init__.py", "VALUE = 1\n"},
+    {"demo/tool.sh", "#!/bin/sh\necho demo\n", true},
+    {"demo/LICENSE", "shared licence text\n"},
+};
+
+}  // namespace
+
+TEST_CASE("ingest stores each member once as a read-only object and reads the wheel's identity",
+          "[store]") {
+    TempHome home;
+    store::Store store(home.path);
+    fs::path wheel = write_wheel(home.path, "demo", kDemoFiles);
+    store::IngestStats stats;
+    store::WheelFiles w = ingest(store, wheel, &stats);
+    CHECK(w.name == "demo");
+    CHECK(w.version == "1.0");
+    CHECK(w.dist_info == "demo-1.0.dist-info");
+    CHECK(w.root_is_purelib);
+    REQUIRE(w.files.size() == 6);
+    CHECK(stats.new_objects == 6);
+    CHECK(stats.archive_bytes == fs::file_size(wheel));
+    const store::WheelFile* tool = w.find("demo/tool.sh");
+    REQUIRE(tool);
+    CHECK(tool->executable);
+    CHECK(tool->digest == to_hex(sha256("#!/bin/sh\necho demo\n")));
+    for (const auto& f : w.files) {
+        struct stat st {};
+        REQUIRE(::stat(store.object_path(f.digest, f.executable).c_str(), &st) == 0);
+        CHECK(!store::object_touched(st, f.size, f.executable));
+    }
+    // Nothing staged is left behind, and a second ingest finds every object stored.
+    CHECK(fs::is_empty(store.tmp_dir()));
+    store::IngestStats again;
+    ingest(store, wheel, &again);
+    CHECK(again.new_objects == 0);
+    CHECK(entries(store.layout().objects()) == 6);
+}
+
+TEST_CASE("ingest refuses a wheel whose RECORD disagrees and stores nothing", "[store]") {
+    TempHome home;
+    store::Store store(home.path);
+    fs::path wheel = write_wheel(home.path, "demo", kDemoFiles, /*damage_record=*/true);
+    try {
+        ingest(store, wheel);
+        FAIL("ingest accepted a wrong RECORD");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::integrity);
+    }
+    CHECK(entries(store.layout().objects()) == 0);
+    CHECK(fs::is_empty(store.tmp_dir()));
+}
+
+TEST_CASE("ingest of Debian's real wheels", "[store]") {
+    const fs::path dir = "/usr/share/python-wheels";
+    std::vector<fs::path> wheels;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().extension() == ".whl") wheels.push_back(e.path());
+    if (wheels.empty()) {
+        WARN("no wheels in " << dir << "; skipped");
+        return;
+    }
+    TempHome home;
+    store::Store store(home.path);
+    for (const auto& path : wheels) {
+        INFO(path);
+        store::WheelFiles w = ingest(store, path);
+        CHECK(path.filename().string().starts_with(w.name + "-" + w.version + "-"));
+        CHECK(w.find(w.dist_info + "/RECORD"));
+        store.publish({&w});
+        auto loaded = store.load_wheel(w.wheel_sha256);
+        REQUIRE(loaded);
+        CHECK(loaded->files.size() == w.files.size());
+        CHECK(!store.damaged_objects(*loaded, /*hash=*/true));
+    }
+}
+
+TEST_CASE("publish is idempotent", "[store]") {
+    TempHome home;
+    store::Store store(home.path);
+    store::WheelFiles w = ingest(store, write_wheel(home.path, "demo", kDemoFiles));
+    CHECK(!store.load_wheel(w.wheel_sha256));  // ingest alone publishes nothing
+    store.publish({});
+    store.publish({&w});
+    const fs::path list = store.layout().wheels() / w.wheel_sha256 / "files";
+    const std::string first = read_file(list);
+    store.publish({&w, &w});
+    CHECK(read_file(list) == first);
+    CHECK((fs::status(list).permissions() & fs::perms::all) == fs::perms(0444));
+    auto loaded = store.load_wheel(w.wheel_sha256);
+    REQUIRE(loaded);
+    CHECK(loaded->name == w.name);
+    REQUIRE(loaded->files.size() == w.files.size());
+    for (std::size_t i = 0; i < w.files.size(); ++i) {
+        CHECK(loaded->files[i].path == w.files[i].path);
+        CHECK(loaded->files[i].digest == w.files[i].digest);
+        CHECK(loaded->files[i].executable == w.files[i].executable);
+    }
+}
+
+TEST_CASE("damaged_objects finds a touched, a missing and a rewritten object", "[store]") {
+    TempHome home;
+    store::Store store(home.path);
+    store::WheelFiles w = ingest(store, write_wheel(home.path, "demo", kDemoFiles));
+    CHECK(!store.damaged_objects(w, /*hash=*/true));
+    const store::WheelFile& init = *w.find("demo/__init__.py");
+    const fs::path object = store.object_path(init.digest, false);
+
+    SECTION("a chmod") {
+        REQUIRE(::chmod(object.c_str(), 0644) == 0);
+        auto damage = store.damaged_objects(w, false);
+        REQUIRE(damage);
+        CHECK(damage->digests == std::set<std::string>{init.digest});
+        CHECK(damage->first == object.string() + " (demo/__init__.py): mode 0644, expected 0444");
+    }
+    SECTION("a write through a link") {
+        REQUIRE(::chmod(object.c_str(), 0644) == 0);
+        std::ofstream(object, std::ios::app) << "# appended\n";
+        REQUIRE(::chmod(object.c_str(), 0444) == 0);
+        auto damage = store.damaged_objects(w, false);
+        REQUIRE(damage);
+        CHECK(damage->digests == std::set<std::string>{init.digest});
+        CHECK(damage->first.find("size ") != std::string::npos);
+    }
+    SECTION("gone") {
+        fs::remove(object);
+        auto damage = store.damaged_objects(w, false);
+        REQUIRE(damage);
+        CHECK(damage->first == object.string() + " (demo/__init__.py): " + std::strerror(ENOENT));
+    }
+    SECTION("same size, mode and mtime: only hashing finds it") {
+        REQUIRE(::chmod(object.c_str(), 0644) == 0);
+        std::ofstream(object, std::ios::binary | std::ios::trunc) << "VALUE = 2\n";
+        const struct timespec times[2] = {{store::kObjectMtime, 0}, {store::kObjectMtime, 0}};
+        REQUIRE(::utimensat(AT_FDCWD, object.c_str(), times, 0) == 0);
+        REQUIRE(::chmod(object.c_str(), 0444) == 0);
+        CHECK(!store.damaged_objects(w, false));
+        auto damage = store.damaged_objects(w, true);
+        REQUIRE(damage);
+        CHECK(damage->first ==
+              object.string() + " (demo/__init__.py): content differs from its name");
+    }
+    // Ingesting the wheel again, asked to replace them, repairs what was found.
+    auto damage = store.damaged_objects(w, true);
+    REQUIRE(damage);
+    const fs::path wheel = home.path / "demo-1.0-py3-none-any.whl";
+    store::Ingest again(store, wheel, w.wheel_sha256, wheel.filename().string(), true);
+    again.replace_objects(damage->digests);
+    for (std::size_t t = 0; t < again.task_count(); ++t)
+        again.run_task(t);
+    store::IngestStats stats;
+    again.finish(&stats);
+    CHECK(stats.new_objects == 1);
+    CHECK(!store.damaged_objects(w, true));
+}
+
+TEST_CASE("sweep: a dry run counts exactly what a real one removes", "[store]") {
+    TempHome home;
+    store::Store store(home.path);
+    // Both wheels hold demo/LICENSE's content; only `other` holds the rest of its objects.
+    store::WheelFiles kept = ingest(store, write_wheel(home.path, "demo", kDemoFiles));
+    store::WheelFiles other =
+        ingest(store, write_wheel(home.path, "other",
+                                  {{"other/__init__.py", "OTHER = 1\n"},
+                                   {"other/LICENSE", "shared licence text\n"}}));
+    store.publish({&kept, &other});
+    write_file_atomic(store.tmp_dir() / "ingest-left-by-a-crash", "x");
+    const std::set<std::string> live = {kept.wheel_sha256};
+
+    // The objects only `other` holds (its WHEEL is the same text as demo's).
+    std::set<std::string> kept_objects;
+    for (const auto& f : kept.files)
+        kept_objects.insert(store.object_relpath(f.digest, f.executable));
+    std::uint64_t other_only_bytes = 0;
+    std::size_t other_only = 0;
+    for (const auto& f : other.files)
+        if (!kept_objects.count(store.object_relpath(f.digest, f.executable))) {
+            ++other_only;
+            other_only_bytes += f.size;
+        }
+    REQUIRE(other_only == 3);  // __init__.py, METADATA, RECORD
+
+    const std::size_t objects_before = entries(store.layout().objects());
+    store::SweepResult dry = store.sweep(live, {/*dry_run=*/true});
+    CHECK(dry.wheels_removed == 1);
+    CHECK(dry.objects_removed == other_only);
+    CHECK(dry.bytes_freed == other_only_bytes);
+    CHECK(dry.temporary_removed == 1);
+    CHECK(entries(store.layout().objects()) == objects_before);
+    CHECK(store.load_wheel(other.wheel_sha256));
+    CHECK(!fs::is_empty(store.tmp_dir()));
+
+    store::SweepResult real = store.sweep(live);
+    CHECK(real.wheels_removed == dry.wheels_removed);
+    CHECK(real.objects_removed == dry.objects_removed);
+    CHECK(real.bytes_freed == dry.bytes_freed);
+    CHECK(real.temporary_removed == dry.temporary_removed);
+    CHECK(entries(store.layout().objects()) == objects_before - other_only);
+    CHECK(!store.load_wheel(other.wheel_sha256));
+    CHECK(fs::is_empty(store.tmp_dir()));
+    CHECK(!store.damaged_objects(kept, true));
+
+    store::SweepResult nothing = store.sweep(live);
+    CHECK(nothing.wheels_removed == 0);
+    CHECK(nothing.objects_removed == 0);
+    CHECK(nothing.temporary_removed == 0);
+    CHECK(nothing.bytes_freed == 0);
+}
+
+TEST_CASE("sweep refuses to go on from a live wheel's damaged file list", "[store]") {
+    TempHome home;
+    store::Store store(home.path);
+    store::WheelFiles w = ingest(store, write_wheel(home.path, "demo", kDemoFiles));
+    store.publish({&w});
+    const fs::path list = store.layout().wheels() / w.wheel_sha256 / "files";
+    fs::remove(list);
+    write_file_atomic(list, "envbox-wheel-files 1\ngarbage\n");
+    const std::size_t objects_before = entries(store.layout().objects());
+    try {
+        store.sweep({w.wheel_sha256});
+        FAIL("sweep went on");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::integrity);
+    }
+    CHECK(entries(store.layout().objects()) == objects_before);
+}

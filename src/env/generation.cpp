@@ -15,6 +15,7 @@
 #include "envbox/pep/digest.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/unique_fd.hpp"
 
 namespace fs = std::filesystem;
 
@@ -96,6 +97,112 @@ std::string generation_dir_name(int number) {
     return "gen-" + std::to_string(number);
 }
 
+namespace {
+
+// Reads the lines of one info record into a Generation; the first damage found is kept, with
+// its line number.
+class InfoReader {
+  public:
+    InfoReader(Generation& g, bool v1) : g_(g), v1_(v1) {}
+
+    /// One line after the header ("KEY REST"); unknown keys and lines without a blank are skipped.
+    void line(const std::string& text) {
+        ++line_number_;
+        auto sp = text.find(' ');
+        if (sp == std::string::npos) return;
+        const std::string key = text.substr(0, sp);
+        const std::string_view rest = std::string_view(text).substr(sp + 1);
+        if (std::string* field = scalar(key))
+            *field = value(key, rest);
+        else if (key == "direct-url")
+            direct_url(rest);
+        else if (key == "prefer") {
+            const std::string name = value(key, rest);
+            for (auto& p : g_.packages)
+                if (p.name == name) p.preferred = true;
+        } else if (key == "package")
+            package(rest);
+    }
+
+  private:
+    // The field a one-value key fills, or nullptr.
+    std::string* scalar(const std::string& key) {
+        if (key == "created") return &g_.created;
+        if (key == "lock-digest") return &g_.lock_digest;
+        if (key == "lock-source") return &g_.lock_source;
+        if (key == "python") return &g_.python;
+        if (key == "python-version") return &g_.python_version;
+        if (key == "platform") return &g_.platform;
+        if (key == "environment") return &g_.environment;
+        if (key == "link-mode") return &g_.link_mode;
+        return nullptr;
+    }
+
+    void damaged(const std::string& why) {
+        if (g_.damaged.empty()) g_.damaged = "line " + std::to_string(line_number_) + ": " + why;
+    }
+
+    // Fields of a line after its key: v1 values as written, v2 ones decoded.
+    std::vector<std::string> fields(std::string_view rest) {
+        std::vector<std::string> out;
+        for (std::string_view f : split_fields(rest)) {
+            auto d = v1_ ? std::optional<std::string>(f) : decode_value(f);
+            if (!d) {
+                damaged("bad %-escape");
+                return std::vector<std::string>();
+            }
+            out.push_back(std::move(*d));
+        }
+        return out;
+    }
+
+    // A single value: v1 took the rest of the line (paths with blanks), v2 one field.
+    std::string value(const std::string& key, std::string_view rest) {
+        if (v1_) return std::string(rest);
+        auto f = fields(rest);
+        if (f.empty()) return std::string();
+        if (f.size() != 1) return damaged("expected one value for " + key), std::string();
+        return f[0];
+    }
+
+    void direct_url(std::string_view rest) {
+        // v1: NAME, then the JSON (which may hold blanks) to the end of the line.
+        std::vector<std::string> f;
+        if (v1_) {
+            auto sp = rest.find(' ');
+            if (sp != std::string_view::npos)
+                f = {std::string(rest.substr(0, sp)), std::string(rest.substr(sp + 1))};
+        } else {
+            f = fields(rest);
+        }
+        if (f.size() != 2) return damaged("bad direct-url line");
+        for (auto& p : g_.packages)
+            if (p.name == f[0]) p.direct_url = f[1];
+    }
+
+    void package(std::string_view rest) {
+        // name version wheel-sha256 filename requested|-: anything else is a record that a value
+        // broke (an older envbox wrote a hostile Version as it was) and must not be taken for
+        // what the generation uses.
+        auto f = fields(rest);
+        if (f.size() != 5 || !pep::is_sha256_hex(f[2]) || (f[4] != "requested" && f[4] != "-"))
+            return damaged("malformed package line");
+        GenerationPackage p;
+        p.name = f[0];
+        p.version = f[1];
+        p.wheel_sha256 = f[2];
+        p.filename = f[3];
+        p.requested = f[4] == "requested";
+        g_.packages.push_back(std::move(p));
+    }
+
+    Generation& g_;
+    const bool v1_;
+    int line_number_ = 1;
+};
+
+}  // namespace
+
 std::optional<Generation> read_generation(const fs::path& gen_path) {
     auto number = parse_gen_number(gen_path.filename().string());
     if (!number) return std::nullopt;
@@ -112,93 +219,9 @@ std::optional<Generation> read_generation(const fs::path& gen_path) {
         g.damaged = "unknown record header";
         return g;
     }
-    const bool v1 = line == kInfoHeaderV1;
-    int line_number = 1;
-    auto damaged = [&](const std::string& why) {
-        if (g.damaged.empty()) g.damaged = "line " + std::to_string(line_number) + ": " + why;
-    };
-    // Fields of a line after its key: v1 values as written, v2 ones decoded.
-    auto fields = [&](std::string_view rest) {
-        std::vector<std::string> out;
-        for (std::string_view f : split_fields(rest)) {
-            auto d = v1 ? std::optional<std::string>(f) : decode_value(f);
-            if (!d) {
-                damaged("bad %-escape");
-                return std::vector<std::string>();
-            }
-            out.push_back(std::move(*d));
-        }
-        return out;
-    };
-    while (std::getline(s, line)) {
-        ++line_number;
-        auto sp = line.find(' ');
-        if (sp == std::string::npos) continue;
-        std::string key = line.substr(0, sp);
-        std::string_view rest = std::string_view(line).substr(sp + 1);
-        // A single value: v1 took the rest of the line (paths with blanks), v2 one field.
-        auto value = [&]() -> std::string {
-            if (v1) return std::string(rest);
-            auto f = fields(rest);
-            if (f.empty()) return std::string();
-            if (f.size() != 1) return damaged("expected one value for " + key), std::string();
-            return f[0];
-        };
-        if (key == "created")
-            g.created = value();
-        else if (key == "lock-digest")
-            g.lock_digest = value();
-        else if (key == "lock-source")
-            g.lock_source = value();
-        else if (key == "python")
-            g.python = value();
-        else if (key == "python-version")
-            g.python_version = value();
-        else if (key == "platform")
-            g.platform = value();
-        else if (key == "environment")
-            g.environment = value();
-        else if (key == "link-mode")
-            g.link_mode = value();
-        else if (key == "direct-url") {
-            // v1: NAME, then the JSON (which may hold blanks) to the end of the line.
-            std::vector<std::string> f;
-            if (v1) {
-                auto sp2 = rest.find(' ');
-                if (sp2 != std::string_view::npos)
-                    f = {std::string(rest.substr(0, sp2)), std::string(rest.substr(sp2 + 1))};
-            } else {
-                f = fields(rest);
-            }
-            if (f.size() != 2) {
-                damaged("bad direct-url line");
-                continue;
-            }
-            for (auto& p : g.packages)
-                if (p.name == f[0]) p.direct_url = f[1];
-        } else if (key == "prefer") {
-            const std::string name = value();
-            for (auto& p : g.packages)
-                if (p.name == name) p.preferred = true;
-        } else if (key == "package") {
-            // name version wheel-sha256 filename requested|-: anything else is a record that a
-            // value broke (an older envbox wrote a hostile Version as it was) and must not be
-            // taken for what the generation uses.
-            auto f = fields(rest);
-            if (f.size() != 5 || !pep::is_sha256_hex(f[2]) ||
-                (f[4] != "requested" && f[4] != "-")) {
-                damaged("malformed package line");
-                continue;
-            }
-            GenerationPackage p;
-            p.name = f[0];
-            p.version = f[1];
-            p.wheel_sha256 = f[2];
-            p.filename = f[3];
-            p.requested = f[4] == "requested";
-            g.packages.push_back(std::move(p));
-        }
-    }
+    InfoReader reader(g, line == kInfoHeaderV1);
+    while (std::getline(s, line))
+        reader.line(line);
     return g;
 }
 
@@ -277,14 +300,10 @@ void switch_current(const fs::path& env_dir, int number) {
     if (::rename(tmp.c_str(), (env_dir / "current").c_str()) != 0) {
         int err = errno;
         fs::remove(tmp, ec);
-        throw Error(ErrorCode::generic,
-                    "cannot switch " + (env_dir / "current").string() + ": " + std::strerror(err));
+        throw sys_error("cannot switch " + (env_dir / "current").string(), err);
     }
-    int fd = ::open(env_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
-    }
+    UniqueFd dir(::open(env_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir) ::fsync(dir.get());
 }
 
 // ---- generations in use ------------------------------------------------------------------
@@ -305,18 +324,19 @@ std::optional<Generation> hold_current_generation(const fs::path& env_dir) {
         // file existed. An empty file nothing reads, not the generation's directory: through
         // the inherited descriptor (opened before the sandbox's read-only mounts) a command
         // reaches nothing that matters.
-        int fd = ::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW, 0444);
-        if (fd < 0 && errno == ENOENT) continue;  // the whole tree went meanwhile
-        if (fd < 0) fd = ::open(lock.c_str(), O_RDONLY | O_NOFOLLOW);
-        if (fd < 0) return gen;  // cannot be held here: the /proc scan still finds the job
+        UniqueFd fd(::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW, 0444));
+        if (!fd && errno == ENOENT) continue;  // the whole tree went meanwhile
+        if (!fd) fd.reset(::open(lock.c_str(), O_RDONLY | O_NOFOLLOW));
+        if (!fd) return gen;  // cannot be held here: the /proc scan still finds the job
         int rc;
-        while ((rc = ::flock(fd, LOCK_SH)) != 0 && errno == EINTR) {
+        while ((rc = ::flock(fd.get(), LOCK_SH)) != 0 && errno == EINTR) {
         }
         // gc removes the stamp first, holding the lock: a stamp seen now stays while we hold it.
         std::error_code ec;
-        if (rc != 0 || fs::exists(gen->path / ".envbox" / "complete", ec))
-            return gen;  // fd stays open
-        ::close(fd);
+        if (rc != 0 || fs::exists(gen->path / ".envbox" / "complete", ec)) {
+            (void)fd.release();  // held until this process (or what it execs) ends
+            return gen;
+        }
     }
     throw Error(ErrorCode::generic,
                 "the current generation of " + env_dir.string() +
@@ -325,28 +345,25 @@ std::optional<Generation> hold_current_generation(const fs::path& env_dir) {
 
 GenerationClaim::GenerationClaim(const fs::path& gen_path) {
     const fs::path lock = in_use_lock_path(gen_path);
-    fd_ = ::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444);
-    if (fd_ < 0) fd_ = ::open(lock.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    fd_.reset(::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444));
+    if (!fd_) fd_.reset(::open(lock.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     // No lock file and none can be made (an unfinished generation without .envbox/): no job can
     // hold it either, since a job holds only a stamped generation.
-    if (fd_ < 0) {
+    if (!fd_) {
         claimed_ = true;
         return;
     }
     // EWOULDBLOCK: a job holds it. A filesystem without locks (ENOLCK) fails the jobs' lock
     // too, which then rely on the /proc scan alone.
-    claimed_ = ::flock(fd_, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK;
+    claimed_ = ::flock(fd_.get(), LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK;
 }
 
-GenerationClaim::~GenerationClaim() {
-    if (fd_ >= 0) ::close(fd_);
-}
+GenerationClaim::~GenerationClaim() = default;
 
 void remove_generation(const fs::path& gen_path) {
     const fs::path stamp = gen_path / ".envbox" / "complete";
     if (::unlink(stamp.c_str()) != 0 && errno != ENOENT)
-        throw Error(ErrorCode::generic,
-                    "cannot remove " + stamp.string() + ": " + std::strerror(errno));
+        throw sys_error("cannot remove " + stamp.string(), errno);
     // A job that opened the lock file just as its name went (see hold_current_generation) may
     // have made a new one in .envbox/ while the tree was being removed: one more pass finds it.
     std::error_code ec;
@@ -372,17 +389,16 @@ std::string read_link(const std::string& path) {
 
 // A /proc file (they report no size), at most `limit` bytes; empty when it cannot be read.
 std::string read_proc_file(const std::string& path, std::size_t limit) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return {};
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return {};
     std::string out;
     char buf[65536];
     while (out.size() < limit) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         out.append(buf, static_cast<std::size_t>(n));
     }
-    ::close(fd);
     return out;
 }
 

@@ -1,22 +1,15 @@
+// The plan half of the installer: every destination, RECORD and overlap decided from the
+// wheels' file lists, before anything is written (install_apply.cpp writes the plan).
 #include "envbox/env/installer.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstring>
 #include <map>
-#include <mutex>
 #include <set>
 #include <unordered_map>
 
 #include "envbox/pep/name.hpp"
 #include "envbox/pep/wheel.hpp"
 #include "envbox/util/error.hpp"
-#include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -66,6 +59,15 @@ bool is_entry_point_wrapper(std::string_view file_name, const std::set<std::stri
     return names.count(std::string(match)) > 0;
 }
 
+// The spec names it `{name}-{version}.data/`; pip (and so the wheels in the wild that rely on
+// it) takes any top-level `*.data/` directory, and so does envbox. "" when `path` is in none.
+std::string data_dir_of(const std::string& path) {
+    auto slash = path.find('/');
+    if (slash == std::string::npos) return {};
+    std::string top = path.substr(0, slash);
+    return top.size() > 5 && top.ends_with(".data") ? top + "/" : std::string();
+}
+
 class Planner {
   public:
     Planner(const store::Store& store, const Interpreter& in, const VenvLayout& layout)
@@ -76,108 +78,30 @@ class Planner {
     std::vector<std::string> dist_info_prefix;  // "lib/…/site-packages/x-1.dist-info/" per wheel
     std::vector<std::vector<std::size_t>> of_wheel;  // placements of each wheel, RECORD last
 
+    /// Plans one wheel: its members through the install scheme, its entry-point launchers,
+    /// then what envbox adds to its .dist-info, RECORD last.
     void plan(const InstallRequest& req, std::size_t index) {
         const store::WheelFiles& w = *req.wheel;
         wheel_labels.push_back(w.name + " " + w.version + " (" + w.filename + ")");
-        // The spec names it `{name}-{version}.data/`; pip (and so the wheels in the wild that
-        // rely on it) takes any top-level `*.data/` directory, and so does envbox.
-        auto data_dir_of = [](const std::string& path) -> std::string {
-            auto slash = path.find('/');
-            if (slash == std::string::npos) return {};
-            std::string top = path.substr(0, slash);
-            return top.size() > 5 && top.ends_with(".data") ? top + "/" : std::string();
-        };
-        const std::string record = w.dist_info + "/RECORD";
         const fs::path root_dir = w.root_is_purelib ? layout_.purelib : layout_.platlib;
-
+        Wheel cur{w, index, rel_of(root_dir), of_wheel.emplace_back()};
         // Entry points decide which .data scripts are setuptools wrappers.
-        std::vector<pep::EntryPoint> entries;
-        if (const auto* ep = w.find(w.dist_info + "/entry_points.txt")) {
-            auto parsed =
-                pep::parse_entry_points(read_file(store_.object_path(ep->digest, ep->executable)));
-            if (!parsed)
-                throw Error(ErrorCode::integrity, w.filename + ": " + parsed.error().message());
-            entries = std::move(*parsed);
-        }
+        const std::vector<pep::EntryPoint> entries = entry_points_of(w);
         std::set<std::string> entry_names;
         for (const auto& e : entries)
             entry_names.insert(e.name);
-
-        std::vector<std::size_t>& mine = of_wheel.emplace_back();  // this wheel's placements
-        const std::string root_rel = rel_of(root_dir);
-        // A file's RECORD path: relative to root_dir, so `../../../bin/x` for scripts.
-        auto record_path_of = [&](const std::string& rel) {
-            if (rel.size() > root_rel.size() && rel.compare(0, root_rel.size(), root_rel) == 0 &&
-                rel[root_rel.size()] == '/')
-                return rel.substr(root_rel.size() + 1);
-            return fs::path(rel).lexically_relative(root_rel).generic_string();
-        };
-        auto add = [&](std::string rel, const store::WheelFile* object, std::string content,
-                       bool executable, std::string record_path = {}) {
-            mine.push_back(placements.size());
-            if (record_path.empty()) record_path = record_path_of(rel);
-            placements.push_back({std::move(rel), object, std::move(content), executable, index,
-                                  std::move(record_path)});
-        };
-        auto under = [&](const fs::path& dir, std::string_view sub) {
-            std::string base = rel_of(dir);
-            while (!base.empty() && base.back() == '/')
-                base.pop_back();
-            return base.empty() || base == "." ? std::string(sub) : base + "/" + std::string(sub);
-        };
-        for (const auto& f : w.files) {
-            if (f.path == record || pep::in_pycache(f.path)) continue;
-            if (std::string data_dir = data_dir_of(f.path); !data_dir.empty()) {
-                std::string_view rest = std::string_view(f.path).substr(data_dir.size());
-                auto slash = rest.find('/');
-                if (slash == std::string_view::npos)
-                    throw Error(ErrorCode::integrity,
-                                w.filename + ": stray file '" + f.path + "' in " + data_dir);
-                std::string key(rest.substr(0, slash));
-                std::string_view sub = rest.substr(slash + 1);
-                if (key == "purelib")
-                    add(under(layout_.purelib, sub), &f, {}, f.executable);
-                else if (key == "platlib")
-                    add(under(layout_.platlib, sub), &f, {}, f.executable);
-                else if (key == "headers")
-                    add(under(layout_.headers_base / w.name, sub), &f, {}, f.executable);
-                else if (key == "data")
-                    add(under(layout_.data, sub), &f, {}, f.executable);
-                else if (key == "scripts") {
-                    if (is_entry_point_wrapper(fs::path(std::string(sub)).filename().string(),
-                                               entry_names))
-                        continue;
-                    std::string text = read_file(store_.object_path(f.digest, f.executable));
-                    std::string rewritten = pep::rewrite_shebang(text, layout_.python.string());
-                    add(under(layout_.scripts, sub), nullptr, std::move(rewritten), true);
-                } else {
-                    throw Error(ErrorCode::integrity,
-                                w.filename + ": unknown .data directory '" + key +
-                                    "' (expected purelib, platlib, scripts, headers or data)");
-                }
-                continue;
-            }
-            add(root_rel + "/" + f.path, &f, {}, f.executable, f.path);
-        }
+        const std::string record = w.dist_info + "/RECORD";
+        for (const auto& f : w.files)
+            if (f.path != record && !pep::in_pycache(f.path)) plan_member(cur, f, entry_names);
         for (const auto& e : pep::scripts_for_target(entries, in_.major, in_.minor)) {
             if (pep::script_name_escapes(e.name))
                 throw Error(ErrorCode::integrity,
                             w.filename + ": entry point '" + e.name +
                                 "' would be written outside the scripts directory");
-            add(under(layout_.scripts, e.name), nullptr,
+            add(cur, under(layout_.scripts, e.name), nullptr,
                 pep::launcher_script(e, layout_.python.string()), true);
         }
-        const std::string dist_info = root_rel + "/" + w.dist_info;
-        add(dist_info + "/INSTALLER", nullptr, "envbox\n", false, w.dist_info + "/INSTALLER");
-        if (req.requested)
-            add(dist_info + "/REQUESTED", nullptr, "", false, w.dist_info + "/REQUESTED");
-        if (req.direct_url)
-            add(dist_info + "/direct_url.json", nullptr, *req.direct_url, false,
-                w.dist_info + "/direct_url.json");
-
-        dist_info_prefix.push_back(dist_info + "/");
-        add(dist_info + "/RECORD", nullptr, {}, false, w.dist_info + "/RECORD");
-        placements.back().record = true;
+        plan_dist_info(cur, req);
     }
 
     /// Writes each wheel's RECORD (paths relative to the site-packages directory holding the
@@ -212,6 +136,101 @@ class Planner {
     }
 
   private:
+    // The wheel being planned.
+    struct Wheel {
+        const store::WheelFiles& w;
+        std::size_t index;               // into the requests
+        std::string root_rel;            // its root (purelib or platlib), relative to the env
+        std::vector<std::size_t>& mine;  // its placements
+    };
+
+    std::vector<pep::EntryPoint> entry_points_of(const store::WheelFiles& w) const {
+        const auto* ep = w.find(w.dist_info + "/entry_points.txt");
+        if (!ep) return {};
+        auto parsed =
+            pep::parse_entry_points(read_file(store_.object_path(ep->digest, ep->executable)));
+        if (!parsed)
+            throw Error(ErrorCode::integrity, w.filename + ": " + parsed.error().message());
+        return std::move(*parsed);
+    }
+
+    // One archive member: under the wheel's root, or through its .data directory's scheme key.
+    void plan_member(Wheel& cur, const store::WheelFile& f,
+                     const std::set<std::string>& entry_names) {
+        const store::WheelFiles& w = cur.w;
+        const std::string data_dir = data_dir_of(f.path);
+        if (data_dir.empty()) {
+            add(cur, cur.root_rel + "/" + f.path, &f, {}, f.executable, f.path);
+            return;
+        }
+        std::string_view rest = std::string_view(f.path).substr(data_dir.size());
+        auto slash = rest.find('/');
+        if (slash == std::string_view::npos)
+            throw Error(ErrorCode::integrity,
+                        w.filename + ": stray file '" + f.path + "' in " + data_dir);
+        std::string key(rest.substr(0, slash));
+        std::string_view sub = rest.substr(slash + 1);
+        if (key == "purelib")
+            add(cur, under(layout_.purelib, sub), &f, {}, f.executable);
+        else if (key == "platlib")
+            add(cur, under(layout_.platlib, sub), &f, {}, f.executable);
+        else if (key == "headers")
+            add(cur, under(layout_.headers_base / w.name, sub), &f, {}, f.executable);
+        else if (key == "data")
+            add(cur, under(layout_.data, sub), &f, {}, f.executable);
+        else if (key == "scripts") {
+            if (is_entry_point_wrapper(fs::path(std::string(sub)).filename().string(), entry_names))
+                return;
+            std::string text = read_file(store_.object_path(f.digest, f.executable));
+            std::string rewritten = pep::rewrite_shebang(text, layout_.python.string());
+            add(cur, under(layout_.scripts, sub), nullptr, std::move(rewritten), true);
+        } else {
+            throw Error(ErrorCode::integrity,
+                        w.filename + ": unknown .data directory '" + key +
+                            "' (expected purelib, platlib, scripts, headers or data)");
+        }
+    }
+
+    // INSTALLER, REQUESTED, direct_url.json, and the RECORD placeholder `write_records` fills.
+    void plan_dist_info(Wheel& cur, const InstallRequest& req) {
+        const std::string& di = cur.w.dist_info;
+        const std::string dist_info = cur.root_rel + "/" + di;
+        add(cur, dist_info + "/INSTALLER", nullptr, "envbox\n", false, di + "/INSTALLER");
+        if (req.requested)
+            add(cur, dist_info + "/REQUESTED", nullptr, "", false, di + "/REQUESTED");
+        if (req.direct_url)
+            add(cur, dist_info + "/direct_url.json", nullptr, *req.direct_url, false,
+                di + "/direct_url.json");
+        dist_info_prefix.push_back(dist_info + "/");
+        add(cur, dist_info + "/RECORD", nullptr, {}, false, di + "/RECORD");
+        placements.back().record = true;
+    }
+
+    // `record_path`: as RECORD lists it; by default relative to the wheel's root, so
+    // `../../../bin/x` for scripts.
+    void add(Wheel& cur, std::string rel, const store::WheelFile* object, std::string content,
+             bool executable, std::string record_path = {}) {
+        cur.mine.push_back(placements.size());
+        if (record_path.empty()) record_path = record_path_of(cur.root_rel, rel);
+        placements.push_back({std::move(rel), object, std::move(content), executable, cur.index,
+                              std::move(record_path)});
+    }
+
+    static std::string record_path_of(const std::string& root_rel, const std::string& rel) {
+        if (rel.size() > root_rel.size() && rel.compare(0, root_rel.size(), root_rel) == 0 &&
+            rel[root_rel.size()] == '/')
+            return rel.substr(root_rel.size() + 1);
+        return fs::path(rel).lexically_relative(root_rel).generic_string();
+    }
+
+    // `sub` under the environment directory `dir`, relative to the environment root.
+    std::string under(const fs::path& dir, std::string_view sub) const {
+        std::string base = rel_of(dir);
+        while (!base.empty() && base.back() == '/')
+            base.pop_back();
+        return base.empty() || base == "." ? std::string(sub) : base + "/" + std::string(sub);
+    }
+
     std::string rel_of(const fs::path& p) const {
         const std::string& root = layout_.root.native();
         const std::string& full = p.native();
@@ -383,134 +402,10 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
 
 InstallReport install_wheels(const store::Store& store, const Interpreter& in,
                              const VenvLayout& layout, const std::vector<InstallRequest>& requests,
-                             LinkMode mode, unsigned jobs) {
+                             LinkMode mode, unsigned jobs, const LinkOps& ops) {
     InstallReport r =
-        apply_install(store, layout, plan_install(store, in, layout, requests), mode, jobs);
+        apply_install(store, layout, plan_install(store, in, layout, requests), mode, jobs, ops);
     r.packages = requests.size();
-    return r;
-}
-
-namespace {
-
-// Every path the installer writes stays inside the environment, whatever built the plan: the
-// wheel's member paths and names were validated when they entered, and this last check costs
-// one pass over strings.
-void require_inside(std::string_view rel) {
-    bool bad = rel.empty() || rel.front() == '/';
-    for (std::string_view rest = rel; !bad && !rest.empty();) {
-        auto slash = rest.find('/');
-        std::string_view seg = rest.substr(0, slash);
-        bad = seg.empty() || seg == "." || seg == "..";
-        rest.remove_prefix(slash == std::string_view::npos ? rest.size() : slash + 1);
-        if (slash != std::string_view::npos && rest.empty()) bad = true;  // a trailing '/'
-    }
-    if (bad)
-        throw Error(ErrorCode::integrity, "refusing to write '" + std::string(rel) +
-                                              "': not a path inside the environment");
-}
-
-}  // namespace
-
-InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
-                            const InstallPlan& plan, LinkMode mode, unsigned jobs) {
-    const auto& placements = plan.files;
-    const auto& dirs = plan.dirs;
-    for (const auto& d : dirs)
-        require_inside(d);
-    for (const auto& p : placements)
-        require_inside(p.rel);
-    struct DirFd {
-        int fd = -1;
-        ~DirFd() {
-            if (fd >= 0) ::close(fd);
-        }
-    } root{::open(layout.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-    if (root.fd < 0)
-        throw Error(ErrorCode::generic,
-                    "cannot open " + layout.root.string() + ": " + std::strerror(errno));
-    for (const auto& d : dirs) {  // sorted: every parent before its children
-        if (::mkdirat(root.fd, d.c_str(), 0755) != 0 && errno != EEXIST)
-            throw Error(ErrorCode::generic, "cannot create " + (layout.root / d).string() + ": " +
-                                                std::strerror(errno));
-    }
-
-    // Place files in parallel, grouped by directory so each worker keeps one directory open.
-    std::vector<std::size_t> order(placements.size());
-    for (std::size_t i = 0; i < order.size(); ++i)
-        order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](std::size_t x, std::size_t y) { return placements[x].rel < placements[y].rel; });
-    std::atomic<std::size_t> hard{0}, ref{0}, copied{0};
-    std::atomic<std::uint64_t> bytes{0};
-    std::mutex note_mutex;
-    std::set<std::string> notes;
-    constexpr std::size_t kChunk = 256;
-    std::size_t chunks = (order.size() + kChunk - 1) / kChunk;
-    const int objects_fd = store.objects_dir_fd();
-    // overlayfs copies an object of a lower layer (a container image's) up before linking it:
-    // such a link is counted as the copy it was (see link_was_copied_up).
-    const bool overlay = mode == LinkMode::hardlink && on_overlayfs(objects_fd);
-    parallel_for(chunks, jobs, [&](std::size_t c) {
-        std::size_t end = std::min(order.size(), (c + 1) * kChunk);
-        DirFd dir;
-        std::string dir_rel = "\x01";
-        for (std::size_t k = c * kChunk; k < end; ++k) {
-            const PlannedFile& p = placements[order[k]];
-            const std::string& r = p.rel;
-            if (!p.object) {
-                write_file_atomic(layout.root / r, p.content, p.executable ? 0755 : 0644,
-                                  Durability::none);
-                bytes += p.content.size();
-                continue;
-            }
-            auto slash = r.rfind('/');
-            std::string parent = slash == std::string::npos ? std::string(".") : r.substr(0, slash);
-            if (parent != dir_rel) {
-                if (dir.fd >= 0) ::close(dir.fd);
-                dir.fd = ::openat(root.fd, parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dir.fd < 0)
-                    throw Error(ErrorCode::generic, "cannot open " +
-                                                        (layout.root / parent).string() + ": " +
-                                                        std::strerror(errno));
-                dir_rel = parent;
-            }
-            std::string src = store.object_relpath(p.object->digest, p.object->executable);
-            const char* name = slash == std::string::npos ? r.c_str() : r.c_str() + slash + 1;
-            struct stat before {};
-            const bool watch = overlay && ::fstatat(objects_fd, src.c_str(), &before, 0) == 0;
-            LinkMode used = place_file_at(objects_fd, src.c_str(), dir.fd, name, mode,
-                                          p.executable ? 0555 : 0444);
-            bytes += p.object->size;
-            if (watch && used == LinkMode::hardlink && link_was_copied_up(before, dir.fd, name)) {
-                ++copied;
-                std::lock_guard lock(note_mutex);
-                notes.insert(
-                    "overlayfs copied store objects up from a lower layer before linking them "
-                    "(counted as copies)");
-                continue;
-            }
-            if (used == LinkMode::hardlink) {
-                ++hard;
-                continue;
-            }
-            (used == LinkMode::reflink ? ref : copied)++;
-            if (used != mode) {
-                std::lock_guard lock(note_mutex);
-                notes.insert(std::string(link_mode_name(mode)) +
-                             " not possible for some files here; used " + link_mode_name(used));
-            }
-        }
-    });
-
-    InstallReport r;
-    r.files = placements.size();
-    r.hardlinked = hard;
-    r.reflinked = ref;
-    r.copied = copied;
-    r.generated = r.files - r.hardlinked - r.reflinked - r.copied;
-    r.bytes = bytes;
-    r.notes = plan.notes;
-    r.notes.insert(r.notes.end(), notes.begin(), notes.end());
     return r;
 }
 

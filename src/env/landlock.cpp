@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "envbox/util/unique_fd.hpp"
+
 namespace envbox::env {
 namespace {
 
@@ -49,16 +51,6 @@ std::uint64_t write_rights(int abi) {
     return r;
 }
 
-struct Fd {
-    int fd = -1;
-    explicit Fd(int f) : fd(f) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
-
 bool add_rule(int ruleset, int fd, std::uint64_t rights) {
     PathBeneathAttr attr{rights, fd};
     return ::syscall(SYS_landlock_add_rule, ruleset, rule_path_beneath, &attr, 0) == 0;
@@ -76,9 +68,9 @@ bool is_at_or_below(const std::filesystem::path& p, const std::filesystem::path&
 std::optional<std::string> grant_around(int ruleset, const std::filesystem::path& dir,
                                         const std::vector<std::filesystem::path>& protect,
                                         std::uint64_t rights) {
-    Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dfd.fd < 0) return "cannot read " + dir.string() + ": " + std::strerror(errno);
-    DIR* d = ::fdopendir(::dup(dfd.fd));
+    UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dfd) return "cannot read " + dir.string() + ": " + std::strerror(errno);
+    DIR* d = ::fdopendir(::dup(dfd.get()));
     if (!d) return "cannot read " + dir.string() + ": " + std::strerror(errno);
     std::vector<std::string> names;
     while (dirent* e = ::readdir(d))
@@ -97,11 +89,11 @@ std::optional<std::string> grant_around(int ruleset, const std::filesystem::path
             if (auto why = grant_around(ruleset, path, protect, rights)) return why;
             continue;
         }
-        Fd fd(::openat(dfd.fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+        UniqueFd fd(::openat(dfd.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
         struct stat st {};
-        if (fd.fd < 0 || ::fstat(fd.fd, &st) != 0 || S_ISLNK(st.st_mode)) continue;
+        if (!fd || ::fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
         std::uint64_t allowed = S_ISDIR(st.st_mode) ? rights : rights & (write_file | truncate);
-        if (!add_rule(ruleset, fd.fd, allowed))
+        if (!add_rule(ruleset, fd.get(), allowed))
             return "cannot add a Landlock rule for " + path.string() + ": " + std::strerror(errno);
     }
     return std::nullopt;
@@ -127,25 +119,25 @@ std::optional<std::string> landlock_protect(const std::vector<std::filesystem::p
     if (support.abi == 0) return support.why;
     const std::uint64_t rights = write_rights(support.abi);
     RulesetAttr attr{rights};
-    Fd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
-    if (ruleset.fd < 0)
-        return std::string("cannot create a Landlock ruleset: ") + std::strerror(errno);
+    UniqueFd ruleset(
+        static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0)));
+    if (!ruleset) return std::string("cannot create a Landlock ruleset: ") + std::strerror(errno);
     // Down the chains `/` → each protected directory, granting everything beside them.
     bool root_protected = false;
     for (const auto& p : read_only)
         root_protected = root_protected || p == p.root_path();
     if (!root_protected)
-        if (auto why = grant_around(ruleset.fd, "/", read_only, rights)) return why;
+        if (auto why = grant_around(ruleset.get(), "/", read_only, rights)) return why;
     for (const auto& w : writable) {
-        Fd fd(::open(w.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (fd.fd < 0) continue;
-        if (!add_rule(ruleset.fd, fd.fd, rights))
+        UniqueFd fd(::open(w.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!fd) continue;
+        if (!add_rule(ruleset.get(), fd.get(), rights))
             return "cannot add a Landlock rule for " + w.string() + ": " + std::strerror(errno);
     }
     // Required of an unprivileged process; it also keeps set-user-ID programs from escaping.
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return std::string("cannot set no_new_privs: ") + std::strerror(errno);
-    if (::syscall(SYS_landlock_restrict_self, ruleset.fd, 0) != 0)
+    if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0)
         return std::string("cannot enforce the Landlock ruleset: ") + std::strerror(errno);
     return std::nullopt;
 }

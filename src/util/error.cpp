@@ -1,10 +1,21 @@
 #include "envbox/util/error.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace envbox {
 
 Error::Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+Error::Error(ErrorCode code, std::string message, int sys_errno)
+    : code_(code), message_(std::move(message)), sys_errno_(sys_errno) {}
+
+Error sys_error(std::string_view what, int err) {
+    std::string msg(what);
+    msg += ": ";
+    msg += std::strerror(err);
+    return Error(ErrorCode::generic, std::move(msg), err);
+}
 
 Error& Error::add_context(std::string line) {
     context_.push_back(std::move(line));

@@ -15,22 +15,14 @@
 #include <string>
 
 #include "envbox/util/error.hpp"
+#include "envbox/util/unique_fd.hpp"
 
 namespace envbox {
 namespace {
 
 [[noreturn]] void fail(std::string_view what, const std::filesystem::path& path, int err) {
-    throw Error(ErrorCode::generic,
-                std::string(what) + " " + path.string() + ": " + std::strerror(err));
+    throw sys_error(std::string(what) + " " + path.string(), err);
 }
-
-// Closes a descriptor on scope exit.
-struct Fd {
-    int fd = -1;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
 
 bool write_all(int fd, std::string_view data) {
     return write_all_fd(fd, data.data(), data.size());
@@ -64,35 +56,31 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     // Unique per process and call, so concurrent writers never share a temporary file.
     std::filesystem::path tmp = path;
     tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    Fd file{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)};
-    if (file.fd < 0) fail("cannot create", tmp, errno);
+    UniqueFd file(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+    if (!file) fail("cannot create", tmp, errno);
     auto abandon = [&](std::string_view what, int err) {
         ::unlink(tmp.c_str());
         fail(what, path, err);
     };
-    if (!write_all(file.fd, content)) abandon("cannot write", errno);
-    if (::fchmod(file.fd, mode) != 0) abandon("cannot set the mode of", errno);
-    if (durability == Durability::fsync && ::fsync(file.fd) != 0) abandon("cannot fsync", errno);
-    if (::close(file.fd) != 0) {
-        file.fd = -1;
-        abandon("cannot close", errno);
-    }
-    file.fd = -1;
+    if (!write_all(file.get(), content)) abandon("cannot write", errno);
+    if (::fchmod(file.get(), mode) != 0) abandon("cannot set the mode of", errno);
+    if (durability == Durability::fsync && ::fsync(file.get()) != 0) abandon("cannot fsync", errno);
+    if (::close(file.release()) != 0) abandon("cannot close", errno);
     if (::rename(tmp.c_str(), path.c_str()) != 0) abandon("cannot rename into", errno);
     if (durability == Durability::fsync) {
         auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-        Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-        if (d.fd < 0 || ::fsync(d.fd) != 0) fail("cannot fsync directory", dir, errno);
+        UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!d || ::fsync(d.get()) != 0) fail("cannot fsync directory", dir, errno);
     }
 }
 
 std::string read_file(const std::filesystem::path& path) {
-    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (f.fd < 0) fail("cannot open", path, errno);
+    UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!f) fail("cannot open", path, errno);
     std::string out;
     char buf[65536];
     for (;;) {
-        ssize_t n = ::read(f.fd, buf, sizeof buf);
+        ssize_t n = ::read(f.get(), buf, sizeof buf);
         if (n == 0) return out;
         if (n < 0) {
             if (errno == EINTR) continue;
@@ -107,8 +95,8 @@ void start_writeback(int fd) {
 }
 
 void sync_filesystem(const std::filesystem::path& path) {
-    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (f.fd < 0 || ::syncfs(f.fd) != 0) fail("cannot sync the filesystem of", path, errno);
+    UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!f || ::syncfs(f.get()) != 0) fail("cannot sync the filesystem of", path, errno);
 }
 
 }  // namespace envbox
@@ -140,21 +128,16 @@ bool copy_contents(int in, int out) {
     }
 }
 
-// Clones (reflink) or copies src to dst; returns 0 or an errno. ENOTSUP from a clone means
-// "try a copy".
-int clone_or_copy(int src_dir, const char* src, int dst_dir, const char* dst, bool clone,
-                  mode_t mode) {
-    Fd in{::openat(src_dir, src, O_RDONLY | O_CLOEXEC)};
-    if (in.fd < 0) return errno;
-    Fd out{::openat(dst_dir, dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
-    if (out.fd < 0) return errno;
-    int err = 0;
-    if (clone) {
-        if (::ioctl(out.fd, FICLONE, in.fd) != 0) err = errno == 0 ? EOPNOTSUPP : errno;
-    } else if (!copy_contents(in.fd, out.fd)) {
-        err = errno;
-    }
-    if (err == 0 && ::fchmod(out.fd, mode) != 0) err = errno;
+// Clones (reflink) or copies src to dst through `ops`; returns 0 or an errno, and leaves no
+// dst behind on failure. ENOTSUP from a clone means "try a copy".
+int clone_or_copy(const LinkOps& ops, int src_dir, const char* src, int dst_dir, const char* dst,
+                  bool clone, mode_t mode) {
+    UniqueFd in(::openat(src_dir, src, O_RDONLY | O_CLOEXEC));
+    if (!in) return errno;
+    UniqueFd out(::openat(dst_dir, dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!out) return errno;
+    int err = clone ? ops.clone(in.get(), out.get()) : ops.copy(in.get(), out.get());
+    if (err == 0 && ::fchmod(out.get(), mode) != 0) err = errno;
     if (err != 0) {
         ::unlinkat(dst_dir, dst, 0);
         return err;
@@ -190,17 +173,35 @@ LinkMode place_file(const std::filesystem::path& src, const std::filesystem::pat
     return place_file_at(AT_FDCWD, src.c_str(), AT_FDCWD, dst.c_str(), mode, copy_mode);
 }
 
+int LinkOps::link(int src_dir, const char* src, int dst_dir, const char* dst) const {
+    return ::linkat(src_dir, src, dst_dir, dst, 0) == 0 ? 0 : errno;
+}
+
+int LinkOps::clone(int in, int out) const {
+    if (::ioctl(out, FICLONE, in) == 0) return 0;
+    return errno == 0 ? EOPNOTSUPP : errno;
+}
+
+int LinkOps::copy(int in, int out) const {
+    return copy_contents(in, out) ? 0 : errno;
+}
+
+const LinkOps& LinkOps::system() {
+    static const LinkOps real;
+    return real;
+}
+
 LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* dst, LinkMode mode,
-                       mode_t copy_mode) {
+                       mode_t copy_mode, const LinkOps& ops) {
     auto failed = [&](const char* what, int err) {
         fail(std::string(what) + " " + describe_at(src_dir, src) + " to", describe_at(dst_dir, dst),
              err);
     };
     if (mode == LinkMode::hardlink) {
-        if (::linkat(src_dir, src, dst_dir, dst, 0) == 0) return LinkMode::hardlink;
-        int err = errno;
+        int err = ops.link(src_dir, src, dst_dir, dst);
+        if (err == 0) return LinkMode::hardlink;
         if (err == EMLINK) {
-            int e = clone_or_copy(src_dir, src, dst_dir, dst, false, copy_mode);
+            int e = clone_or_copy(ops, src_dir, src, dst_dir, dst, false, copy_mode);
             if (e != 0) failed("cannot copy", e);
             return LinkMode::copy;
         }
@@ -208,12 +209,12 @@ LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* ds
         mode = LinkMode::reflink;
     }
     if (mode == LinkMode::reflink) {
-        int err = clone_or_copy(src_dir, src, dst_dir, dst, true, copy_mode);
+        int err = clone_or_copy(ops, src_dir, src, dst_dir, dst, true, copy_mode);
         if (err == 0) return LinkMode::reflink;
         if (err != EOPNOTSUPP && err != EXDEV && err != EINVAL && err != ENOTTY && err != EPERM)
             failed("cannot clone", err);
     }
-    int err = clone_or_copy(src_dir, src, dst_dir, dst, false, copy_mode);
+    int err = clone_or_copy(ops, src_dir, src, dst_dir, dst, false, copy_mode);
     if (err != 0) failed("cannot copy", err);
     return LinkMode::copy;
 }
@@ -262,58 +263,42 @@ bool link_was_copied_up(const struct stat& object_before, int dst_dir, const cha
 }
 
 FileLock::FileLock(const std::filesystem::path& path, const std::function<void()>& waiting) {
-    fd_ = open_lock_file(path);
-    if (fd_ < 0) fail("cannot open lock file", path, errno);
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-    if (errno != EWOULDBLOCK) {
-        int err = errno;
-        ::close(fd_);
-        fail("cannot lock", path, err);
+    UniqueFd fd(open_lock_file(path));
+    if (!fd) fail("cannot open lock file", path, errno);
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) fail("cannot lock", path, errno);
+        if (waiting) waiting();
+        while (::flock(fd.get(), LOCK_EX) != 0)
+            if (errno != EINTR) fail("cannot lock", path, errno);
     }
-    if (waiting) waiting();
-    while (::flock(fd_, LOCK_EX) != 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::close(fd_);
-        fail("cannot lock", path, err);
-    }
+    fd_ = std::move(fd);
 }
 
 FileLock FileLock::try_lock(const std::filesystem::path& path) {
+    UniqueFd fd(open_lock_file(path));
+    if (!fd) fail("cannot open lock file", path, errno);
     FileLock lock;
-    lock.fd_ = open_lock_file(path);
-    if (lock.fd_ < 0) fail("cannot open lock file", path, errno);
-    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
-        int err = errno;
-        ::close(lock.fd_);
-        lock.fd_ = -1;
-        if (err != EWOULDBLOCK) fail("cannot lock", path, err);
-    }
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0)
+        lock.fd_ = std::move(fd);
+    else if (errno != EWOULDBLOCK)
+        fail("cannot lock", path, errno);
     return lock;
 }
 
 FileLock FileLock::shared(const std::filesystem::path& path, const std::function<void()>& waiting) {
-    FileLock lock;
-    lock.fd_ = open_lock_file(path);
-    if (lock.fd_ < 0) fail("cannot open lock file", path, errno);
-    if (::flock(lock.fd_, LOCK_SH | LOCK_NB) == 0) return lock;
-    if (waiting) waiting();
-    while (::flock(lock.fd_, LOCK_SH) != 0) {
-        if (errno == EINTR) continue;
-        int err = errno;
-        ::close(lock.fd_);
-        lock.fd_ = -1;
-        fail("cannot lock", path, err);
+    UniqueFd fd(open_lock_file(path));
+    if (!fd) fail("cannot open lock file", path, errno);
+    if (::flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
+        if (waiting) waiting();
+        while (::flock(fd.get(), LOCK_SH) != 0)
+            if (errno != EINTR) fail("cannot lock", path, errno);
     }
+    FileLock lock;
+    lock.fd_ = std::move(fd);
     return lock;
 }
 
-FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) {
-    other.fd_ = -1;
-}
-
-FileLock::~FileLock() {
-    if (fd_ >= 0) ::close(fd_);
-}
+FileLock::FileLock(FileLock&& other) noexcept = default;
+FileLock::~FileLock() = default;
 
 }  // namespace envbox

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "envbox/util/unique_fd.hpp"
+
 namespace envbox::env {
 
 struct GenerationPackage {
@@ -88,7 +90,7 @@ class GenerationClaim {
     bool claimed() const { return claimed_; }
 
   private:
-    int fd_ = -1;
+    UniqueFd fd_;
     bool claimed_ = false;
 };
 

@@ -72,9 +72,13 @@ struct InstallPlan {
 InstallPlan plan_install(const store::Store& store, const Interpreter& interpreter,
                          const VenvLayout& layout, const std::vector<InstallRequest>& requests);
 
-/// Writes a plan: directories, then files in parallel with `mode`.
+/// Writes a plan: directories, then files in parallel with `mode`, each store object placed
+/// through `ops` (`place_file_at`: its fallbacks counted in the report, a copy forced by EMLINK
+/// as a copy). A failure (ENOSPC, …) throws the `Error` of the file it hit, `sys_errno()` set;
+/// that file is not left half-written, the ones placed before it stay.
 InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
-                            const InstallPlan& plan, LinkMode mode, unsigned jobs);
+                            const InstallPlan& plan, LinkMode mode, unsigned jobs,
+                            const LinkOps& ops = LinkOps::system());
 
 /// Installs every wheel of `requests` into `layout` in one pass: plans every destination
 /// first (`plan_install`: overlaps decided, directories shared by several wheels, like
@@ -83,6 +87,6 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
 /// the report's `notes`.
 InstallReport install_wheels(const store::Store& store, const Interpreter& interpreter,
                              const VenvLayout& layout, const std::vector<InstallRequest>& requests,
-                             LinkMode mode, unsigned jobs);
+                             LinkMode mode, unsigned jobs, const LinkOps& ops = LinkOps::system());
 
 }  // namespace envbox::env

@@ -33,13 +33,19 @@ constexpr int exit_status(ErrorCode code) {
     return static_cast<int>(code);
 }
 
-/// A failure with a code, a message and a context chain.
+/// A failure with a code, a message and a context chain; a failed system call's also keeps its
+/// errno (as Nix's `SysError` does), so a caller decides on ENOSPC, EXDEV or EMLINK without
+/// reading the message.
 class Error : public std::exception {
   public:
     Error(ErrorCode code, std::string message);
+    /// A failed system call: `sys_errno` is the errno it set (the message already says it).
+    Error(ErrorCode code, std::string message, int sys_errno);
 
     ErrorCode code() const { return code_; }
     const std::string& message() const { return message_; }
+    /// The errno of the failed system call this error reports; 0 when it reports none.
+    int sys_errno() const { return sys_errno_; }
     /// Context lines, innermost first ("while parsing manifests/train.toml").
     const std::vector<std::string>& context() const { return context_; }
 
@@ -55,7 +61,12 @@ class Error : public std::exception {
     ErrorCode code_;
     std::string message_;
     std::vector<std::string> context_;
+    int sys_errno_ = 0;
 };
+
+/// The `Error` (generic) of a system call that failed with `err`: the message
+/// "WHAT: strerror(err)" ("cannot open /x: No such file or directory"), `sys_errno()` `err`.
+Error sys_error(std::string_view what, int err);
 
 /// A value or an `Error`, for failures the caller is expected to handle.
 template <class T>

@@ -8,6 +8,8 @@
 #include <functional>
 #include <string_view>
 
+#include "envbox/util/unique_fd.hpp"
+
 namespace envbox {
 
 /// How durable a write must be before it becomes visible.
@@ -62,20 +64,39 @@ enum class LinkMode {
 /// "hardlink", "reflink" or "copy".
 const char* link_mode_name(LinkMode mode);
 
+/// The system calls that place one store object, behind one interface so the fallbacks of
+/// `place_file_at` are tested in-process with injected faults (EMLINK, EXDEV, ENOSPC), as
+/// ninja's `DiskInterface` has its test double. The base class makes the real calls; a test
+/// overrides what it breaks. Every member returns 0 or the errno and is thread-safe.
+class LinkOps {
+  public:
+    virtual ~LinkOps() = default;
+    /// linkat(2) of `src` (relative to `src_dir`) as `dst` (relative to `dst_dir`), no flags.
+    virtual int link(int src_dir, const char* src, int dst_dir, const char* dst) const;
+    /// FICLONE: makes the empty file `out` a copy-on-write clone of `in`.
+    virtual int clone(int in, int out) const;
+    /// Copies all of `in` into the empty file `out` (copy_file_range(2), else read/write).
+    virtual int copy(int in, int out) const;
+    /// The real calls.
+    static const LinkOps& system();
+};
+
 /// Places the file `src` at `dst` (which must not exist) using `mode`, falling back along
 /// hardlink → reflink → copy when the filesystem refuses (EXDEV across filesystems, EPERM where
 /// hard links are forbidden, EOPNOTSUPP/EINVAL without reflink support). EMLINK (the per-inode
 /// link limit, reached by a popular object such as the empty file) falls back to a copy for
 /// that one file. Returns the mode actually used. `dst` gets the mode bits `copy_mode` when it
-/// is not a hard link.
+/// is not a hard link. Any other failure (ENOSPC, EIO, …) throws `Error` naming both paths,
+/// with `sys_errno()` the cause, and leaves no `dst` behind (a partial clone or copy is
+/// removed).
 LinkMode place_file(const std::filesystem::path& src, const std::filesystem::path& dst,
                     LinkMode mode, mode_t copy_mode);
 
 /// `place_file` with paths relative to directory descriptors (AT_FDCWD for the working
 /// directory): the installer keeps the store's object directory and each destination directory
-/// open, so a link costs no walk of the full paths.
+/// open, so a link costs no walk of the full paths. The calls go through `ops`.
 LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* dst, LinkMode mode,
-                       mode_t copy_mode);
+                       mode_t copy_mode, const LinkOps& ops = LinkOps::system());
 
 /// How `rename_noreplace_at` moved a file into place.
 enum class NoReplaceMethod {
@@ -123,11 +144,11 @@ class FileLock {
     FileLock& operator=(FileLock&&) = delete;
     FileLock(const FileLock&) = delete;
     ~FileLock();
-    bool held() const { return fd_ >= 0; }
+    bool held() const { return static_cast<bool>(fd_); }
 
   private:
     FileLock() = default;
-    int fd_ = -1;
+    UniqueFd fd_;
 };
 
 }  // namespace envbox

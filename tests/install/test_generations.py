@@ -8,7 +8,6 @@ import glob
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
 import envboxtest  # noqa: E402
 from envboxtest import (DEBIAN_WHEELS, PYTHON, Project, envbox_cmd, envbox_env, keep_or_remove,  # noqa: E402
-                        many_files)
+                        many_files, small_tmpfs)
 from wheelgen import Wheel, write_lock  # noqa: E402
 
 
@@ -252,14 +251,7 @@ class CrashSafety(unittest.TestCase):
 
 class DiskFull(unittest.TestCase):
     def test_enospc_leaves_previous_generation_current(self):
-        if os.geteuid() != 0:
-            self.skipTest("mounting a small tmpfs needs root")
-        tmp = tempfile.mkdtemp(prefix="envbox-full-")
-        mnt = os.path.join(tmp, "mnt")
-        os.makedirs(mnt)
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", mnt]).returncode != 0:
-            shutil.rmtree(tmp)
-            self.skipTest("cannot mount tmpfs here")
+        tmp, mnt = small_tmpfs(self, "envbox-full-", "6m")
         try:
             p = Project(tmp)
             p.home = os.path.join(mnt, "home")

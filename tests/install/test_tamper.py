@@ -21,7 +21,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
 import envboxtest  # noqa: E402
-from envboxtest import envbox, keep_or_remove  # noqa: E402
+from envboxtest import envbox, keep_or_remove, small_tmpfs  # noqa: E402
 from httpserver import StaticServer  # noqa: E402
 from wheelgen import Wheel, write_lock  # noqa: E402
 
@@ -282,14 +282,7 @@ class GroupSharedHome(unittest.TestCase):
 
 class FullDiskWhileDownloading(unittest.TestCase):
     def test_enospc_is_named_and_nothing_is_left(self):
-        if os.geteuid() != 0:
-            self.skipTest("mounting a small tmpfs needs root")
-        tmp = tempfile.mkdtemp(prefix="envbox-dlfull-")
-        mnt = os.path.join(tmp, "mnt")
-        os.makedirs(mnt)
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt]).returncode != 0:
-            shutil.rmtree(tmp)
-            self.skipTest("cannot mount tmpfs here")
+        tmp, mnt = small_tmpfs(self, "envbox-dlfull-", "4m")
         server = None
         try:
             served = os.path.join(tmp, "served")

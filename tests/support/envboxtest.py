@@ -28,6 +28,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import zipfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
@@ -85,6 +86,21 @@ def keep_or_remove(path):
         print(f"kept {path}", file=sys.stderr)
     else:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def small_tmpfs(test, prefix, size):
+    """A temporary folder (named from `prefix`) with a tmpfs of `size` ("4m") mounted on its
+    mnt/: returns (folder, mount point); the caller unmounts and removes them. Skips `test`
+    where no tmpfs can be mounted (not root, or not allowed here)."""
+    if os.geteuid() != 0:
+        test.skipTest("mounting a small tmpfs needs root")
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    mnt = os.path.join(tmp, "mnt")
+    os.makedirs(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", mnt]).returncode != 0:
+        shutil.rmtree(tmp)
+        test.skipTest("cannot mount tmpfs here")
+    return tmp, mnt
 
 
 # --- projects and manifests ----------------------------------------------------------------

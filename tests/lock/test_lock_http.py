@@ -8,7 +8,6 @@ and a redirect to another host that must not carry them.
 """
 import base64
 import os
-import shutil
 import socket
 import sys
 import tempfile
@@ -49,8 +48,7 @@ class Tls(Base):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
-            raise unittest.SkipTest("nginx is not installed")
+        Nginx.require()
         t = cls.tmp
         make_test_ca(t)
         cls.port = free_port()

@@ -205,8 +205,7 @@ class NginxWorld(Base):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
-            raise unittest.SkipTest("nginx is not installed")
+        Nginx.require()
         cls.www = os.path.join(cls.tmp, "www")
         indexworld.build(cls.www)
         # download.pytorch.org/whl/cu128/ is the pytorch-cu128 tree (its file URLs are absolute

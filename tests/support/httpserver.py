@@ -6,12 +6,14 @@ nginx from Debian for what Python's http.server cannot do (TLS with HTTP/2, Host
 import functools
 import http.server
 import os
+import shutil
 import socket
 import socketserver
 import ssl
 import subprocess
 import threading
 import time
+import unittest
 
 
 def free_port():
@@ -165,6 +167,12 @@ class Nginx:
     wheel, metadata and simple-JSON types, and `$simple_page`, index.json when the client
     accepts PEP 691 JSON, else index.html. Returns once `port` accepts connections; `url` is
     `scheme`://127.0.0.1:port."""
+
+    @staticmethod
+    def require():
+        """Skips the calling test (or, from setUpClass, its class) where nginx is not installed."""
+        if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
+            raise unittest.SkipTest("nginx is not installed")
 
     def __init__(self, tmp, port, log_format, servers, scheme="http"):
         self.tmp = tmp

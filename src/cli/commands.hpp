@@ -1,5 +1,7 @@
 #pragma once
-// The implementations behind the commands (one file each) and what they share.
+// The commands of the envbox surface, one file each (src/cli/<command>.cpp): each registers its
+// options, bound to its own options struct, and runs one library function. What they share is
+// declared here.
 
 #include <map>
 #include <string>
@@ -7,53 +9,47 @@
 
 #include "cli/options.hpp"
 #include "envbox/ops/context.hpp"
-#include "envbox/util/json.hpp"
 
 namespace envbox::cli {
 
-struct CreateArgs {
-    std::string env;
-    std::string lock;       ///< --lock, may be empty
-    std::string link_mode;  ///< --link-mode, may be empty
-    bool locked = false, frozen = false, offline = false, no_wait = false;
-    bool force = false;  ///< --force / --reinstall
-};
+// Each registers its command on `app`, in the order `envbox --help` lists them (add_commands).
+// The command's options struct is owned by the command's callback, so the values CLI11 parses
+// into it live as long as `app`.
+void register_lock(CLI::App& app, GlobalOptions& global);        // lock.cpp
+void register_create(CLI::App& app, GlobalOptions& global);      // create.cpp
+void register_run(CLI::App& app, GlobalOptions& global);         // run.cpp
+void register_diff(CLI::App& app, GlobalOptions& global);        // diff.cpp
+void register_verify(CLI::App& app, GlobalOptions& global);      // generations.cpp
+void register_list(CLI::App& app, GlobalOptions& global);        // inspect.cpp
+void register_show(CLI::App& app, GlobalOptions& global);        // inspect.cpp
+void register_history(CLI::App& app, GlobalOptions& global);     // generations.cpp
+void register_rollback(CLI::App& app, GlobalOptions& global);    // generations.cpp
+void register_gc(CLI::App& app, GlobalOptions& global);          // generations.cpp
+void register_doctor(CLI::App& app, GlobalOptions& global);      // doctor.cpp
+void register_init(CLI::App& app, GlobalOptions& global);        // init.cpp
+void register_export(CLI::App& app, GlobalOptions& global);      // export.cpp
+void register_delete(CLI::App& app, GlobalOptions& global);      // delete.cpp
+void register_shell(CLI::App& app, GlobalOptions& global);       // shell.cpp
+void register_completion(CLI::App& app, GlobalOptions& global);  // completion.cpp
 
-void run_create(const GlobalOptions& global, const CreateArgs& args);
-void run_lock(const GlobalOptions& global, const std::vector<std::string>& envs, bool check,
-              bool upgrade, const std::vector<std::string>& upgrade_packages, bool offline,
-              bool allow_mixed_cuda);
-struct RunArgs {
-    std::string env;
+/// `run`'s options, and what `shell` runs: `run ENV -- $SHELL -i` with its startup file.
+struct RunCommand {
+    std::string env;                ///< ENV, may be empty: then $ENVBOX_ENV or the only manifest
     std::vector<std::string> rest;  ///< what follows ENV and run's options: [--] CMD ARGS…
     bool no_sandbox = false;        ///< --no-sandbox
-    std::string sandbox;            ///< --sandbox, may be empty
+    std::string sandbox;            ///< --sandbox, may be empty: then $ENVBOX_SANDBOX, else auto
     /// Set in the command's environment last, over the plan's (`shell`: the prompt).
     std::map<std::string, std::string> environment;
     bool locked = false;  ///< --locked: a stale lock is an error (exit 3), never re-locked
     bool frozen = false;  ///< --frozen: run the current generation as it is, no sync
 };
 
-[[noreturn]] void run_run(const GlobalOptions& global, const RunArgs& args);
+/// Runs `cmd` in place of envbox (exec); returns only by throwing.
+[[noreturn]] void run_run(const GlobalOptions& global, const RunCommand& cmd);
+
 /// `env`, else the default environment: $ENVBOX_ENV, else the project's only manifest. Several
 /// manifests and no ENVBOX_ENV, or none, is a usage error (exit 2) naming them.
 std::string environment_or_default(const GlobalOptions& global, const std::string& env);
-void run_list(const GlobalOptions& global, bool all);
-void run_show(const GlobalOptions& global, const std::string& env);
-void run_verify(const GlobalOptions& global, const std::string& env, bool deep);
-void run_history(const GlobalOptions& global, const std::string& env);
-void run_rollback(const GlobalOptions& global, const std::string& env, const std::string& to);
-void run_gc(const GlobalOptions& global, int keep, bool dry_run);
-void run_doctor(const GlobalOptions& global);
-void run_diff(const GlobalOptions& global, const std::string& a, const std::string& b,
-              const std::string& format, const std::string& textconv_file);
-
-// Commands registered by their own file, each with its own options struct.
-void register_init(CLI::App& app, const GlobalOptions& global);
-void register_export(CLI::App& app, const GlobalOptions& global);
-void register_delete(CLI::App& app, const GlobalOptions& global);
-void register_shell(CLI::App& app, const GlobalOptions& global);
-void register_completion(CLI::App& app, const GlobalOptions& global);
 
 /// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
 /// else the nearest directory upward holding manifests/), jobs, a progress renderer.

@@ -292,7 +292,7 @@ void run_completion(const CLI::App& root_app, const CompletionCommand& cmd) {
 
 }  // namespace
 
-void register_completion(CLI::App& app, const GlobalOptions& global) {
+void register_completion(CLI::App& app, GlobalOptions& global) {
     (void)global;
     auto cmd = std::make_shared<CompletionCommand>();
     CLI::App* c =

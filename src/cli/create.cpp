@@ -2,49 +2,38 @@
 #include "envbox/ops/create.hpp"
 
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/json.hpp"
 
 namespace envbox::cli {
+namespace {
 
-void run_create(const GlobalOptions& global, const CreateArgs& args) {
-    if (args.locked && args.frozen)
-        throw Error(ErrorCode::usage,
-                    "--locked (refuse a stale lock) and --frozen (do not check the lock) "
-                    "contradict each other: give one");
-    ConsoleProgress progress(global.verbosity, stderr_is_tty());
-    ops::Context ctx = make_context(global, progress);
-    ops::CreateOptions opt;
-    opt.env = args.env;
-    if (!args.lock.empty()) opt.lock = args.lock;
-    opt.offline = args.offline;
-    opt.no_wait = args.no_wait;
-    opt.locked = args.locked;
-    opt.frozen = args.frozen;
-    opt.force = args.force;
-    if (args.link_mode == "reflink")
-        opt.link_mode = LinkMode::reflink;
-    else if (args.link_mode == "copy")
-        opt.link_mode = LinkMode::copy;
-    ops::CreateResult r = ops::create(ctx, opt);
-    progress.clear();
-    if (global.json) {
-        std::printf(
-            "{\"environment\": %s, \"changed\": %s, \"generation\": %d, \"path\": %s, "
-            "\"packages\": %zu, \"fetched\": %zu, \"files\": %zu, \"hardlinked\": %zu, "
-            "\"reflinked\": %zu, \"copied\": %zu, \"generated\": %zu, \"seconds\": %.3f}\n",
-            json_quote(args.env).c_str(), r.changed ? "true" : "false", r.generation,
-            json_quote(r.path.string()).c_str(), r.packages, r.fetched, r.install.files,
-            r.install.hardlinked, r.install.reflinked, r.install.copied, r.install.generated,
-            r.seconds);
-        return;
-    }
-    if (global.verbosity < 0) return;
+struct CreateCommand {
+    std::string env;
+    std::string lock;       ///< --lock, may be empty
+    std::string link_mode;  ///< --link-mode, may be empty
+    bool locked = false, frozen = false, offline = false, no_wait = false;
+    bool force = false;  ///< --force / --reinstall
+};
+
+void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
+    Json report = {{"environment", cmd.env},           {"changed", r.changed},
+                   {"generation", r.generation},       {"path", r.path.string()},
+                   {"packages", r.packages},           {"fetched", r.fetched},
+                   {"files", r.install.files},         {"hardlinked", r.install.hardlinked},
+                   {"reflinked", r.install.reflinked}, {"copied", r.install.copied},
+                   {"generated", r.install.generated}, {"seconds", r.seconds}};
+    std::printf("%s\n", json_line(report).c_str());
+}
+
+void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops::CreateResult& r) {
     if (!r.changed) {
         std::fprintf(stderr, "%s is up to date (generation %d, %zu packages); nothing to do\n",
-                     args.env.c_str(), r.generation, r.packages);
+                     cmd.env.c_str(), r.generation, r.packages);
         return;
     }
     if (r.repaired > 0)
@@ -55,7 +44,7 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
                      human_bytes(r.ingest.unpacked_bytes).c_str(),
                      static_cast<unsigned long long>(r.ingest.new_objects));
     std::fprintf(stderr, "Installed %zu packages (%zu files) in %.2f s into %s generation %d\n",
-                 r.packages, r.install.files, r.seconds, args.env.c_str(), r.generation);
+                 r.packages, r.install.files, r.seconds, cmd.env.c_str(), r.generation);
     if (global.verbosity > 0)
         std::fprintf(stderr,
                      "  %s\n  python %s; %zu hard links, %zu reflinks, %zu copies, %zu written\n",
@@ -70,6 +59,56 @@ void run_create(const GlobalOptions& global, const CreateArgs& args) {
         std::fprintf(stderr,
                      "  ingest thread-seconds: decode %.2f, hash %.2f, write %.2f (%u threads)\n",
                      r.ingest.decode_s, r.ingest.hash_s, r.ingest.write_s, r.jobs);
+}
+
+void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
+    if (cmd.locked && cmd.frozen)
+        throw Error(ErrorCode::usage,
+                    "--locked (refuse a stale lock) and --frozen (do not check the lock) "
+                    "contradict each other: give one");
+    ConsoleProgress progress(global.verbosity, stderr_is_tty());
+    ops::Context ctx = make_context(global, progress);
+    ops::CreateOptions opt;
+    opt.env = cmd.env;
+    if (!cmd.lock.empty()) opt.lock = cmd.lock;
+    opt.offline = cmd.offline;
+    opt.no_wait = cmd.no_wait;
+    opt.locked = cmd.locked;
+    opt.frozen = cmd.frozen;
+    opt.force = cmd.force;
+    if (cmd.link_mode == "reflink")
+        opt.link_mode = LinkMode::reflink;
+    else if (cmd.link_mode == "copy")
+        opt.link_mode = LinkMode::copy;
+    ops::CreateResult r = ops::create(ctx, opt);
+    progress.clear();
+    if (global.json)
+        print_json(cmd, r);
+    else if (global.verbosity >= 0)
+        print_text(global, cmd, r);
+}
+
+}  // namespace
+
+void register_create(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<CreateCommand>();
+    CLI::App* c = app.add_subcommand(
+        "create", "Make ENV match its lock: fetch, build a new generation, switch atomically");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_flag("--locked", cmd->locked,
+                "Fail (exit 3) if the lock is missing or stale instead of locking");
+    c->add_flag("--frozen", cmd->frozen,
+                "Use the lock as it is, without checking it against the manifest");
+    c->add_option("--lock", cmd->lock, "Install this PEP 751 file instead of the ENV lock");
+    c->add_option("--link-mode", cmd->link_mode, "hardlink, reflink or copy")
+        ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));
+    c->add_flag("--offline", cmd->offline, "Use only the store and caches");
+    c->add_flag("--no-wait", cmd->no_wait,
+                "Fail at once if another envbox is building this environment");
+    c->add_flag("--force,--reinstall", cmd->force,
+                "Build a fresh generation even if up to date, from store objects checked by "
+                "content (the repair for what `verify` reports)");
+    c->callback([&global, cmd] { run_create(global, *cmd); });
 }
 
 }  // namespace envbox::cli

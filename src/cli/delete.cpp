@@ -34,7 +34,7 @@ void run_delete(const GlobalOptions& global, const DeleteCommand& cmd) {
 
 }  // namespace
 
-void register_delete(CLI::App& app, const GlobalOptions& global) {
+void register_delete(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<DeleteCommand>();
     CLI::App* c =
         app.add_subcommand("delete",

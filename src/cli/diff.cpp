@@ -5,31 +5,38 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
 
 namespace envbox::cli {
+namespace {
 
-void run_diff(const GlobalOptions& global, const std::string& a, const std::string& b,
-              const std::string& format, const std::string& textconv_file) {
-    if (!textconv_file.empty()) {
-        std::fputs(ops::textconv(textconv_file).c_str(), stdout);
+struct DiffCommand {
+    std::string a, b;             ///< the old and the new side; b may be empty (see its help)
+    std::string format = "text";  ///< --format text|markdown|json (--json: json)
+    std::string textconv_file;    ///< --textconv FILE
+};
+
+void run_diff(const GlobalOptions& global, const DiffCommand& cmd) {
+    if (!cmd.textconv_file.empty()) {
+        std::fputs(ops::textconv(cmd.textconv_file).c_str(), stdout);
         return;
     }
-    if (a.empty())
+    if (cmd.a.empty())
         throw Error(ErrorCode::usage, "envbox diff needs A (and optionally B), or --textconv FILE");
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    auto [old_side, new_side] =
-        b.empty() ? ops::load_sides(ctx, a)
-                  : std::pair{ops::load_side(ctx, a, false), ops::load_side(ctx, b, false)};
+    auto [old_side, new_side] = cmd.b.empty() ? ops::load_sides(ctx, cmd.a)
+                                              : std::pair{ops::load_side(ctx, cmd.a, false),
+                                                          ops::load_side(ctx, cmd.b, false)};
     ops::Diff d = ops::diff(old_side, new_side);
     std::string out;
-    if (format == "json" || global.json)
+    if (cmd.format == "json" || global.json)
         out = ops::render_json(d);
-    else if (format == "markdown")
+    else if (cmd.format == "markdown")
         out = ops::render_markdown(d);
     else {
         bool color = global.color == "always" ||
@@ -37,6 +44,22 @@ void run_diff(const GlobalOptions& global, const std::string& a, const std::stri
         out = ops::render_text(d, color);
     }
     std::fputs(out.c_str(), stdout);
+}
+
+}  // namespace
+
+void register_diff(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<DiffCommand>();
+    CLI::App* c = app.add_subcommand("diff", "What changed between two locks or environments");
+    c->add_option("A", cmd->a, "ENV, lock path, ENV@GITREV or ENV#GEN (old side)");
+    c->add_option("B", cmd->b,
+                  "New side (default, as git diff: ENV: current generation → lock; "
+                  "ENV@REV: → the working lock; ENV#N: → the current generation)");
+    c->add_option("--format", cmd->format, "text, markdown or json")
+        ->check(CLI::IsMember({"text", "markdown", "json"}));
+    c->add_option("--textconv", cmd->textconv_file,
+                  "Print FILE (a lock) as git's diff driver should show it");
+    c->callback([&global, cmd] { run_diff(global, *cmd); });
 }
 
 }  // namespace envbox::cli

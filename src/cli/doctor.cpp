@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
@@ -13,46 +12,34 @@
 namespace envbox::cli {
 namespace {
 
-std::string json_list(const std::vector<std::string>& v) {
-    std::string o = "[";
-    for (std::size_t i = 0; i < v.size(); ++i)
-        o += (i ? ", " : "") + json_quote(v[i]);
-    return o + "]";
-}
-
-const char* json_bool(bool b) {
-    return b ? "true" : "false";
-}
-
 // The shape README.md documents under `doctor --json`; one object on one line.
 void print_json(const ops::DoctorReport& r) {
-    std::string o = "{\"ok\": " + std::string(json_bool(r.problems.empty()));
-    o += ", \"problems\": " + json_list(r.problems);
-    o += ", \"interpreters\": " + json_list(r.interpreters);
-    o += ", \"driver\": " + (r.driver ? json_quote(*r.driver) : std::string("null"));
-    o += ", \"cuda_lines\": " + json_list(r.cuda_lines);
-    o += ", \"store\": {\"path\": " + json_quote(r.store_path) +
-         ", \"filesystem\": " + json_quote(r.store_filesystem) +
-         ", \"free_bytes\": " + std::to_string(r.store_free) +
-         ", \"placing\": " + json_quote(r.link_mode) + "}";
-    o += ", \"sandbox\": {\"ok\": " + std::string(json_bool(r.sandboxed)) +
-         ", \"description\": " + json_quote(r.sandbox) + "}";
-    o += ", \"indexes\": [";
-    for (std::size_t i = 0; i < r.indexes.size(); ++i) {
-        const auto& x = r.indexes[i];
-        o += std::string(i ? ", " : "") + "{\"name\": " + json_quote(x.name) +
-             ", \"url\": " + json_quote(x.url) + ", \"ok\": " + json_bool(x.ok) +
-             ", \"status\": " + json_quote(x.status) +
-             ", \"environments\": " + json_list(x.environments) + "}";
-    }
-    o += "], \"environments\": [";
-    for (std::size_t i = 0; i < r.environments.size(); ++i) {
-        const auto& e = r.environments[i];
-        o += std::string(i ? ", " : "") + "{\"name\": " + json_quote(e.name) +
-             ", \"ok\": " + json_bool(e.ok) + ", \"cuda_lines\": " + json_list(e.cuda_lines) +
-             ", \"problem\": " + (e.ok ? std::string("null") : json_quote(e.problem)) + "}";
-    }
-    std::printf("%s]}\n", o.c_str());
+    Json indexes = Json::array(), environments = Json::array();
+    for (const auto& x : r.indexes)
+        indexes.push_back(Json{{"name", x.name},
+                               {"url", x.url},
+                               {"ok", x.ok},
+                               {"status", x.status},
+                               {"environments", x.environments}});
+    for (const auto& e : r.environments)
+        environments.push_back(Json{{"name", e.name},
+                                    {"ok", e.ok},
+                                    {"cuda_lines", e.cuda_lines},
+                                    {"problem", e.ok ? Json() : Json(e.problem)}});
+    Json report = {{"ok", r.problems.empty()},
+                   {"problems", r.problems},
+                   {"interpreters", r.interpreters},
+                   {"driver", r.driver ? Json(*r.driver) : Json()},
+                   {"cuda_lines", r.cuda_lines},
+                   {"store",
+                    {{"path", r.store_path},
+                     {"filesystem", r.store_filesystem},
+                     {"free_bytes", r.store_free},
+                     {"placing", r.link_mode}}},
+                   {"sandbox", {{"ok", r.sandboxed}, {"description", r.sandbox}}},
+                   {"indexes", std::move(indexes)},
+                   {"environments", std::move(environments)}};
+    std::printf("%s\n", json_line(report).c_str());
 }
 
 void print_text(const ops::DoctorReport& r) {
@@ -88,8 +75,6 @@ void print_text(const ops::DoctorReport& r) {
         std::printf("  %s  %s  %s\n", i.name.c_str(), i.url.c_str(), i.status.c_str());
 }
 
-}  // namespace
-
 void run_doctor(const GlobalOptions& global) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
@@ -106,6 +91,14 @@ void run_doctor(const GlobalOptions& global) {
     for (const auto& p : r.problems)
         msg += "\n  " + p;
     throw Error(ErrorCode::generic, msg);
+}
+
+}  // namespace
+
+void register_doctor(CLI::App& app, GlobalOptions& global) {
+    CLI::App* c = app.add_subcommand(
+        "doctor", "Interpreters, CUDA driver, store filesystem, index reachability");
+    c->callback([&global] { run_doctor(global); });
 }
 
 }  // namespace envbox::cli

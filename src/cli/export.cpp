@@ -36,7 +36,7 @@ void run_export(const GlobalOptions& global, const ExportCommand& cmd) {
 
 }  // namespace
 
-void register_export(CLI::App& app, const GlobalOptions& global) {
+void register_export(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<ExportCommand>();
     CLI::App* c = app.add_subcommand(
         "export", "Write ENV's lock as pinned requirements with hashes (pip) or as PEP 751");

@@ -2,81 +2,103 @@
 #include "envbox/ops/generations.hpp"
 
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/json.hpp"
 
 namespace envbox::cli {
+namespace {
 
-void run_verify(const GlobalOptions& global, const std::string& env, bool deep) {
+struct VerifyCommand {
+    std::string env;
+    bool deep = false;  ///< --deep: compare contents by hash
+};
+
+struct HistoryCommand {
+    std::string env;
+};
+
+struct RollbackCommand {
+    std::string env;
+    std::string to;  ///< --to N, may be empty: the previous generation
+};
+
+struct GcCommand {
+    bool dry_run = false;
+    int keep = 3;  ///< --keep: complete generations kept per environment
+};
+
+void print_verify_json(const VerifyCommand& cmd, const ops::VerifyResult& r) {
+    const auto& rep = r.report;
+    Json drift = Json::array();
+    for (const auto& d : rep.drift)
+        drift.push_back(
+            Json{{"kind", env::drift_kind_name(d.kind)}, {"path", d.path}, {"detail", d.detail}});
+    Json report = {
+        {"environment", cmd.env}, {"generation", r.generation.number},  {"deep", cmd.deep},
+        {"clean", rep.clean()},   {"files_checked", rep.files_checked}, {"hashed", rep.hashed},
+        {"seconds", r.seconds},   {"drift", std::move(drift)}};
+    std::printf("%s\n", json_line(report).c_str());
+}
+
+void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
+                       const ops::VerifyResult& r) {
+    const auto& rep = r.report;
+    for (const auto& d : rep.drift)
+        std::printf("%-9s %s%s%s\n", env::drift_kind_name(d.kind), d.path.c_str(),
+                    d.detail.empty() ? "" : "  (",
+                    d.detail.empty() ? "" : (d.detail + ")").c_str());
+    if (global.verbosity >= 0)
+        std::fprintf(
+            stderr, "%s generation %d: %s (%zu files checked%s, %zu hashed, %.2f s)\n",
+            cmd.env.c_str(), r.generation.number,
+            rep.clean() ? "clean"
+                        : (std::to_string(rep.drift.size()) + " differences from the lock").c_str(),
+            rep.files_checked, cmd.deep ? " by content" : "", rep.hashed, r.seconds);
+    if (global.verbosity > 1)
+        std::fprintf(stderr, "  seconds: load %.3f, plan %.3f, check %.3f\n", r.load_s, r.plan_s,
+                     r.check_s);
+}
+
+void run_verify(const GlobalOptions& global, const VerifyCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    ops::VerifyResult r = ops::verify(ctx, env, deep);
-    const auto& rep = r.report;
-    if (global.json) {
-        std::printf(
-            "{\"environment\": %s, \"generation\": %d, \"deep\": %s, \"clean\": %s, "
-            "\"files_checked\": %zu, "
-            "\"hashed\": %zu, \"seconds\": %.3f, \"drift\": [",
-            json_quote(env).c_str(), r.generation.number, deep ? "true" : "false",
-            rep.clean() ? "true" : "false", rep.files_checked, rep.hashed, r.seconds);
-        for (std::size_t i = 0; i < rep.drift.size(); ++i)
-            std::printf("%s{\"kind\": %s, \"path\": %s, \"detail\": %s}", i ? ", " : "",
-                        json_quote(env::drift_kind_name(rep.drift[i].kind)).c_str(),
-                        json_quote(rep.drift[i].path).c_str(),
-                        json_quote(rep.drift[i].detail).c_str());
-        std::printf("]}\n");
-    } else {
-        for (const auto& d : rep.drift)
-            std::printf("%-9s %s%s%s\n", env::drift_kind_name(d.kind), d.path.c_str(),
-                        d.detail.empty() ? "" : "  (",
-                        d.detail.empty() ? "" : (d.detail + ")").c_str());
-        if (global.verbosity >= 0)
-            std::fprintf(
-                stderr, "%s generation %d: %s (%zu files checked%s, %zu hashed, %.2f s)\n",
-                env.c_str(), r.generation.number,
-                rep.clean()
-                    ? "clean"
-                    : (std::to_string(rep.drift.size()) + " differences from the lock").c_str(),
-                rep.files_checked, deep ? " by content" : "", rep.hashed, r.seconds);
-        if (global.verbosity > 1)
-            std::fprintf(stderr, "  seconds: load %.3f, plan %.3f, check %.3f\n", r.load_s,
-                         r.plan_s, r.check_s);
-    }
-    if (!rep.clean())
+    ops::VerifyResult r = ops::verify(ctx, cmd.env, cmd.deep);
+    if (global.json)
+        print_verify_json(cmd, r);
+    else
+        print_verify_text(global, cmd, r);
+    if (!r.report.clean()) {
+        const std::string& env = cmd.env;
         throw Error(ErrorCode::integrity,
-                    env + " has drifted from its lock (" + std::to_string(rep.drift.size()) +
+                    env + " has drifted from its lock (" + std::to_string(r.report.drift.size()) +
                         " differences); `envbox create --force " + env +
                         "` builds a fresh generation from verified store objects, "
                         "`envbox rollback " +
                         env + "` switches back");
+    }
 }
 
-void run_history(const GlobalOptions& global, const std::string& env) {
+void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    auto entries = ops::history(ctx, env);
+    auto entries = ops::history(ctx, cmd.env);
     if (global.json) {
-        auto list = [](const std::vector<std::string>& v) {
-            std::string o = "[";
-            for (std::size_t i = 0; i < v.size(); ++i)
-                o += (i ? ", " : "") + json_quote(v[i]);
-            return o + "]";
-        };
-        std::printf("[");
-        for (std::size_t i = 0; i < entries.size(); ++i) {
-            const auto& h = entries[i];
-            std::printf(
-                "%s{\"generation\": %d, \"current\": %s, \"complete\": %s, \"created\": %s, "
-                "\"lock_digest\": %s, "
-                "\"packages\": %zu, \"added\": %s, \"removed\": %s, \"changed\": %s}",
-                i ? ", " : "", h.generation.number, h.current ? "true" : "false",
-                h.generation.complete ? "true" : "false", json_quote(h.generation.created).c_str(),
-                json_quote(h.generation.lock_digest).c_str(), h.generation.packages.size(),
-                list(h.added).c_str(), list(h.removed).c_str(), list(h.changed).c_str());
-        }
-        std::printf("]\n");
+        Json list = Json::array();
+        for (const auto& h : entries)
+            list.push_back(Json{{"generation", h.generation.number},
+                                {"current", h.current},
+                                {"complete", h.generation.complete},
+                                {"created", h.generation.created},
+                                {"lock_digest", h.generation.lock_digest},
+                                {"packages", h.generation.packages.size()},
+                                {"added", h.added},
+                                {"removed", h.removed},
+                                {"changed", h.changed}});
+        std::printf("%s\n", json_line(list).c_str());
         return;
     }
     for (const auto& h : entries) {
@@ -94,59 +116,56 @@ void run_history(const GlobalOptions& global, const std::string& env) {
     }
 }
 
-void run_rollback(const GlobalOptions& global, const std::string& env, const std::string& to) {
+void run_rollback(const GlobalOptions& global, const RollbackCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     std::optional<int> target;
-    if (!to.empty()) {
+    if (!cmd.to.empty()) {
         try {
             std::size_t used = 0;
-            target = std::stoi(to, &used);
-            if (used != to.size()) throw std::invalid_argument(to);
+            target = std::stoi(cmd.to, &used);
+            if (used != cmd.to.size()) throw std::invalid_argument(cmd.to);
         } catch (const std::exception&) {
-            throw Error(ErrorCode::usage, "--to expects a generation number, not '" + to + "'");
+            throw Error(ErrorCode::usage, "--to expects a generation number, not '" + cmd.to + "'");
         }
     }
-    auto r = ops::rollback(ctx, env, target);
+    auto r = ops::rollback(ctx, cmd.env, target);
     if (global.json) {
-        std::printf("{\"environment\": %s, \"from\": %d, \"to\": %d, \"seconds\": %.4f}\n",
-                    json_quote(env).c_str(), r.from, r.to, r.seconds);
+        Json report = {
+            {"environment", cmd.env}, {"from", r.from}, {"to", r.to}, {"seconds", r.seconds}};
+        std::printf("%s\n", json_line(report, 4).c_str());  // a switch takes well under 1 ms
         return;
     }
     if (global.verbosity >= 0) {
         if (r.from == r.to)
-            std::fprintf(stderr, "%s is already on generation %d\n", env.c_str(), r.to);
+            std::fprintf(stderr, "%s is already on generation %d\n", cmd.env.c_str(), r.to);
         else
-            std::fprintf(stderr, "%s: generation %d → %d (%.1f ms)\n", env.c_str(), r.from, r.to,
-                         r.seconds * 1000);
+            std::fprintf(stderr, "%s: generation %d → %d (%.1f ms)\n", cmd.env.c_str(), r.from,
+                         r.to, r.seconds * 1000);
     }
 }
 
-void run_gc(const GlobalOptions& global, int keep, bool dry_run) {
+void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::GcOptions opt;
-    opt.keep = keep;
-    opt.dry_run = dry_run;
+    opt.keep = cmd.keep;
+    opt.dry_run = cmd.dry_run;
     auto r = ops::gc(ctx, opt);
     if (global.json) {
-        auto list = [](const std::vector<std::string>& v) {
-            std::string o = "[";
-            for (std::size_t i = 0; i < v.size(); ++i)
-                o += (i ? ", " : "") + json_quote(v[i]);
-            return o + "]";
-        };
-        std::printf(
-            "{\"dry_run\": %s, \"generations_removed\": %zu, \"wheels_removed\": %zu, "
-            "\"objects_removed\": %zu, "
-            "\"temporary_removed\": %zu, \"bytes_freed\": %llu, \"busy\": %zu, \"removed\": %s, "
-            "\"in_use\": %s}\n",
-            dry_run ? "true" : "false", r.generations_removed.size(), r.wheels_removed,
-            r.objects_removed, r.temporary_removed, static_cast<unsigned long long>(r.bytes_freed),
-            r.busy.size(), list(r.generations_removed).c_str(), list(r.in_use).c_str());
+        Json report = {{"dry_run", cmd.dry_run},
+                       {"generations_removed", r.generations_removed.size()},
+                       {"wheels_removed", r.wheels_removed},
+                       {"objects_removed", r.objects_removed},
+                       {"temporary_removed", r.temporary_removed},
+                       {"bytes_freed", r.bytes_freed},
+                       {"busy", r.busy.size()},
+                       {"removed", r.generations_removed},
+                       {"in_use", r.in_use}};
+        std::printf("%s\n", json_line(report).c_str());
         return;
     }
-    const char* verb = dry_run ? "would remove" : "removed";
+    const char* verb = cmd.dry_run ? "would remove" : "removed";
     for (const auto& g : r.generations_removed)
         std::printf("%s %s\n", verb, g.c_str());
     for (const auto& u : r.in_use)
@@ -159,7 +178,44 @@ void run_gc(const GlobalOptions& global, int keep, bool dry_run) {
                      "temporary files: %s %s\n",
                      verb, r.generations_removed.size(), r.wheels_removed, r.objects_removed,
                      r.temporary_removed, human_bytes(r.bytes_freed).c_str(),
-                     dry_run ? "would be freed" : "freed");
+                     cmd.dry_run ? "would be freed" : "freed");
+}
+
+}  // namespace
+
+void register_verify(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<VerifyCommand>();
+    CLI::App* c = app.add_subcommand("verify", "Prove ENV is exactly its lock; report drift");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_flag("--deep", cmd->deep, "Compare file contents by hash, not only inodes");
+    c->callback([&global, cmd] { run_verify(global, *cmd); });
+}
+
+void register_history(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<HistoryCommand>();
+    CLI::App* c = app.add_subcommand(
+        "history", "Generations of ENV with dates, lock digests and package changes");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->callback([&global, cmd] { run_history(global, *cmd); });
+}
+
+void register_rollback(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<RollbackCommand>();
+    CLI::App* c =
+        app.add_subcommand("rollback", "Switch ENV back to an earlier generation, atomically");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("--to", cmd->to, "Generation number (default: the previous one)");
+    c->callback([&global, cmd] { run_rollback(global, *cmd); });
+}
+
+void register_gc(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<GcCommand>();
+    CLI::App* c = app.add_subcommand("gc", "Delete old generations and unreferenced store content");
+    c->add_flag("--dry-run", cmd->dry_run, "Report what would be deleted");
+    c->add_option("--keep", cmd->keep,
+                  "Complete generations to keep per environment (default 3; "
+                  "the current one is always kept)");
+    c->callback([&global, cmd] { run_gc(global, *cmd); });
 }
 
 }  // namespace envbox::cli

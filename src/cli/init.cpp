@@ -40,7 +40,7 @@ void run_init(const GlobalOptions& global, const InitCommand& cmd) {
 
 }  // namespace
 
-void register_init(CLI::App& app, const GlobalOptions& global) {
+void register_init(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<InitCommand>();
     CLI::App* c = app.add_subcommand(
         "init", "Write manifests/ENV.toml for this machine's interpreter and platform");

@@ -2,28 +2,38 @@
 #include "envbox/ops/inspect.hpp"
 
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "envbox/util/json.hpp"
 
 namespace envbox::cli {
+namespace {
 
-void run_list(const GlobalOptions& global, bool all) {
+struct ListCommand {
+    bool all = false;  ///< --all: every project's environments
+};
+
+struct ShowCommand {
+    std::string env;
+};
+
+void run_list(const GlobalOptions& global, const ListCommand& cmd) {
+    const bool all = cmd.all;
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     auto envs = ops::list_environments(ctx, all);
     if (global.json) {
-        std::printf("[");
-        for (std::size_t i = 0; i < envs.size(); ++i) {
-            const auto& e = envs[i];
-            std::printf(
-                "%s{\"project\": %s, \"name\": %s, \"current\": %s, \"generations\": %zu, "
-                "\"packages\": %zu, \"python\": %s}",
-                i ? ", " : "", json_quote(e.project).c_str(), json_quote(e.name).c_str(),
-                e.current ? std::to_string(*e.current).c_str() : "null", e.generations, e.packages,
-                json_quote(e.python_version).c_str());
-        }
-        std::printf("]\n");
+        Json list = Json::array();
+        for (const auto& e : envs)
+            list.push_back(Json{{"project", e.project},
+                                {"name", e.name},
+                                {"current", e.current ? Json(*e.current) : Json()},
+                                {"generations", e.generations},
+                                {"packages", e.packages},
+                                {"python", e.python_version}});
+        std::printf("%s\n", json_line(list).c_str());
         return;
     }
     if (envs.empty()) {
@@ -43,32 +53,29 @@ void run_list(const GlobalOptions& global, bool all) {
     }
 }
 
-void run_show(const GlobalOptions& global, const std::string& env) {
+void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    auto d = ops::show_environment(ctx, env);
+    auto d = ops::show_environment(ctx, cmd.env);
     if (global.json) {
-        std::printf(
-            "{\"name\": %s, \"path\": %s, \"current\": %s, \"files\": %zu, \"bytes\": %llu, "
-            "\"unique_bytes\": %llu, \"generations\": [",
-            json_quote(d.name).c_str(), json_quote(d.path.string()).c_str(),
-            d.current ? std::to_string(d.current->number).c_str() : "null", d.files,
-            static_cast<unsigned long long>(d.bytes),
-            static_cast<unsigned long long>(d.unique_bytes));
-        for (std::size_t i = 0; i < d.generations.size(); ++i) {
-            const auto& g = d.generations[i];
-            std::printf(
-                "%s{\"number\": %d, \"complete\": %s, \"created\": %s, \"lock_digest\": %s}",
-                i ? ", " : "", g.number, g.complete ? "true" : "false",
-                json_quote(g.created).c_str(), json_quote(g.lock_digest).c_str());
-        }
-        std::printf("], \"packages\": [");
+        Json generations = Json::array(), packages = Json::array();
+        for (const auto& g : d.generations)
+            generations.push_back(Json{{"number", g.number},
+                                       {"complete", g.complete},
+                                       {"created", g.created},
+                                       {"lock_digest", g.lock_digest}});
         if (d.current)
-            for (std::size_t i = 0; i < d.current->packages.size(); ++i)
-                std::printf("%s{\"name\": %s, \"version\": %s}", i ? ", " : "",
-                            json_quote(d.current->packages[i].name).c_str(),
-                            json_quote(d.current->packages[i].version).c_str());
-        std::printf("]}\n");
+            for (const auto& p : d.current->packages)
+                packages.push_back(Json{{"name", p.name}, {"version", p.version}});
+        Json report = {{"name", d.name},
+                       {"path", d.path.string()},
+                       {"current", d.current ? Json(d.current->number) : Json()},
+                       {"files", d.files},
+                       {"bytes", d.bytes},
+                       {"unique_bytes", d.unique_bytes},
+                       {"generations", std::move(generations)},
+                       {"packages", std::move(packages)}};
+        std::printf("%s\n", json_line(report).c_str());
         return;
     }
     std::printf("%s  (%s)\n", d.name.c_str(), d.path.c_str());
@@ -87,6 +94,23 @@ void run_show(const GlobalOptions& global, const std::string& env) {
     std::printf("%zu packages:\n", d.current->packages.size());
     for (const auto& p : d.current->packages)
         std::printf("  %s %s\n", p.name.c_str(), p.version.c_str());
+}
+
+}  // namespace
+
+void register_list(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<ListCommand>();
+    CLI::App* c =
+        app.add_subcommand("list", "List environments (of this project; --all: of every project)");
+    c->add_flag("--all", cmd->all, "Every project's environments");
+    c->callback([&global, cmd] { run_list(global, *cmd); });
+}
+
+void register_show(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<ShowCommand>();
+    CLI::App* c = app.add_subcommand("show", "Show an environment: generations, packages, sizes");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->callback([&global, cmd] { run_show(global, *cmd); });
 }
 
 }  // namespace envbox::cli

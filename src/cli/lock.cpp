@@ -2,63 +2,100 @@
 #include "envbox/ops/lock.hpp"
 
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/json.hpp"
 
 namespace envbox::cli {
+namespace {
 
-void run_lock(const GlobalOptions& global, const std::vector<std::string>& envs, bool check,
-              bool upgrade, const std::vector<std::string>& upgrade_packages, bool offline,
-              bool allow_mixed_cuda) {
+struct LockCommand {
+    std::vector<std::string> envs;
+    bool check = false;    ///< --check: exit 3 if stale, write nothing
+    bool upgrade = false;  ///< --upgrade
+    std::vector<std::string> upgrade_packages;
+    bool offline = false;
+    bool allow_mixed_cuda = false;
+};
+
+// --check: says whether the lock is stale; true when it is.
+bool report_check(const GlobalOptions& global, const std::string& env, const ops::LockResult& r) {
+    if (r.stale) {
+        std::fprintf(stderr, "%s: the lock is stale:\n", env.c_str());
+        for (const auto& why : r.reasons)
+            std::fprintf(stderr, "  %s\n", why.c_str());
+    } else if (global.verbosity >= 0) {
+        std::fprintf(stderr, "%s: the lock is up to date\n", env.c_str());
+    }
+    return r.stale;
+}
+
+void report_lock(const GlobalOptions& global, const std::string& env, const ops::LockResult& r) {
+    if (r.up_to_date && !global.json) {
+        if (global.verbosity >= 0)
+            std::fprintf(stderr,
+                         "%s: the lock is up to date (%zu packages); `--upgrade` resolves again\n",
+                         env.c_str(), r.packages);
+        return;
+    }
+    if (global.json) {
+        Json report = {{"environment", env},
+                       {"lock", r.lock_path.string()},
+                       {"changed", r.changed},
+                       {"up_to_date", r.up_to_date},
+                       {"packages", r.packages},
+                       {"seconds", r.seconds},
+                       {"requests", r.requests},
+                       {"cache_hits", r.cache_hits},
+                       {"peak_in_flight", r.peak_in_flight}};
+        std::printf("%s\n", json_line(report).c_str());
+    } else if (global.verbosity >= 0) {
+        std::fprintf(stderr,
+                     "%s %s: %zu packages in %.2f s (%llu requests, %llu answered from the "
+                     "cache, up to %d in flight)\n",
+                     r.changed ? "Locked" : "Lock unchanged for", env.c_str(), r.packages,
+                     r.seconds, static_cast<unsigned long long>(r.requests),
+                     static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
+    }
+}
+
+void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
     ConsoleProgress progress(global.verbosity, stderr_is_tty());
     ops::Context ctx = make_context(global, progress);
     std::vector<std::string> stale;
-    for (const auto& env : envs) {
-        ops::LockOptions opt{env, check, upgrade, upgrade_packages, offline, allow_mixed_cuda};
+    for (const auto& env : cmd.envs) {
+        ops::LockOptions opt{env,         cmd.check,           cmd.upgrade, cmd.upgrade_packages,
+                             cmd.offline, cmd.allow_mixed_cuda};
         ops::LockResult r = ops::lock(ctx, opt);
         progress.clear();
-        if (check) {
-            if (r.stale) {
-                stale.push_back(env);
-                std::fprintf(stderr, "%s: the lock is stale:\n", env.c_str());
-                for (const auto& why : r.reasons)
-                    std::fprintf(stderr, "  %s\n", why.c_str());
-            } else if (global.verbosity >= 0) {
-                std::fprintf(stderr, "%s: the lock is up to date\n", env.c_str());
-            }
-            continue;
-        }
-        if (r.up_to_date && !global.json) {
-            if (global.verbosity >= 0)
-                std::fprintf(
-                    stderr,
-                    "%s: the lock is up to date (%zu packages); `--upgrade` resolves again\n",
-                    env.c_str(), r.packages);
-            continue;
-        }
-        if (global.json) {
-            std::printf(
-                "{\"environment\": %s, \"lock\": %s, \"changed\": %s, \"up_to_date\": %s, "
-                "\"packages\": %zu, \"seconds\": %.3f, "
-                "\"requests\": %llu, \"cache_hits\": %llu, \"peak_in_flight\": %d}\n",
-                json_quote(env).c_str(), json_quote(r.lock_path.string()).c_str(),
-                r.changed ? "true" : "false", r.up_to_date ? "true" : "false", r.packages,
-                r.seconds, static_cast<unsigned long long>(r.requests),
-                static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
-        } else if (global.verbosity >= 0) {
-            std::fprintf(stderr,
-                         "%s %s: %zu packages in %.2f s (%llu requests, %llu answered from the "
-                         "cache, up to %d in flight)\n",
-                         r.changed ? "Locked" : "Lock unchanged for", env.c_str(), r.packages,
-                         r.seconds, static_cast<unsigned long long>(r.requests),
-                         static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
-        }
+        if (!cmd.check)
+            report_lock(global, env, r);
+        else if (report_check(global, env, r))
+            stale.push_back(env);
     }
     if (!stale.empty())
         throw Error(ErrorCode::invalid_input,
                     std::to_string(stale.size()) + " stale lock(s); run `envbox lock` to update");
+}
+
+}  // namespace
+
+void register_lock(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<LockCommand>();
+    CLI::App* c = app.add_subcommand(
+        "lock", "Resolve manifests/ENV.toml and write manifests/pylock.ENV.toml (PEP 751)");
+    c->add_option("ENV", cmd->envs, "Environments to lock")->required();
+    c->add_flag("--check", cmd->check, "Exit 3 if the lock is stale; write nothing");
+    c->add_flag("--upgrade", cmd->upgrade, "Ignore locked versions");
+    c->add_option("--upgrade-package", cmd->upgrade_packages,
+                  "Ignore the locked version of P (repeatable)");
+    c->add_flag("--offline", cmd->offline, "Use only cached index pages");
+    c->add_flag("--allow-mixed-cuda", cmd->allow_mixed_cuda,
+                "Write a lock that mixes CUDA lines (recorded in the lock)");
+    c->callback([&global, cmd] { run_lock(global, *cmd); });
 }
 
 }  // namespace envbox::cli

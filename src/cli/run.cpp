@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "cli/commands.hpp"
@@ -38,7 +39,7 @@ std::vector<std::string> command_of(const std::vector<std::string>& rest) {
 
 // --sandbox, else --no-sandbox, else $ENVBOX_SANDBOX, else auto. The flag beats the variable so
 // that one run can opt out of a strict default on purpose.
-ops::SandboxMode sandbox_mode(const RunArgs& args) {
+ops::SandboxMode sandbox_mode(const RunCommand& args) {
     std::string mode = args.sandbox;
     if (mode.empty() && args.no_sandbox) return ops::SandboxMode::off;
     std::string from = "--sandbox";
@@ -154,7 +155,7 @@ std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string&
 
 // `uv run`'s sync: lock and create first when ENV is out of date (said on stderr, as the
 // command's stdout is its own); --locked refuses a stale lock instead, --frozen skips this.
-void sync_first(const ops::Context& ctx, const RunArgs& args) {
+void sync_first(const ops::Context& ctx, const RunCommand& args) {
     if (args.frozen) return;
     bool stale_lock = false;
     int since = 0;
@@ -213,9 +214,9 @@ std::string environment_or_default(const GlobalOptions& global, const std::strin
                                       "): name one, as `envbox run ENV -- CMD`, or set ENVBOX_ENV");
 }
 
-void run_run(const GlobalOptions& global, const RunArgs& given) {
-    RunArgs args = given;
-    args.env = environment_or_default(global, given.env);
+void run_run(const GlobalOptions& global, const RunCommand& cmd) {
+    RunCommand args = cmd;
+    args.env = environment_or_default(global, cmd.env);
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::SandboxMode mode = sandbox_mode(args);
@@ -228,6 +229,53 @@ void run_run(const GlobalOptions& global, const RunArgs& given) {
     std::fflush(nullptr);
     ::umask(static_cast<mode_t>(ctx.user_umask));  // the workload's files are the user's business
     exec_replace(plan.argv, plan.environment);
+}
+
+void register_run(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<RunCommand>();
+    CLI::App* c =
+        app.add_subcommand("run", "Run a command inside ENV (sandboxed where the kernel allows)");
+    // ENV is the first word unless `--` comes first: then the default environment. A word after
+    // `--` reaches this check while the `--` is already among what was not parsed.
+    auto after_marker = std::make_shared<std::optional<bool>>();  // decided once, at the parse
+    c->add_option("ENV", cmd->env,
+                  "Environment (default, when -- comes first: $ENVBOX_ENV, else "
+                  "the project's only manifest)")
+        ->check([c, after_marker](const std::string&) {
+            if (!*after_marker) {
+                auto seen = c->remaining();
+                *after_marker = std::find(seen.begin(), seen.end(), "--") != seen.end();
+            }
+            return **after_marker ? std::string("the command's own") : std::string();
+        });
+    auto* off =
+        c->add_flag("--no-sandbox", cmd->no_sandbox, "Run without the sandbox (--sandbox off)");
+    auto* locked = c->add_flag("--locked", cmd->locked,
+                               "Fail (exit 3) if the lock is missing or stale instead of locking");
+    c->add_flag("--frozen", cmd->frozen, "Run the current generation as it is: no lock, no create")
+        ->excludes(locked);
+    c->add_option("--sandbox", cmd->sandbox,
+                  "auto (default; warn when the kernel allows none), strict (refuse to run "
+                  "unsandboxed) or off; default $ENVBOX_SANDBOX")
+        ->check(CLI::IsMember({"auto", "strict", "off"}))
+        ->excludes(off);
+    // The command's first word and everything after it are the command's, as with `uv run`:
+    // CLI11 stops at the first positional nothing takes (prefix_command). CMD takes nothing (its
+    // check refuses every word); it exists so that `--` stays with `run`. What CLI11 leaves
+    // unparsed becomes `rest` when the command runs.
+    c->add_option("CMD", cmd->rest,
+                  "The command and its arguments, which envbox never reads "
+                  "(`--` before it is optional)")
+        ->expected(1, -1)
+        ->check([](const std::string&) { return std::string("the command's own"); });
+    c->validate_positionals();
+    c->prefix_command();
+    add_global_options(*c, global, true);
+    c->fallthrough(false);
+    c->callback([&global, cmd, c] {
+        cmd->rest = c->remaining();
+        run_run(global, *cmd);
+    });
 }
 
 }  // namespace envbox::cli

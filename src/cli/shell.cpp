@@ -54,10 +54,10 @@ std::string startup_file(bool bashrc) {
 // The command line and prompt for `shell`: bash gets --rcfile, POSIX shells (sh, dash, ash,
 // ksh, mksh) $ENV, which they read when interactive; any other shell (zsh, fish) starts with
 // the environment `run` computes and VIRTUAL_ENV_PROMPT for its prompt theme.
-RunArgs shell_args(const ShellCommand& cmd) {
+RunCommand shell_args(const ShellCommand& cmd) {
     const std::string shell = user_shell();
     const std::string name = std::filesystem::path(shell).filename().string();
-    RunArgs args{
+    RunCommand args{
         cmd.env, {"--", shell}, cmd.no_sandbox, cmd.sandbox, {{"VIRTUAL_ENV_PROMPT", cmd.env}}};
     if (name == "bash") {
         args.rest.insert(args.rest.end(), {"--rcfile", startup_file(true)});
@@ -72,7 +72,7 @@ RunArgs shell_args(const ShellCommand& cmd) {
 
 }  // namespace
 
-void register_shell(CLI::App& app, const GlobalOptions& global) {
+void register_shell(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<ShellCommand>();
     CLI::App* c =
         app.add_subcommand("shell",

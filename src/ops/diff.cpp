@@ -314,33 +314,31 @@ std::string render_markdown(const Diff& d) {
 }
 
 std::string render_json(const Diff& d) {
-    std::ostringstream o;
-    o << "{\"a\": " << json_quote(d.a) << ", \"b\": " << json_quote(d.b)
-      << ", \"unchanged\": " << d.unchanged << ", \"download_delta\": " << d.download_delta
-      << ", \"installed_delta\": "
-      << (d.installed_delta ? std::to_string(*d.installed_delta) : "null") << ", \"changes\": [";
-    for (std::size_t i = 0; i < d.entries.size(); ++i) {
-        const auto& e = d.entries[i];
-        o << (i ? ", " : "") << "{\"name\": " << json_quote(e.name)
-          << ", \"kind\": " << json_quote(kind_word(e.kind))
-          << ", \"before\": " << (e.before.empty() ? "null" : json_quote(e.before))
-          << ", \"after\": " << (e.after.empty() ? "null" : json_quote(e.after))
-          << ", \"detail\": " << (e.detail.empty() ? "null" : json_quote(e.detail))
-          << ", \"wheel_before\": "
-          << (e.wheel_before.empty() ? "null" : json_quote(e.wheel_before))
-          << ", \"wheel_after\": " << (e.wheel_after.empty() ? "null" : json_quote(e.wheel_after))
-          << ", \"sha256_before\": "
-          << (e.sha256_before.empty() ? "null" : json_quote(e.sha256_before))
-          << ", \"sha256_after\": "
-          << (e.sha256_after.empty() ? "null" : json_quote(e.sha256_after))
-          << ", \"index_before\": " << json_quote(e.index_before)
-          << ", \"index_after\": " << json_quote(e.index_after)
-          << ", \"cuda_before\": " << (e.cuda_before.empty() ? "null" : json_quote(e.cuda_before))
-          << ", \"cuda_after\": " << (e.cuda_after.empty() ? "null" : json_quote(e.cuda_after))
-          << ", \"download_delta\": " << e.download_delta << "}";
-    }
-    o << "]}\n";
-    return o.str();
+    // An empty field is null, except the indexes: "" is a lock's own "no index".
+    auto or_null = [](const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); };
+    Json changes = Json::array();
+    for (const auto& e : d.entries)
+        changes.push_back(Json{{"name", e.name},
+                               {"kind", kind_word(e.kind)},
+                               {"before", or_null(e.before)},
+                               {"after", or_null(e.after)},
+                               {"detail", or_null(e.detail)},
+                               {"wheel_before", or_null(e.wheel_before)},
+                               {"wheel_after", or_null(e.wheel_after)},
+                               {"sha256_before", or_null(e.sha256_before)},
+                               {"sha256_after", or_null(e.sha256_after)},
+                               {"index_before", e.index_before},
+                               {"index_after", e.index_after},
+                               {"cuda_before", or_null(e.cuda_before)},
+                               {"cuda_after", or_null(e.cuda_after)},
+                               {"download_delta", e.download_delta}});
+    Json report = {{"a", d.a},
+                   {"b", d.b},
+                   {"unchanged", d.unchanged},
+                   {"download_delta", d.download_delta},
+                   {"installed_delta", d.installed_delta ? Json(*d.installed_delta) : Json()},
+                   {"changes", std::move(changes)}};
+    return json_line(report) + "\n";
 }
 
 std::string textconv(const std::string& lock_path) {

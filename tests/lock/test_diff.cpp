@@ -1,8 +1,13 @@
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
 
 #include "envbox/ops/diff.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/process.hpp"
 
 // How `envbox diff` classifies one package locked on both sides, over changes real locks show:
 // PyPI upgrades, PyTorch local labels, a package moving index, a wheel for another Python, a
@@ -95,5 +100,57 @@ TEST_CASE("diff names what changed for a package locked on both sides") {
         CHECK(envbox::ops::render_text(d, false).find("no changes") == std::string::npos);
         CHECK(envbox::ops::render_json(d).find("\"sha256_after\": \"" + r.sha2 + "\"") !=
               std::string::npos);
+    }
+}
+
+// The reports `envbox diff` prints for two real locks (tests/lock/golden/diff.before.pylock.toml
+// → diff.after.pylock.toml, one change of each kind), pinned byte for byte in
+// tests/lock/golden/diff.{txt,md,json}. ENVBOX_ACCEPT_GOLDEN=1 rewrites the golden files.
+namespace {
+
+const std::string kGolden = ENVBOX_SOURCE_DIR "/tests/lock/golden/";
+
+LockView golden_side(const std::string& name) {
+    envbox::ops::Context ctx;
+    ctx.home = "/nonexistent/envbox-home";  // no store: installed sizes stay unknown
+    LockView v = envbox::ops::load_side(ctx, kGolden + name, false);
+    v.label = name;  // the report names the lock as given; keep it free of this checkout's path
+    return v;
+}
+
+// Empty when `actual` is the golden file's text, else the unified difference (golden → actual).
+std::string golden_difference(const std::string& name, const std::string& actual) {
+    const std::string path = kGolden + name;
+    if (const char* accept = std::getenv("ENVBOX_ACCEPT_GOLDEN"); accept && *accept == '1')
+        envbox::write_file_atomic(path, actual);
+    std::error_code ec;
+    std::string expected = std::filesystem::exists(path, ec) ? envbox::read_file(path) : "";
+    if (expected == actual) return "";
+    const auto tmp = std::filesystem::temp_directory_path() / ("envbox-actual-" + name);
+    envbox::write_file_atomic(tmp, actual);
+    auto r = envbox::run_capture({"diff", "-u", "--label", "golden/" + name, "--label",
+                                  "actual/" + name, path, tmp.string()});
+    std::filesystem::remove(tmp, ec);
+    return r.out.empty() ? "(cannot run diff -u; the texts differ)" : r.out;
+}
+
+}  // namespace
+
+TEST_CASE("diff's text, markdown and json reports match their golden files", "[diff][golden]") {
+    auto d = envbox::ops::diff(golden_side("diff.before.pylock.toml"),
+                               golden_side("diff.after.pylock.toml"));
+    const std::pair<std::string, std::string> reports[] = {
+        {"diff.txt", envbox::ops::render_text(d, false)},
+        {"diff.md", envbox::ops::render_markdown(d)},
+        {"diff.json", envbox::ops::render_json(d)},
+    };
+    for (const auto& [name, text] : reports) {
+        INFO(name);
+        const std::string difference = golden_difference(name, text);
+        // The difference goes to stderr as it is: Catch would wrap its lines.
+        if (!difference.empty())
+            std::fprintf(stderr, "%s differs from its golden file:\n%s", name.c_str(),
+                         difference.c_str());
+        CHECK(difference.empty());
     }
 }

@@ -1,0 +1,101 @@
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envbox/pep/requirement.hpp"
+#include "envbox/resolve/resolver.hpp"
+
+// The solver over a small in-memory world (the packse runner plays the whole scenario corpus):
+// its answer, the explanation of a conflict, and the trace callback that replaces a debug
+// environment variable.
+namespace {
+
+using envbox::pep::Requirement;
+using envbox::pep::Version;
+namespace resolve = envbox::resolve;
+
+// name -> version -> Requires-Dist
+class World : public resolve::PackageSource {
+  public:
+    std::map<std::string, std::map<std::string, std::vector<std::string>>> packages;
+
+    std::vector<resolve::Candidate> versions(const std::string& name) override {
+        std::vector<resolve::Candidate> out;
+        for (const auto& [v, _] : packages[name])
+            out.push_back(resolve::Candidate{Version::parse(v).value(), false, {}});
+        return out;
+    }
+    resolve::Dependencies dependencies(const std::string& name, const Version& version) override {
+        resolve::Dependencies d;
+        for (const auto& r : packages[name][version.str()])
+            d.requires_dist.push_back(Requirement::parse(r).value());
+        return d;
+    }
+};
+
+std::vector<Requirement> requirements(std::vector<std::string> texts) {
+    std::vector<Requirement> out;
+    for (const auto& t : texts)
+        out.push_back(Requirement::parse(t).value());
+    return out;
+}
+
+resolve::Options options() {
+    resolve::Options o;
+    o.environment = envbox::pep::MarkerEnvironment::linux_cpython("3.12.0", "x86_64");
+    return o;
+}
+
+std::string pins(const std::vector<resolve::Pinned>& p) {
+    std::string out;
+    for (const auto& x : p)
+        out += (out.empty() ? "" : " ") + x.name + "==" + x.version.str();
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the solver backtracks to versions that fit together", "[resolve][solver]") {
+    World w;
+    w.packages["a"] = {{"1.0", {}}, {"2.0", {"d"}}};
+    w.packages["b"] = {{"1.0", {"c>=2"}}};
+    w.packages["c"] = {{"1.0", {}}, {"2.0", {}}};
+    w.packages["d"] = {{"1.0", {"c<2"}}};
+    std::vector<std::string> lines;
+    auto o = options();
+    o.trace = [&](std::string_view line) { lines.emplace_back(line); };
+    auto r = resolve::resolve(requirements({"a", "b"}), w, o);
+    REQUIRE(r);
+    CHECK(pins(*r) == "a==1.0 b==1.0 c==2.0");
+    REQUIRE_FALSE(lines.empty());
+    for (const auto& l : lines) {
+        CHECK(l.starts_with("conflict "));
+        CHECK(l.find('\n') == std::string::npos);
+    }
+}
+
+TEST_CASE("a conflict is explained in terms of the requirements, traced or not",
+          "[resolve][solver]") {
+    World w;
+    w.packages["a"] = {{"1.0", {"c<2"}}, {"1.1", {"c<2"}}};
+    w.packages["b"] = {{"1.0", {"c>=2"}}};
+    w.packages["c"] = {{"1.0", {}}, {"2.0", {}}};
+    auto quiet = resolve::resolve(requirements({"a", "b"}), w, options());
+    REQUIRE_FALSE(quiet);
+    CHECK(quiet.error().message() ==
+          "no solution:\n"
+          "  Because a==1.1 depends on c<2 and a==1.0 depends on c<2, a depends on c==1.0.\n"
+          "  Because b depends on c>=2 and a depends on c==1.0, a and b are incompatible.\n"
+          "  Because a and b are incompatible and you require a, the requirements rule out b.\n"
+          "  Because the requirements rule out b and you require b, the requirements are "
+          "unsatisfiable.");
+    std::vector<std::string> lines;
+    auto o = options();
+    o.trace = [&](std::string_view line) { lines.emplace_back(line); };
+    auto traced = resolve::resolve(requirements({"a", "b"}), w, o);
+    REQUIRE_FALSE(traced);
+    CHECK(traced.error().message() == quiet.error().message());
+    CHECK_FALSE(lines.empty());
+}

@@ -10,11 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
-#include <sstream>
 
 #include "envbox/pep/digest.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/kv.hpp"
 #include "envbox/util/unique_fd.hpp"
 
 namespace fs = std::filesystem;
@@ -28,58 +28,6 @@ namespace {
 // still read, strictly.
 constexpr std::string_view kInfoHeaderV1 = "envbox-generation 1";
 constexpr std::string_view kInfoHeader = "envbox-generation 2";
-
-std::string encode_value(std::string_view v) {
-    static const char* hex = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(v.size());
-    for (char c : v) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '%' || u <= 0x20 || u == 0x7f) {
-            out += '%';
-            out += hex[u >> 4];
-            out += hex[u & 15];
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
-std::optional<std::string> decode_value(std::string_view v) {
-    auto digit = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-    };
-    std::string out;
-    out.reserve(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        if (v[i] != '%') {
-            out += v[i];
-            continue;
-        }
-        if (i + 2 >= v.size()) return std::nullopt;
-        int hi = digit(v[i + 1]), lo = digit(v[i + 2]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        out += static_cast<char>(hi << 4 | lo);
-        i += 2;
-    }
-    return out;
-}
-
-// The space-separated fields of a record line.
-std::vector<std::string_view> split_fields(std::string_view line) {
-    std::vector<std::string_view> out;
-    while (!line.empty()) {
-        auto sp = line.find(' ');
-        out.push_back(line.substr(0, sp));
-        if (sp == std::string_view::npos) break;
-        line.remove_prefix(sp + 1);
-    }
-    return out;
-}
 
 std::optional<int> parse_gen_number(const std::string& name) {
     if (!name.starts_with("gen-") || name.size() == 4 || name.size() > 13) return std::nullopt;
@@ -106,12 +54,11 @@ class InfoReader {
     InfoReader(Generation& g, bool v1) : g_(g), v1_(v1) {}
 
     /// One line after the header ("KEY REST"); unknown keys and lines without a blank are skipped.
-    void line(const std::string& text) {
-        ++line_number_;
-        auto sp = text.find(' ');
-        if (sp == std::string::npos) return;
-        const std::string key = text.substr(0, sp);
-        const std::string_view rest = std::string_view(text).substr(sp + 1);
+    void line(const kv::Line& l) {
+        line_number_ = static_cast<int>(l.number);
+        if (!l.has_separator) return;
+        const std::string key(l.key);
+        const std::string_view rest = l.value;
         if (std::string* field = scalar(key))
             *field = value(key, rest);
         else if (key == "direct-url")
@@ -145,8 +92,8 @@ class InfoReader {
     // Fields of a line after its key: v1 values as written, v2 ones decoded.
     std::vector<std::string> fields(std::string_view rest) {
         std::vector<std::string> out;
-        for (std::string_view f : split_fields(rest)) {
-            auto d = v1_ ? std::optional<std::string>(f) : decode_value(f);
+        for (std::string_view f : kv::split_fields(rest)) {
+            auto d = v1_ ? std::optional<std::string>(f) : kv::percent_decode(f);
             if (!d) {
                 damaged("bad %-escape");
                 return std::vector<std::string>();
@@ -213,15 +160,17 @@ std::optional<Generation> read_generation(const fs::path& gen_path) {
     g.complete = fs::exists(gen_path / ".envbox" / "complete", ec);
     fs::path info = gen_path / ".envbox" / "info";
     if (!fs::exists(info, ec)) return g;
-    std::istringstream s(read_file(info));
-    std::string line;
-    if (!std::getline(s, line) || (line != kInfoHeader && line != kInfoHeaderV1)) {
+    const std::string text = read_file(info);
+    // Bounds far above any record envbox writes: a long direct-url line still reads.
+    kv::Reader r(text, info.string(), ' ', {.max_line_bytes = 1u << 30, .max_lines = 1u << 30});
+    auto head = r.next();
+    if (!head || (head->text != kInfoHeader && head->text != kInfoHeaderV1)) {
         g.damaged = "unknown record header";
         return g;
     }
-    InfoReader reader(g, line == kInfoHeaderV1);
-    while (std::getline(s, line))
-        reader.line(line);
+    InfoReader reader(g, head->text == kInfoHeaderV1);
+    while (auto l = r.next())
+        reader.line(*l);
     return g;
 }
 
@@ -261,27 +210,25 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
                                                   p.filename + ") in generation " +
                                                   std::to_string(g.number) +
                                                   ": incomplete or invalid values");
-    auto e = [](std::string_view v) { return encode_value(v); };
-    std::ostringstream s;
-    s << kInfoHeader << "\n"
-      << "generation " << g.number << "\n"
-      << "created " << e(g.created) << "\n"
-      << "lock-digest " << e(g.lock_digest) << "\n"
-      << "lock-source " << e(g.lock_source) << "\n"
-      << "python " << e(g.python) << "\n"
-      << "python-version " << e(g.python_version) << "\n"
-      << "platform " << e(g.platform) << "\n"
-      << "environment " << e(g.environment) << "\n"
-      << "link-mode " << e(g.link_mode) << "\n";
+    auto e = [](std::string_view v) { return kv::percent_encode(v); };
+    kv::Writer w(kInfoHeader, ' ', (dir / "info").string());
+    w.add("generation", std::to_string(g.number))
+        .add("created", e(g.created))
+        .add("lock-digest", e(g.lock_digest))
+        .add("lock-source", e(g.lock_source))
+        .add("python", e(g.python))
+        .add("python-version", e(g.python_version))
+        .add("platform", e(g.platform))
+        .add("environment", e(g.environment))
+        .add("link-mode", e(g.link_mode));
     for (const auto& p : g.packages)
-        s << "package " << e(p.name) << " " << e(p.version) << " " << p.wheel_sha256 << " "
-          << e(p.filename) << " " << (p.requested ? "requested" : "-") << "\n";
+        w.add_fields("package", {e(p.name), e(p.version), p.wheel_sha256, e(p.filename),
+                                 p.requested ? "requested" : "-"});
     for (const auto& p : g.packages)
-        if (!p.direct_url.empty())
-            s << "direct-url " << e(p.name) << " " << e(p.direct_url) << "\n";
+        if (!p.direct_url.empty()) w.add_fields("direct-url", {e(p.name), e(p.direct_url)});
     for (const auto& p : g.packages)
-        if (p.preferred) s << "prefer " << e(p.name) << "\n";
-    write_file_atomic(dir / "info", s.str(), 0444, Durability::none);
+        if (p.preferred) w.add("prefer", e(p.name));
+    write_file_atomic(dir / "info", std::move(w).take(), 0444, Durability::none);
     write_file_atomic(dir / "pylock.toml", lock_text, 0444, Durability::none);
     write_file_atomic(in_use_lock_path(g.path), "", 0444, Durability::none);
 }

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
-#include <sstream>
 
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/kv.hpp"
 #include "envbox/util/process.hpp"
 #include "envbox/util/sha256.hpp"
 
@@ -48,12 +48,11 @@ for k, val in m.items(): out("marker." + k, val)
 
 Interpreter parse_probe(const std::string& text, const fs::path& path) {
     Interpreter in;
-    std::istringstream s(text);
-    std::string line;
-    while (std::getline(s, line)) {
-        auto eq = line.find('=');
-        if (eq == std::string::npos) continue;
-        std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    // Bounds far above what the probe prints: a long platform_version still reads.
+    kv::Reader r(text, path.string(), '=', {.max_line_bytes = 1u << 30, .max_lines = 1u << 30});
+    while (auto line = r.next()) {
+        if (!line->has_separator) continue;
+        std::string k(line->key), v(line->value);
         if (k == "implementation")
             in.implementation = v;
         else if (k == "major")

@@ -130,3 +130,31 @@ TEST_CASE("format 1 records are still read, and one a value broke reads as damag
     write_info(gen, "envbox-generation 2\nlock-source bad%zzescape\n");
     CHECK_FALSE(env::read_generation(gen)->damaged.empty());
 }
+
+TEST_CASE("a format 2 record is written byte for byte as it always was") {
+    TempDir tmp;
+    env::Generation g = generation(tmp.path);
+    env::write_generation_record(g, "");
+    std::ifstream in(g.path / ".envbox" / "info");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text ==
+          "envbox-generation 2\n"
+          "generation 3\n"
+          "created 2026-12-01T09:00:00Z\n"
+          "lock-digest " +
+              std::string(64, 'b') +
+              "\n"
+              "lock-source /home/me/my%20project%20%2541/manifests/pylock.env.toml\n"
+              "python /opt/py%20thon/bin/python3\n"
+              "python-version 3.12.1\n"
+              "platform manylinux_2_28_x86_64\n"
+              "environment env\n"
+              "link-mode hardlink\n"
+              "package demo 1.0 " +
+              kSha +
+              " demo-1.0-py3-none-any.whl requested\n"
+              "direct-url demo "
+              "{\"url\":%20\"file:///a%20b/"
+              "demo-1.0-py3-none-any.whl\",%0A%20\"archive_info\":%20{}}\n"
+              "prefer demo\n");
+}

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "envbox/util/unique_fd.hpp"
 #include "landlock.hpp"
 
 namespace fs = std::filesystem;
@@ -24,11 +25,9 @@ namespace envbox::env {
 namespace {
 
 bool write_proc(const char* path, const std::string& text) {
-    int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    return ok;
+    UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
+    if (!fd) return false;
+    return ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
 }
 
 bool is_at_or_below(const fs::path& p, const fs::path& dir) {
@@ -229,21 +228,18 @@ SandboxOutcome probe_sandbox(const SandboxSpec& spec) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
         return {SandboxKind::none, "cannot probe: pipe failed", "cannot probe"};
+    UniqueFd from_child(fds[0]), to_parent(fds[1]);
     pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        return {SandboxKind::none, "cannot probe: fork failed", "cannot probe"};
-    }
+    if (pid < 0) return {SandboxKind::none, "cannot probe: fork failed", "cannot probe"};
     if (pid == 0) {
-        ::close(fds[0]);
+        from_child.reset();
         SandboxOutcome o = enter_sandbox(spec);
         if (o.kind != SandboxKind::none) {
             // The proof: a new file directly in the protected directory must be refused.
             fs::path probe = spec.read_only / (".sandbox-probe-" + std::to_string(::getpid()));
-            int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-            if (fd >= 0) {
-                ::close(fd);
+            if (UniqueFd fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+                fd) {
+                fd.reset();
                 ::unlink(probe.c_str());
                 o.landlock_refused = "the sandbox was entered but a write into " +
                                      spec.read_only.string() + " still succeeded";
@@ -252,17 +248,17 @@ SandboxOutcome probe_sandbox(const SandboxSpec& spec) {
         }
         std::string msg = std::to_string(static_cast<int>(o.kind)) + "\n" + o.namespace_refused +
                           "\n" + o.landlock_refused + "\n";
-        ssize_t ignored = ::write(fds[1], msg.data(), msg.size());
+        ssize_t ignored = ::write(to_parent.get(), msg.data(), msg.size());
         (void)ignored;
         ::_exit(0);
     }
-    ::close(fds[1]);
+    to_parent.reset();
     std::string msg;
     char buf[512];
     ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0)
+    while ((n = ::read(from_child.get(), buf, sizeof buf)) > 0)
         msg.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
+    from_child.reset();
     int status = 0;
     ::waitpid(pid, &status, 0);
     std::istringstream in(msg);

@@ -17,6 +17,7 @@
 #include "envbox/index/retry.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/unique_fd.hpp"
 #include "index/http_body.hpp"
 #include "index/http_loop.hpp"
 
@@ -400,8 +401,9 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
             return {200, {}, {}, req.url, true};  // another process finished it
     }
     ScopedRemove remove(resumable ? fs::path() : part);
-    int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resumable ? 0 : O_TRUNC), 0644);
-    if (fd < 0)
+    UniqueFd fd(
+        ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resumable ? 0 : O_TRUNC), 0644));
+    if (!fd)
         throw Error(ErrorCode::generic,
                     "cannot create " + part.string() + ": " + std::strerror(errno));
     HttpRequest r = req;
@@ -409,15 +411,14 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
     r.range.reset();
     HttpResponse resp;
     try {
-        resp = transfer(r, fd);
+        resp = transfer(r, fd.get());
     } catch (...) {
         struct stat st {};
-        if (::fstat(fd, &st) == 0 && st.st_size == 0)
+        if (::fstat(fd.get(), &st) == 0 && st.st_size == 0)
             ::unlink(part.c_str());  // nothing worth resuming
-        ::close(fd);
         throw;
     }
-    ::close(fd);
+    fd.reset();
     if (resp.status != 200) {
         if (resumable) ::unlink(part.c_str());  // a 404 part is worth nothing
         throw Error(ErrorCode::network, "cannot download " + redact_url(req.url) + ": HTTP " +

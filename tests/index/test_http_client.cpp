@@ -1,0 +1,141 @@
+// The HTTP client's steps end to end against a local server: retries, a 4xx returned, the page
+// cache revalidated, offline answers, a resumed download.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "envbox/index/http.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "local_server.hpp"
+
+using namespace envbox;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::string t = (fs::temp_directory_path() / "envbox-http-XXXXXX").string();
+        path = ::mkdtemp(t.data());
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+std::string response(const std::string& status, const std::string& headers,
+                     const std::string& body) {
+    return "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\nConnection: close\r\n" + headers + "\r\n" + body;
+}
+
+index::HttpOptions options(const fs::path& cache, bool offline = false) {
+    return {.cache_dir = cache, .offline = offline, .timeout_s = 5};
+}
+
+index::HttpRequest request(const std::string& url, bool cache = false) {
+    index::HttpRequest r;
+    r.url = url;
+    r.cache = cache;
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("http client: a 503 is retried, a 404 returned", "[index][http_client]") {
+    int calls = 0;
+    test::LocalServer server([&](const std::string& head) {
+        if (head.starts_with("GET /missing")) return response("404 Not Found", "", "no");
+        return ++calls < 3 ? response("503 Service Unavailable", "Retry-After: 0\r\n", "busy")
+                           : response("200 OK", "Content-Type: text/html\r\n", "<html/>");
+    });
+    TempDir dir;
+    index::HttpClient http(options(dir.path));
+    auto ok = http.get(request(server.url("/simple/demo/")));
+    CHECK(ok.status == 200);
+    CHECK(ok.body == "<html/>");
+    CHECK(ok.content_type == "text/html");
+    CHECK(calls == 3);
+    auto missing = http.get(request(server.url("/missing/")));
+    CHECK(missing.status == 404);
+    CHECK(server.requests() == 4);
+}
+
+TEST_CASE("http client: retries give up naming the URL and the attempts", "[index][http_client]") {
+    test::LocalServer server([&](const std::string&) {
+        return response("500 Internal Server Error", "Retry-After: 0\r\n", "");
+    });
+    TempDir dir;
+    index::HttpClient http(options(dir.path));
+    try {
+        (void)http.get(request(server.url("/simple/demo/")));
+        FAIL("a 500 was taken");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::network);
+        CHECK(e.message() ==
+              "cannot fetch " + server.url("/simple/demo/") + ": HTTP 500 (after 5 attempts)");
+    }
+    CHECK(server.requests() == 5);
+}
+
+TEST_CASE("http client: cached pages are revalidated and answer offline", "[index][http_client]") {
+    std::vector<std::string> heads;
+    std::mutex m;
+    test::LocalServer server([&](const std::string& head) {
+        std::lock_guard g(m);
+        heads.push_back(head);
+        if (test::LocalServer::header(head, "if-none-match") == "\"v1\"")
+            return response("304 Not Modified", "ETag: \"v1\"\r\n", "");
+        return response("200 OK", "ETag: \"v1\"\r\nCache-Control: max-age=0\r\n", "page v1");
+    });
+    TempDir dir;
+    const std::string url = server.url("/simple/demo/");
+    {
+        index::HttpClient http(options(dir.path));
+        auto first = http.get(request(url, true));
+        CHECK(first.body == "page v1");
+        CHECK(!first.from_cache);
+        auto second = http.get(request(url, true));
+        CHECK(second.body == "page v1");
+        CHECK(second.from_cache);
+        CHECK(http.stats().cache_hits == 1);
+    }
+    REQUIRE(heads.size() == 2);
+    CHECK(test::LocalServer::header(heads[1], "if-none-match") == "\"v1\"");
+    index::HttpClient offline(options(dir.path, true));
+    CHECK(offline.get(request(url, true)).body == "page v1");
+    CHECK_THROWS_WITH(offline.get(request(server.url("/simple/other/"), true)),
+                      "--offline: " + server.url("/simple/other/") + " is not in the cache");
+    CHECK(heads.size() == 2);
+}
+
+TEST_CASE("http client: a resumable download continues its part", "[index][http_client]") {
+    const std::string file(50'000, 'w');
+    std::string asked;
+    test::LocalServer server([&](const std::string& head) {
+        asked = test::LocalServer::header(head, "range");
+        if (asked.empty()) return response("200 OK", "", file);
+        const std::size_t from = std::stoul(asked.substr(6));
+        return response("206 Partial Content",
+                        "Content-Range: bytes " + std::to_string(from) + "-" +
+                            std::to_string(file.size() - 1) + "/" + std::to_string(file.size()) +
+                            "\r\n",
+                        file.substr(from));
+    });
+    TempDir dir;
+    const fs::path dest = dir.path / "demo.whl";
+    write_file_atomic(fs::path(dest.string() + ".part"), file.substr(0, 12'345), 0644,
+                      Durability::none);
+    index::HttpClient http(options(dir.path / "cache"));
+    std::uint64_t seen = 0;
+    auto req = request(server.url("/files/demo.whl"));
+    req.on_bytes = [&](std::uint64_t n) { seen += n; };
+    auto resp = http.download(req, dest, /*resumable=*/true);
+    CHECK(resp.status == 200);
+    CHECK(asked == "bytes=12345-");
+    CHECK(read_file(dest) == file);
+    CHECK(seen == file.size() - 12'345);
+    CHECK(!fs::exists(dest.string() + ".part"));
+}

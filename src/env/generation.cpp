@@ -200,7 +200,7 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
     fs::path dir = g.path / ".envbox";
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot create " + dir.string() + ": " + ec.message());
+    if (ec) throw sys_error("cannot create " + dir.string(), ec);
     // gc keeps what the records name: a package whose wheel is not a digest would be a record
     // that protects nothing.
     for (const auto& p : g.packages)
@@ -243,7 +243,7 @@ void switch_current(const fs::path& env_dir, int number) {
     std::error_code ec;
     fs::remove(tmp, ec);
     fs::create_symlink(generation_dir_name(number), tmp, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot create " + tmp.string() + ": " + ec.message());
+    if (ec) throw sys_error("cannot create " + tmp.string(), ec);
     if (::rename(tmp.c_str(), (env_dir / "current").c_str()) != 0) {
         int err = errno;
         fs::remove(tmp, ec);
@@ -318,7 +318,7 @@ void remove_generation(const fs::path& gen_path) {
         fs::remove_all(gen_path, ec);
         if (!ec) return;
     }
-    throw Error(ErrorCode::generic, "cannot remove " + gen_path.string() + ": " + ec.message());
+    throw sys_error("cannot remove " + gen_path.string(), ec);
 }
 
 namespace {

@@ -83,11 +83,10 @@ Interpreter parse_probe(const std::string& text, const fs::path& path) {
 Interpreter probe_interpreter(const fs::path& path, const fs::path& cache_dir) {
     std::error_code ec;
     fs::path real = fs::canonical(path, ec);
-    if (ec)
-        throw Error(ErrorCode::generic, "cannot resolve " + path.string() + ": " + ec.message());
+    if (ec) throw sys_error("cannot resolve " + path.string(), ec);
     struct stat st {};
     if (::stat(real.c_str(), &st) != 0)
-        throw Error(ErrorCode::generic, "cannot stat " + real.string());
+        throw Error(ErrorCode::generic, "cannot stat " + real.string(), errno);
     std::string key = std::string(kProbeFormat) + "\npath " + real.string() + "\nsize " +
                       std::to_string(st.st_size) + "\nmtime " + std::to_string(st.st_mtim.tv_sec) +
                       "." + std::to_string(st.st_mtim.tv_nsec) + "\n";

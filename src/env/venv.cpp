@@ -14,15 +14,13 @@ namespace {
 void make_dirs(const fs::path& p) {
     std::error_code ec;
     fs::create_directories(p, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot create " + p.string() + ": " + ec.message());
+    if (ec) throw sys_error("cannot create " + p.string(), ec);
 }
 
 void symlink_to(const fs::path& target, const fs::path& link) {
     std::error_code ec;
     fs::create_symlink(target, link, ec);
-    if (ec)
-        throw Error(ErrorCode::generic,
-                    "cannot create symlink " + link.string() + ": " + ec.message());
+    if (ec) throw sys_error("cannot create symlink " + link.string(), ec);
 }
 
 // A POSIX-shell activate script, as users of venv expect (`source bin/activate`, `deactivate`).

@@ -17,6 +17,15 @@ Error sys_error(std::string_view what, int err) {
     return Error(ErrorCode::generic, std::move(msg), err);
 }
 
+Error sys_error(std::string_view what, const std::error_code& ec) {
+    const bool is_errno =
+        ec.category() == std::system_category() || ec.category() == std::generic_category();
+    std::string msg(what);
+    msg += ": ";
+    msg += ec.message();
+    return Error(ErrorCode::generic, std::move(msg), is_errno ? ec.value() : 0);
+}
+
 Error& Error::add_context(std::string line) {
     context_.push_back(std::move(line));
     return *this;

@@ -160,6 +160,13 @@ TEST_CASE("sys_error keeps errno; other errors have none", "[env][link-faults]")
     e.add_context("linking a into b");
     CHECK(e.sys_errno() == ENOSPC);
     CHECK(Error(ErrorCode::usage, "bad").sys_errno() == 0);
+    std::error_code ec;
+    fs::create_directories("/proc/envbox-test", ec);
+    REQUIRE(ec);
+    Error from_ec = sys_error("cannot create /proc/envbox-test", ec);
+    CHECK(from_ec.sys_errno() == ec.value());
+    CHECK(from_ec.message() == "cannot create /proc/envbox-test: " + ec.message());
+    CHECK(sys_error("x", std::make_error_code(std::io_errc::stream)).sys_errno() == 0);
     try {
         read_file("/nonexistent/envbox-test");
         FAIL("read a missing file");

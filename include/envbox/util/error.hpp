@@ -10,6 +10,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -67,6 +68,10 @@ class Error : public std::exception {
 /// The `Error` (generic) of a system call that failed with `err`: the message
 /// "WHAT: strerror(err)" ("cannot open /x: No such file or directory"), `sys_errno()` `err`.
 Error sys_error(std::string_view what, int err);
+
+/// The same for a `std::filesystem` call's `ec`: "WHAT: ec.message()", `sys_errno()` its value
+/// when `ec` is an errno (system or generic category), else 0.
+Error sys_error(std::string_view what, const std::error_code& ec);
 
 /// A value or an `Error`, for failures the caller is expected to handle.
 template <class T>

@@ -147,9 +147,9 @@ class LockReader {
                     path);
     }
 
-    Package package(const toml::table& t, const std::string& path) {
-        Package p;
-        p.line = TomlReader::line_of(t);
+    // The package's own keys, before its sources: name, version, marker, requires-python, index,
+    // and the keys only checked for shape (dependencies, attestation-identities, tool).
+    void read_package_keys(Package& p, const toml::table& t, const std::string& path) {
         std::string name = r_.req_string(t, "name", path, p.line);
         if (!pep::is_valid_name(name))
             r_.fail(t.get("name"), p.line, "Invalid package name '" + name + "'", path + ".name");
@@ -185,30 +185,34 @@ class LockReader {
             }
         }
         r_.opt_table(t, "tool", path);
+    }
 
-        if (const auto* vcs = r_.opt_table(t, "vcs", path)) {
-            std::string vpath = path + ".vcs";
-            int line = TomlReader::line_of(*vcs);
-            VcsRef v;
-            v.type = r_.req_string(*vcs, "type", vpath, line);
-            v.url = r_.opt_string(*vcs, "url", vpath);
-            v.path = r_.opt_string(*vcs, "path", vpath);
-            if (!v.url && !v.path) r_.fail(vcs, line, "path or url must be provided", vpath);
-            v.requested_revision = r_.opt_string(*vcs, "requested-revision", vpath);
-            v.commit_id = r_.req_string(*vcs, "commit-id", vpath, line);
-            v.subdirectory = r_.opt_string(*vcs, "subdirectory", vpath);
-            p.vcs = std::move(v);
-        }
-        if (const auto* dir = r_.opt_table(t, "directory", path)) {
-            std::string dpath = path + ".directory";
-            DirectoryRef d;
-            d.path = r_.req_string(*dir, "path", dpath, TomlReader::line_of(*dir));
-            d.editable = r_.opt_bool(*dir, "editable", dpath).value_or(false);
-            d.subdirectory = r_.opt_string(*dir, "subdirectory", dpath);
-            p.directory = std::move(d);
-        }
-        if (const auto* archive = r_.opt_table(t, "archive", path))
-            p.archive = file(*archive, path + ".archive", true);
+    // A `vcs` table (at `vpath`): a type, a url or path, and the commit it is pinned to.
+    VcsRef vcs_ref(const toml::table& vcs, const std::string& vpath) {
+        int line = TomlReader::line_of(vcs);
+        VcsRef v;
+        v.type = r_.req_string(vcs, "type", vpath, line);
+        v.url = r_.opt_string(vcs, "url", vpath);
+        v.path = r_.opt_string(vcs, "path", vpath);
+        if (!v.url && !v.path) r_.fail(&vcs, line, "path or url must be provided", vpath);
+        v.requested_revision = r_.opt_string(vcs, "requested-revision", vpath);
+        v.commit_id = r_.req_string(vcs, "commit-id", vpath, line);
+        v.subdirectory = r_.opt_string(vcs, "subdirectory", vpath);
+        return v;
+    }
+
+    // A `directory` table (at `dpath`): a local source tree, maybe editable.
+    DirectoryRef directory_ref(const toml::table& dir, const std::string& dpath) {
+        DirectoryRef d;
+        d.path = r_.req_string(dir, "path", dpath, TomlReader::line_of(dir));
+        d.editable = r_.opt_bool(dir, "editable", dpath).value_or(false);
+        d.subdirectory = r_.opt_string(dir, "subdirectory", dpath);
+        return d;
+    }
+
+    // The package's `sdist` and `wheels`, each file name parsed and consistent with the package's
+    // name and version.
+    void read_dists(Package& p, const toml::table& t, const std::string& path) {
         if (const auto* sdist = r_.opt_table(t, "sdist", path)) {
             std::string spath = path + ".sdist";
             p.sdist = file(*sdist, spath, false);
@@ -236,6 +240,11 @@ class LockReader {
                 p.wheels.push_back(std::move(w));
             }
         }
+    }
+
+    // The spec's rule on sources: distributions (sdist, wheels) exclude vcs, directory and
+    // archive; without distributions exactly one of those three is set.
+    void check_one_source(const Package& p, const std::string& path) {
         const bool dists = p.sdist || !p.wheels.empty();
         const int others =
             int(p.vcs.has_value()) + int(p.directory.has_value()) + int(p.archive.has_value());
@@ -247,6 +256,19 @@ class LockReader {
                     "Exactly one of vcs, directory, archive must be set if sdist and wheels are "
                     "not set",
                     path);
+    }
+
+    Package package(const toml::table& t, const std::string& path) {
+        Package p;
+        p.line = TomlReader::line_of(t);
+        read_package_keys(p, t, path);
+        if (const auto* v = r_.opt_table(t, "vcs", path)) p.vcs = vcs_ref(*v, path + ".vcs");
+        if (const auto* d = r_.opt_table(t, "directory", path))
+            p.directory = directory_ref(*d, path + ".directory");
+        if (const auto* archive = r_.opt_table(t, "archive", path))
+            p.archive = file(*archive, path + ".archive", true);
+        read_dists(p, t, path);
+        check_one_source(p, path);
         return p;
     }
 };

@@ -51,8 +51,13 @@ struct RunCommand {
 /// manifests and no ENVBOX_ENV, or none, is a usage error (exit 2) naming them.
 std::string environment_or_default(const GlobalOptions& global, const std::string& env);
 
+/// What envbox takes from the process environment (every variable the layers below use), read
+/// once: the only place outside src/cli that environment variables reach.
+ops::Settings settings_from_environment();
+
 /// The context of a command: home (--home / ENVBOX_HOME / default), project root (--project,
-/// else the nearest directory upward holding manifests/), jobs, a progress renderer.
+/// else the nearest directory upward holding manifests/), jobs (ENVBOX_JOBS, else every core),
+/// the settings, a progress renderer.
 ops::Context make_context(const GlobalOptions& global, ops::Progress& progress);
 
 /// True when stderr is a terminal and output is not quieted.

@@ -14,9 +14,49 @@ namespace fs = std::filesystem;
 
 namespace envbox::cli {
 
+namespace {
+
+std::string variable(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+}
+
+// ENVBOX_JOBS when a positive number, else every core.
+unsigned jobs_from(const std::string& value) {
+    try {
+        if (!value.empty() && std::stoi(value) > 0) return static_cast<unsigned>(std::stoi(value));
+    } catch (const std::exception&) {
+    }
+    return hardware_jobs();
+}
+
+}  // namespace
+
+ops::Settings settings_from_environment() {
+    ops::Settings s;
+    s.python = variable("ENVBOX_PYTHON");
+    s.cuda_driver = variable("ENVBOX_CUDA_DRIVER");
+    s.http_timeout = variable("ENVBOX_HTTP_TIMEOUT");
+    s.ca_file = variable("SSL_CERT_FILE");
+    s.resolve_debug = std::getenv("ENVBOX_RESOLVE_DEBUG") != nullptr;
+    s.path = variable("PATH");
+    s.user_home = variable("HOME");
+    s.pyenv_root = variable("PYENV_ROOT");
+    s.uv_python_install_dir = variable("UV_PYTHON_INSTALL_DIR");
+    s.xdg_data_home = variable("XDG_DATA_HOME");
+    for (char** e = environ; e && *e; ++e) {
+        std::string_view entry(*e);
+        auto eq = entry.find('=');
+        if (eq != std::string_view::npos && entry.substr(0, eq).starts_with("ENVBOX_INDEX_"))
+            s.index_variables.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+    return s;
+}
+
 ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) {
     ops::Context ctx;
-    ctx.home = global.home.empty() ? ops::default_home() : fs::path(global.home);
+    ctx.settings = settings_from_environment();
+    ctx.home = global.home.empty() ? ops::default_home(ctx.settings) : fs::path(global.home);
     ctx.user_umask = ::umask(static_cast<mode_t>(ops::home_umask(ctx.home)));
     ctx.home = ops::canonical_home(ctx.home);
     if (!global.project.empty()) {
@@ -36,7 +76,7 @@ ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) 
     // environment reads it.
     if (const char* d = std::getenv("ENVBOX_CUDA_DRIVER"); d && *d)
         (void)env::nvidia_driver_version();
-    ctx.jobs = default_jobs();
+    ctx.jobs = jobs_from(variable("ENVBOX_JOBS"));
     ctx.progress = &progress;
     return ctx;
 }

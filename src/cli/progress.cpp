@@ -49,6 +49,14 @@ void ConsoleProgress::note(const std::string& line) {
     draw(true);
 }
 
+void ConsoleProgress::trace(const std::string& line) {
+    std::lock_guard lock(mutex_);
+    if (drawn_) std::fputs("\r\033[2K", stderr);
+    drawn_ = false;
+    std::fprintf(stderr, "%s\n", line.c_str());
+    draw(true);
+}
+
 void ConsoleProgress::clear() {
     std::lock_guard lock(mutex_);
     if (drawn_) std::fputs("\r\033[2K", stderr);

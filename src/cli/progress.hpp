@@ -18,6 +18,7 @@ class ConsoleProgress final : public ops::Progress {
     void phase(const std::string& name, std::uint64_t total) override;
     void advance(std::uint64_t n) override;
     void note(const std::string& line) override;
+    void trace(const std::string& line) override;
     void download_total(std::uint64_t total) override;
     void downloaded(std::uint64_t n) override;
     /// Clears the status line (before a summary is printed).

@@ -283,19 +283,6 @@ HttpResponse accept_response(const HttpRequest& req, Collected& got, long status
     return resp;
 }
 
-// The environment the compatibility constructor reads, as the client always did; the cli
-// passes `HttpOptions` instead.
-HttpOptions options_from_environment(fs::path cache_dir, bool offline) {
-    HttpOptions o;
-    o.cache_dir = std::move(cache_dir);
-    o.offline = offline;
-    const char* timeout = std::getenv("ENVBOX_HTTP_TIMEOUT");
-    long v = timeout && *timeout ? std::atol(timeout) : 0;
-    if (v > 0) o.timeout_s = v;
-    if (const char* ca = std::getenv("SSL_CERT_FILE"); ca && *ca) o.ca_file = ca;
-    return o;
-}
-
 }  // namespace
 
 std::string default_ca_bundle() {
@@ -313,9 +300,6 @@ HttpClient::HttpClient(HttpOptions options)
     : shared_(std::make_unique<Shared>()), options_(std::move(options)) {
     if (options_.ca_file.empty()) options_.ca_file = default_ca_bundle();
 }
-
-HttpClient::HttpClient(fs::path cache_dir, bool offline)
-    : HttpClient(options_from_environment(std::move(cache_dir), offline)) {}
 
 HttpClient::~HttpClient() = default;
 

@@ -13,10 +13,10 @@ namespace fs = std::filesystem;
 
 namespace envbox::ops {
 
-fs::path default_home() {
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "envbox";
-    if (const char* h = std::getenv("HOME"); h && *h)
-        return fs::path(h) / ".local" / "share" / "envbox";
+fs::path default_home(const Settings& settings) {
+    if (!settings.xdg_data_home.empty()) return fs::path(settings.xdg_data_home) / "envbox";
+    if (!settings.user_home.empty())
+        return fs::path(settings.user_home) / ".local" / "share" / "envbox";
     throw Error(ErrorCode::usage, "cannot place the store: set ENVBOX_HOME, XDG_DATA_HOME or HOME");
 }
 

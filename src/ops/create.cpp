@@ -8,6 +8,7 @@
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/sha256.hpp"
+#include "settings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -247,8 +248,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     FetchPlan plan;
     plan.lock_dir = in.lock_path.parent_path();
     plan.downloads = home.downloads();
-    plan.http_cache = home.http_cache();
-    if (manifest) plan.indexes = index_configs(*manifest, in.manifest_path);
+    plan.http = http_options(ctx, opt.offline);
+    if (manifest) plan.indexes = index_configs(*manifest, in.manifest_path, ctx.settings);
     plan.offline = opt.offline;
     plan.verify_by_content = opt.force;
     plan.jobs = ctx.jobs;

@@ -95,7 +95,7 @@ class FetchPool {
           items_(items),
           plan_(plan),
           progress_(progress),
-          http_(plan.http_cache, plan.offline),
+          http_(plan.http),
           pending_(items.size()) {}
 
     // A download that was never ingested stays for the next run; one that proved bad goes.

@@ -22,6 +22,7 @@
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/index/fetch.hpp"
+#include "envbox/index/http.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/ops/create.hpp"
@@ -134,7 +135,7 @@ index::ArtifactRequest artifact_request(const Item& item,
 struct FetchPlan {
     std::filesystem::path lock_dir;   ///< relative lock paths are found from here
     std::filesystem::path downloads;  ///< cache/downloads/<sha256>.whl, resumed when interrupted
-    std::filesystem::path http_cache;
+    index::HttpOptions http;          ///< the page cache, offline, timeout, CA bundle
     std::vector<resolve::IndexConfig> indexes;  ///< the manifest's, for CA and credentials
     bool offline = false;
     bool verify_by_content = false;  ///< --force: check stored objects by content

@@ -22,6 +22,7 @@
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "settings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -129,7 +130,7 @@ void check_project(const Context& ctx, DoctorReport& r) {
         if (n.ends_with(".toml") && !n.starts_with("pylock.")) manifests.push_back(e.path());
     }
     std::sort(manifests.begin(), manifests.end());
-    index::HttpClient http(store::Home(ctx.home).http_cache(), false);
+    index::HttpClient http(http_options(ctx, false));
     std::map<std::string, std::size_t> by_url;  // index URL → its entry in r.indexes
     for (const auto& path : manifests) {
         DoctorReport::Environment env;

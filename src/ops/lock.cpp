@@ -19,6 +19,7 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
+#include "settings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -82,25 +83,11 @@ void diff_lists(const char* what, const std::vector<std::string>& locked,
         if (!b.count(x)) reasons.push_back(std::string(what) + " no longer in the manifest: " + x);
 }
 
-std::string env_credential_name(const std::string& index, const char* field) {
-    std::string var = "ENVBOX_INDEX_";
-    for (char c : index)
-        var += std::isalnum(static_cast<unsigned char>(c))
-                   ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
-                   : '_';
-    return var + "_" + field;
-}
-
-std::string env_credential(const std::string& index, const char* field) {
-    std::string var = env_credential_name(index, field);
-    const char* v = std::getenv(var.c_str());
-    return v ? v : "";
-}
-
 }  // namespace
 
 std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
-                                                const fs::path& manifest_path) {
+                                                const fs::path& manifest_path,
+                                                const Settings& settings) {
     std::vector<resolve::IndexConfig> indexes;
     for (const auto& i : m.indexes) {
         resolve::IndexConfig c;
@@ -111,8 +98,8 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
             throw Error(ErrorCode::invalid_input,
                         manifest_path.string() + ": index " + i.name +
                             " has credentials in its URL (" + index::redact_url(i.url) +
-                            "); give them in " + env_credential_name(i.name, "USERNAME") + " / " +
-                            env_credential_name(i.name, "PASSWORD") + " or ~/.netrc instead");
+                            "); give them in " + index_variable_name(i.name, "USERNAME") + " / " +
+                            index_variable_name(i.name, "PASSWORD") + " or ~/.netrc instead");
         c.url = i.url;
         while (!c.url.empty() && c.url.back() == '/')
             c.url.pop_back();
@@ -121,8 +108,8 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
         if (i.ca)
             c.ca = fs::path(*i.ca).is_absolute() ? *i.ca
                                                  : (manifest_path.parent_path() / *i.ca).string();
-        if (auto u = env_credential(i.name, "USERNAME"); !u.empty()) c.username = u;
-        if (auto p = env_credential(i.name, "PASSWORD"); !p.empty()) c.password = p;
+        if (auto u = index_variable(settings, i.name, "USERNAME"); !u.empty()) c.username = u;
+        if (auto p = index_variable(settings, i.name, "PASSWORD"); !p.empty()) c.password = p;
         indexes.push_back(std::move(c));
     }
     return indexes;
@@ -299,7 +286,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         }
     const lock::Manifest m = read_manifest(manifest_path);
     const Target target = target_of_manifest(m);
-    std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path);
+    std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
     if (indexes.empty())
         throw Error(ErrorCode::invalid_input,
                     manifest_path.string() + " names no [[index]] to lock against");
@@ -308,10 +295,11 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     resolve::Options ropt;
     ropt.environment = target.markers;
     ropt.preferences = std::move(previous.preferences);
-    const store::Home home(ctx.home);
-    index::HttpClient http(home.http_cache(), opt.offline);
+    if (ctx.settings.resolve_debug)
+        ropt.trace = [&ctx](std::string_view line) { ctx.progress->trace(std::string(line)); };
+    index::HttpClient http(http_options(ctx, opt.offline));
     resolve::IndexSource source(http, indexes, m.sources, target.tags, target.python_full_version,
-                                home.tmp());
+                                store::Home(ctx.home));
     ctx.progress->phase("Resolving", 0);
     auto pins = resolve::resolve(m.requirements, source, ropt);
     source.stop_prefetching();

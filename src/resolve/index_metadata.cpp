@@ -30,10 +30,10 @@ fs::path IndexSource::size_cache(const std::string& sha256) const {
 }
 
 fs::path IndexSource::staging_path(const char* prefix) const {
-    fs::create_directories(tmp_dir_);
+    fs::create_directories(home_.tmp());
     static std::atomic<unsigned> counter{0};
-    return tmp_dir_ / (std::string(prefix) + "-" + std::to_string(::getpid()) + "-" +
-                       std::to_string(counter++) + ".whl");
+    return home_.tmp() / (std::string(prefix) + "-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(counter++) + ".whl");
 }
 
 void IndexSource::start_metadata(const std::string& key, const std::string& name,

@@ -102,16 +102,7 @@ IndexSource::IndexSource(index::HttpClient& http, std::vector<IndexConfig> index
       tags_(tags),
       python_full_(std::move(python_full_version)),
       python_version_(pep::Version::parse(python_full_).value()),
-      home_(home),
-      tmp_dir_(home.tmp()) {}
-
-IndexSource::IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
-                         std::map<std::string, std::string> pins, const pep::TargetTags& tags,
-                         std::string python_full_version, fs::path tmp_dir)
-    : IndexSource(http, std::move(indexes), std::move(pins), tags, std::move(python_full_version),
-                  store::Home(tmp_dir.parent_path())) {
-    tmp_dir_ = std::move(tmp_dir);
-}
+      home_(home) {}
 
 IndexSource::~IndexSource() {
     // Speculative prefetches still queued send nothing; wait for those in flight (they use

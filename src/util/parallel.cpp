@@ -11,14 +11,7 @@
 
 namespace envbox {
 
-unsigned default_jobs() {
-    if (const char* env = std::getenv("ENVBOX_JOBS"); env && *env) {
-        try {
-            int n = std::stoi(env);
-            if (n > 0) return static_cast<unsigned>(n);
-        } catch (const std::exception&) {
-        }
-    }
+unsigned hardware_jobs() {
     return std::max(1u, std::thread::hardware_concurrency());
 }
 

@@ -103,10 +103,6 @@ struct HttpOptions {
 class HttpClient {
   public:
     explicit HttpClient(HttpOptions options);
-    /// `cache_dir` holds cached pages; `offline`: answer only from the cache. The timeout and
-    /// the CA bundle come from `ENVBOX_HTTP_TIMEOUT` and `SSL_CERT_FILE`, as before
-    /// `HttpOptions`: for callers that do not pass options yet.
-    HttpClient(std::filesystem::path cache_dir, bool offline);
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;

@@ -25,6 +25,9 @@ class Progress {
     virtual void downloaded(std::uint64_t n) { (void)n; }
     /// A line worth showing (fallbacks, waits); shown with -v or when it matters.
     virtual void note(const std::string& line) { (void)line; }
+    /// A line of a trace the user asked for (ENVBOX_RESOLVE_DEBUG: the solver's conflicts),
+    /// shown as it is, whatever the verbosity. Called from the thread doing the work.
+    virtual void trace(const std::string& line) { (void)line; }
 };
 
 /// What envbox takes from the process environment. The cli reads it once, at start
@@ -38,6 +41,7 @@ struct Settings {
     bool resolve_debug = false;  ///< ENVBOX_RESOLVE_DEBUG: trace the resolver on stderr
     /// Where interpreters are looked for: PATH, HOME, PYENV_ROOT, UV_PYTHON_INSTALL_DIR.
     std::string path, user_home, pyenv_root, uv_python_install_dir;
+    std::string xdg_data_home;  ///< XDG_DATA_HOME: where the default home lies
     /// Every ENVBOX_INDEX_<NAME>_<FIELD> variable (index credentials), by variable name.
     std::map<std::string, std::string> index_variables;
 };
@@ -61,7 +65,7 @@ unsigned home_umask(const std::filesystem::path& home);
 
 /// `$ENVBOX_HOME` is handled by the cli; this is the fallback: `$XDG_DATA_HOME/envbox`, else
 /// `~/.local/share/envbox`.
-std::filesystem::path default_home();
+std::filesystem::path default_home(const Settings& settings);
 
 /// The one name of a home, however it was reached: absolute, created when missing (so that every
 /// symlink on its way resolves), then `weakly_canonical`; and where the home records the name

@@ -42,9 +42,11 @@ std::vector<std::string> lock_staleness(const std::filesystem::path& manifest_pa
 
 /// The manifest's `[[index]]` entries as the resolver and downloads use them: the URL without a
 /// trailing slash, `ca` relative to the manifest, credentials from
-/// `ENVBOX_INDEX_<NAME>_USERNAME` / `_PASSWORD` (never from the manifest or the lock: an index
-/// URL with userinfo, `https://user:pw@host/…`, is refused, code invalid_input, unprinted).
+/// `ENVBOX_INDEX_<NAME>_USERNAME` / `_PASSWORD` as `settings` holds them (never from the
+/// manifest or the lock: an index URL with userinfo, `https://user:pw@host/…`, is refused, code
+/// invalid_input, unprinted).
 std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& manifest,
-                                                const std::filesystem::path& manifest_path);
+                                                const std::filesystem::path& manifest_path,
+                                                const Settings& settings);
 
 }  // namespace envbox::ops

@@ -55,10 +55,6 @@ class IndexSource : public PackageSource {
     IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
                 std::map<std::string, std::string> pins, const pep::TargetTags& tags,
                 std::string python_full_version, const store::Home& home);
-    /// As above, for the home whose `tmp()` is `tmp_dir`.
-    IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
-                std::map<std::string, std::string> pins, const pep::TargetTags& tags,
-                std::string python_full_version, std::filesystem::path tmp_dir);
     ~IndexSource() override;
 
     std::vector<Candidate> versions(const std::string& name) override;
@@ -163,7 +159,6 @@ class IndexSource : public PackageSource {
     std::string python_full_;
     pep::Version python_version_;
     store::Home home_;
-    std::filesystem::path tmp_dir_;  ///< staging: home_.tmp(), or the folder the caller named
     std::mutex mutex_;
     std::map<std::string, std::shared_future<std::shared_ptr<Project>>> projects_;
     std::map<std::string, std::shared_future<Dependencies>> metadata_;

@@ -12,9 +12,9 @@
 
 namespace envbox {
 
-/// Worker threads to use by default: the machine's hardware concurrency, at least 1
-/// (`ENVBOX_JOBS` overrides).
-unsigned default_jobs();
+/// The machine's hardware concurrency, at least 1 (the cli's default for `Context::jobs`, which
+/// `ENVBOX_JOBS` overrides).
+unsigned hardware_jobs();
 
 /// Calls `fn(i)` for every i in [0, n) on up to `jobs` threads (the calling thread is one of
 /// them). Items are handed out one at a time, so one slow item does not hold back the others.

@@ -1,0 +1,23 @@
+#pragma once
+// What the layers below take from `Context::settings` (the process environment as the cli
+// read it), turned into each layer's own explicit options.
+
+#include <string>
+
+#include "envbox/index/http.hpp"
+#include "envbox/ops/context.hpp"
+
+namespace envbox::ops {
+
+/// The HTTP client's options: the home's page cache, `offline`, the timeout
+/// (ENVBOX_HTTP_TIMEOUT when a positive number of seconds) and the CA bundle (SSL_CERT_FILE).
+index::HttpOptions http_options(const Context& ctx, bool offline);
+
+/// `ENVBOX_INDEX_<NAME>_<FIELD>` for the index `name` (letters and digits upper-cased, anything
+/// else `_`).
+std::string index_variable_name(const std::string& name, const char* field);
+
+/// That variable's value as the cli read it, or "".
+std::string index_variable(const Settings& settings, const std::string& name, const char* field);
+
+}  // namespace envbox::ops

@@ -37,6 +37,24 @@ class ManifestReader {
         if (const toml::node* tool = doc.get("tool"); tool && !tool->is_table())
             r_.wrong_type(*tool, "Mapping", "tool");
         Manifest m;
+        read_environment(m, doc);
+        const std::set<std::string> names = read_indexes(m, doc);
+        read_sources(m, doc, names);
+        read_run(m, doc);
+        if (const auto* install = r_.opt_table(doc, "install", "")) {
+            r_.require_known_keys(*install, {"prefer"}, "install", kToolHint);
+            m.install_prefer = read_prefer(*install);
+        }
+        return m;
+    }
+
+  private:
+    static constexpr std::string_view kToolHint =
+        "settings for other tools belong under [tool.NAME]";
+
+    // `[environment]`, required: the CPython version, the platform, the optional CUDA line and
+    // the requirements.
+    void read_environment(Manifest& m, const toml::table& doc) {
         const auto* env = r_.opt_table(doc, "environment", "");
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
         r_.require_known_keys(*env, {"python", "platform", "cuda", "requirements"}, "environment",
@@ -64,67 +82,69 @@ class ManifestReader {
             if (!req) r_.fail(&n, 0, req.error().message(), path);
             m.requirements.push_back(std::move(*req));
         }
-
-        std::set<std::string> names;
-        if (const auto* idx = r_.opt_array(doc, "index", "")) {
-            for (std::size_t k = 0; k < idx->size(); ++k) {
-                const toml::node& n = *idx->get(k);
-                std::string path = TomlReader::index("index", k);
-                if (!n.is_table()) r_.wrong_type(n, "Mapping", path);
-                const auto& t = *n.as_table();
-                r_.require_known_keys(t, {"name", "url", "explicit", "ca", "ignore-error-codes"},
-                                      path, kToolHint);
-                IndexSpec spec;
-                spec.name = r_.req_string(t, "name", path, TomlReader::line_of(n));
-                spec.url = r_.req_string(t, "url", path, TomlReader::line_of(n));
-                spec.explicit_ = r_.opt_bool(t, "explicit", path).value_or(false);
-                spec.ca = r_.opt_string(t, "ca", path);
-                spec.ignore_error_codes = read_status_codes(t, path);
-                if (!names.insert(spec.name).second)
-                    r_.fail(t.get("name"), 0, "Duplicate index name '" + spec.name + "'",
-                            path + ".name");
-                if (spec.url.rfind("https://", 0) != 0 && spec.url.rfind("http://", 0) != 0 &&
-                    spec.url.rfind("file://", 0) != 0)
-                    r_.fail(t.get("url"), 0, "Expected an http(s):// or file:// URL",
-                            path + ".url");
-                while (!spec.url.empty() && spec.url.back() == '/')
-                    spec.url.pop_back();
-                m.indexes.push_back(std::move(spec));
-            }
-        }
-        if (const auto* sources = r_.opt_table(doc, "sources", "")) {
-            for (const auto& [pkg, node] : *sources) {
-                std::string path = "sources." + std::string(pkg.str());
-                if (!node.is_string()) r_.wrong_type(node, "str", path);
-                std::string index(node.as_string()->get());
-                if (!names.count(index))
-                    r_.fail(&node, 0, "No [[index]] is named '" + index + "'", path);
-                if (!pep::is_valid_name(pkg.str()))
-                    r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'",
-                            path);
-                m.sources[pep::canonicalize_name(pkg.str())] = index;
-            }
-        }
-        if (const auto* run = r_.opt_table(doc, "run", "")) {
-            r_.require_known_keys(*run, {"env"}, "run", kToolHint);
-            if (const auto* env_vars = r_.opt_table(*run, "env", "run")) {
-                for (const auto& [key, node] : *env_vars) {
-                    if (!node.is_string())
-                        r_.wrong_type(node, "str", "run.env." + std::string(key.str()));
-                    m.run_env[std::string(key.str())] = std::string(node.as_string()->get());
-                }
-            }
-        }
-        if (const auto* install = r_.opt_table(doc, "install", "")) {
-            r_.require_known_keys(*install, {"prefer"}, "install", kToolHint);
-            m.install_prefer = read_prefer(*install);
-        }
-        return m;
     }
 
-  private:
-    static constexpr std::string_view kToolHint =
-        "settings for other tools belong under [tool.NAME]";
+    // `[[index]]` entries, names unique and URLs http(s):// or file:// (trailing '/' dropped);
+    // returns the names, which `[sources]` must use.
+    std::set<std::string> read_indexes(Manifest& m, const toml::table& doc) {
+        std::set<std::string> names;
+        const auto* idx = r_.opt_array(doc, "index", "");
+        if (!idx) return names;
+        for (std::size_t k = 0; k < idx->size(); ++k) {
+            const toml::node& n = *idx->get(k);
+            std::string path = TomlReader::index("index", k);
+            if (!n.is_table()) r_.wrong_type(n, "Mapping", path);
+            const auto& t = *n.as_table();
+            r_.require_known_keys(t, {"name", "url", "explicit", "ca", "ignore-error-codes"}, path,
+                                  kToolHint);
+            IndexSpec spec;
+            spec.name = r_.req_string(t, "name", path, TomlReader::line_of(n));
+            spec.url = r_.req_string(t, "url", path, TomlReader::line_of(n));
+            spec.explicit_ = r_.opt_bool(t, "explicit", path).value_or(false);
+            spec.ca = r_.opt_string(t, "ca", path);
+            spec.ignore_error_codes = read_status_codes(t, path);
+            if (!names.insert(spec.name).second)
+                r_.fail(t.get("name"), 0, "Duplicate index name '" + spec.name + "'",
+                        path + ".name");
+            if (spec.url.rfind("https://", 0) != 0 && spec.url.rfind("http://", 0) != 0 &&
+                spec.url.rfind("file://", 0) != 0)
+                r_.fail(t.get("url"), 0, "Expected an http(s):// or file:// URL", path + ".url");
+            while (!spec.url.empty() && spec.url.back() == '/')
+                spec.url.pop_back();
+            m.indexes.push_back(std::move(spec));
+        }
+        return names;
+    }
+
+    // `[sources]`: package name → the name of one of the `[[index]]` entries (`names`).
+    void read_sources(Manifest& m, const toml::table& doc, const std::set<std::string>& names) {
+        const auto* sources = r_.opt_table(doc, "sources", "");
+        if (!sources) return;
+        for (const auto& [pkg, node] : *sources) {
+            std::string path = "sources." + std::string(pkg.str());
+            if (!node.is_string()) r_.wrong_type(node, "str", path);
+            std::string index(node.as_string()->get());
+            if (!names.count(index))
+                r_.fail(&node, 0, "No [[index]] is named '" + index + "'", path);
+            if (!pep::is_valid_name(pkg.str()))
+                r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'", path);
+            m.sources[pep::canonicalize_name(pkg.str())] = index;
+        }
+    }
+
+    // `[run]`: `env`, variables (string values) set for commands run in the environment.
+    void read_run(Manifest& m, const toml::table& doc) {
+        const auto* run = r_.opt_table(doc, "run", "");
+        if (!run) return;
+        r_.require_known_keys(*run, {"env"}, "run", kToolHint);
+        if (const auto* env_vars = r_.opt_table(*run, "env", "run")) {
+            for (const auto& [key, node] : *env_vars) {
+                if (!node.is_string())
+                    r_.wrong_type(node, "str", "run.env." + std::string(key.str()));
+                m.run_env[std::string(key.str())] = std::string(node.as_string()->get());
+            }
+        }
+    }
 
     // `ignore-error-codes = [403]`: HTTP error statuses (400-599), each once.
     std::vector<int> read_status_codes(const toml::table& t, const std::string& parent) {

@@ -139,3 +139,78 @@ TEST_CASE("a lock's sha256 that is not 64 hex digits is refused with its line") 
         CHECK(pep::is_sha256_hex(*lock->packages[0].wheels[0].sha256()));
     }
 }
+
+TEST_CASE("select chooses one artifact per package: best rank, then build tag, then sdist") {
+    const char* text = R"(lock-version = "1.0"
+created-by = "envbox"
+
+[[packages]]
+name = "foo"
+version = "1.0"
+
+[packages.sdist]
+url = "https://example.org/foo-1.0.tar.gz"
+hashes = { sha256 = "0000000000000000000000000000000000000000000000000000000000000000" }
+
+[[packages.wheels]]
+url = "https://example.org/foo-1.0-2-py3-none-any.whl"
+hashes = { sha256 = "1111111111111111111111111111111111111111111111111111111111111111" }
+
+[[packages.wheels]]
+url = "https://example.org/foo-1.0-7-py3-none-any.whl"
+hashes = { sha256 = "2222222222222222222222222222222222222222222222222222222222222222" }
+
+[[packages]]
+name = "bar"
+version = "1.0"
+
+[[packages.wheels]]
+url = "https://example.org/bar-1.0-9-py3-none-any.whl"
+hashes = { sha256 = "3333333333333333333333333333333333333333333333333333333333333333" }
+
+[[packages.wheels]]
+url = "https://example.org/bar-1.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+hashes = { sha256 = "4444444444444444444444444444444444444444444444444444444444444444" }
+
+[[packages]]
+name = "baz"
+
+[packages.vcs]
+type = "git"
+url = "https://example.org/baz.git"
+commit-id = "0123456789abcdef0123456789abcdef01234567"
+)";
+    auto lock = lock::Pylock::parse(text, "pylock.toml");
+    REQUIRE(lock.ok());
+    auto tags = *pep::TargetTags::cpython(3, 12, "manylinux_2_28_x86_64");
+    lock::SelectTarget target{
+        pep::MarkerEnvironment::linux_cpython("3.12.8", "x86_64"), &tags, {}, {}, {}};
+
+    auto sel = lock::select(*lock, target);
+    REQUIRE(sel.ok());
+    REQUIRE(sel->size() == 3);
+    // Same tags: the higher build tag. A better-ranked tag beats any build tag.
+    CHECK((*sel)[0].kind == lock::Selection::Kind::wheel);
+    CHECK((*sel)[0].file->filename() == "foo-1.0-7-py3-none-any.whl");
+    CHECK((*sel)[1].file->filename() == "bar-1.0-cp312-cp312-manylinux_2_28_x86_64.whl");
+    CHECK((*sel)[2].kind == lock::Selection::Kind::vcs);
+    CHECK((*sel)[2].file == nullptr);
+    CHECK((*sel)[2].index == 2);
+
+    // Preferred sdist: taken where there is one; bar has none and keeps its wheel.
+    target.prefer_sdist = [](const lock::Package&) { return true; };
+    auto prefer = lock::select(*lock, target);
+    REQUIRE(prefer.ok());
+    CHECK((*prefer)[0].kind == lock::Selection::Kind::sdist);
+    CHECK((*prefer)[0].file->filename() == "foo-1.0.tar.gz");
+    CHECK((*prefer)[1].kind == lock::Selection::Kind::wheel);
+
+    // No tags: no wheel is compatible; foo falls back to its sdist, bar has none.
+    target.prefer_sdist = nullptr;
+    target.tags = nullptr;
+    auto untagged = lock::select(*lock, target);
+    REQUIRE_FALSE(untagged.ok());
+    CHECK(untagged.error().message() ==
+          "No wheel found matching the provided tags for package 'bar' at packages[1], and no "
+          "sdist available as a fallback");
+}

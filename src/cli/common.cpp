@@ -74,8 +74,8 @@ ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) 
     }
     // A malformed ENVBOX_CUDA_DRIVER is an error whatever the command, not only once a CUDA
     // environment reads it.
-    if (const char* d = std::getenv("ENVBOX_CUDA_DRIVER"); d && *d)
-        (void)env::nvidia_driver_version();
+    if (!ctx.settings.cuda_driver.empty())
+        (void)env::nvidia_driver_version(ctx.settings.cuda_driver);
     ctx.jobs = jobs_from(variable("ENVBOX_JOBS"));
     ctx.progress = &progress;
     return ctx;

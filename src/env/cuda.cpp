@@ -119,9 +119,8 @@ std::string checked_driver_override(const std::string& v) {
 
 }  // namespace
 
-std::optional<std::string> nvidia_driver_version() {
-    if (const char* v = std::getenv("ENVBOX_CUDA_DRIVER"); v && *v)
-        return checked_driver_override(v);
+std::optional<std::string> nvidia_driver_version(const std::string& assumed) {
+    if (!assumed.empty()) return checked_driver_override(assumed);
     try {
         std::string s = read_file("/sys/module/nvidia/version");
         while (!s.empty() && (s.back() == '\n' || s.back() == ' '))

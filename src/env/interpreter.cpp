@@ -118,7 +118,8 @@ Interpreter probe_interpreter(const fs::path& path, const fs::path& cache_dir) {
     return in;
 }
 
-std::vector<fs::path> interpreter_candidates(int major, int minor) {
+std::vector<fs::path> interpreter_candidates(int major, int minor,
+                                             const InterpreterSearch& search) {
     std::vector<fs::path> out;
     std::set<std::string> seen;
     auto add = [&](const fs::path& p) {
@@ -126,15 +127,15 @@ std::vector<fs::path> interpreter_candidates(int major, int minor) {
         if (p.empty() || !fs::exists(p, ec) || fs::is_directory(p, ec)) return;
         if (seen.insert(p.string()).second) out.push_back(p);
     };
-    if (const char* env = std::getenv("ENVBOX_PYTHON"); env && *env) {
-        out.emplace_back(env);
+    if (!search.python.empty()) {
+        out.emplace_back(search.python);
         return out;
     }
     const std::string xy = "python" + std::to_string(major) + "." + std::to_string(minor);
     const std::string x = "python" + std::to_string(major);
     std::vector<fs::path> path_dirs;
-    if (const char* p = std::getenv("PATH")) {
-        std::string_view rest(p);
+    {
+        std::string_view rest(search.path);
         while (!rest.empty()) {
             auto colon = rest.find(':');
             std::string dir(rest.substr(0, colon));
@@ -150,7 +151,7 @@ std::vector<fs::path> interpreter_candidates(int major, int minor) {
         add(fs::path(d) / xy);
         add(fs::path(d) / x);
     }
-    const char* home = std::getenv("HOME");
+    const std::string& home = search.home;
     auto scan = [&](const fs::path& root, const std::string& prefix) {
         std::error_code ec;
         if (!fs::is_directory(root, ec)) return;
@@ -162,20 +163,21 @@ std::vector<fs::path> interpreter_candidates(int major, int minor) {
             add(d / "bin" / xy);
     };
     const std::string ver = std::to_string(major) + "." + std::to_string(minor) + ".";
-    if (const char* pr = std::getenv("PYENV_ROOT"); pr && *pr)
-        scan(fs::path(pr) / "versions", ver);
-    else if (home)
+    if (!search.pyenv_root.empty())
+        scan(fs::path(search.pyenv_root) / "versions", ver);
+    else if (!home.empty())
         scan(fs::path(home) / ".pyenv" / "versions", ver);
-    if (const char* uv = std::getenv("UV_PYTHON_INSTALL_DIR"); uv && *uv)
-        scan(fs::path(uv), "cpython-" + ver);
-    else if (home)
+    if (!search.uv_python_install_dir.empty())
+        scan(fs::path(search.uv_python_install_dir), "cpython-" + ver);
+    else if (!home.empty())
         scan(fs::path(home) / ".local" / "share" / "uv" / "python", "cpython-" + ver);
     return out;
 }
 
-Interpreter find_interpreter(int major, int minor, bool free_threaded, const fs::path& cache_dir) {
+Interpreter find_interpreter(int major, int minor, bool free_threaded, const fs::path& cache_dir,
+                             const InterpreterSearch& search) {
     std::vector<std::string> found;
-    for (const auto& candidate : interpreter_candidates(major, minor)) {
+    for (const auto& candidate : interpreter_candidates(major, minor, search)) {
         try {
             Interpreter in = probe_interpreter(candidate, cache_dir);
             if (in.implementation == "cpython" && in.major == major && in.minor == minor &&
@@ -190,7 +192,7 @@ Interpreter find_interpreter(int major, int minor, bool free_threaded, const fs:
     std::string want = "CPython " + std::to_string(major) + "." + std::to_string(minor) +
                        (free_threaded ? " (free-threaded)" : "");
     std::string msg = "no " + want + " interpreter found";
-    if (std::getenv("ENVBOX_PYTHON")) msg += " (ENVBOX_PYTHON is set, so only it was tried)";
+    if (!search.python.empty()) msg += " (ENVBOX_PYTHON is set, so only it was tried)";
     msg += found.empty() ? "; no Python interpreters were found at all" : "; found:";
     for (const auto& f : found)
         msg += "\n  " + f;
@@ -199,9 +201,9 @@ Interpreter find_interpreter(int major, int minor, bool free_threaded, const fs:
     throw Error(ErrorCode::invalid_input, msg);
 }
 
-Interpreter default_interpreter(const fs::path& cache_dir) {
+Interpreter default_interpreter(const fs::path& cache_dir, const InterpreterSearch& search) {
     std::vector<std::string> found;
-    for (const auto& candidate : interpreter_candidates(3, 0)) {
+    for (const auto& candidate : interpreter_candidates(3, 0, search)) {
         if (candidate.filename() == "python3.0") continue;
         try {
             Interpreter in = probe_interpreter(candidate, cache_dir);

@@ -195,12 +195,13 @@ std::string generation_digest(const std::string& lock_text, const Target& target
 
 }  // namespace create_steps
 
-std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines) {
+std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines,
+                                        const Settings& settings) {
     if (lines.empty()) return std::nullopt;
     env::CudaLine newest = lines.front();
     for (const auto& l : lines)
         if (l.major > newest.major) newest = l;
-    auto driver = env::nvidia_driver_version();
+    auto driver = env::nvidia_driver_version(settings.cuda_driver);
     if (!driver)
         return "no NVIDIA driver found here: the CUDA " + newest.str() +
                " packages will not find a GPU";
@@ -218,7 +219,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     const Inputs in = read_inputs(ctx, opt);
     const lock::Manifest* manifest = in.manifest ? &*in.manifest : nullptr;
-    const Target target = create_target(manifest, home.interpreters(), opt.env);
+    const Target target =
+        create_target(manifest, home.interpreters(), opt.env, interpreter_search(ctx.settings));
     std::vector<Item> items = select_items(in.pylock, target, in.lock_path);
     const env::Interpreter& interpreter = *target.interpreter;
 
@@ -229,7 +231,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     result.python = interpreter.full_version + " (" + interpreter.executable.string() + ")";
     result.packages = items.size();
 
-    if (auto note = check_driver(items_cuda_lines(items))) progress.note(*note);
+    if (auto note = check_driver(items_cuda_lines(items), ctx.settings)) progress.note(*note);
     const fs::path edir = env_dir(ctx, opt.env);
     EnvLocks held = lock_environment(ctx, opt, edir);
 

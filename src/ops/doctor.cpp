@@ -181,7 +181,8 @@ DoctorReport doctor(const Context& ctx) {
     DoctorReport r;
     std::set<std::string> seen;
     for (int minor = 8; minor <= 14; ++minor)
-        for (const auto& c : env::interpreter_candidates(3, minor)) {
+        for (const auto& c :
+             env::interpreter_candidates(3, minor, interpreter_search(ctx.settings))) {
             if (c.filename() != "python3." + std::to_string(minor)) continue;
             try {
                 auto in = env::probe_interpreter(c, store::Home(ctx.home).interpreters());
@@ -190,7 +191,7 @@ DoctorReport doctor(const Context& ctx) {
             } catch (const Error&) {
             }
         }
-    r.driver = env::nvidia_driver_version();
+    r.driver = env::nvidia_driver_version(ctx.settings.cuda_driver);
     if (r.driver)
         for (int major : {12, 13})
             if (!env::driver_refuses(*r.driver, env::CudaLine{major, std::nullopt}))

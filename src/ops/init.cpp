@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "envbox/ops/target.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "settings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -54,19 +56,6 @@ void write_new_file(const fs::path& path, const std::string& text) {
 }
 
 }  // namespace
-
-std::string host_platform(const env::Interpreter& interpreter, const std::string& env) {
-    if (interpreter.glibc.empty())
-        throw Error(ErrorCode::invalid_input,
-                    "cannot tell this machine's platform (" + interpreter.executable.string() +
-                        " reports no glibc); write manifests/" + env + ".toml with a platform");
-    auto m = interpreter.markers.values.find("platform_machine");
-    std::string machine = m != interpreter.markers.values.end() ? m->second : "x86_64";
-    std::string glibc = interpreter.glibc;
-    for (auto& c : glibc)
-        if (c == '.') c = '_';
-    return "manylinux_" + glibc + "_" + machine;
-}
 
 std::string initial_manifest(const std::string& python_xy, const std::string& platform,
                              const std::optional<std::string>& cuda, const std::string& comment) {
@@ -116,11 +105,12 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
         if (!parse_python(*opt.python, major, minor))
             throw Error(ErrorCode::usage,
                         "--python " + *opt.python + ": expected a CPython version such as 3.12");
-        r.interpreter = env::find_interpreter(major, minor, false, probe_cache);
+        r.interpreter = env::find_interpreter(major, minor, false, probe_cache,
+                                              interpreter_search(ctx.settings));
     } else {
-        r.interpreter = env::default_interpreter(probe_cache);
+        r.interpreter = env::default_interpreter(probe_cache, interpreter_search(ctx.settings));
     }
-    r.platform = host_platform(r.interpreter, opt.env);
+    r.platform = interpreter_platform(r.interpreter, opt.env);
     r.cuda = opt.cuda;
     if (r.cuda) r.cuda_index = pytorch_index_url(*r.cuda);
     r.text = initial_manifest(r.interpreter.version_xy(), r.platform, r.cuda,

@@ -118,7 +118,7 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     RunPlan plan;
     // A machine without a driver is only a -v note here: a CPU job must not find envbox's
     // remark on its stderr at every run (create and doctor say it).
-    if (auto note = check_driver(lines)) plan.notes.push_back(*note);
+    if (auto note = check_driver(lines, ctx.settings)) plan.notes.push_back(*note);
     plan.generation = gen->path;
     plan.argv = std::move(argv);
     for (const char* drop : {"PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"}) {

@@ -18,6 +18,11 @@ index::HttpOptions http_options(const Context& ctx, bool offline) {
     return o;
 }
 
+env::InterpreterSearch interpreter_search(const Settings& settings) {
+    return {settings.python, settings.path, settings.user_home, settings.pyenv_root,
+            settings.uv_python_install_dir};
+}
+
 std::string index_variable_name(const std::string& name, const char* field) {
     std::string var = "ENVBOX_INDEX_";
     for (char c : name)

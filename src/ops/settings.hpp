@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "envbox/env/interpreter.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/ops/context.hpp"
 
@@ -12,6 +13,10 @@ namespace envbox::ops {
 /// The HTTP client's options: the home's page cache, `offline`, the timeout
 /// (ENVBOX_HTTP_TIMEOUT when a positive number of seconds) and the CA bundle (SSL_CERT_FILE).
 index::HttpOptions http_options(const Context& ctx, bool offline);
+
+/// Where interpreters are looked for (ENVBOX_PYTHON, PATH, HOME, PYENV_ROOT,
+/// UV_PYTHON_INSTALL_DIR).
+env::InterpreterSearch interpreter_search(const Settings& settings);
 
 /// `ENVBOX_INDEX_<NAME>_<FIELD>` for the index `name` (letters and digits upper-cased, anything
 /// else `_`).

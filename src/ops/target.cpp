@@ -25,8 +25,8 @@ Target target_of_manifest(const lock::Manifest& manifest) {
 std::string interpreter_platform(const env::Interpreter& interpreter, const std::string& env) {
     if (interpreter.glibc.empty())
         throw Error(ErrorCode::invalid_input,
-                    "cannot tell this machine's platform (no glibc); write manifests/" + env +
-                        ".toml with a platform");
+                    "cannot tell this machine's platform (" + interpreter.executable.string() +
+                        " reports no glibc); write manifests/" + env + ".toml with a platform");
     auto m = interpreter.markers.values.find("platform_machine");
     std::string machine = m != interpreter.markers.values.end() ? m->second : "x86_64";
     std::string glibc = interpreter.glibc;
@@ -52,10 +52,12 @@ Target target_of_interpreter(env::Interpreter interpreter, const std::string& pl
 }
 
 Target create_target(const lock::Manifest* manifest, const std::filesystem::path& probe_cache,
-                     const std::string& env) {
-    if (!manifest) return target_of_interpreter(env::default_interpreter(probe_cache), "", env);
+                     const std::string& env, const env::InterpreterSearch& search) {
+    if (!manifest)
+        return target_of_interpreter(env::default_interpreter(probe_cache, search), "", env);
     return target_of_interpreter(
-        env::find_interpreter(manifest->python_major, manifest->python_minor, false, probe_cache),
+        env::find_interpreter(manifest->python_major, manifest->python_minor, false, probe_cache,
+                              search),
         manifest->platform, env);
 }
 

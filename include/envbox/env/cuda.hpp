@@ -35,11 +35,11 @@ struct CudaPackage {
 std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& packages,
                                             const std::optional<std::string>& declared);
 
-/// The NVIDIA driver version: `ENVBOX_CUDA_DRIVER`, else /sys/module/nvidia/version, else NVML
-/// (libnvidia-ml.so.1 through dlopen), else /proc/driver/nvidia/version. Nothing when there is
-/// no NVIDIA driver. Throws (usage, exit 2) when ENVBOX_CUDA_DRIVER is set to anything but a
-/// driver version ("550.54.15").
-std::optional<std::string> nvidia_driver_version();
+/// The NVIDIA driver version: `assumed` (ENVBOX_CUDA_DRIVER, as the cli read it) when not
+/// empty, else /sys/module/nvidia/version, else NVML (libnvidia-ml.so.1 through dlopen), else
+/// /proc/driver/nvidia/version. Nothing when there is no NVIDIA driver. Throws (usage, exit 2)
+/// when `assumed` is anything but a driver version ("550.54.15").
+std::optional<std::string> nvidia_driver_version(const std::string& assumed);
 
 /// The driver a CUDA major line needs (cu13x: 580, cu12x: 525.60.13).
 std::optional<std::string> minimum_driver(int cuda_major);

@@ -34,18 +34,30 @@ struct Interpreter {
 Interpreter probe_interpreter(const std::filesystem::path& path,
                               const std::filesystem::path& cache_dir);
 
+/// Where interpreters are looked for: what the cli read from the environment (empty: unset).
+struct InterpreterSearch {
+    std::string python;                 ///< ENVBOX_PYTHON: the one candidate, when set
+    std::string path;                   ///< PATH
+    std::string home;                   ///< HOME
+    std::string pyenv_root;             ///< PYENV_ROOT
+    std::string uv_python_install_dir;  ///< UV_PYTHON_INSTALL_DIR
+};
+
 /// Places searched, in order: `ENVBOX_PYTHON` (alone, when set); `python3.X` then `python3`
 /// on PATH; /usr/bin and /usr/local/bin; pyenv (`$PYENV_ROOT` or ~/.pyenv) and uv
 /// (`$UV_PYTHON_INSTALL_DIR` or ~/.local/share/uv/python) install folders.
-std::vector<std::filesystem::path> interpreter_candidates(int major, int minor);
+std::vector<std::filesystem::path> interpreter_candidates(int major, int minor,
+                                                          const InterpreterSearch& search);
 
 /// The first candidate whose probe reports `major.minor` (and the free-threaded build only
 /// when asked). Throws `Error` (invalid_input, exit 3) listing what was found otherwise.
 Interpreter find_interpreter(int major, int minor, bool free_threaded,
-                             const std::filesystem::path& cache_dir);
+                             const std::filesystem::path& cache_dir,
+                             const InterpreterSearch& search);
 
 /// The interpreter used when nothing names a version (a bare `--lock` without a manifest):
 /// `ENVBOX_PYTHON`, else the first `python3` found on PATH, /usr/bin or /usr/local/bin.
-Interpreter default_interpreter(const std::filesystem::path& cache_dir);
+Interpreter default_interpreter(const std::filesystem::path& cache_dir,
+                                const InterpreterSearch& search);
 
 }  // namespace envbox::env

@@ -53,7 +53,9 @@ struct CreateResult {
 CreateResult create(const Context& ctx, const CreateOptions& options);
 
 /// Refuses (exit 6) when this machine's NVIDIA driver cannot run the newest of `lines`; with no
-/// driver at all, returns the note to show (create shows it, run only with -v).
-std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines);
+/// driver at all, returns the note to show (create shows it, run only with -v). The driver is
+/// `settings.cuda_driver` when set (ENVBOX_CUDA_DRIVER), else the installed one.
+std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines,
+                                        const Settings& settings);
 
 }  // namespace envbox::ops

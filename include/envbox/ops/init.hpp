@@ -25,11 +25,6 @@ struct InitResult {
     std::string text;        ///< what was written
 };
 
-/// The platform tag of the machine `interpreter` runs on: `manylinux_<glibc>_<machine>`.
-/// Throws (invalid_input, exit 3) when the interpreter reports no glibc (musl, macOS), naming
-/// `env`'s manifest as the place to write one.
-std::string host_platform(const env::Interpreter& interpreter, const std::string& env);
-
 /// The manifest text `init` writes: the interpreter's X.Y and `platform`, PyPI as the index,
 /// and with `cuda` the PyTorch index for that line, `explicit`, as the `[sources]` of torch,
 /// torchvision, torchaudio and triton. Every key is one `lock::Manifest::parse` knows.

@@ -43,7 +43,6 @@ Target target_of_manifest(const lock::Manifest& manifest);
 /// The platform tag of the machine `interpreter` runs on: `manylinux_<glibc>_<machine>` (the
 /// machine from the interpreter's `platform_machine`, x86_64 when it reports none). Throws
 /// invalid_input, naming `env`'s manifest as the way out, when the interpreter has no glibc.
-/// (`ops::host_platform`, for `init`, is the same but names the interpreter in its error.)
 std::string interpreter_platform(const env::Interpreter& interpreter, const std::string& env);
 
 /// The target of a probed interpreter on `platform` (the manifest's), or on `interpreter_platform`
@@ -53,8 +52,9 @@ Target target_of_interpreter(env::Interpreter interpreter, const std::string& pl
 
 /// The target `create` builds for: with a manifest, its CPython 3.N (the first interpreter
 /// found, `env::find_interpreter`) on its platform; without one (a bare `--lock`), the default
-/// interpreter on this machine's platform. Probes are cached under `probe_cache`.
+/// interpreter on this machine's platform. Probes are cached under `probe_cache`; `search`
+/// says where interpreters are looked for.
 Target create_target(const lock::Manifest* manifest, const std::filesystem::path& probe_cache,
-                     const std::string& env);
+                     const std::string& env, const env::InterpreterSearch& search);
 
 }  // namespace envbox::ops

@@ -162,3 +162,95 @@ for name, made_by, attr in [("dos", 0, 0x10), ("unix", 3, (0o40755 << 16)),
     std::error_code ec;
     fs::remove_all(dir, ec);
 }
+
+namespace {
+// Appends `n` little-endian bytes of `v`.
+void put(std::string& b, std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i)
+        b.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+// A one-member stored archive ("a.txt", "hi"): its local header and data, its central directory
+// entry, then an end record whose fields `end` may change before it is written.
+struct TinyZip {
+    std::uint64_t disk = 0, entries = 1, cd_offset = 0;
+    std::string comment;
+
+    std::string bytes() const {
+        std::string b;
+        put(b, 0x04034b50, 4);
+        put(b, 20, 2), put(b, 0, 2), put(b, 0, 2), put(b, 0, 4), put(b, 0, 4);  // crc unchecked
+        put(b, 2, 4), put(b, 2, 4), put(b, 5, 2), put(b, 0, 2);
+        b += "a.txthi";
+        const std::size_t cd_start = b.size();
+        put(b, 0x02014b50, 4);
+        put(b, 20, 2), put(b, 20, 2), put(b, 0, 2), put(b, 0, 2), put(b, 0, 4), put(b, 0, 4);
+        put(b, 2, 4), put(b, 2, 4), put(b, 5, 2), put(b, 0, 2), put(b, 0, 2), put(b, 0, 2);
+        put(b, 0, 2), put(b, 0, 4), put(b, 0, 4);
+        b += "a.txt";
+        const std::size_t cd_size = b.size() - cd_start;
+        put(b, 0x06054b50, 4);
+        put(b, disk, 2), put(b, 0, 2), put(b, entries, 2), put(b, entries, 2);
+        put(b, cd_size, 4), put(b, cd_offset ? cd_offset : cd_start, 4);
+        put(b, comment.size(), 2);
+        return b + comment;
+    }
+};
+
+// read_directory over the whole archive as its tail, or the message of the error it throws.
+std::string directory_error(const std::string& archive) {
+    try {
+        envbox::zip::read_directory(archive.size(), archive, [](std::uint64_t, std::uint64_t) {
+            FAIL("the whole archive was the tail");
+            return std::string();
+        });
+    } catch (const envbox::Error& e) {
+        CHECK(e.code() == envbox::ErrorCode::integrity);
+        return e.message();
+    }
+    return "";
+}
+}  // namespace
+
+// The directory's steps on an archive built in memory: the end record found, its counts and
+// bounds checked, the entry read, and the bytes before the tail asked of `read_at`.
+TEST_CASE("zip read_directory finds the end record, checks its bounds and reads the entries") {
+    const std::string good = TinyZip{}.bytes();
+    auto members = envbox::zip::read_directory(good.size(), good, nullptr);
+    REQUIRE(members.size() == 1);
+    CHECK(members[0].name == "a.txt");
+    CHECK(members[0].size == 2);
+    CHECK(members[0].local_offset == 0);
+
+    // A tail of just the end record: the directory comes from read_at, at its offset.
+    const std::string tail = good.substr(good.size() - 22);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> asked;
+    auto from_read_at =
+        envbox::zip::read_directory(good.size(), tail, [&](std::uint64_t off, std::uint64_t len) {
+            asked.emplace_back(off, len);
+            return good.substr(off, len);
+        });
+    CHECK(from_read_at.size() == 1);
+    CHECK(asked == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{37, 51}});
+
+    struct Row {
+        TinyZip zip;
+        const char* message;
+    };
+    const Row rows[] = {
+        {{0, 1, 0, std::string("PK\x05\x06", 4)},
+         "the zip archive has a second end-of-central-directory record (it reads differently by "
+         "tool)"},
+        {{1, 1, 0, ""}, "the zip archive spans several disks"},
+        {{0, 2, 0, ""}, "the zip central directory holds 1 entries, its end record says 2"},
+        {{0, 1, 40, ""}, "the zip central directory lies outside the archive"},
+    };
+    for (const Row& row : rows) {
+        INFO(row.message);
+        CHECK(directory_error(row.zip.bytes()) == row.message);
+    }
+    CHECK(directory_error("PK\x05\x06" + std::string(18, '\0')) ==
+          "the zip archive has no members");
+    CHECK(directory_error("no zip here, just twenty-two bytes or so") ==
+          "not a zip archive (no end-of-central-directory record)");
+}

@@ -31,9 +31,9 @@ std::string direct_url_json(const Item& item) {
     // PEP 610: the recorded URL carries no credentials.
     std::string url =
         f.url ? index::strip_userinfo(*f.url) : "file://" + (f.path ? *f.path : item.filename);
-    return "{\"archive_info\": {\"hash\": \"sha256=" + item.sha256 +
-           "\", \"hashes\": {\"sha256\": \"" + item.sha256 + "\"}}, \"url\": " + json_quote(url) +
-           "}";
+    Json hashes = {{"sha256", item.sha256}};
+    Json archive_info = {{"hash", "sha256=" + item.sha256}, {"hashes", hashes}};
+    return json_line(Json{{"archive_info", archive_info}, {"url", url}});
 }
 
 int next_generation_number(const fs::path& edir) {

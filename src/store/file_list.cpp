@@ -1,11 +1,11 @@
 #include "store/file_list.hpp"
 
 #include <algorithm>
-#include <sstream>
 
 #include "envbox/pep/digest.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/kv.hpp"
 
 namespace envbox::store {
 namespace {
@@ -47,37 +47,52 @@ std::string serialise_file_list(const WheelFiles& w) {
         require_digest(f.digest, "object digest");
         require_record_value(f.path, "member path", w.filename, true);
     }
-    std::ostringstream s;
-    s << kFilesHeader << "\n"
-      << "wheel " << w.filename << "\n"
-      << "name " << w.name << "\n"
-      << "version " << w.version << "\n"
-      << "dist-info " << w.dist_info << "\n"
-      << "root-is-purelib " << (w.root_is_purelib ? 1 : 0) << "\n"
-      << "files " << w.files.size() << "\n";
-    for (const auto& f : w.files)
-        s << f.digest << ' ' << (f.executable ? 'x' : '-') << ' ' << f.size << ' ' << f.path
-          << "\n";
-    return s.str();
+    kv::Writer out(kFilesHeader, ' ', w.filename);
+    out.add("wheel", w.filename)
+        .add("name", w.name)
+        .add("version", w.version)
+        .add("dist-info", w.dist_info)
+        .add("root-is-purelib", w.root_is_purelib ? "1" : "0")
+        .add("files", std::to_string(w.files.size()));
+    std::string line;
+    for (const auto& f : w.files) {
+        line.assign(f.digest).append(f.executable ? " x " : " - ");
+        line.append(std::to_string(f.size)).append(" ").append(f.path);
+        out.line(line);
+    }
+    return std::move(out).take();
 }
 
+namespace {
+
+// The header lines of a file list, in their order; false when one is missing or out of place.
+bool read_file_list_header(kv::Reader& r, WheelFiles& w, std::string& purelib, std::string& files) {
+    auto head = r.next();
+    if (!head || head->text != kFilesHeader) return false;
+    auto field = [&](std::string_view key, std::string& out) {
+        auto l = r.next();
+        if (!l || !l->has_separator || l->key != key) return false;
+        out = std::string(l->value);
+        return true;
+    };
+    return field("wheel", w.filename) && field("name", w.name) && field("version", w.version) &&
+           field("dist-info", w.dist_info) && field("root-is-purelib", purelib) &&
+           field("files", files);
+}
+
+}  // namespace
+
 std::optional<WheelFiles> parse_file_list(const std::string& text, std::string_view sha) {
-    std::istringstream s(text);
-    std::string line;
-    if (!std::getline(s, line) || line != kFilesHeader) return std::nullopt;
+    kv::Reader r(text, "the file list of wheel " + std::string(sha));
     WheelFiles w;
     w.wheel_sha256 = std::string(sha);
     std::size_t count = 0;
-    auto field = [&](std::string_view key, std::string& out) {
-        if (!std::getline(s, line) || !line.starts_with(std::string(key) + " ")) return false;
-        out = line.substr(key.size() + 1);
-        return true;
-    };
     std::string purelib, files;
-    if (!field("wheel", w.filename) || !field("name", w.name) || !field("version", w.version) ||
-        !field("dist-info", w.dist_info) || !field("root-is-purelib", purelib) ||
-        !field("files", files))
+    try {
+        if (!read_file_list_header(r, w, purelib, files)) return std::nullopt;
+    } catch (const Error&) {  // a header line past the reader's bounds: damaged
         return std::nullopt;
+    }
     w.root_is_purelib = purelib == "1";
     // The name builds an install path (.data/headers/<name>), the dist-info one is a directory:
     // a list that was planted or written by an older envbox must not smuggle a path in.
@@ -91,8 +106,7 @@ std::optional<WheelFiles> parse_file_list(const std::string& text, std::string_v
     }
     w.files.reserve(count);
     // The file lines, parsed in place (verify and create read tens of thousands of them).
-    std::string_view rest(text);
-    rest.remove_prefix(std::min<std::size_t>(rest.size(), static_cast<std::size_t>(s.tellg())));
+    std::string_view rest = r.rest();
     while (!rest.empty()) {
         auto nl = rest.find('\n');
         std::string_view l = rest.substr(0, nl);

@@ -1,6 +1,7 @@
 // envbox verify, history, rollback, gc
 #include "envbox/ops/generations.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -14,7 +15,8 @@ namespace {
 
 struct VerifyCommand {
     std::string env;
-    bool deep = false;  ///< --deep: compare contents by hash
+    bool deep = false;   ///< --deep: compare contents by hash
+    bool store = false;  ///< --store: check the whole store, not an environment
 };
 
 struct HistoryCommand {
@@ -63,7 +65,48 @@ void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
                      r.check_s);
 }
 
+// `verify --store`: every problem on stdout, a summary on stderr, exit 5 when any.
+void run_verify_store(const GlobalOptions& global, const VerifyCommand& cmd) {
+    ConsoleProgress progress(global.verbosity, false);
+    ops::Context ctx = make_context(global, progress);
+    auto started = std::chrono::steady_clock::now();
+    const store::CheckResult r = ops::verify_store(ctx, cmd.deep);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (global.json) {
+        Json problems = Json::array();
+        for (const auto& p : r.problems)
+            problems.push_back(p);
+        std::printf("%s\n", json_line(Json{{"store", ctx.home.string()},
+                                           {"deep", cmd.deep},
+                                           {"clean", r.clean()},
+                                           {"wheels", r.wheels},
+                                           {"objects", r.objects},
+                                           {"hashed", r.hashed},
+                                           {"seconds", seconds},
+                                           {"problems", std::move(problems)}})
+                                .c_str());
+    } else {
+        for (const auto& p : r.problems)
+            std::printf("%s\n", p.c_str());
+        if (global.verbosity >= 0)
+            std::fprintf(
+                stderr, "store %s: %s (%zu wheels, %zu objects checked%s, %.2f s)\n",
+                ctx.home.c_str(),
+                r.clean() ? "clean" : (std::to_string(r.problems.size()) + " problems").c_str(),
+                r.wheels, r.objects, cmd.deep ? " by content" : "", seconds);
+    }
+    if (!r.clean())
+        throw Error(ErrorCode::integrity,
+                    "the store has " + std::to_string(r.problems.size()) +
+                        " damaged objects or file lists; `envbox create --force ENV` of an "
+                        "environment built from them stores them again");
+}
+
 void run_verify(const GlobalOptions& global, const VerifyCommand& cmd) {
+    if (cmd.store) return run_verify_store(global, cmd);
+    if (cmd.env.empty())
+        throw Error(ErrorCode::usage, "verify: give ENV, or --store to check the whole store");
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::VerifyResult r = ops::verify(ctx, cmd.env, cmd.deep);
@@ -186,8 +229,11 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
 void register_verify(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<VerifyCommand>();
     CLI::App* c = app.add_subcommand("verify", "Prove ENV is exactly its lock; report drift");
-    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("ENV", cmd->env, "Environment (not with --store)");
     c->add_flag("--deep", cmd->deep, "Compare file contents by hash, not only inodes");
+    c->add_flag("--store", cmd->store,
+                "Check the whole store instead: every file list reads and every object it names "
+                "is untouched (with --deep: holds the bytes its name says)");
     c->callback([&global, cmd] { run_verify(global, *cmd); });
 }
 

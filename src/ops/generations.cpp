@@ -58,6 +58,16 @@ fs::path env_lock_path(const Context& ctx, const std::string& env) {
     return store::Home(ctx.home).env_lock(project_key(ctx.project_root), env);
 }
 
+store::CheckResult verify_store(const Context& ctx, bool deep) {
+    std::error_code ec;
+    fs::create_directories(store::Home(ctx.home).locks(), ec);
+    FileLock store_lock = FileLock::shared(store_lock_path(ctx), [&] {
+        ctx.progress->note("waiting for a gc of the store to finish");
+    });
+    store::Store store(ctx.home);
+    return store.check(deep, ctx.jobs);
+}
+
 VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     auto started = std::chrono::steady_clock::now();
     VerifyResult result;

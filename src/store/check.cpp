@@ -1,14 +1,18 @@
-// The store's checks: whether an object looks as ingest left it (`object_touched`), and which
-// objects of a wheel are missing, touched or, when hashed, wrong (`Store::damaged_objects`).
+// The store's checks: whether an object looks as ingest left it (`object_touched`), which
+// objects of a wheel are missing, touched or, when hashed, wrong (`Store::damaged_objects`), and
+// the whole store's (`Store::check`, the fsck).
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
 
 namespace envbox::store {
@@ -56,6 +60,77 @@ std::optional<Store::Damage> Store::damaged_objects(const WheelFiles& w, bool ha
     }
     if (damage.digests.empty()) return std::nullopt;
     return damage;
+}
+
+}  // namespace envbox::store
+
+namespace envbox::store {
+namespace {
+
+// One object to check, and the first member (and wheel) that names it, for the report.
+struct Named {
+    std::string digest;
+    bool executable = false;
+    std::uint64_t size = 0;
+    std::string member, wheel;
+};
+
+// Every published file list, read; a list that does not read is a problem, not an error.
+std::vector<Named> objects_of_lists(const Store& store, CheckResult& result) {
+    std::vector<Named> objects;
+    std::set<std::string> seen;
+    std::error_code ec;
+    std::vector<std::string> shas;
+    for (const auto& w : std::filesystem::directory_iterator(store.layout().wheels(), ec))
+        shas.push_back(w.path().filename().string());
+    std::sort(shas.begin(), shas.end());
+    for (const auto& sha : shas) {
+        std::optional<WheelFiles> files;
+        try {
+            files = store.load_wheel(sha);
+        } catch (const Error& e) {
+            result.problems.push_back("wheel " + sha + ": " + e.message());
+            continue;
+        }
+        if (!files) continue;  // a folder without a published list: an ingest never finished
+        ++result.wheels;
+        for (const auto& f : files->files)
+            if (seen.insert(store.object_relpath(f.digest, f.executable)).second)
+                objects.push_back({f.digest, f.executable, f.size, f.path, files->filename});
+    }
+    return objects;
+}
+
+}  // namespace
+
+CheckResult Store::check(bool hash, unsigned jobs) const {
+    CheckResult result;
+    std::vector<Named> objects = objects_of_lists(*this, result);
+    result.objects = objects.size();
+    std::vector<std::string> why(objects.size());
+    parallel_for(objects.size(), jobs, [&](std::size_t i) {
+        const Named& o = objects[i];
+        struct stat st {};
+        if (::fstatat(objects_dir_fd(), object_relpath(o.digest, o.executable).c_str(), &st, 0) !=
+            0)
+            why[i] = std::strerror(errno);
+        else if (auto touched = object_touched(st, o.size, o.executable))
+            why[i] = *touched;
+        else if (hash)
+            try {
+                if (to_hex(sha256_file(object_path(o.digest, o.executable))) != o.digest)
+                    why[i] = "content differs from its name";
+            } catch (const Error& e) {
+                why[i] = e.message();
+            }
+    });
+    if (hash) result.hashed = objects.size();
+    for (std::size_t i = 0; i < objects.size(); ++i)
+        if (!why[i].empty())
+            result.problems.push_back(
+                "object " + object_path(objects[i].digest, objects[i].executable).string() + " (" +
+                objects[i].member + " of " + objects[i].wheel + "): " + why[i]);
+    return result;
 }
 
 }  // namespace envbox::store

@@ -139,6 +139,33 @@ class Tampering(unittest.TestCase):
         self.assertEqual(p.run("verify", "b", "--deep").returncode, 0)
 
 
+    def test_verify_store_checks_every_object_of_every_wheel(self):
+        p = self.p
+        r = p.run("verify", "--store", "--deep", "--json")
+        report = json.loads(r.stdout)
+        self.assertTrue(report["clean"], report)
+        self.assertEqual(report["wheels"], 1)
+        self.assertGreaterEqual(report["objects"], 3)  # two files, METADATA, RECORD, WHEEL
+        self.assertEqual(report["hashed"], report["objects"])
+        path = p.module("a")
+        with open(path) as f:
+            original = f.read()
+        self.write_through_a(original.replace("pristine", "tampered"))
+        os.utime(path, (OBJECT_MTIME, OBJECT_MTIME))
+        self.assertEqual(p.run("verify", "--store").returncode, 0, "only hashing can see this")
+        r = p.run("verify", "--store", "--deep", check=False)
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        self.assertIn("shared/__init__.py of shared-1.0-py3-none-any.whl): content differs", r.stdout)
+        self.assertIn("1 problems", r.stderr)
+        self.assertIn("envbox create --force", r.stderr)
+        p.run("create", "--force", "b")
+        self.assertEqual(p.run("verify", "--store", "--deep").returncode, 0)
+        # Without ENV or --store there is nothing to verify.
+        r = p.run("verify", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--store", r.stderr)
+
+
 class SharedAndReadOnly(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="envbox-share-")

@@ -369,3 +369,48 @@ TEST_CASE("sweep refuses to go on from a live wheel's damaged file list", "[stor
     }
     CHECK(entries(store.layout().objects()) == objects_before);
 }
+
+TEST_CASE("check: the whole store, every list and object, each problem named", "[store]") {
+    TempHome home;
+    store::Store store(home.path);
+    store::WheelFiles w = ingest(store, write_wheel(home.path, "demo", kDemoFiles));
+    store.publish({&w});
+    store::CheckResult clean = store.check(/*hash=*/true, 2);
+    CHECK(clean.clean());
+    CHECK(clean.wheels == 1);
+    CHECK(clean.objects > 0);
+    CHECK(clean.hashed == clean.objects);
+    const store::WheelFile& init = *w.find("demo/__init__.py");
+    const fs::path object = store.object_path(init.digest, false);
+
+    SECTION("a same-size rewrite is found by hashing only") {
+        REQUIRE(::chmod(object.c_str(), 0644) == 0);
+        std::ofstream(object, std::ios::binary | std::ios::trunc) << "VALUE = 2\n";
+        const struct timespec times[2] = {{store::kObjectMtime, 0}, {store::kObjectMtime, 0}};
+        REQUIRE(::utimensat(AT_FDCWD, object.c_str(), times, 0) == 0);
+        REQUIRE(::chmod(object.c_str(), 0444) == 0);
+        CHECK(store.check(false, 2).clean());
+        store::CheckResult r = store.check(true, 2);
+        REQUIRE(r.problems.size() == 1);
+        CHECK(r.problems[0] == "object " + object.string() +
+                                   " (demo/__init__.py of demo-1.0-py3-none-any.whl): content "
+                                   "differs from its name");
+    }
+    SECTION("a removed object and a damaged file list") {
+        fs::remove(object);
+        const fs::path list = store.layout().wheels() / w.wheel_sha256 / "files";
+        std::string text = read_file(list);
+        ::chmod(list.c_str(), 0644);
+        std::ofstream(list, std::ios::binary | std::ios::trunc) << text.substr(0, 30);
+        store::CheckResult r = store.check(false, 2);
+        REQUIRE(r.problems.size() == 1);  // the list does not read, so its objects are unknown
+        CHECK(r.problems[0].starts_with("wheel " + w.wheel_sha256 + ": "));
+        CHECK(r.wheels == 0);
+    }
+    SECTION("objects no list names are not damage") {
+        fs::create_directories(store.layout().objects() / "ab");
+        std::ofstream(store.layout().objects() / "ab" / std::string(62, 'c')) << "stray";
+        REQUIRE(fs::exists(store.layout().objects() / "ab" / std::string(62, 'c')));
+        CHECK(store.check(true, 2).clean());
+    }
+}

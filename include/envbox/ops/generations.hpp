@@ -9,6 +9,7 @@
 #include "envbox/env/generation.hpp"
 #include "envbox/env/verify.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/store/store.hpp"
 
 namespace envbox::ops {
 
@@ -21,6 +22,10 @@ struct VerifyResult {
 
 /// Verifies ENV's current generation against its lock (see env/verify.hpp).
 VerifyResult verify(const Context& ctx, const std::string& env, bool deep);
+
+/// `envbox verify --store`: the whole store checked (`store::Store::check`), under the store
+/// lock held shared (a gc waits; creates go on).
+store::CheckResult verify_store(const Context& ctx, bool deep);
 
 struct HistoryEntry {
     env::Generation generation;

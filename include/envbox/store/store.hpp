@@ -98,6 +98,16 @@ struct SweepResult {
     std::uint64_t bytes_freed = 0;      ///< the removed objects' sizes
 };
 
+/// What `Store::check` found: the wheels and objects it checked and each problem, one line each
+/// ("wheel <sha256>: …", "object <path> (<member> of <wheel file>): …").
+struct CheckResult {
+    std::size_t wheels = 0;   ///< published file lists read
+    std::size_t objects = 0;  ///< distinct objects they name, each checked once
+    std::size_t hashed = 0;   ///< objects whose content was hashed
+    std::vector<std::string> problems;
+    bool clean() const { return problems.empty(); }
+};
+
 class Store;
 
 /// One wheel being ingested into the store. The constructor reads the archive's directory and
@@ -194,6 +204,14 @@ class Store {
     /// (`generic`); an object that cannot be unlinked is counted and left.
     SweepResult sweep(const std::set<std::string>& live_wheels,
                       const SweepOptions& options = {}) const;
+
+    /// The store's own check, as Nix's `verifyStore`: every published file list reads as an
+    /// ingest writes it (format, digests, name), and every object a list names exists and is
+    /// untouched (`object_touched`); with `hash`, its content is hashed and compared with its
+    /// name, on `jobs` threads. Objects no list names are not damage (`sweep` removes them).
+    /// The caller holds the store lock shared, so no sweep runs meanwhile. Repair: `create
+    /// --force` of an environment built from a damaged wheel.
+    CheckResult check(bool hash, unsigned jobs) const;
 
   private:
     Home layout_;

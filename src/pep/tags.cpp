@@ -173,6 +173,9 @@ std::vector<std::string> manylinux_platforms(int glibc_major, int glibc_minor,
     return out;
 }
 
+// The largest major or minor libc version a platform tag may name.
+constexpr std::uint64_t kMaxLibcVersionPart = 999;
+
 Result<std::vector<std::string>> target_platforms(std::string_view tag) {
     auto bad = [&](std::string_view why) {
         return Error(ErrorCode::invalid_input,
@@ -185,6 +188,10 @@ Result<std::vector<std::string>> target_platforms(std::string_view tag) {
         ++i;
         if (!parse_u64(rest, i, b) || i >= rest.size() || rest[i] != '_') return false;
         arch = std::string(rest.substr(i + 1));
+        // Each minor version below the target's is a platform tag of its own: a hostile
+        // manifest's `manylinux_2_1726484_x86_64` would make millions. Real versions are two
+        // or three digits (glibc 2.39, musl 1.2).
+        if (a > kMaxLibcVersionPart || b > kMaxLibcVersionPart) return false;
         x = static_cast<int>(a);
         y = static_cast<int>(b);
         return !arch.empty();
@@ -193,7 +200,8 @@ Result<std::vector<std::string>> target_platforms(std::string_view tag) {
     std::string arch;
     std::vector<std::string> out;
     if (tag.rfind("manylinux_", 0) == 0) {
-        if (!parse_xy_arch(tag.substr(10), x, y, arch)) return bad("expected manylinux_X_Y_ARCH");
+        if (!parse_xy_arch(tag.substr(10), x, y, arch))
+            return bad("expected manylinux_X_Y_ARCH (X and Y at most 999)");
         out = manylinux_platforms(x, y, arch);
         if (out.empty()) return bad("glibc version below the manylinux range of this architecture");
     } else if (tag.rfind("manylinux2014_", 0) == 0) {
@@ -206,7 +214,8 @@ Result<std::vector<std::string>> target_platforms(std::string_view tag) {
         arch = std::string(tag.substr(11));
         out = manylinux_platforms(2, 5, arch);
     } else if (tag.rfind("musllinux_", 0) == 0) {
-        if (!parse_xy_arch(tag.substr(10), x, y, arch)) return bad("expected musllinux_X_Y_ARCH");
+        if (!parse_xy_arch(tag.substr(10), x, y, arch))
+            return bad("expected musllinux_X_Y_ARCH (X and Y at most 999)");
         for (int minor = y; minor >= 0; --minor)
             out.push_back("musllinux_" + std::to_string(x) + "_" + std::to_string(minor) + "_" +
                           arch);

@@ -48,6 +48,17 @@ TEST_CASE("unsupported target platforms are errors") {
     CHECK_FALSE(TargetTags::cpython(3, 12, "win_amd64").ok());
     CHECK_FALSE(TargetTags::cpython(3, 12, "manylinux_2_4_x86_64").ok());
     CHECK(TargetTags::cpython(3, 12, "manylinux2014_aarch64").ok());
+    // Every minor version below the target's is a tag of its own: a version past any real libc
+    // (found by fuzz_manifest_pylock: a manifest's platform made 1.7 million tags) is refused,
+    // as is one past an int.
+    for (const char* tag : {"manylinux_2_1726484_x86_64", "manylinux_2_4294967297_x86_64",
+                            "musllinux_1_100000_x86_64", "manylinux_4294967298_17_x86_64"}) {
+        INFO(tag);
+        auto t = TargetTags::cpython(3, 12, tag);
+        REQUIRE_FALSE(t.ok());
+        CHECK_THAT(t.error().message(), Catch::Contains("at most 999"));
+    }
+    CHECK(TargetTags::cpython(3, 12, "manylinux_2_999_x86_64").ok());
 }
 
 TEST_CASE("core metadata of every version parses") {

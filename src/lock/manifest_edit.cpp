@@ -1,0 +1,561 @@
+#include "envbox/lock/manifest_edit.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "envbox/lock/manifest.hpp"
+#include "envbox/pep/name.hpp"
+#include "lock/toml_reader.hpp"
+
+namespace envbox::lock {
+namespace {
+
+// A token of TOML text by byte offsets: enough of a lexer to find keys, strings, punctuation,
+// comments and line ends without being fooled by a `#`, `,` or `]` inside a string. Only what
+// toml++ has already accepted is lexed, so malformed input needs no diagnosis here.
+struct Token {
+    enum Kind { string, bare, punct, comment, newline, end } kind = end;
+    std::size_t begin = 0, end_ = 0;
+};
+
+class Lexer {
+  public:
+    Lexer(std::string_view text, std::size_t at) : t_(text), i_(at) {}
+
+    Token next() {
+        while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t'))
+            ++i_;
+        Token tok{Token::end, i_, i_};
+        if (i_ >= t_.size()) return tok;
+        const char c = t_[i_];
+        if (c == '\n' || (c == '\r' && i_ + 1 < t_.size() && t_[i_ + 1] == '\n')) {
+            tok.kind = Token::newline;
+            i_ += c == '\r' ? 2 : 1;
+        } else if (c == '#') {
+            tok.kind = Token::comment;
+            while (i_ < t_.size() && t_[i_] != '\n' && t_[i_] != '\r')
+                ++i_;
+        } else if (c == '"' || c == '\'') {
+            tok.kind = Token::string;
+            i_ = string_end(c);
+        } else if (is_bare(c)) {
+            tok.kind = Token::bare;
+            while (i_ < t_.size() && is_bare(t_[i_]))
+                ++i_;
+        } else {
+            tok.kind = Token::punct;
+            ++i_;
+        }
+        tok.end_ = i_;
+        return tok;
+    }
+
+  private:
+    static bool is_bare(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-';
+    }
+
+    // Past the string opening at i_ with quote `q`: one-line or multi-line, basic (escapes) or
+    // literal; a multi-line string's closing quotes may be followed by up to two more.
+    std::size_t string_end(char q) const {
+        const std::string triple(3, q);
+        const bool multi = t_.substr(i_, 3) == triple;
+        std::size_t j = i_ + (multi ? 3 : 1);
+        for (; j < t_.size(); ++j) {
+            if (q == '"' && t_[j] == '\\') {
+                ++j;
+            } else if (multi ? t_.substr(j, 3) == triple : t_[j] == q) {
+                j += multi ? 3 : 1;
+                for (int extra = 0; multi && extra < 2 && j < t_.size() && t_[j] == q; ++extra)
+                    ++j;
+                return j;
+            } else if (!multi && t_[j] == '\n') {
+                return j;
+            }
+        }
+        return j;
+    }
+
+    std::string_view t_;
+    std::size_t i_;
+};
+
+std::string_view token_text(std::string_view t, const Token& tok) {
+    return t.substr(tok.begin, tok.end_ - tok.begin);
+}
+
+// A key as written, without its quotes (the names edited here need no escapes).
+std::string key_text(std::string_view t, const Token& tok) {
+    std::string_view k = token_text(t, tok);
+    if (tok.kind == Token::string && k.size() >= 2) k = k.substr(1, k.size() - 2);
+    return std::string(k);
+}
+
+std::size_t line_begin(std::string_view t, std::size_t pos) {
+    while (pos > 0 && t[pos - 1] != '\n')
+        --pos;
+    return pos;
+}
+
+// Where the line holding `pos` ends: its '\r' or '\n', or the end of the text.
+std::size_t line_end(std::string_view t, std::size_t pos) {
+    while (pos < t.size() && t[pos] != '\n' && t[pos] != '\r')
+        ++pos;
+    return pos;
+}
+
+std::size_t past_break(std::string_view t, std::size_t pos) {
+    if (pos < t.size() && t[pos] == '\r') ++pos;
+    if (pos < t.size() && t[pos] == '\n') ++pos;
+    return pos;
+}
+
+// The offset where 1-based line `line` starts.
+std::size_t line_offset(std::string_view t, std::size_t line) {
+    std::size_t pos = 0;
+    for (std::size_t l = 1; l < line && pos < t.size(); ++l)
+        pos = past_break(t, line_end(t, pos));
+    return pos;
+}
+
+// Only blanks between the start of its line and `pos`.
+bool blank_before(std::string_view t, std::size_t pos) {
+    for (std::size_t i = line_begin(t, pos); i < pos; ++i)
+        if (t[i] != ' ' && t[i] != '\t') return false;
+    return true;
+}
+
+// Only blanks, and perhaps a comment, from `pos` to the end of its line.
+bool rest_is_blank(std::string_view t, std::size_t pos) {
+    Lexer lx(t, pos);
+    Token tok = lx.next();
+    if (tok.kind == Token::comment) tok = lx.next();
+    return tok.kind == Token::newline || tok.kind == Token::end;
+}
+
+std::string leading_blanks(std::string_view t, std::size_t pos) {
+    std::size_t b = line_begin(t, pos), e = b;
+    while (e < t.size() && (t[e] == ' ' || t[e] == '\t'))
+        ++e;
+    return std::string(t.substr(b, e - b));
+}
+
+std::string eol_of(std::string_view t) {
+    return t.find("\r\n") != std::string_view::npos ? "\r\n" : "\n";
+}
+
+std::string splice(std::string_view t, std::size_t at, std::size_t erase, std::string_view put) {
+    std::string s(t.substr(0, at));
+    s += put;
+    s += t.substr(at + erase);
+    return s;
+}
+
+// On the line starting at `from`, the offset just past the `=` of the key `match` accepts (the
+// last segment of a dotted key counts: `environment.requirements = …`).
+std::optional<std::size_t> find_value(std::string_view t, std::size_t from,
+                                      const std::function<bool(const std::string&)>& match) {
+    Lexer lx(t, from);
+    Token prev;
+    for (Token tok = lx.next(); tok.kind != Token::newline && tok.kind != Token::end;
+         tok = lx.next()) {
+        if (tok.kind == Token::punct && t[tok.begin] == '=' &&
+            (prev.kind == Token::bare || prev.kind == Token::string) && match(key_text(t, prev)))
+            return tok.end_;
+        prev = tok;
+    }
+    return std::nullopt;
+}
+
+// One string of an array as written: its quotes included, and the comma after it, if any.
+struct Element {
+    std::size_t begin = 0, end = 0;
+    std::optional<std::size_t> comma;
+};
+
+struct ArrayText {
+    std::size_t open = 0, close = 0;  // the '[' and the ']'
+    std::vector<Element> elements;
+    bool multiline = false;  // a line break between '[' and ']'
+};
+
+// The array of strings whose '[' is at `open`.
+std::optional<ArrayText> scan_array(std::string_view t, std::size_t open) {
+    ArrayText a;
+    a.open = open;
+    Lexer lx(t, open + 1);
+    for (;;) {
+        Token tok = lx.next();
+        switch (tok.kind) {
+            case Token::end:
+            case Token::bare:
+                return std::nullopt;
+            case Token::newline:
+                a.multiline = true;
+                break;
+            case Token::comment:
+                break;
+            case Token::string:
+                a.elements.push_back({tok.begin, tok.end_, std::nullopt});
+                break;
+            case Token::punct:
+                if (t[tok.begin] == ']') {
+                    a.close = tok.begin;
+                    return a;
+                }
+                if (t[tok.begin] != ',' || a.elements.empty() || a.elements.back().comma)
+                    return std::nullopt;
+                a.elements.back().comma = tok.begin;
+                break;
+        }
+    }
+}
+
+Error cannot_edit(std::string_view source, std::string_view what, std::string_view why) {
+    return Error(ErrorCode::invalid_input, std::string(source) + ": cannot edit " +
+                                               std::string(what) + " as it is written (" +
+                                               std::string(why) +
+                                               "); nothing was changed: edit it by hand");
+}
+
+// The manifest, and `[environment].requirements` in its text.
+struct Located {
+    Manifest manifest;
+    ArrayText array;
+    std::vector<std::string> values;  // each element's string, as toml++ decoded it
+};
+
+Result<Located> locate_requirements(std::string_view t, std::string_view source) {
+    constexpr std::string_view what = "[environment].requirements";
+    auto m = Manifest::parse(t, source);
+    if (!m) return m.error();
+    auto doc = parse_toml(t, source);
+    if (!doc) return doc.error();
+    const toml::array* arr = (*doc)["environment"]["requirements"].as_array();
+    if (!arr) return cannot_edit(source, what, "not an array");
+    auto at = find_value(t, line_offset(t, arr->source().begin.line),
+                         [](const std::string& k) { return k == "requirements"; });
+    if (!at) return cannot_edit(source, what, "its key is not on the line its array opens");
+    Lexer lx(t, *at);
+    Token open = lx.next();
+    if (open.kind != Token::punct || t[open.begin] != '[')
+        return cannot_edit(source, what, "no '[' after its key");
+    auto scanned = scan_array(t, open.begin);
+    if (!scanned || scanned->elements.size() != arr->size())
+        return cannot_edit(source, what, "its elements are not all plain strings");
+    Located l{std::move(*m), std::move(*scanned), {}};
+    for (const auto& v : *arr)
+        l.values.push_back(std::string(v.value_or(std::string_view())));
+    return l;
+}
+
+std::vector<std::string> requirement_texts(const Manifest& m) {
+    std::vector<std::string> out;
+    for (const auto& r : m.requirements)
+        out.push_back(r.str());
+    return out;
+}
+
+// The same documents but for `[environment].requirements` and `[sources]`: every other value
+// (indexes, [run], [install], [tool.*], …) compared as toml++ reads it.
+bool same_elsewhere(std::string_view a, std::string_view b, std::string_view source) {
+    auto x = parse_toml(a, source), y = parse_toml(b, source);
+    if (!x || !y) return false;
+    for (toml::table* d : {&*x, &*y}) {
+        if (auto* env = d->get_as<toml::table>("environment")) env->erase("requirements");
+        d->erase("sources");
+    }
+    return *x == *y;
+}
+
+// The edit's own check: `after` parses, with exactly the requirements and sources meant and
+// every other value as `before` had it.
+Result<bool> check_edit(std::string_view after, std::string_view source, std::string_view before,
+                        const std::vector<std::string>& requirements,
+                        const std::map<std::string, std::string>& sources, std::string_view what) {
+    auto m = Manifest::parse(after, source);
+    if (!m) return cannot_edit(source, what, "the edit would not parse: " + m.error().message());
+    if (requirement_texts(*m) != requirements || m->sources != sources ||
+        !same_elsewhere(before, after, source))
+        return cannot_edit(source, what, "the edit would change more than meant");
+    return true;
+}
+
+// `t` with `quoted` appended to the array, in the array's own layout.
+std::string append_element(std::string_view t, const ArrayText& a, const std::string& quoted) {
+    const std::string eol = eol_of(t);
+    const auto& e = a.elements;
+    if (!a.multiline) {
+        if (e.empty()) return splice(t, a.open + 1, a.close - a.open - 1, quoted);
+        std::string sep = ", ";
+        if (e.size() >= 2)
+            sep = std::string(t.substr(e[e.size() - 2].end, e.back().begin - e[e.size() - 2].end));
+        return splice(t, e.back().end, 0, sep + quoted);
+    }
+    if (e.empty()) {
+        if (!blank_before(t, a.close)) return splice(t, a.close, 0, quoted);
+        return splice(t, line_begin(t, a.close), 0,
+                      leading_blanks(t, a.close) + "    " + quoted + "," + eol);
+    }
+    const Element& last = e.back();
+    // Indented as the last element's line, unless that line is the one the array opens on.
+    const std::string indent =
+        line_begin(t, last.begin) > a.open ? leading_blanks(t, last.begin) : "    ";
+    const std::size_t after = last.comma ? *last.comma + 1 : last.end;
+    if (rest_is_blank(t, after)) {
+        // A line of its own after the last one's (and its comment); the trailing comma as
+        // the array has it.
+        const std::size_t at = line_end(t, after);
+        std::string s = splice(t, at, 0, eol + indent + quoted + (last.comma ? "," : ""));
+        if (!last.comma) s.insert(last.end, ",");
+        return s;
+    }
+    if (last.comma) return splice(t, after, 0, eol + indent + quoted + ",");
+    return splice(t, last.end, 0, "," + eol + indent + quoted);
+}
+
+// `t` without element `k` of the array.
+std::string erase_element(std::string_view t, const ArrayText& a, std::size_t k) {
+    const auto& e = a.elements;
+    const Element& x = e[k];
+    const std::size_t after = x.comma ? *x.comma + 1 : x.end;
+    const bool last = k + 1 == e.size();
+    if (a.multiline && blank_before(t, x.begin) && rest_is_blank(t, after)) {
+        // Alone on its line: the line goes, with the comment on it.
+        const std::size_t from = line_begin(t, x.begin);
+        std::string s = splice(t, from, past_break(t, line_end(t, after)) - from, "");
+        // The new last element keeps no comma the old last one did not have.
+        if (last && !x.comma && k > 0 && e[k - 1].comma) s.erase(*e[k - 1].comma, 1);
+        return s;
+    }
+    if (!last) return splice(t, x.begin, e[k + 1].begin - x.begin, "");
+    if (k > 0) return splice(t, e[k - 1].end, (x.comma ? *x.comma : x.end) - e[k - 1].end, "");
+    return splice(t, x.begin, after - x.begin, "");
+}
+
+std::string trimmed(std::string_view s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string_view::npos) return "";
+    return std::string(s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1));
+}
+
+bool bare_key(std::string_view k) {
+    if (k.empty()) return false;
+    for (char c : k)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return false;
+    return true;
+}
+
+std::string names_of(const Manifest& m) {
+    std::string out;
+    for (const auto& r : m.requirements)
+        out += (out.empty() ? "" : ", ") + r.str();
+    return out;
+}
+
+}  // namespace
+
+std::string toml_quote(std::string_view s) {
+    bool escape = false, literal_ok = true;
+    for (unsigned char c : s) {
+        const bool control = (c < 0x20 && c != '\t') || c == 0x7f;
+        escape = escape || control || c == '"' || c == '\\';
+        literal_ok = literal_ok && !control && c != '\'';
+    }
+    if (!escape) return "\"" + std::string(s) + "\"";
+    if (literal_ok) return "'" + std::string(s) + "'";
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04X", c);
+            out += buf;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out + "\"";
+}
+
+Result<RequirementEdit> add_requirement(std::string_view text, std::string_view source,
+                                        std::string_view written_as) {
+    const std::string written = trimmed(written_as);
+    auto req = pep::Requirement::parse(written);
+    if (!req)
+        return Error(ErrorCode::usage,
+                     "invalid requirement '" + written + "': " + req.error().message());
+    auto located = locate_requirements(text, source);
+    if (!located) return located.error();
+    const Manifest before = located->manifest;
+    const std::string name = req->canonical_name();
+    std::vector<std::size_t> same;
+    for (std::size_t k = 0; k < before.requirements.size(); ++k)
+        if (before.requirements[k].canonical_name() == name) same.push_back(k);
+    if (same.size() == 1 && located->values[same[0]] == written)
+        return RequirementEdit{std::string(text), RequirementChange::kept};
+
+    std::vector<std::string> want = requirement_texts(before);
+    std::string t(text);
+    RequirementEdit edit;
+    if (same.empty()) {
+        t = append_element(t, located->array, toml_quote(written));
+        want.push_back(req->str());
+    } else {
+        // Later requirements of the name go first (right to left, each erase re-read), then
+        // the first is replaced where it stands.
+        for (std::size_t i = same.size(); i-- > 1;) {
+            auto again = locate_requirements(t, source);
+            if (!again) return again.error();
+            t = erase_element(t, again->array, same[i]);
+            want.erase(want.begin() + static_cast<std::ptrdiff_t>(same[i]));
+        }
+        auto again = locate_requirements(t, source);
+        if (!again) return again.error();
+        const Element& x = again->array.elements[same[0]];
+        t = splice(t, x.begin, x.end - x.begin, toml_quote(written));
+        want[same[0]] = req->str();
+        edit.change = RequirementChange::replaced;
+    }
+    auto ok = check_edit(t, source, text, want, before.sources, "[environment].requirements");
+    if (!ok) return ok.error();
+    edit.text = std::move(t);
+    return edit;
+}
+
+Result<std::string> remove_requirement(std::string_view text, std::string_view source,
+                                       std::string_view name) {
+    auto located = locate_requirements(text, source);
+    if (!located) return located.error();
+    const Manifest before = located->manifest;
+    const std::string canonical = pep::canonicalize_name(trimmed(name));
+    std::vector<std::size_t> same;
+    for (std::size_t k = 0; k < before.requirements.size(); ++k)
+        if (before.requirements[k].canonical_name() == canonical) same.push_back(k);
+    if (same.empty())
+        return Error(ErrorCode::usage,
+                     "'" + std::string(name) + "' is not a requirement of " + std::string(source) +
+                         (before.requirements.empty() ? " (it has none)"
+                                                      : "; it requires " + names_of(before)));
+    std::vector<std::string> want = requirement_texts(before);
+    std::string t(text);
+    for (std::size_t i = same.size(); i-- > 0;) {
+        auto again = locate_requirements(t, source);
+        if (!again) return again.error();
+        t = erase_element(t, again->array, same[i]);
+        want.erase(want.begin() + static_cast<std::ptrdiff_t>(same[i]));
+    }
+    auto ok = check_edit(t, source, text, want, before.sources, "[environment].requirements");
+    if (!ok) return ok.error();
+    return t;
+}
+
+Result<std::string> pin_source(std::string_view text, std::string_view source,
+                               std::string_view package, std::string_view index) {
+    constexpr std::string_view what = "[sources]";
+    auto before = Manifest::parse(text, source);
+    if (!before) return before.error();
+    if (!pep::is_valid_name(package))
+        return Error(ErrorCode::usage, "invalid package name '" + std::string(package) + "'");
+    bool known = false;
+    std::string names;
+    for (const auto& i : before->indexes) {
+        known = known || i.name == index;
+        names += (names.empty() ? "" : ", ") + i.name;
+    }
+    if (!known)
+        return Error(ErrorCode::usage, "--index " + std::string(index) + ": " +
+                                           std::string(source) + " has no [[index]] of that name" +
+                                           (names.empty() ? std::string(" (it has none)")
+                                                          : "; its indexes are " + names));
+    const std::string canonical = pep::canonicalize_name(package);
+    auto want = before->sources;
+    if (auto it = want.find(canonical); it != want.end() && it->second == index)
+        return std::string(text);
+    want[canonical] = std::string(index);
+
+    auto doc = parse_toml(text, source);
+    if (!doc) return doc.error();
+    const std::string eol = eol_of(text);
+    const std::string value = toml_quote(index);
+    const std::string key = bare_key(package) ? std::string(package) : toml_quote(package);
+    const toml::table* table = doc->get_as<toml::table>("sources");
+    std::string t;
+    if (!table) {
+        t = std::string(text);
+        if (!t.empty() && t.back() != '\n') t += eol;
+        t += eol + "[sources]" + eol + key + " = " + value + eol;
+    } else if (auto entry = std::find_if(table->begin(), table->end(),
+                                         [&](const auto& kv) {
+                                             return pep::canonicalize_name(kv.first.str()) ==
+                                                    canonical;
+                                         });
+               entry != table->end()) {
+        // The entry's value, replaced where it stands.
+        auto at = find_value(
+            text, line_offset(text, entry->second.source().begin.line),
+            [&](const std::string& k) { return pep::canonicalize_name(k) == canonical; });
+        if (!at) return cannot_edit(source, what, "its entry is not on one line");
+        Lexer lx(text, *at);
+        Token v = lx.next();
+        if (v.kind != Token::string) return cannot_edit(source, what, "its value is not a string");
+        t = splice(text, v.begin, v.end_ - v.begin, value);
+    } else if (table->is_inline()) {
+        // `sources = { … }`: one more `key = "index"` before the '}'.
+        auto at = find_value(text, line_offset(text, table->source().begin.line),
+                             [](const std::string& k) { return k == "sources"; });
+        if (!at) return cannot_edit(source, what, "its inline table is not on one line");
+        Lexer lx(text, *at);
+        Token open = lx.next();
+        if (open.kind != Token::punct || text[open.begin] != '{')
+            return cannot_edit(source, what, "no '{' after its key");
+        std::size_t last_end = open.end_;
+        for (Token tok = lx.next();; tok = lx.next()) {
+            if (tok.kind == Token::end || tok.kind == Token::newline)
+                return cannot_edit(source, what, "its inline table is not on one line");
+            if (tok.kind == Token::punct && text[tok.begin] == '}') break;
+            last_end = tok.end_;
+        }
+        t = splice(
+            text, last_end, 0,
+            (table->empty() ? " " : ", ") + key + " = " + value + (table->empty() ? " " : ""));
+    } else {
+        // A `[sources]` header (or dotted `sources.NAME` keys): a line after its last entry,
+        // indented as that one.
+        std::size_t last_line = table->source().begin.line;
+        Lexer header(text, line_offset(text, last_line));
+        Token a = header.next(), b = header.next(), c = header.next();
+        const bool is_header = a.kind == Token::punct && text[a.begin] == '[' &&
+                               (b.kind == Token::bare || b.kind == Token::string) &&
+                               key_text(text, b) == "sources" && c.kind == Token::punct &&
+                               text[c.begin] == ']';
+        if (!is_header && table->empty())
+            return cannot_edit(source, what, "it has neither a header nor entries");
+        std::string indent;
+        for (const auto& [k, v] : *table) {
+            const std::size_t line = v.source().begin.line;
+            if (line >= last_line) {
+                last_line = line;
+                indent = leading_blanks(text, line_offset(text, line));
+            }
+        }
+        const std::size_t at = past_break(text, line_end(text, line_offset(text, last_line)));
+        std::string line = indent + (is_header ? "" : "sources.") + key + " = " + value + eol;
+        if (at == text.size() && !text.empty() && text.back() != '\n') line = eol + line;
+        t = splice(text, at, 0, line);
+    }
+    auto ok = check_edit(t, source, text, requirement_texts(*before), want, what);
+    if (!ok) return ok.error();
+    return t;
+}
+
+}  // namespace envbox::lock

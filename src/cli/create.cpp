@@ -17,7 +17,8 @@ struct CreateCommand {
     std::string lock;       ///< --lock, may be empty
     std::string link_mode;  ///< --link-mode, may be empty
     bool locked = false, frozen = false, offline = false, no_wait = false;
-    bool force = false;  ///< --force / --reinstall
+    bool force = false;       ///< --force / --reinstall
+    bool no_compile = false;  ///< --no-compile
 };
 
 void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
@@ -26,7 +27,8 @@ void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
                    {"packages", r.packages},           {"fetched", r.fetched},
                    {"files", r.install.files},         {"hardlinked", r.install.hardlinked},
                    {"reflinked", r.install.reflinked}, {"copied", r.install.copied},
-                   {"generated", r.install.generated}, {"seconds", r.seconds}};
+                   {"generated", r.install.generated}, {"bytecode", r.install.bytecode},
+                   {"compiled", r.compiled},           {"seconds", r.seconds}};
     std::printf("%s\n", json_line(report).c_str());
 }
 
@@ -43,6 +45,13 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
         std::fprintf(stderr, "Stored %zu wheels (%s unpacked, %llu new objects)\n", r.fetched,
                      human_bytes(r.ingest.unpacked_bytes).c_str(),
                      static_cast<unsigned long long>(r.ingest.new_objects));
+    if (r.compiled > 0)
+        std::fprintf(stderr, "Compiled %zu %s into the store%s\n", r.compiled,
+                     r.compiled == 1 ? "module" : "modules",
+                     r.compile_failed ? (" (" + std::to_string(r.compile_failed) +
+                                         " sources did not compile and have no .pyc)")
+                                            .c_str()
+                                      : "");
     std::fprintf(stderr, "Installed %zu packages (%zu files) in %.2f s into %s generation %d\n",
                  r.packages, r.install.files, r.seconds, cmd.env.c_str(), r.generation);
     if (global.verbosity > 0)
@@ -59,6 +68,13 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
         std::fprintf(stderr,
                      "  ingest thread-seconds: decode %.2f, hash %.2f, write %.2f (%u threads)\n",
                      r.ingest.decode_s, r.ingest.hash_s, r.ingest.write_s, r.jobs);
+    if (global.verbosity > 0 && r.install.bytecode > 0)
+        std::fprintf(stderr, "  bytecode: %zu .pyc files linked, %zu compiled now%s\n",
+                     r.install.bytecode, r.compiled,
+                     r.compiled ? (" (" + std::to_string(r.compile_workers) + " workers, " +
+                                   std::to_string(r.compile_s).substr(0, 5) + " thread-seconds)")
+                                      .c_str()
+                                : "");
 }
 
 void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
@@ -76,6 +92,7 @@ void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
     opt.locked = cmd.locked;
     opt.frozen = cmd.frozen;
     opt.force = cmd.force;
+    if (cmd.no_compile) opt.compile = false;
     if (cmd.link_mode == "reflink")
         opt.link_mode = LinkMode::reflink;
     else if (cmd.link_mode == "copy")
@@ -108,6 +125,9 @@ void register_create(CLI::App& app, GlobalOptions& global) {
     c->add_flag("--force,--reinstall", cmd->force,
                 "Build a fresh generation even if up to date, from store objects checked by "
                 "content (the repair for what `verify` reports)");
+    c->add_flag("--no-compile", cmd->no_compile,
+                "Link no .pyc files (default: every module gets its bytecode, compiled once "
+                "per store; the manifest's [install] compile = false does the same)");
     c->callback([&global, cmd] { run_create(global, *cmd); });
 }
 

@@ -199,6 +199,7 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
         Json report = {{"dry_run", cmd.dry_run},
                        {"generations_removed", r.generations_removed.size()},
                        {"wheels_removed", r.wheels_removed},
+                       {"bytecode_removed", r.bytecode_removed},
                        {"objects_removed", r.objects_removed},
                        {"temporary_removed", r.temporary_removed},
                        {"bytes_freed", r.bytes_freed},
@@ -215,12 +216,14 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
         std::fprintf(stderr, "note: kept %s\n", u.c_str());
     for (const auto& b : r.busy)
         std::fprintf(stderr, "note: skipped %s: a create is running there\n", b.c_str());
+    const std::string bytecode =
+        r.bytecode_removed ? ", " + std::to_string(r.bytecode_removed) + " bytecode lists" : "";
     if (global.verbosity >= 0)
         std::fprintf(stderr,
-                     "gc %s %zu generations, %zu wheel file lists, %zu store objects, %zu "
+                     "gc %s %zu generations, %zu wheel file lists%s, %zu store objects, %zu "
                      "temporary files: %s %s\n",
-                     verb, r.generations_removed.size(), r.wheels_removed, r.objects_removed,
-                     r.temporary_removed, human_bytes(r.bytes_freed).c_str(),
+                     verb, r.generations_removed.size(), r.wheels_removed, bytecode.c_str(),
+                     r.objects_removed, r.temporary_removed, human_bytes(r.bytes_freed).c_str(),
                      cmd.dry_run ? "would be freed" : "freed");
 }
 

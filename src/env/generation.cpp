@@ -67,7 +67,9 @@ class InfoReader {
             const std::string name = value(key, rest);
             for (auto& p : g_.packages)
                 if (p.name == name) p.preferred = true;
-        } else if (key == "package")
+        } else if (key == "bytecode")
+            g_.bytecode.push_back(value(key, rest));
+        else if (key == "package")
             package(rest);
     }
 
@@ -221,6 +223,8 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
         .add("platform", e(g.platform))
         .add("environment", e(g.environment))
         .add("link-mode", e(g.link_mode));
+    for (const auto& b : g.bytecode)
+        w.add("bytecode", e(b));
     for (const auto& p : g.packages)
         w.add_fields("package", {e(p.name), e(p.version), p.wheel_sha256, e(p.filename),
                                  p.requested ? "requested" : "-"});

@@ -89,6 +89,8 @@ class Placer {
         r.copied = copied_;
         r.generated = r.files - r.hardlinked - r.reflinked - r.copied;
         r.bytes = bytes_;
+        for (const auto& f : plan.files)
+            r.bytecode += f.bytecode;
         r.notes = plan.notes;
         r.notes.insert(r.notes.end(), notes_.begin(), notes_.end());
         return r;

@@ -9,6 +9,7 @@
 
 #include "envbox/pep/name.hpp"
 #include "envbox/pep/wheel.hpp"
+#include "envbox/store/bytecode.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/sha256.hpp"
 
@@ -26,6 +27,7 @@ struct Placement {
     std::size_t wheel = 0;    // index into requests
     std::string record_path;  // as RECORD lists it: relative to the .dist-info's parent
     bool record = false;      // the wheel's RECORD, written once overlaps are decided
+    bool bytecode = false;    // a .pyc: placed, not listed in RECORD
 };
 
 std::string hex_to_record_b64(const std::string& hex) {
@@ -93,6 +95,8 @@ class Planner {
         const std::string record = w.dist_info + "/RECORD";
         for (const auto& f : w.files)
             if (f.path != record && !pep::in_pycache(f.path)) plan_member(cur, f, entry_names);
+        for (const store::WheelBytecode* b : req.bytecode)
+            plan_bytecode(cur, *b);
         for (const auto& e : pep::scripts_for_target(entries, in_.major, in_.minor)) {
             if (pep::script_name_escapes(e.name))
                 throw Error(ErrorCode::integrity,
@@ -113,7 +117,7 @@ class Planner {
             rows.reserve(mine.size());
             for (std::size_t k = 0; k + 1 < mine.size(); ++k) {
                 const Placement& p = placements[mine[k]];
-                if (!listed[mine[k]]) continue;
+                if (!listed[mine[k]] || p.bytecode) continue;
                 std::string row = pep::csv_field(p.record_path);
                 if (p.object) {
                     row += ",sha256=" + hex_to_record_b64(p.object->digest) + "," +
@@ -142,7 +146,27 @@ class Planner {
         std::size_t index;               // into the requests
         std::string root_rel;            // its root (purelib or platlib), relative to the env
         std::vector<std::size_t>& mine;  // its placements
+        // Where each member that went into site-packages lands (member path → rel).
+        std::unordered_map<std::string_view, std::size_t> in_site{};
     };
+
+    // The `.pyc` of each source of `b`, in the `__pycache__` beside where the source lands. A
+    // list whose source is not that member (or not one placed in site-packages) is damaged.
+    void plan_bytecode(Wheel& cur, const store::WheelBytecode& b) {
+        for (const auto& f : b.files) {
+            auto at = cur.in_site.find(f.source);
+            if (at == cur.in_site.end() || placements[at->second].object->digest != f.source_digest)
+                throw Error(ErrorCode::integrity,
+                            "the store's bytecode list " + b.key.name() + " of " + cur.w.filename +
+                                " names " + f.source + ", which is not that module of the wheel");
+            const std::string& rel = placements[at->second].rel;
+            const auto slash = rel.rfind('/');
+            std::string pyc = rel.substr(0, slash + 1) + "__pycache__/" +
+                              b.key.pyc_name(std::string_view(rel).substr(slash + 1));
+            add(cur, std::move(pyc), &f.pyc, {}, false);
+            placements.back().bytecode = true;
+        }
+    }
 
     std::vector<pep::EntryPoint> entry_points_of(const store::WheelFiles& w) const {
         const auto* ep = w.find(w.dist_info + "/entry_points.txt");
@@ -160,6 +184,9 @@ class Planner {
         const store::WheelFiles& w = cur.w;
         const std::string data_dir = data_dir_of(f.path);
         if (data_dir.empty()) {
+            if (!(f.path.size() > w.dist_info.size() && f.path[w.dist_info.size()] == '/' &&
+                  f.path.starts_with(w.dist_info)))
+                cur.in_site[f.path] = placements.size();
             add(cur, cur.root_rel + "/" + f.path, &f, {}, f.executable, f.path);
             return;
         }
@@ -170,6 +197,7 @@ class Planner {
                         w.filename + ": stray file '" + f.path + "' in " + data_dir);
         std::string key(rest.substr(0, slash));
         std::string_view sub = rest.substr(slash + 1);
+        if (key == "purelib" || key == "platlib") cur.in_site[f.path] = placements.size();
         if (key == "purelib")
             add(cur, under(layout_.purelib, sub), &f, {}, f.executable);
         else if (key == "platlib")
@@ -395,7 +423,7 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
         if (!overlaps.placed[i]) continue;
         auto& p = planner.placements[i];
         plan.files.push_back(
-            {std::move(p.rel), p.object, std::move(p.content), p.executable, p.wheel});
+            {std::move(p.rel), p.object, std::move(p.content), p.executable, p.wheel, p.bytecode});
     }
     return plan;
 }

@@ -17,13 +17,15 @@ namespace fs = std::filesystem;
 namespace envbox::env {
 namespace {
 
-constexpr std::string_view kProbeFormat = "envbox-probe 1";
+constexpr std::string_view kProbeFormat = "envbox-probe 2";
 
 // Prints `key=value` lines; run with -I -S so no site customisation can interfere.
 constexpr const char* kProbeScript = R"PY(
-import os, sys, sysconfig, platform
+import os, sys, sysconfig, platform, importlib.util
 def out(k, v): print(k + "=" + str(v).replace("\n", " "))
 out("implementation", sys.implementation.name)
+out("cache_tag", sys.implementation.cache_tag or "")
+out("magic", importlib.util.MAGIC_NUMBER.hex())
 out("major", sys.version_info[0]); out("minor", sys.version_info[1])
 out("full_version", platform.python_version())
 out("abiflags", getattr(sys, "abiflags", ""))
@@ -67,6 +69,10 @@ Interpreter parse_probe(const std::string& text, const fs::path& path) {
             in.executable = v;
         else if (k == "glibc")
             in.glibc = v;
+        else if (k == "cache_tag")
+            in.cache_tag = v;
+        else if (k == "magic")
+            in.magic = v;
         else if (k.starts_with("scheme."))
             in.scheme[k.substr(7)] = v;
         else if (k.starts_with("marker."))

@@ -111,7 +111,6 @@ std::vector<TreeEntry> walk_generation(const fs::path& root_path) {
         if (!dfd || !read_entries(dfd.get(), entries)) continue;
         for (const auto& e : entries) {
             if (dir.empty() && e.name == ".envbox") continue;
-            if (e.name == "__pycache__") continue;  // Python's own caches
             std::string rel = dir.empty() ? e.name : dir + "/" + e.name;
             bool is_dir = e.type == DT_DIR;
             if (e.type == DT_UNKNOWN) {

@@ -42,8 +42,9 @@ class ManifestReader {
         read_sources(m, doc, names);
         read_run(m, doc);
         if (const auto* install = r_.opt_table(doc, "install", "")) {
-            r_.require_known_keys(*install, {"prefer"}, "install", kToolHint);
+            r_.require_known_keys(*install, {"prefer", "compile"}, "install", kToolHint);
             m.install_prefer = read_prefer(*install);
+            m.install_compile = r_.opt_bool(*install, "compile", "install");
         }
         return m;
     }

@@ -184,13 +184,17 @@ EnvLocks lock_environment(const Context& ctx, const CreateOptions& opt, const fs
 }
 
 std::string generation_digest(const std::string& lock_text, const Target& target,
-                              const lock::Manifest* manifest) {
+                              const lock::Manifest* manifest,
+                              const std::vector<store::BytecodeKey>& bytecode) {
     std::string prefer;  // [install].prefer decides which file overlapping wheels install
     if (manifest)
         for (const auto& p : manifest->install_prefer)
             prefer += "\n--prefer " + p.name;
+    std::string compiled;  // the .pyc files it links
+    for (const auto& k : bytecode)
+        compiled += "\n--bytecode " + k.name();
     return to_hex(sha256(lock_text + "\n--target " + target.interpreter->executable.string() + " " +
-                         target.python_full_version + " " + target.platform + prefer));
+                         target.python_full_version + " " + target.platform + prefer + compiled));
 }
 
 }  // namespace create_steps
@@ -235,7 +239,9 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     const fs::path edir = env_dir(ctx, opt.env);
     EnvLocks held = lock_environment(ctx, opt, edir);
 
-    const std::string digest = generation_digest(in.lock_text, target, manifest);
+    const std::vector<store::BytecodeKey> bytecode =
+        bytecode_keys(interpreter, manifest, opt, progress);
+    const std::string digest = generation_digest(in.lock_text, target, manifest, bytecode);
     if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest && !opt.force) {
         result.generation = cur->number;
         result.path = cur->path;
@@ -255,9 +261,13 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     plan.offline = opt.offline;
     plan.verify_by_content = opt.force;
     plan.jobs = ctx.jobs;
+    plan.interpreter = &interpreter;
+    plan.bytecode = bytecode;
     fetch_into_store(store, items, plan, progress, phases, result);
 
     env::Generation gen = next_generation(edir, digest, in.lock_path, target, opt);
+    for (const auto& k : bytecode)
+        gen.bytecode.push_back(k.name());
     const std::vector<env::InstallRequest> requests = install_requests(items, manifest, gen);
     build_generation(store, target, gen, requests, in.lock_text, edir, ctx, opt, phases, result);
 

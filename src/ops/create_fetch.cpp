@@ -90,13 +90,14 @@ void check_offline(const std::vector<Item>& items, const std::vector<std::size_t
 class FetchPool {
   public:
     FetchPool(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
-              Progress& progress)
+              Progress& progress, BytecodeTasks* bytecode)
         : store_(store),
           items_(items),
           plan_(plan),
           progress_(progress),
           http_(plan.http),
-          pending_(items.size()) {}
+          pending_(items.size()),
+          bytecode_(bytecode) {}
 
     // A download that was never ingested stays for the next run; one that proved bad goes.
     ~FetchPool() {
@@ -107,13 +108,18 @@ class FetchPool {
         }
     }
 
-    // Runs the fetch and ingest of `missing` (in that order of priority) to the end.
+    // Runs the fetch and ingest of `missing` (in that order of priority) to the end, and the
+    // compiling of stored wheels that lack bytecode beside it; a fetched wheel's compile tasks
+    // join the pool once it is stored.
     void run(const std::vector<std::size_t>& missing) {
         TaskPool pool(plan_.jobs);
         for (std::size_t k = 0; k < missing.size(); ++k) {
             const std::size_t i = missing[k];
             pool.add(UINT64_MAX - k, [this, i](TaskPool& tasks) { fetch(i, tasks); });
         }
+        if (bytecode_)
+            for (auto& item : items_)
+                if (item.wheel) bytecode_->add(item, pool);
         pool.run();
     }
 
@@ -161,16 +167,18 @@ class FetchPool {
         });
         const std::size_t n = p.ingest->task_count();
         p.remaining = n;
-        if (n == 0) return finish(i, req.location);
+        if (n == 0) return finish(i, req.location, tasks);
         for (std::size_t t = 0; t < n; ++t)
-            tasks.add(p.ingest->task_cost(t), [this, i, t, location = req.location](TaskPool&) {
-                with_context(i, location, [&] { pending_[i].ingest->run_task(t); });
-                if (--pending_[i].remaining == 0) finish(i, location);
-            });
+            tasks.add(p.ingest->task_cost(t),
+                      [this, i, t, location = req.location](TaskPool& more) {
+                          with_context(i, location, [&] { pending_[i].ingest->run_task(t); });
+                          if (--pending_[i].remaining == 0) finish(i, location, more);
+                      });
     }
 
-    // Item `i`'s last ingest task is done: its file list is written, its download removed.
-    void finish(std::size_t i, const std::string& location) {
+    // Item `i`'s last ingest task is done: its objects are in, its download removed, and its
+    // modules are compiled next.
+    void finish(std::size_t i, const std::string& location, TaskPool& tasks) {
         Item& item = items_[i];
         with_context(i, location, [&] { item.wheel = pending_[i].ingest->finish(&item.stats); });
         item.fetched = true;
@@ -181,6 +189,7 @@ class FetchPool {
             pending_[i].downloaded.clear();
         }
         progress_.advance(1);
+        if (bytecode_) bytecode_->add(item, tasks);
     }
 
     store::Store& store_;
@@ -189,6 +198,7 @@ class FetchPool {
     Progress& progress_;
     index::HttpClient http_;
     std::vector<Pending> pending_;
+    BytecodeTasks* bytecode_;
 };
 
 }  // namespace
@@ -200,7 +210,14 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
     result.repaired =
         std::count_if(items.begin(), items.end(), [](const Item& i) { return i.repair; });
     if (!missing.empty() && plan.offline) check_offline(items, missing, plan);
-    FetchPool pool(store, items, plan, progress);
+    plan_bytecode(store, items, plan.bytecode, plan.verify_by_content, plan.jobs, progress);
+    const bool compile = std::any_of(items.begin(), items.end(), [](const Item& i) {
+        return std::any_of(i.bytecode.begin(), i.bytecode.end(),
+                           [](const ItemBytecode& b) { return b.compile; });
+    });
+    std::optional<BytecodeTasks> bytecode;
+    if (compile) bytecode.emplace(store, *plan.interpreter, plan.jobs);
+    FetchPool pool(store, items, plan, progress, bytecode ? &*bytecode : nullptr);
     // Largest first, so the torch-sized wheel starts at once instead of being the last thing
     // running while every other worker idles.
     std::stable_sort(missing.begin(), missing.end(), [&](std::size_t x, std::size_t y) {
@@ -221,7 +238,9 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
         result.fetched++;
         result.ingest += items[i].stats;
     }
-    store.publish(to_publish);
+    std::vector<const store::WheelBytecode*> compiled;
+    if (bytecode) compiled = bytecode->finish(result);
+    store.publish(to_publish, compiled);
     result.publish_s = watch.lap();
 }
 

@@ -79,6 +79,8 @@ std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items
         r.preferred = manifest &&
                       std::any_of(manifest->install_prefer.begin(), manifest->install_prefer.end(),
                                   [&](const auto& p) { return p.name == item.package->name; });
+        for (const auto& b : item.bytecode)
+            if (b.list) r.bytecode.push_back(&*b.list);
         requests.push_back(r);
         gen.packages.push_back({item.package->name, item.wheel->version, item.sha256, item.filename,
                                 r.requested, r.direct_url.value_or("")});

@@ -8,17 +8,22 @@
 ///   check_driver         create.cpp             the driver runs the CUDA line (or a note)
 ///   lock_environment     create.cpp             the environment's lock, the store's shared
 ///   generation_digest    create.cpp             what makes two generations the same (no-op)
-///   fetch_into_store     create_fetch.cpp       fetch and ingest what the store lacks, publish
+///   bytecode_keys        create_bytecode.cpp    the keys modules are compiled for (or none)
+///   fetch_into_store     create_fetch.cpp       fetch and ingest what the store lacks, compile
+///                                               what has no bytecode (same pool), publish
 ///   build_generation     create_generation.cpp  venv + links in gen-N, stamp, switch `current`
 ///   link_project_dir     create_generation.cpp  PROJECT/.envbox/ENV follows `current`
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "envbox/env/bytecode.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/index/fetch.hpp"
@@ -28,8 +33,10 @@
 #include "envbox/ops/create.hpp"
 #include "envbox/ops/target.hpp"
 #include "envbox/resolve/index_source.hpp"
+#include "envbox/store/bytecode.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/parallel.hpp"
 
 namespace envbox::ops::create_steps {
 
@@ -72,6 +79,14 @@ std::vector<std::string> relock_reasons(const std::filesystem::path& manifest_pa
 
 // ---- select wheels ---------------------------------------------------------------------------
 
+/// An item's bytecode for one key: loaded from the store, or to compile.
+struct ItemBytecode {
+    store::BytecodeKey key;
+    std::optional<store::WheelBytecode> list;  ///< set once the store has it (or it compiled)
+    bool compile = false;  ///< no list yet, or one with a damaged `.pyc`: compile
+    bool replace = false;  ///< store every `.pyc` again (a damaged one was found by content)
+};
+
 /// What one selected package installs from.
 struct Item {
     const lock::Package* package = nullptr;
@@ -82,8 +97,9 @@ struct Item {
     std::optional<store::WheelFiles> wheel;  ///< set once the store has it
     store::IngestStats stats;
     bool fetched = false;
-    bool repair = false;            ///< in the store, but an object of it was touched
-    std::set<std::string> replace;  ///< repair: the objects to store again
+    bool repair = false;                 ///< in the store, but an object of it was touched
+    std::set<std::string> replace;       ///< repair: the objects to store again
+    std::vector<ItemBytecode> bytecode;  ///< one per key of `bytecode_keys`
 };
 
 /// One item per package PEP 751's selection picks for `target`: a wheel, or an `archive` that
@@ -112,10 +128,50 @@ EnvLocks lock_environment(const Context& ctx, const CreateOptions& opt,
                           const std::filesystem::path& edir);
 
 /// The digest a generation records: the lock's bytes, the interpreter, its version, the
-/// platform and the manifest's `[install].prefer`. The current generation with this digest
-/// already is what create would build.
+/// platform, the manifest's `[install].prefer` and the bytecode keys. The current generation with
+/// this digest already is what create would build.
 std::string generation_digest(const std::string& lock_text, const Target& target,
-                              const lock::Manifest* manifest);
+                              const lock::Manifest* manifest,
+                              const std::vector<store::BytecodeKey>& bytecode = {});
+
+// ---- bytecode (create_bytecode.cpp) ------------------------------------------------------------
+
+/// The keys the environment's modules are compiled for: none with --no-compile or the
+/// manifest's `[install].compile = false`; else the interpreter's, at level 0 and the level
+/// the manifest's `[run].env` PYTHONOPTIMIZE asks for. An interpreter without a cache tag gets
+/// none, with a note.
+std::vector<store::BytecodeKey> bytecode_keys(const env::Interpreter& in,
+                                              const lock::Manifest* manifest,
+                                              const CreateOptions& opt, Progress& progress);
+
+/// For each item the store holds, its bytecode lists for `keys`, and what must be compiled: a
+/// missing list, or one with a missing or touched `.pyc` (with `hash`, one whose content is
+/// wrong too). Items the store lacks are to be compiled for every key.
+void plan_bytecode(const store::Store& store, std::vector<Item>& items,
+                   const std::vector<store::BytecodeKey>& keys, bool hash, unsigned jobs,
+                   Progress& progress);
+
+/// The compile work of one create, as tasks of the fetch's own pool: each item's sources in
+/// batches, the largest first, on a pool of the interpreter's workers; every `.pyc` is stored
+/// as an object as soon as it is compiled. Thread-safe: `add` may run in any task.
+class BytecodeTasks {
+  public:
+    BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs);
+    ~BytecodeTasks();
+    /// Adds the tasks of every key `item` must be compiled for (its wheel stored) to `pool`.
+    void add(Item& item, TaskPool& pool);
+    /// Once the pool has run: each compiled list set on its item, its files in file-list
+    /// order; the counts into `result`. Returns the lists to publish.
+    std::vector<const store::WheelBytecode*> finish(CreateResult& result);
+
+  private:
+    struct State;
+    void run(State& st, std::size_t begin, std::size_t end);
+    const store::Store& store_;
+    env::BytecodeCompiler compiler_;
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<State>> states_;
+};
 
 // ---- fetch into the store (create_fetch.cpp) -------------------------------------------------
 
@@ -140,6 +196,8 @@ struct FetchPlan {
     bool offline = false;
     bool verify_by_content = false;  ///< --force: check stored objects by content
     unsigned jobs = 1;
+    const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode
+    std::vector<store::BytecodeKey> bytecode;       ///< `bytecode_keys`; empty: none
 };
 
 /// Fetches and ingests every item the store lacks (or holds damaged), in one pool over all

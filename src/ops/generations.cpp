@@ -11,6 +11,7 @@
 #include "envbox/env/interpreter.hpp"
 #include "envbox/env/venv.hpp"
 #include "envbox/ops/inspect.hpp"
+#include "envbox/store/bytecode.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -89,11 +90,35 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
                             " was built from; run `envbox create " + env + "`");
         wheels.push_back(std::move(*w));
     }
+    // The .pyc files it links, by the keys it was compiled for.
+    std::vector<store::BytecodeKey> keys;
+    for (const auto& name : g.bytecode) {
+        auto k = store::BytecodeKey::parse(name);
+        if (!k)
+            throw Error(ErrorCode::integrity, "generation " + std::to_string(g.number) +
+                                                  " records an unknown bytecode key '" + name +
+                                                  "'");
+        keys.push_back(*k);
+    }
+    std::vector<std::vector<store::WheelBytecode>> bytecode(wheels.size());
+    for (std::size_t i = 0; i < wheels.size(); ++i)
+        for (const auto& k : keys) {
+            auto b = store.load_bytecode(wheels[i].wheel_sha256, k);
+            if (!b)
+                throw Error(ErrorCode::integrity,
+                            "the store no longer holds the bytecode (" + k.name() + ") of " +
+                                wheels[i].filename + ", which generation " +
+                                std::to_string(g.number) + " links; run `envbox create " + env +
+                                " --force`");
+            bytecode[i].push_back(std::move(*b));
+        }
     result.load_s = since(started);
     std::vector<env::InstallRequest> requests;
     for (std::size_t i = 0; i < wheels.size(); ++i) {
         env::InstallRequest r;
         r.wheel = &wheels[i];
+        for (const auto& b : bytecode[i])
+            r.bytecode.push_back(&b);
         r.requested = g.packages[i].requested;
         if (!g.packages[i].direct_url.empty()) r.direct_url = g.packages[i].direct_url;
         r.preferred = g.packages[i].preferred;
@@ -262,8 +287,14 @@ void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& resul
 
 // The wheels the generations that exist now link, less those step 1 removed (a dry run leaves
 // them on disk; they are matched by their exact path): the roots of the store's sweep.
-std::set<std::string> live_wheels(const fs::path& envs, const std::set<fs::path>& removed) {
-    std::set<std::string> live;
+// The roots of the store: every wheel a kept generation links, and each of its bytecode lists
+// ("<wheel sha256>/<key>") for the keys the generation was compiled for.
+struct Roots {
+    std::set<std::string> wheels, bytecode;
+};
+
+Roots live_roots(const fs::path& envs, const std::set<fs::path>& removed) {
+    Roots live;
     std::error_code ec;
     if (!fs::is_directory(envs, ec)) return live;
     for (const auto& project : fs::directory_iterator(envs, ec))
@@ -279,8 +310,11 @@ std::set<std::string> live_wheels(const fs::path& envs, const std::set<fs::path>
                                     "), so the store was not swept (generations were pruned); "
                                     "remove that generation or rebuild it with `envbox create`, "
                                     "then run gc again");
-                for (const auto& p : g.packages)
-                    live.insert(p.wheel_sha256);
+                for (const auto& p : g.packages) {
+                    live.wheels.insert(p.wheel_sha256);
+                    for (const auto& key : g.bytecode)
+                        live.bytecode.insert(p.wheel_sha256 + "/" + key);
+                }
             }
     return live;
 }
@@ -291,9 +325,11 @@ void sweep_store(const Context& ctx, const GcOptions& opt, const std::set<fs::pa
                  GcResult& result) {
     FileLock store_lock(store_lock_path(ctx));
     store::Store store(ctx.home);
+    Roots roots = live_roots(store.layout().envs(), removed);
     const store::SweepResult swept =
-        store.sweep(live_wheels(store.layout().envs(), removed), {opt.dry_run});
+        store.sweep(roots.wheels, {opt.dry_run, std::move(roots.bytecode)});
     result.wheels_removed += swept.wheels_removed;
+    result.bytecode_removed += swept.bytecode_removed;
     result.objects_removed += swept.objects_removed;
     result.temporary_removed += swept.temporary_removed;
     result.bytes_freed += swept.bytes_freed;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "envbox/store/bytecode.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
@@ -34,24 +35,29 @@ std::optional<std::string> object_touched(const struct stat& st, std::uint64_t s
     return std::nullopt;
 }
 
-std::optional<Store::Damage> Store::damaged_objects(const WheelFiles& w, bool hash) const {
-    Damage damage;
+namespace {
+
+// The objects of `files` (members of a wheel, or `.pyc` files named by their sources) that are
+// missing, touched, or with `hash` wrong.
+std::optional<Store::Damage> damaged_files(const Store& store, const std::vector<WheelFile>& files,
+                                           std::string_view what, bool hash) {
+    Store::Damage damage;
     auto add = [&](const WheelFile& f, const std::string& why) {
         if (damage.digests.empty())
-            damage.first =
-                object_path(f.digest, f.executable).string() + " (" + f.path + "): " + why;
+            damage.first = store.object_path(f.digest, f.executable).string() + " (" +
+                           std::string(what) + f.path + "): " + why;
         damage.digests.insert(f.digest);
     };
-    for (const auto& f : w.files) {
-        const std::string rel = object_relpath(f.digest, f.executable);
+    for (const auto& f : files) {
+        const std::string rel = store.object_relpath(f.digest, f.executable);
         struct stat st {};
-        if (::fstatat(objects_dir_fd(), rel.c_str(), &st, 0) != 0) {
+        if (::fstatat(store.objects_dir_fd(), rel.c_str(), &st, 0) != 0) {
             add(f, std::strerror(errno));
         } else if (auto why = object_touched(st, f.size, f.executable)) {
             add(f, *why);
         } else if (hash) {
             try {
-                if (to_hex(sha256_file(object_path(f.digest, f.executable))) != f.digest)
+                if (to_hex(sha256_file(store.object_path(f.digest, f.executable))) != f.digest)
                     add(f, "content differs from its name");
             } catch (const Error& e) {
                 add(f, e.what());
@@ -60,6 +66,24 @@ std::optional<Store::Damage> Store::damaged_objects(const WheelFiles& w, bool ha
     }
     if (damage.digests.empty()) return std::nullopt;
     return damage;
+}
+
+std::vector<WheelFile> pyc_objects(const WheelBytecode& b) {
+    std::vector<WheelFile> out;
+    out.reserve(b.files.size());
+    for (const auto& f : b.files)
+        out.push_back(f.pyc);
+    return out;
+}
+
+}  // namespace
+
+std::optional<Store::Damage> Store::damaged_objects(const WheelFiles& w, bool hash) const {
+    return damaged_files(*this, w.files, "", hash);
+}
+
+std::optional<Store::Damage> Store::damaged_objects(const WheelBytecode& b, bool hash) const {
+    return damaged_files(*this, pyc_objects(b), "bytecode of ", hash);
 }
 
 }  // namespace envbox::store
@@ -74,6 +98,37 @@ struct Named {
     std::uint64_t size = 0;
     std::string member, wheel;
 };
+
+// Every bytecode list of wheel `w`, read; a list that does not read, names an unknown key, or
+// names a source the wheel does not hold as it is, is a problem.
+std::vector<WheelBytecode> bytecode_lists(const Store& store, const WheelFiles& w,
+                                          CheckResult& result) {
+    std::vector<WheelBytecode> out;
+    std::error_code ec;
+    const auto dir = store.layout().wheels() / w.wheel_sha256 / "bytecode";
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        auto key = BytecodeKey::parse(name);
+        if (!key) {
+            result.problems.push_back("bytecode list " + e.path().string() + ": unknown key");
+            continue;
+        }
+        try {
+            if (auto b = store.load_bytecode(w.wheel_sha256, *key)) {
+                for (const auto& f : b->files)
+                    if (const WheelFile* src = w.find(f.source);
+                        !src || src->digest != f.source_digest)
+                        result.problems.push_back("bytecode list " + e.path().string() + ": " +
+                                                  f.source + " is not that source in " +
+                                                  w.filename);
+                out.push_back(std::move(*b));
+            }
+        } catch (const Error& err) {
+            result.problems.push_back("wheel " + w.wheel_sha256 + ": " + err.message());
+        }
+    }
+    return out;
+}
 
 // Every published file list, read; a list that does not read is a problem, not an error.
 std::vector<Named> objects_of_lists(const Store& store, CheckResult& result) {
@@ -97,6 +152,11 @@ std::vector<Named> objects_of_lists(const Store& store, CheckResult& result) {
         for (const auto& f : files->files)
             if (seen.insert(store.object_relpath(f.digest, f.executable)).second)
                 objects.push_back({f.digest, f.executable, f.size, f.path, files->filename});
+        for (const auto& b : bytecode_lists(store, *files, result))
+            for (const auto& f : b.files)
+                if (seen.insert(store.object_relpath(f.pyc.digest, false)).second)
+                    objects.push_back({f.pyc.digest, false, f.pyc.size, "bytecode of " + f.source,
+                                       files->filename});
     }
     return objects;
 }

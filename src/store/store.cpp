@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "envbox/store/bytecode.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "store/file_list.hpp"
@@ -88,13 +89,20 @@ std::optional<WheelFiles> Store::load_wheel(std::string_view wheel_sha256) const
     return w;
 }
 
-void Store::publish(const std::vector<const WheelFiles*>& wheels) const {
-    if (wheels.empty()) return;
+void Store::publish(const std::vector<const WheelFiles*>& wheels,
+                    const std::vector<const WheelBytecode*>& bytecode) const {
+    if (wheels.empty() && bytecode.empty()) return;
     sync_filesystem(root());
     for (const WheelFiles* w : wheels) {
         fs::path dir = layout_.wheels() / w->wheel_sha256;
         make_dir(dir);
         write_file_atomic(dir / "files", serialise_file_list(*w), 0444, Durability::none);
+    }
+    for (const WheelBytecode* b : bytecode) {
+        require_digest(b->wheel_sha256, "wheel");
+        fs::path dir = layout_.wheels() / b->wheel_sha256 / "bytecode";
+        make_dir(dir);
+        write_file_atomic(dir / b->key.name(), serialise_bytecode(*b), 0444, Durability::none);
     }
 }
 

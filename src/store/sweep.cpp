@@ -5,6 +5,7 @@
 
 #include <unordered_set>
 
+#include "envbox/store/bytecode.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 
@@ -21,6 +22,25 @@ void remove_tree(const fs::path& p) {
 
 }  // namespace
 
+void Store::keep_bytecode(const std::string& sha, const SweepOptions& options,
+                          std::unordered_set<std::string>& live_objects,
+                          SweepResult& result) const {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(layout_.wheels() / sha / "bytecode", ec)) {
+        const std::string name = e.path().filename().string();
+        auto key = BytecodeKey::parse(name);
+        if (key && options.live_bytecode.count(sha + "/" + name)) {
+            // A kept list that does not read throws (load_bytecode) before anything is removed.
+            if (auto b = load_bytecode(sha, *key))
+                for (const auto& f : b->files)
+                    live_objects.insert(object_relpath(f.pyc.digest, false));
+            continue;
+        }
+        result.bytecode_removed++;
+        if (!options.dry_run) remove_tree(e.path());
+    }
+}
+
 SweepResult Store::sweep(const std::set<std::string>& live_wheels,
                          const SweepOptions& options) const {
     SweepResult result;
@@ -33,6 +53,7 @@ SweepResult Store::sweep(const std::set<std::string>& live_wheels,
             if (auto files = load_wheel(sha))
                 for (const auto& f : files->files)
                     live_objects.insert(object_relpath(f.digest, f.executable));
+            keep_bytecode(sha, options, live_objects, result);
             continue;
         }
         result.wheels_removed++;

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,6 +104,114 @@ ProcessResult run_capture(const std::vector<std::string>& argv) {
     }
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return result;
+}
+
+Coprocess::Coprocess(const std::vector<std::string>& argv) {
+    if (argv.empty()) throw Error(ErrorCode::generic, "Coprocess: empty command");
+    int in_pipe[2], out_pipe[2];
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0) throw Error(ErrorCode::generic, "pipe2 failed", errno);
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+        const int err = errno;
+        ::close(in_pipe[0]);
+        ::close(in_pipe[1]);
+        throw Error(ErrorCode::generic, "pipe2 failed", err);
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    auto args = c_argv(argv);
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in_pipe[0]);
+    ::close(out_pipe[1]);
+    if (rc != 0) {
+        ::close(in_pipe[1]);
+        ::close(out_pipe[0]);
+        throw Error(ErrorCode::generic,
+                    "cannot run " + describe_command(argv) + ": " + std::strerror(rc));
+    }
+    pid_ = pid;
+    in_ = in_pipe[1];
+    out_ = out_pipe[0];
+}
+
+Coprocess::~Coprocess() {
+    if (in_ >= 0) ::close(in_);
+    if (out_ >= 0) ::close(out_);
+    if (!reaped_ && pid_ > 0) {
+        // Its stdin is closed: a worker ends by itself. One that does not within a few
+        // seconds is stuck and is killed.
+        for (int i = 0; i < 300; ++i) {
+            if (::waitpid(pid_, &status_, WNOHANG) == pid_) return;
+            ::usleep(10000);
+        }
+        ::kill(pid_, SIGKILL);
+        while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+        }
+    }
+}
+
+bool Coprocess::write(std::string_view bytes) {
+    // A write to a pipe whose reader is gone raises SIGPIPE: blocked for this thread while it
+    // writes, and a pending one taken back, so the answer is EPIPE.
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    bool ok = true;
+    while (!bytes.empty()) {
+        const ssize_t n = ::write(in_, bytes.data(), bytes.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            ok = false;
+            break;
+        }
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    if (!ok) {
+        const struct timespec zero {};
+        while (sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return ok;
+}
+
+bool Coprocess::read(char* out, std::size_t n, int timeout_ms) {
+    while (n > 0) {
+        pollfd p{out_, POLLIN, 0};
+        const int r = ::poll(&p, 1, timeout_ms);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        const ssize_t got = ::read(out_, out, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        out += got;
+        n -= static_cast<std::size_t>(got);
+    }
+    return true;
+}
+
+void Coprocess::kill() {
+    if (pid_ > 0 && !reaped_) ::kill(pid_, SIGKILL);
+}
+
+std::string Coprocess::wait_status() {
+    if (!reaped_ && pid_ > 0) {
+        if (in_ >= 0) {
+            ::close(in_);
+            in_ = -1;
+        }
+        while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+        }
+        reaped_ = true;
+    }
+    if (WIFEXITED(status_)) return "exit " + std::to_string(WEXITSTATUS(status_));
+    if (WIFSIGNALED(status_)) return "signal " + std::to_string(WTERMSIG(status_));
+    return "status " + std::to_string(status_);
 }
 
 void exec_replace(const std::vector<std::string>& argv,

@@ -326,7 +326,9 @@ TEST_CASE("sweep: a dry run counts exactly what a real one removes", "[store]") 
     REQUIRE(other_only == 3);  // __init__.py, METADATA, RECORD
 
     const std::size_t objects_before = entries(store.layout().objects());
-    store::SweepResult dry = store.sweep(live, {/*dry_run=*/true});
+    store::SweepOptions dry_run;
+    dry_run.dry_run = true;
+    store::SweepResult dry = store.sweep(live, dry_run);
     CHECK(dry.wheels_removed == 1);
     CHECK(dry.objects_removed == other_only);
     CHECK(dry.bytes_freed == other_only_bytes);

@@ -31,6 +31,9 @@ struct Generation {
     std::string platform;        ///< target platform tag
     std::string environment;     ///< the environment's name (its venv prompt)
     std::string link_mode;       ///< how files were placed: hardlink, reflink or copy
+    /// The bytecode keys its `.pyc` files were compiled for (store::BytecodeKey::name, one per
+    /// optimisation level); empty: built without bytecode (`--no-compile`).
+    std::vector<std::string> bytecode;
     std::vector<GenerationPackage> packages;
     /// Non-empty when `.envbox/info` exists but cannot be read as written (an unknown header,
     /// a malformed line: a record an older envbox let a hostile value break): what is wrong.

@@ -23,6 +23,10 @@ struct InstallRequest {
     /// Named in the manifest's `[install].prefer`: where wheels ship one path with different
     /// content, this wheel's file is installed and the others' RECORDs leave the path out.
     bool preferred = false;
+    /// Its bytecode lists (one per optimisation level): each compiled source gets its `.pyc`
+    /// in `__pycache__` beside it, linked from the store; RECORD does not list them (the spec
+    /// lets `.pyc` files be omitted, and pip's uninstall removes a listed source's cache).
+    std::vector<const store::WheelBytecode*> bytecode;
 };
 
 struct InstallReport {
@@ -30,6 +34,7 @@ struct InstallReport {
     std::size_t files = 0;  ///< files placed in the environment
     std::size_t hardlinked = 0, reflinked = 0, copied = 0;
     std::size_t generated = 0;  ///< files written (scripts, launchers, RECORD, …)
+    std::size_t bytecode = 0;   ///< `.pyc` files placed (counted in `files` too)
     std::uint64_t bytes = 0;    ///< bytes of all placed files
     /// One line per fallback taken ("hard links not possible here (EXDEV): copied").
     std::vector<std::string> notes;
@@ -42,6 +47,7 @@ struct PlannedFile {
     std::string content;                       ///< written with this content
     bool executable = false;
     std::size_t wheel = 0;  ///< index into the requests
+    bool bytecode = false;  ///< a `.pyc` from a bytecode list
 };
 
 /// Everything an installation writes, decided before anything is written.
@@ -65,7 +71,8 @@ struct InstallPlan {
 ///   (ErrorCode::conflict) naming the path and two wheels, unless exactly one of the contents
 ///   comes from `preferred` wheels: that one is installed, and the RECORD of each wheel whose
 ///   content lost omits the path (a RECORD never lists a hash its file does not have, and
-///   uninstalling that wheel with pip leaves the winner's file in place);
+///   uninstalling that wheel with pip leaves the winner's file in place); a `.pyc` follows its
+///   source (same source and path: same bytes);
 /// - a path in a claimant's own `.dist-info`, a path claimed twice by one wheel, and a file of
 ///   one wheel that is a directory in another stay conflicts whatever `preferred` says.
 /// Deterministic in `requests`: `verify` recomputes the same plan from a generation's record.

@@ -19,6 +19,8 @@ struct Interpreter {
     std::string full_version;  ///< "3.11.2"
     std::string abiflags;      ///< "" or "t"
     std::string glibc;         ///< "2.36", empty when not glibc
+    std::string cache_tag;     ///< sys.implementation.cache_tag ("cpython-311"; empty: none)
+    std::string magic;         ///< importlib.util.MAGIC_NUMBER in hex ("a70d0d0a")
     /// venv scheme paths relative to the environment root: purelib, platlib, scripts, include,
     /// data ("lib/python3.11/site-packages", "bin", …).
     std::map<std::string, std::string> scheme;

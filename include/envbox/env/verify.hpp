@@ -39,8 +39,9 @@ struct TreeEntry {
     bool is_dir = false;
 };
 
-/// Every entry under `root` but `.envbox/` and `__pycache__/` directories (caches Python itself
-/// writes), each directory before its contents. Independent of any plan, so it can run while
+/// Every entry under `root` but `.envbox/`, each directory before its contents: `__pycache__`
+/// too, whose `.pyc` files come from the store like any other file (a file Python wrote there in
+/// an environment run without the sandbox is extra). Independent of any plan, so it can run while
 /// the plan is made.
 std::vector<TreeEntry> walk_generation(const std::filesystem::path& root);
 

@@ -47,6 +47,9 @@ struct Manifest {
     /// the listed package is installed (opencv-python-headless over opencv-python). Without
     /// it such a path is an install conflict.
     std::vector<PreferredPackage> install_prefer;
+    /// `[install].compile`: false builds environments without bytecode (as `create
+    /// --no-compile`); unset or true, every module gets its `.pyc` from the store.
+    std::optional<bool> install_compile;
 
     /// Parses and validates; errors read "SOURCE:LINE: what in 'key'" (ErrorCode::invalid_input).
     /// Checks: python is `3.N`, platform is a supported target, cuda is `X.Y`, requirements

@@ -26,6 +26,8 @@ struct CreateOptions {
     /// verified by content (an object that fails is re-created from its wheel): the repair
     /// for whatever `verify` found.
     bool force = false;
+    /// false: no bytecode (--no-compile); nullopt: the manifest's `[install].compile`, else on.
+    std::optional<bool> compile;
 };
 
 struct CreateResult {
@@ -33,9 +35,13 @@ struct CreateResult {
     int generation = 0;
     std::filesystem::path path;  ///< the generation's directory
     std::size_t packages = 0;
-    std::size_t fetched = 0;    ///< wheels that were not in the store (or were repaired)
-    std::size_t repaired = 0;   ///< of those, wheels stored again because an object was touched
-    store::IngestStats ingest;  ///< totals over fetched wheels
+    std::size_t fetched = 0;   ///< wheels that were not in the store (or were repaired)
+    std::size_t repaired = 0;  ///< of those, wheels stored again because an object was touched
+    std::size_t compiled = 0;  ///< modules compiled into the store (0: every `.pyc` was there)
+    std::size_t compile_failed = 0;   ///< sources the interpreter refused (left without `.pyc`)
+    std::size_t compile_workers = 0;  ///< interpreter workers started
+    double compile_s = 0;             ///< thread-seconds spent compiling and storing
+    store::IngestStats ingest;        ///< totals over fetched wheels
     env::InstallReport install;
     double seconds = 0;
     bool relocked = false;  ///< the lock was (re)written first

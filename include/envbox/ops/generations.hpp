@@ -54,6 +54,7 @@ struct GcResult {
     std::vector<std::string> busy;                 ///< environments skipped: a create is running
     std::vector<std::string> in_use;               ///< "project ENV gen-N: who uses it", kept
     std::size_t wheels_removed = 0;
+    std::size_t bytecode_removed = 0;  ///< bytecode lists no kept generation links
     std::size_t objects_removed = 0;
     std::size_t temporary_removed = 0;
     std::uint64_t bytes_freed = 0;

@@ -5,11 +5,13 @@
 /// Layout under the home directory (`Home`, home.hpp):
 ///   store-v1/objects/sha256/ab/cdef…     object (0444), or cdef….x (0555) for executables
 ///   store-v1/wheels/<wheel sha256>/files  the wheel's file list (published last)
+///   store-v1/wheels/<wheel sha256>/bytecode/<key>  its compiled modules (bytecode.hpp)
 ///   tmp/                                  staging, same filesystem, cleaned on failure
 ///
 /// The store owns its lifecycle; each step has its file in src/store/:
 ///   ingest        `Ingest` (ingest.cpp, ingest_member.cpp, ingest_finish.cpp)
 ///   publish       `Store::publish` (store.cpp)
+///   bytecode      `Store::put_object`, `Store::load_bytecode` (bytecode.cpp)
 ///   check         `object_touched`, `Store::damaged_objects` (check.cpp)
 ///   sweep (gc)    `Store::sweep` (sweep.cpp)
 
@@ -21,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "envbox/pep/filename.hpp"
@@ -88,11 +91,15 @@ std::optional<std::string> read_dist_info_file(const std::filesystem::path& whee
 /// How `Store::sweep` runs.
 struct SweepOptions {
     bool dry_run = false;  ///< count what would go, remove nothing
+    /// The bytecode lists to keep, as "<wheel sha256>/<key name>" (a kept wheel's other lists
+    /// go, with the `.pyc` objects only they named).
+    std::set<std::string> live_bytecode;
 };
 
 /// What `Store::sweep` removed (or, in a dry run, would remove).
 struct SweepResult {
     std::size_t wheels_removed = 0;     ///< file lists of wheels no root names
+    std::size_t bytecode_removed = 0;   ///< bytecode lists no root names
     std::size_t objects_removed = 0;    ///< objects no kept file list names (any name in a shard)
     std::size_t temporary_removed = 0;  ///< entries of tmp/
     std::uint64_t bytes_freed = 0;      ///< the removed objects' sizes
@@ -109,6 +116,8 @@ struct CheckResult {
 };
 
 class Store;
+struct BytecodeKey;
+struct WheelBytecode;
 
 /// One wheel being ingested into the store. The constructor reads the archive's directory and
 /// refuses unsafe members (absolute paths, `..`, symlinks and other non-regular members,
@@ -189,9 +198,23 @@ class Store {
         std::string first;  ///< "OBJECT (member path): what is wrong"
     };
     std::optional<Damage> damaged_objects(const WheelFiles& w, bool hash) const;
+    /// The same for the `.pyc` objects of a bytecode list.
+    std::optional<Damage> damaged_objects(const WheelBytecode& b, bool hash) const;
 
-    /// Makes ingested objects durable (one syncfs) and then publishes the file lists.
-    void publish(const std::vector<const WheelFiles*>& wheels) const;
+    /// The bytecode list of a wheel for `key` (bytecode.hpp), if it was compiled before. Same
+    /// checks as `load_wheel`: a list that does not read as written is damaged (`integrity`).
+    std::optional<WheelBytecode> load_bytecode(std::string_view wheel_sha256,
+                                               const BytecodeKey& key) const;
+
+    /// Stores `content` (a compiled module) as an object, read-only with the fixed mtime, and
+    /// returns its digest and size. An untouched object of that digest is kept unless
+    /// `replace`; a touched one is always replaced. Durable only once published.
+    WheelFile put_object(std::string_view content, bool replace = false) const;
+
+    /// Makes ingested objects durable (one syncfs) and then publishes the file lists, then the
+    /// bytecode lists (a list is published only once its wheel's file list is).
+    void publish(const std::vector<const WheelFiles*>& wheels,
+                 const std::vector<const WheelBytecode*>& bytecode = {}) const;
 
     /// The store's garbage collection, as Nix's `collectGarbage`: removes every wheel's file
     /// list whose sha256 is not in `live_wheels`, every object (any entry of an objects shard)
@@ -214,6 +237,10 @@ class Store {
     CheckResult check(bool hash, unsigned jobs) const;
 
   private:
+    // sweep: the objects of wheel `sha`'s live bytecode lists, the others removed.
+    void keep_bytecode(const std::string& sha, const SweepOptions& options,
+                       std::unordered_set<std::string>& live_objects, SweepResult& result) const;
+
     Home layout_;
     UniqueFd objects_fd_;
 };

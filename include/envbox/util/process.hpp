@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace envbox {
@@ -24,6 +25,36 @@ ProcessResult run_capture(const std::vector<std::string>& argv);
 /// `Error` (usage) only for an empty `argv`.
 [[noreturn]] void exec_replace(const std::vector<std::string>& argv,
                                const std::map<std::string, std::string>& env);
+
+/// A program started with its stdin and stdout on pipes to this process and its stderr on
+/// /dev/null, for a request-and-answer protocol (the bytecode compiler's interpreters). Not
+/// thread-safe: one thread talks to one coprocess at a time.
+class Coprocess {
+  public:
+    /// Starts `argv` (argv[0] a path) with this process's environment. Throws `Error` when it
+    /// cannot be started.
+    explicit Coprocess(const std::vector<std::string>& argv);
+    /// Closes its stdin, then waits for it (killing it when `kill` was called or it is stuck).
+    ~Coprocess();
+    Coprocess(const Coprocess&) = delete;
+    Coprocess& operator=(const Coprocess&) = delete;
+
+    /// Writes all of `bytes` to its stdin; false when it is gone (EPIPE, never a SIGPIPE).
+    bool write(std::string_view bytes);
+    /// Reads exactly `n` bytes of its stdout into `out`, waiting at most `timeout_ms` for each
+    /// chunk; false on end of file, an error or the timeout.
+    bool read(char* out, std::size_t n, int timeout_ms);
+    /// Kills it (SIGKILL); the destructor then reaps it.
+    void kill();
+    /// Its exit status once it is gone ("exit 1", "signal 9"), for messages; waits for it.
+    std::string wait_status();
+
+  private:
+    int pid_ = -1;
+    int in_ = -1, out_ = -1;
+    bool reaped_ = false;
+    int status_ = 0;
+};
 
 /// The current process environment as a map.
 std::map<std::string, std::string> current_environment();

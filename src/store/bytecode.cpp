@@ -1,0 +1,252 @@
+// Bytecode in the store: the keys, which members get a `.pyc`, the per-wheel bytecode lists,
+// and storing one compiled module as an object (bytecode.hpp).
+#include "envbox/store/bytecode.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+
+#include "envbox/pep/digest.hpp"
+#include "envbox/pep/wheel.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/kv.hpp"
+#include "envbox/util/sha256.hpp"
+#include "store/file_list.hpp"
+#include "store/sys.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::store {
+namespace {
+
+constexpr std::string_view kBytecodeHeader = "envbox-bytecode 1";
+
+bool valid_cache_tag(std::string_view t) {
+    if (t.empty() || t.size() > 64) return false;
+    for (char c : t)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+            return false;
+    return t.front() != '-' && t.front() != '.';
+}
+
+bool valid_magic(std::string_view m) {
+    if (m.size() != 8) return false;
+    for (char c : m)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    return true;
+}
+
+}  // namespace
+
+std::string BytecodeKey::name() const {
+    if (!valid_cache_tag(cache_tag) || !valid_magic(magic) || optimize < 0 || optimize > 2)
+        throw Error(ErrorCode::invalid_input, "bytecode key '" + cache_tag.substr(0, 64) + "', '" +
+                                                  magic.substr(0, 16) +
+                                                  "' cannot name a bytecode list");
+    return cache_tag + "-" + magic + "-o" + std::to_string(optimize);
+}
+
+std::optional<BytecodeKey> BytecodeKey::parse(std::string_view name) {
+    // TAG-MAGIC-oN, the tag itself may hold '-'.
+    if (name.size() < 12) return std::nullopt;
+    BytecodeKey k;
+    const std::string_view level = name.substr(name.size() - 3);
+    if (level[0] != '-' || level[1] != 'o' || level[2] < '0' || level[2] > '2') return std::nullopt;
+    k.optimize = level[2] - '0';
+    const std::string_view rest = name.substr(0, name.size() - 3);
+    if (rest.size() < 10 || rest[rest.size() - 9] != '-') return std::nullopt;
+    k.magic = std::string(rest.substr(rest.size() - 8));
+    k.cache_tag = std::string(rest.substr(0, rest.size() - 9));
+    if (!valid_cache_tag(k.cache_tag) || !valid_magic(k.magic)) return std::nullopt;
+    return k;
+}
+
+std::string BytecodeKey::pyc_name(std::string_view source_file) const {
+    std::string_view stem = source_file;
+    if (stem.ends_with(".py")) stem.remove_suffix(3);
+    std::string out(stem);
+    out.append(".").append(cache_tag);
+    if (optimize > 0) out.append(".opt-").append(std::to_string(optimize));
+    return out.append(".pyc");
+}
+
+std::uint64_t WheelBytecode::total_size() const {
+    std::uint64_t n = 0;
+    for (const auto& f : files)
+        n += f.pyc.size;
+    return n;
+}
+
+std::vector<BytecodeSource> bytecode_sources(const WheelFiles& w) {
+    std::vector<BytecodeSource> out;
+    const std::string dist_info = w.dist_info + "/";
+    for (const auto& f : w.files) {
+        if (!f.path.ends_with(".py") || pep::in_pycache(f.path)) continue;
+        const std::string_view name = std::string_view(f.path).substr(f.path.rfind('/') + 1);
+        if (name.size() <= 3) continue;  // ".py": no module
+        const auto slash = f.path.find('/');
+        const std::string_view top = std::string_view(f.path).substr(0, slash);
+        if (slash != std::string::npos && top.size() > 5 && top.ends_with(".data")) {
+            // Only the site-packages keys of .data; scripts, headers and data are not modules.
+            const std::string_view rest = std::string_view(f.path).substr(slash + 1);
+            for (std::string_view key : {"purelib/", "platlib/"})
+                if (rest.starts_with(key) && rest.size() > key.size())
+                    out.push_back({&f, std::string(rest.substr(key.size()))});
+            continue;
+        }
+        if (f.path.starts_with(dist_info)) continue;
+        out.push_back({&f, f.path});
+    }
+    return out;
+}
+
+std::string serialise_bytecode(const WheelBytecode& b) {
+    kv::Writer out(kBytecodeHeader, ' ', "the bytecode list of wheel " + b.wheel_sha256);
+    out.add("key", b.key.name())
+        .add("sources", std::to_string(b.sources))
+        .add("compiled", std::to_string(b.files.size()));
+    std::string line;
+    for (const auto& f : b.files) {
+        require_digest(f.pyc.digest, "bytecode object digest");
+        require_digest(f.source_digest, "bytecode source digest");
+        if (f.source.empty() || f.source.find_first_of("\r\n") != std::string::npos)
+            throw Error(ErrorCode::integrity,
+                        "member path '" + f.source + "' cannot be recorded in a bytecode list");
+        line.assign(f.pyc.digest).append(" ").append(std::to_string(f.pyc.size)).append(" ");
+        line.append(f.source_digest).append(" ").append(f.source);
+        out.line(line);
+    }
+    return std::move(out).take();
+}
+
+std::optional<WheelBytecode> parse_bytecode(const std::string& text, std::string_view sha,
+                                            const BytecodeKey& key) {
+    kv::Reader r(text, "the bytecode list of wheel " + std::string(sha));
+    WheelBytecode b;
+    b.wheel_sha256 = std::string(sha);
+    b.key = key;
+    std::string key_name, sources, compiled;
+    try {
+        auto head = r.next();
+        if (!head || head->text != kBytecodeHeader) return std::nullopt;
+        auto field = [&](std::string_view k, std::string& out) {
+            auto l = r.next();
+            if (!l || !l->has_separator || l->key != k) return false;
+            out = std::string(l->value);
+            return true;
+        };
+        if (!field("key", key_name) || !field("sources", sources) || !field("compiled", compiled))
+            return std::nullopt;
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    if (key_name != key.name()) return std::nullopt;
+    std::size_t count = 0;
+    try {
+        b.sources = std::stoull(sources);
+        count = std::stoull(compiled);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    if (count > b.sources) return std::nullopt;
+    std::string_view rest = r.rest();
+    while (!rest.empty()) {
+        auto nl = rest.find('\n');
+        std::string_view l = rest.substr(0, nl);
+        rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+        // pyc-digest(64) ' ' size ' ' source-digest(64) ' ' path
+        if (l.size() < 132 || l[64] != ' ' || !pep::is_sha256_hex(l.substr(0, 64)))
+            return std::nullopt;
+        BytecodeFile f;
+        f.pyc.digest = std::string(l.substr(0, 64));
+        std::size_t i = 65;
+        std::uint64_t size = 0;
+        while (i < l.size() && l[i] >= '0' && l[i] <= '9' && i < 85)
+            size = size * 10 + static_cast<std::uint64_t>(l[i++] - '0');
+        if (i == 65 || i + 66 > l.size() || l[i] != ' ' || l[i + 65] != ' ' ||
+            !pep::is_sha256_hex(l.substr(i + 1, 64)))
+            return std::nullopt;
+        f.pyc.size = size;
+        f.source_digest = std::string(l.substr(i + 1, 64));
+        f.source = std::string(l.substr(i + 66));
+        if (f.source.empty()) return std::nullopt;
+        f.pyc.path = f.source;
+        b.files.push_back(std::move(f));
+        if (b.files.size() > count) return std::nullopt;
+    }
+    if (b.files.size() != count) return std::nullopt;
+    return b;
+}
+
+namespace {
+
+fs::path bytecode_list_path(const Home& home, std::string_view wheel_sha256,
+                            const BytecodeKey& key) {
+    return home.wheels() / std::string(wheel_sha256) / "bytecode" / key.name();
+}
+
+}  // namespace
+
+std::optional<WheelBytecode> Store::load_bytecode(std::string_view wheel_sha256,
+                                                  const BytecodeKey& key) const {
+    require_digest(wheel_sha256, "wheel");
+    const fs::path p = bytecode_list_path(layout_, wheel_sha256, key);
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return std::nullopt;
+    auto b = parse_bytecode(read_file(p), wheel_sha256, key);
+    if (!b)
+        throw Error(ErrorCode::integrity, "the store's bytecode list " + p.string() +
+                                              " is damaged; remove it and create again");
+    return b;
+}
+
+WheelFile Store::put_object(std::string_view content, bool replace) const {
+    WheelFile f;
+    f.digest = to_hex(sha256(content));
+    f.size = content.size();
+    const std::string rel = object_relpath(f.digest, false);
+    struct stat st {};
+    if (!replace && ::fstatat(objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&
+        !object_touched(st, f.size, false))
+        return f;
+    // Staged in tmp/ (the store's filesystem) under a name no other writer uses, complete and
+    // read-only before it is moved in.
+    static std::atomic<std::uint64_t> counter{0};
+    const fs::path staged = layout_.tmp() / ("object-" + std::to_string(::getpid()) + "-" +
+                                             std::to_string(counter++) + "-" + f.digest);
+    {
+        UniqueFd out(::open(staged.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+        if (!out) sys_fail("cannot create", staged, errno);
+        const struct timespec times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
+        if (::fchmod(out.get(), object_mode(false)) != 0 ||
+            !write_all_fd(out.get(), content.data(), content.size()) ||
+            ::futimens(out.get(), times) != 0) {
+            const int err = errno;
+            ::unlink(staged.c_str());
+            sys_fail("cannot write", staged, err);
+        }
+        start_writeback(out.get());
+    }
+    const fs::path dest = layout_.objects() / rel;
+    int err = rename_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, dest.c_str());
+    if (err == EEXIST) {
+        // Another create stored it first (keep that one when untouched), or it was touched.
+        if (!replace && ::fstatat(objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&
+            !object_touched(st, f.size, false)) {
+            ::unlink(staged.c_str());
+            return f;
+        }
+        err = ::rename(staged.c_str(), dest.c_str()) == 0 ? 0 : errno;
+    }
+    if (err != 0) {
+        ::unlink(staged.c_str());
+        sys_fail("cannot store object", dest, err);
+    }
+    return f;
+}
+
+}  // namespace envbox::store

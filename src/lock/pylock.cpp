@@ -1,6 +1,7 @@
 #include "envbox/lock/pylock.hpp"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "envbox/pep/digest.hpp"
@@ -57,6 +58,7 @@ class LockReader {
             if (!n.is_table()) r_.wrong_type(n, "Mapping", path);
             lock.packages.push_back(package(*n.as_table(), path));
         }
+        link_dependencies(lock);
         return lock;
     }
 
@@ -169,13 +171,8 @@ class LockReader {
         }
         p.requires_python = specifiers(t, "requires-python", path);
         p.index = r_.opt_string(t, "index", path);
-        if (const auto* deps = r_.opt_array(t, "dependencies", path)) {
-            for (std::size_t k = 0; k < deps->size(); ++k)
-                if (!deps->get(k)->is_table())
-                    r_.wrong_type(*deps->get(k), "Mapping",
-                                  TomlReader::index(path + ".dependencies", k));
-            p.dependency_count = deps->size();
-        }
+        if (const auto* deps = r_.opt_array(t, "dependencies", path))
+            p.dependencies = dependencies(*deps, path + ".dependencies", p.line);
         if (const auto* ids = r_.opt_array(t, "attestation-identities", path)) {
             for (std::size_t k = 0; k < ids->size(); ++k) {
                 std::string ipath = TomlReader::index(path + ".attestation-identities", k);
@@ -185,6 +182,71 @@ class LockReader {
             }
         }
         r_.opt_table(t, "tool", path);
+    }
+
+    // A package's `dependencies` (at `dpath`): tables naming other entries by `name` and, where
+    // the name is ambiguous, `version` (other keys a tool may add to disambiguate are tolerated
+    // and not compared). Which entries they name is settled once every package is read.
+    std::vector<DependencyRef> dependencies(const toml::array& deps, const std::string& dpath,
+                                            int line) {
+        if (deps.size() > kMaxDependencies)
+            r_.fail(&deps, line,
+                    "More than " + std::to_string(kMaxDependencies) + " dependencies (" +
+                        std::to_string(deps.size()) + ")",
+                    dpath);
+        std::vector<DependencyRef> out;
+        for (std::size_t k = 0; k < deps.size(); ++k) {
+            std::string epath = TomlReader::index(dpath, k);
+            const toml::node& n = *deps.get(k);
+            if (!n.is_table()) r_.wrong_type(n, "Mapping", epath);
+            DependencyRef d;
+            d.line = TomlReader::line_of(n) ? TomlReader::line_of(n) : line;
+            std::string name = r_.req_string(*n.as_table(), "name", epath, d.line);
+            if (!pep::is_valid_name(name))
+                r_.fail(n.as_table()->get("name"), d.line, "Invalid package name '" + name + "'",
+                        epath + ".name");
+            d.name = canonicalize_name(name);
+            if (auto v = r_.opt_string(*n.as_table(), "version", epath)) {
+                auto parsed = pep::Version::try_parse(*v);
+                if (!parsed)
+                    r_.fail(n.as_table()->get("version"), d.line, "Invalid version: '" + *v + "'",
+                            epath + ".version");
+                d.version = std::move(*parsed);
+            }
+            for (const auto& e : out)
+                if (e.name == d.name && e.version == d.version)
+                    r_.fail(&n, d.line, "Dependency '" + d.name + "' is listed twice", epath);
+            out.push_back(std::move(d));
+        }
+        return out;
+    }
+
+    // Settles which entries each dependency names: an edge to a package the lock does not hold
+    // is an error naming both.
+    void link_dependencies(Pylock& lock) {
+        std::multimap<std::string, std::size_t> by_name;
+        for (std::size_t i = 0; i < lock.packages.size(); ++i)
+            by_name.emplace(lock.packages[i].name, i);
+        for (std::size_t i = 0; i < lock.packages.size(); ++i) {
+            Package& p = lock.packages[i];
+            if (!p.dependencies) continue;
+            for (std::size_t k = 0; k < p.dependencies->size(); ++k) {
+                DependencyRef& d = (*p.dependencies)[k];
+                auto [first, last] = by_name.equal_range(d.name);
+                for (auto it = first; it != last; ++it) {
+                    const Package& target = lock.packages[it->second];
+                    if (!d.version || (target.version && *target.version == *d.version))
+                        d.packages.push_back(it->second);
+                }
+                if (d.packages.empty())
+                    r_.fail(
+                        nullptr, d.line,
+                        "'" + p.name + "' depends on '" + d.name +
+                            (d.version ? " " + d.version->str() : std::string()) +
+                            "', which is not a package of this lock",
+                        TomlReader::index(TomlReader::index("packages", i) + ".dependencies", k));
+            }
+        }
     }
 
     // A `vcs` table (at `vpath`): a type, a url or path, and the commit it is pinned to.
@@ -300,6 +362,11 @@ std::optional<std::string> FileRef::sha256() const {
     auto it = hashes.find("sha256");
     if (it == hashes.end()) return std::nullopt;
     return it->second;
+}
+
+bool Pylock::has_dependency_graph() const {
+    return std::all_of(packages.begin(), packages.end(),
+                       [](const Package& p) { return p.dependencies.has_value(); });
 }
 
 Result<Pylock> Pylock::parse(std::string_view text, std::string_view source, DigestCheck digests) {

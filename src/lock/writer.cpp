@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "lock/toml_reader.hpp"
 
@@ -57,6 +58,32 @@ std::string toml_string(std::string_view s) {
     return out + "\"";
 }
 
+namespace {
+
+// `dependencies = [...]`, one inline table a line (a changed edge is a one-line diff), sorted;
+// `version` only where `names` counts the name more than once.
+std::string dependencies_line(std::vector<LockedDependency> deps,
+                              const std::map<std::string, int>& names) {
+    std::sort(deps.begin(), deps.end(), [](const LockedDependency& a, const LockedDependency& b) {
+        return a.name != b.name ? a.name < b.name : a.version < b.version;
+    });
+    std::string out = "dependencies = [";
+    const LockedDependency* previous = nullptr;
+    for (const LockedDependency& d : deps) {
+        auto count = names.find(d.name);
+        const bool ambiguous = count != names.end() && count->second > 1 && !d.version.empty();
+        if (previous && previous->name == d.name && (!ambiguous || previous->version == d.version))
+            continue;
+        out += "\n    { name = " + toml_string(d.name);
+        if (ambiguous) out += ", version = " + toml_string(d.version);
+        out += " },";
+        previous = &d;
+    }
+    return out + (deps.empty() ? "]\n" : "\n]\n");
+}
+
+}  // namespace
+
 std::string write_pylock(const LockDocument& doc) {
     std::string out;
     out += "# This file is written by envbox (`envbox lock`). Do not edit it by hand: change the\n";
@@ -74,11 +101,15 @@ std::string write_pylock(const LockDocument& doc) {
     // `packages` is required (PEP 751): a lock of nothing says so at the top level, where an
     // array of tables cannot.
     if (sorted.empty()) out += "packages = []\n";
+    std::map<std::string, int> names;  // how many entries hold each name
+    for (const LockedPackage* p : sorted)
+        ++names[p->name];
     for (const LockedPackage* p : sorted) {
         out += "\n[[packages]]\n";
         out += "name = " + toml_string(p->name) + "\n";
         out += "version = " + toml_string(p->version) + "\n";
         out += "index = " + toml_string(p->index) + "\n";
+        if (p->dependencies) out += dependencies_line(*p->dependencies, names);
         out += "\n[[packages.wheels]]\n";
         out += "name = " + toml_string(p->wheel.filename) + "\n";
         out += "url = " + toml_string(p->wheel.url) + "\n";

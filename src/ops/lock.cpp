@@ -157,7 +157,8 @@ std::optional<std::size_t> up_to_date_packages(const fs::path& manifest_path,
         !lock_staleness(manifest_path, lock_path).empty())
         return std::nullopt;
     auto old = lock::Pylock::parse(read_file(lock_path), lock_path.string());
-    if (!old) return std::nullopt;
+    // A lock written before envbox recorded dependency edges is resolved again for them.
+    if (!old || !old->has_dependency_graph()) return std::nullopt;
     return old->packages.size();
 }
 
@@ -240,6 +241,10 @@ lock::LockDocument lock_document(const std::vector<resolve::Pinned>& pins,
         p.wheel.url = index::strip_userinfo(chosen.file.url);
         p.wheel.sha256 = digest;
         p.wheel.size = size;
+        p.dependencies.emplace();
+        for (const auto& dep : pin.dependencies)
+            for (const auto& other : pins)
+                if (other.name == dep) p.dependencies->push_back({dep, other.version.str()});
     });
     const Inputs inputs = inputs_of(m);
     doc.tool["manifest-digest"] = inputs.digest();

@@ -42,6 +42,18 @@ Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& r
         pin.version = pkg.candidates[*d].version;
         if (!pkg.extra.empty()) pin.extras.insert(pkg.extra);
     }
+    // The edges: each dependency incompatibility of a decided version (`a[x]` → `a` is not one).
+    for (const Incompat& inc : incompats_) {
+        if (inc.kind != Kind::dependency || inc.terms.empty() || inc.dep < 0 ||
+            inc.terms.front().pkg == kRoot)
+            continue;
+        const auto from = static_cast<std::size_t>(inc.terms.front().pkg);
+        const auto d = decided_[from];
+        if (!d || !inc.terms.front().set.has(*d)) continue;
+        const std::string& dep = packages_[static_cast<std::size_t>(inc.dep)].base;
+        if (dep != packages_[from].base && out.count(dep))
+            out[packages_[from].base].dependencies.insert(dep);
+    }
     std::vector<Pinned> result;
     for (auto& [_, p] : out)
         result.push_back(std::move(p));

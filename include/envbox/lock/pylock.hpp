@@ -61,6 +61,22 @@ struct DirectoryRef {
     std::optional<std::string> subdirectory;
 };
 
+/// One entry of a package's `dependencies`: the `[[packages]]` entries it names. Informational
+/// only (PEP 751 forbids installing from them); `envbox tree` and `why` read them.
+struct DependencyRef {
+    std::string name;                     ///< normalised
+    std::optional<pep::Version> version;  ///< given where the name alone is ambiguous
+    /// Positions in `Pylock::packages` of the entries it names (name, and version when given):
+    /// never empty once `Pylock::parse` returns. Several only where the lock itself leaves the
+    /// name ambiguous.
+    std::vector<std::size_t> packages;
+    int line = 0;
+};
+
+/// The most entries one package's `dependencies` may list: far above any real package's
+/// direct requirements, low enough that a hostile lock cannot make a graph of quadratic size.
+inline constexpr std::size_t kMaxDependencies = 4096;
+
 /// One `[[packages]]` entry.
 struct Package {
     std::string name;  ///< normalised
@@ -73,7 +89,11 @@ struct Package {
     std::optional<FileRef> archive;
     std::optional<FileRef> sdist;
     std::vector<WheelRef> wheels;
-    std::size_t dependency_count = 0;  ///< informational only (the spec forbids using them)
+    /// The package's direct dependencies, as the lock records them; absent when it records none
+    /// (older envbox locks, other tools'). Each names entries of the same lock: parse refuses
+    /// an edge to a package the lock lacks, an invalid name, a duplicate, or more than
+    /// kMaxDependencies.
+    std::optional<std::vector<DependencyRef>> dependencies;
     int line = 0;
 };
 
@@ -97,6 +117,10 @@ struct Pylock {
     std::vector<std::string> default_groups;
     std::string created_by;
     std::vector<Package> packages;
+
+    /// True when every package records its `dependencies` (even as `[]`), so the lock's
+    /// dependency graph is complete; a lock of no packages has one.
+    bool has_dependency_graph() const;
 
     /// Parses and validates `text`. `source` names the file in errors, which read
     /// "SOURCE:LINE: … in 'packages[3].wheels[0].hashes'" and carry ErrorCode::invalid_input.

@@ -21,11 +21,21 @@ struct LockedWheel {
     std::optional<std::string> upload_time;  ///< RFC 3339, as the index gave it
 };
 
+/// One edge of the dependency graph: a package of the same document.
+struct LockedDependency {
+    std::string name;  ///< normalised
+    /// The version depended on: written only where the document holds the name more than once.
+    std::string version;
+};
+
 struct LockedPackage {
     std::string name;  ///< normalised
     std::string version;
     std::string index;  ///< the simple API URL the package came from
     LockedWheel wheel;
+    /// Its direct dependencies for the target, written as PEP 751 `dependencies` sorted by name
+    /// (then version), duplicates dropped, `[]` for none; absent: the key is not written.
+    std::optional<std::vector<LockedDependency>> dependencies;
 };
 
 struct LockDocument {

@@ -74,6 +74,10 @@ struct Pinned {
     std::string name;  ///< normalised
     pep::Version version;
     std::set<std::string> extras;  ///< extras some requirement asked for
+    /// The pinned packages its requirements bring in on the target (markers evaluated, with
+    /// the extras asked of it; an extra's requirements count as the package's own): normalised
+    /// names, each once. The edges `envbox tree` reads from the lock.
+    std::set<std::string> dependencies;
 };
 
 /// Resolves `root` for the target. On failure the error (invalid_input) carries an explanation

@@ -1,0 +1,327 @@
+#include "envbox/ops/tree.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "envbox/lock/writer.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/pep/requirement.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+// Sorts `v` by the nodes' names (then versions), each node once.
+void sort_nodes(const DependencyGraph& g, std::vector<std::size_t>& v) {
+    std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
+        const auto &x = g.nodes[a], &y = g.nodes[b];
+        return x.name != y.name ? x.name < y.name : x.version < y.version;
+    });
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// Marks every node reachable from `start` (down the dependencies) in `seen`.
+void reach(const DependencyGraph& g, std::size_t start, std::vector<bool>& seen) {
+    std::deque<std::size_t> todo{start};
+    seen[start] = true;
+    while (!todo.empty()) {
+        std::size_t n = todo.front();
+        todo.pop_front();
+        for (std::size_t d : g.nodes[n].dependencies)
+            if (!seen[d]) seen[d] = true, todo.push_back(d);
+    }
+}
+
+// The manifest's requirements as roots; then the nodes they do not reach that nothing depends
+// on; then, for what is still unreached (cycles), the first of each by name.
+void add_roots(DependencyGraph& g, const std::vector<std::string>& requirements,
+               const fs::path& source) {
+    std::map<std::size_t, DependencyGraph::Root> roots;
+    for (const auto& text : requirements) {
+        auto r = pep::Requirement::parse(text);
+        if (!r)
+            throw Error(ErrorCode::invalid_input, source.string() +
+                                                      ": [tool.envbox] requirement '" + text +
+                                                      "': " + r.error().message());
+        const std::string name = r->canonical_name();
+        for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+            if (g.nodes[i].name != name) continue;
+            auto& root = roots[i];
+            root.node = i;
+            root.requested = true;
+            for (auto& e : r->canonical_extras())
+                if (std::find(root.extras.begin(), root.extras.end(), e) == root.extras.end())
+                    root.extras.push_back(e);
+            std::sort(root.extras.begin(), root.extras.end());
+        }
+    }
+    std::vector<bool> seen(g.nodes.size(), false);
+    for (const auto& [node, _] : roots)
+        reach(g, node, seen);
+    std::vector<std::size_t> order(g.nodes.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    sort_nodes(g, order);
+    for (std::size_t n : order)  // the tops: packages nothing depends on
+        if (!seen[n] && g.nodes[n].dependents.empty()) {
+            roots[n].node = n;
+            reach(g, n, seen);
+        }
+    for (std::size_t n : order)  // what is left is in cycles: the first of each by name
+        if (!seen[n]) {
+            roots[n].node = n;
+            reach(g, n, seen);
+        }
+    for (auto& [_, root] : roots)
+        g.roots.push_back(std::move(root));
+    std::sort(g.roots.begin(), g.roots.end(), [&](const auto& a, const auto& b) {
+        const auto &x = g.nodes[a.node], &y = g.nodes[b.node];
+        return x.name != y.name ? x.name < y.name : x.version < y.version;
+    });
+}
+
+// Depth-first walk for tree_lines: `children` gives a node's next level.
+struct TreeWalk {
+    const DependencyGraph& g;
+    const TreeOptions& options;
+    std::vector<TreeLine> lines;
+    std::vector<bool> expanded;
+
+    const std::vector<std::size_t>& children(std::size_t n) const {
+        return options.invert ? g.nodes[n].dependents : g.nodes[n].dependencies;
+    }
+
+    void visit(std::size_t n, std::size_t depth, bool last, std::vector<std::string> extras) {
+        TreeLine line{depth, n, std::move(extras), false, last};
+        const auto& next = children(n);
+        if (!next.empty() && expanded[n]) {
+            line.repeated = true;
+            lines.push_back(std::move(line));
+            return;
+        }
+        lines.push_back(std::move(line));
+        if (next.empty() || (options.depth && depth >= *options.depth)) return;
+        expanded[n] = true;
+        for (std::size_t i = 0; i < next.size(); ++i)
+            visit(next[i], depth + 1, i + 1 == next.size(), {});
+    }
+};
+
+std::string lock_name_of(const DependencyGraph& g) {
+    return g.lock.filename().string();
+}
+
+}  // namespace
+
+std::optional<std::size_t> DependencyGraph::find(const std::string& name) const {
+    const std::string canonical = pep::canonicalize_name(name);
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (nodes[i].name == canonical) return i;
+    return std::nullopt;
+}
+
+std::string DependencyGraph::label(std::size_t node) const {
+    const Node& n = nodes[node];
+    return n.version.empty() ? n.name : n.name + " " + n.version;
+}
+
+DependencyGraph dependency_graph(const lock::Pylock& lock,
+                                 const std::vector<std::string>& requirements,
+                                 const fs::path& source) {
+    if (!lock.has_dependency_graph())
+        throw Error(ErrorCode::invalid_input,
+                    source.string() +
+                        " has no dependency edges (it was written by an older envbox or by "
+                        "another tool); run `envbox lock` again to record them");
+    DependencyGraph g;
+    g.lock = source;
+    for (const auto& p : lock.packages)
+        g.nodes.push_back({p.name, p.version ? p.version->str() : "", {}, {}});
+    for (std::size_t i = 0; i < lock.packages.size(); ++i)
+        for (const auto& d : *lock.packages[i].dependencies)
+            for (std::size_t target : d.packages)
+                if (target != i) {
+                    g.nodes[i].dependencies.push_back(target);
+                    g.nodes[target].dependents.push_back(i);
+                }
+    for (auto& n : g.nodes) {
+        sort_nodes(g, n.dependencies);
+        sort_nodes(g, n.dependents);
+    }
+    add_roots(g, requirements, source);
+    return g;
+}
+
+DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env) {
+    check_env_name(env);
+    if (ctx.project_root.empty())
+        throw Error(ErrorCode::invalid_input,
+                    "no project here (no manifests/ directory in this directory or above)");
+    const fs::path path = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+        throw Error(ErrorCode::invalid_input, "no lock file " + path.string() +
+                                                  " (run `envbox lock " + env + "` to write it)");
+    const std::string text = read_file(path);
+    auto parsed = lock::Pylock::parse(text, path.string());
+    if (!parsed) throw parsed.error();
+    auto tool = lock::read_tool_table(text, path.string());
+    if (!tool) throw tool.error();
+    if (!parsed->has_dependency_graph())
+        throw Error(ErrorCode::invalid_input,
+                    path.string() +
+                        " has no dependency edges (it was written by an older envbox or by "
+                        "another tool); run `envbox lock " +
+                        env + "` again to record them");
+    return dependency_graph(*parsed, tool->lists["requirements"], path);
+}
+
+std::size_t package_node(const DependencyGraph& g, const std::string& package) {
+    if (!pep::is_valid_name(package))
+        throw Error(ErrorCode::usage, "'" + package + "' is not a valid package name");
+    if (auto n = g.find(package)) return *n;
+    throw Error(ErrorCode::usage, "no package " + package + " in " + lock_name_of(g) + " (" +
+                                      std::to_string(g.nodes.size()) + " package" +
+                                      (g.nodes.size() == 1 ? "" : "s") +
+                                      "; `envbox tree` lists them)");
+}
+
+std::vector<TreeLine> tree_lines(const DependencyGraph& g, const TreeOptions& options) {
+    TreeWalk walk{g, options, {}, std::vector<bool>(g.nodes.size(), false)};
+    if (options.invert) {
+        walk.visit(*options.invert, 0, true, {});
+        return std::move(walk.lines);
+    }
+    for (std::size_t i = 0; i < g.roots.size(); ++i)
+        walk.visit(g.roots[i].node, 0, i + 1 == g.roots.size(), g.roots[i].extras);
+    return std::move(walk.lines);
+}
+
+std::string render_tree(const DependencyGraph& g, const std::vector<TreeLine>& lines) {
+    std::string out;
+    std::vector<bool> last_at;  // per depth: was the line shown there last of its parent
+    for (const TreeLine& line : lines) {
+        last_at.resize(line.depth + 1);
+        last_at[line.depth] = line.last;
+        for (std::size_t d = 1; d < line.depth; ++d)
+            out += last_at[d] ? "    " : "│   ";
+        if (line.depth > 0) out += line.last ? "└── " : "├── ";
+        const auto& n = g.nodes[line.node];
+        out += n.name;
+        if (!line.extras.empty()) {
+            out += "[";
+            for (std::size_t i = 0; i < line.extras.size(); ++i)
+                out += (i ? "," : "") + line.extras[i];
+            out += "]";
+        }
+        if (!n.version.empty()) out += " " + n.version;
+        if (line.repeated) out += " (*)";
+        out += "\n";
+    }
+    return out;
+}
+
+Json tree_json(const DependencyGraph& g, const std::vector<TreeLine>& lines,
+               const TreeOptions& options) {
+    Json roots = Json::array();
+    std::vector<Json*> stack;  // the open node at each depth
+    for (const TreeLine& line : lines) {
+        const auto& n = g.nodes[line.node];
+        Json node = {{"name", n.name}, {"version", n.version}};
+        if (!line.extras.empty()) node["extras"] = line.extras;
+        if (line.repeated) node["repeated"] = true;
+        node["children"] = Json::array();
+        stack.resize(line.depth);
+        Json& siblings = line.depth == 0 ? roots : (*stack.back())["children"];
+        siblings.push_back(std::move(node));
+        stack.push_back(&siblings.back());
+    }
+    return Json{{"lock", g.lock.string()},
+                {"invert", options.invert ? Json(g.nodes[*options.invert].name) : Json()},
+                {"roots", std::move(roots)}};
+}
+
+WhyPaths why_paths(const DependencyGraph& g, std::size_t target, std::size_t limit) {
+    // Only nodes `target` is reachable from are worth descending into.
+    std::vector<bool> leads(g.nodes.size(), false);
+    std::deque<std::size_t> todo{target};
+    leads[target] = true;
+    while (!todo.empty()) {
+        std::size_t n = todo.front();
+        todo.pop_front();
+        for (std::size_t d : g.nodes[n].dependents)
+            if (!leads[d]) leads[d] = true, todo.push_back(d);
+    }
+    WhyPaths out;
+    std::vector<std::size_t> path;
+    std::vector<bool> on_path(g.nodes.size(), false);
+    std::size_t steps = 0;  // a bound on the walk, however the graph is shaped
+    const std::size_t max_steps = std::max<std::size_t>(1000000, 100 * limit);
+    auto walk = [&](auto&& self, std::size_t n) -> void {
+        if (out.truncated) return;
+        if (++steps > max_steps || (n == target && out.paths.size() >= limit)) {
+            out.truncated = true;
+            return;
+        }
+        path.push_back(n);
+        if (n == target) {
+            out.paths.push_back(path);
+        } else {
+            on_path[n] = true;
+            for (std::size_t d : g.nodes[n].dependencies)
+                if (leads[d] && !on_path[d]) self(self, d);
+            on_path[n] = false;
+        }
+        path.pop_back();
+    };
+    for (const auto& root : g.roots)
+        if (leads[root.node]) walk(walk, root.node);
+    return out;
+}
+
+std::string render_why(const DependencyGraph& g, std::size_t target, const WhyPaths& why) {
+    std::string out;
+    for (const auto& path : why.paths) {
+        if (path.size() == 1) {
+            bool requested = std::any_of(g.roots.begin(), g.roots.end(), [&](const auto& r) {
+                return r.node == target && r.requested;
+            });
+            out += g.label(target) + (requested ? " (a requirement of the manifest)\n"
+                                                : " (nothing depends on it)\n");
+            continue;
+        }
+        for (std::size_t i = 0; i < path.size(); ++i)
+            out += (i ? " → " : "") + g.label(path[i]);
+        out += "\n";
+    }
+    if (why.truncated)
+        out += "… (only the first " + std::to_string(why.paths.size()) + " paths are shown)\n";
+    return out;
+}
+
+Json why_json(const DependencyGraph& g, std::size_t target, const WhyPaths& why) {
+    auto entry = [&](std::size_t n) {
+        return Json{{"name", g.nodes[n].name}, {"version", g.nodes[n].version}};
+    };
+    Json paths = Json::array();
+    for (const auto& path : why.paths) {
+        Json p = Json::array();
+        for (std::size_t n : path)
+            p.push_back(entry(n));
+        paths.push_back(std::move(p));
+    }
+    bool requested = std::any_of(g.roots.begin(), g.roots.end(),
+                                 [&](const auto& r) { return r.node == target && r.requested; });
+    return Json{{"lock", g.lock.string()},
+                {"package", entry(target)},
+                {"requested", requested},
+                {"paths", std::move(paths)},
+                {"truncated", why.truncated}};
+}
+
+}  // namespace envbox::ops

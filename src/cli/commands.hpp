@@ -9,6 +9,8 @@
 
 #include "cli/options.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/ops/lock.hpp"
+#include "envbox/util/json.hpp"
 
 namespace envbox::cli {
 
@@ -28,8 +30,8 @@ void register_gc(CLI::App& app, GlobalOptions& global);          // generations.
 void register_doctor(CLI::App& app, GlobalOptions& global);      // doctor.cpp
 void register_init(CLI::App& app, GlobalOptions& global);        // init.cpp
 void register_export(CLI::App& app, GlobalOptions& global);      // export.cpp
-void register_tree(CLI::App& app, GlobalOptions& global);        // tree.cpp
-void register_why(CLI::App& app, GlobalOptions& global);         // tree.cpp
+void register_add(CLI::App& app, GlobalOptions& global);         // add.cpp
+void register_remove(CLI::App& app, GlobalOptions& global);      // add.cpp
 void register_delete(CLI::App& app, GlobalOptions& global);      // delete.cpp
 void register_shell(CLI::App& app, GlobalOptions& global);       // shell.cpp
 void register_completion(CLI::App& app, GlobalOptions& global);  // completion.cpp
@@ -45,6 +47,17 @@ struct RunCommand {
     bool locked = false;  ///< --locked: a stale lock is an error (exit 3), never re-locked
     bool frozen = false;  ///< --frozen: run the current generation as it is, no sync
 };
+
+/// The summary of one `ops::lock` on stderr ("Locked ENV: N packages …", then the change
+/// list), or with --json its report on stdout (`changes` included); lock.cpp.
+void report_lock(const GlobalOptions& global, const std::string& env, const ops::LockResult& r);
+
+/// The change list on stderr, as uv prints it: `+ tqdm 4.68.0`, `- foo 1.0`,
+/// `~ torch 2.11.0+cu128 → 2.11.1+cu128`; nothing with -q.
+void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes);
+
+/// The change list as JSON: `[{"name", "old", "new"}]`, null where absent.
+Json changes_json(const std::vector<ops::VersionChange>& changes);
 
 /// Runs `cmd` in place of envbox (exec); returns only by throwing.
 [[noreturn]] void run_run(const GlobalOptions& global, const RunCommand& cmd);

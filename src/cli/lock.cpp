@@ -33,35 +33,6 @@ bool report_check(const GlobalOptions& global, const std::string& env, const ops
     return r.stale;
 }
 
-void report_lock(const GlobalOptions& global, const std::string& env, const ops::LockResult& r) {
-    if (r.up_to_date && !global.json) {
-        if (global.verbosity >= 0)
-            std::fprintf(stderr,
-                         "%s: the lock is up to date (%zu packages); `--upgrade` resolves again\n",
-                         env.c_str(), r.packages);
-        return;
-    }
-    if (global.json) {
-        Json report = {{"environment", env},
-                       {"lock", r.lock_path.string()},
-                       {"changed", r.changed},
-                       {"up_to_date", r.up_to_date},
-                       {"packages", r.packages},
-                       {"seconds", r.seconds},
-                       {"requests", r.requests},
-                       {"cache_hits", r.cache_hits},
-                       {"peak_in_flight", r.peak_in_flight}};
-        std::printf("%s\n", json_line(report).c_str());
-    } else if (global.verbosity >= 0) {
-        std::fprintf(stderr,
-                     "%s %s: %zu packages in %.2f s (%llu requests, %llu answered from the "
-                     "cache, up to %d in flight)\n",
-                     r.changed ? "Locked" : "Lock unchanged for", env.c_str(), r.packages,
-                     r.seconds, static_cast<unsigned long long>(r.requests),
-                     static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
-    }
-}
-
 void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
     ConsoleProgress progress(global.verbosity, stderr_is_tty());
     ops::Context ctx = make_context(global, progress);
@@ -82,6 +53,59 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
 }
 
 }  // namespace
+
+Json changes_json(const std::vector<ops::VersionChange>& changes) {
+    auto or_null = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(v); };
+    Json out = Json::array();
+    for (const auto& c : changes)
+        out.push_back(
+            Json{{"name", c.name}, {"old", or_null(c.before)}, {"new", or_null(c.after)}});
+    return out;
+}
+
+void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes) {
+    if (global.verbosity < 0) return;
+    for (const auto& c : changes) {
+        if (c.before.empty())
+            std::fprintf(stderr, "+ %s %s\n", c.name.c_str(), c.after.c_str());
+        else if (c.after.empty())
+            std::fprintf(stderr, "- %s %s\n", c.name.c_str(), c.before.c_str());
+        else
+            std::fprintf(stderr, "~ %s %s → %s\n", c.name.c_str(), c.before.c_str(),
+                         c.after.c_str());
+    }
+}
+
+void report_lock(const GlobalOptions& global, const std::string& env, const ops::LockResult& r) {
+    if (r.up_to_date && !global.json) {
+        if (global.verbosity >= 0)
+            std::fprintf(stderr,
+                         "%s: the lock is up to date (%zu packages); `--upgrade` resolves again\n",
+                         env.c_str(), r.packages);
+        return;
+    }
+    if (global.json) {
+        Json report = {{"environment", env},
+                       {"lock", r.lock_path.string()},
+                       {"changed", r.changed},
+                       {"up_to_date", r.up_to_date},
+                       {"packages", r.packages},
+                       {"seconds", r.seconds},
+                       {"requests", r.requests},
+                       {"cache_hits", r.cache_hits},
+                       {"peak_in_flight", r.peak_in_flight},
+                       {"changes", changes_json(r.changes)}};
+        std::printf("%s\n", json_line(report).c_str());
+    } else if (global.verbosity >= 0) {
+        std::fprintf(stderr,
+                     "%s %s: %zu packages in %.2f s (%llu requests, %llu answered from the "
+                     "cache, up to %d in flight)\n",
+                     r.changed ? "Locked" : "Lock unchanged for", env.c_str(), r.packages,
+                     r.seconds, static_cast<unsigned long long>(r.requests),
+                     static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
+        print_changes(global, r.changes);
+    }
+}
 
 void register_lock(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<LockCommand>();

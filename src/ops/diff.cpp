@@ -251,6 +251,17 @@ Diff diff(const LockView& a, const LockView& b) {
     return d;
 }
 
+LockView lock_view(const std::string& text, const std::string& label) {
+    return view_of(text, label, fs::path());
+}
+
+std::vector<VersionChange> version_changes(const Diff& d) {
+    std::vector<VersionChange> out;
+    for (const auto& e : d.entries)
+        if (e.before != e.after) out.push_back({e.name, e.before, e.after});
+    return out;
+}
+
 std::string render_text(const Diff& d, bool color) {
     std::ostringstream o;
     auto paint = [&](const char* code, const std::string& s) {

@@ -10,6 +10,7 @@
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
+#include "envbox/ops/diff.hpp"
 #include "envbox/ops/target.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/resolve/index_source.hpp"
@@ -258,6 +259,18 @@ lock::LockDocument lock_document(const std::vector<resolve::Pinned>& pins,
     return doc;
 }
 
+// What `lock` reports as changed, by `diff`'s comparison of the two locks; an old lock that no
+// longer reads (edited by hand) counts as none, so every package shows as added.
+std::vector<VersionChange> changes_between(const std::string& before, const std::string& after,
+                                           const fs::path& lock_path) {
+    LockView old;
+    try {
+        if (!before.empty()) old = lock_view(before, lock_path.string());
+    } catch (const Error&) {
+    }
+    return version_changes(diff(old, lock_view(after, lock_path.string())));
+}
+
 double seconds_since(std::chrono::steady_clock::time_point started) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
@@ -318,7 +331,10 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     const lock::LockDocument doc = lock_document(*pins, source, m, target, opt);
     std::string text = lock::write_pylock(doc);
     result.changed = text != previous.text;
-    if (result.changed) write_file_atomic(result.lock_path, text, 0644, Durability::fsync);
+    if (result.changed) {
+        write_file_atomic(result.lock_path, text, 0644, Durability::fsync);
+        result.changes = changes_between(previous.text, text, result.lock_path);
+    }
     result.packages = doc.packages.size();
     result.requests = http.stats().requests;
     result.cache_hits = http.stats().cache_hits;

@@ -69,6 +69,20 @@ struct Diff {
 
 Diff diff(const LockView& a, const LockView& b);
 
+/// The packages of a lock's text as `diff` compares them (no installed sizes: the store is not
+/// read); `label` names it, in errors too.
+LockView lock_view(const std::string& text, const std::string& label);
+
+/// One line of the change list `lock`, `add` and `remove` print, as uv does: a package added
+/// (`before` empty), removed (`after` empty) or at another version.
+struct VersionChange {
+    std::string name, before, after;
+};
+
+/// The entries of `d` whose version changed, in name order; a new wheel or index for the same
+/// version is left out (`envbox diff` reports those).
+std::vector<VersionChange> version_changes(const Diff& d);
+
 std::string render_text(const Diff& d, bool color);
 std::string render_markdown(const Diff& d);
 std::string render_json(const Diff& d);

@@ -8,6 +8,7 @@
 
 #include "envbox/lock/manifest.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/ops/diff.hpp"
 #include "envbox/resolve/index_source.hpp"
 
 namespace envbox::ops {
@@ -31,6 +32,9 @@ struct LockResult {
     double seconds = 0;
     std::uint64_t requests = 0, cache_hits = 0;
     int peak_in_flight = 0;
+    /// When the lock was rewritten: each package added, removed or at another version, from
+    /// the old lock to the new one (every package is added when there was none).
+    std::vector<VersionChange> changes;
 };
 
 LockResult lock(const Context& ctx, const LockOptions& options);

@@ -1,0 +1,178 @@
+#include "envbox/ops/edit.hpp"
+
+#include <sys/stat.h>
+
+#include <functional>
+#include <set>
+
+#include "envbox/lock/manifest_edit.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/pep/requirement.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+// The files an edit may change, as they were before it.
+struct Snapshot {
+    fs::path manifest, lock;
+    std::string manifest_text;
+    std::optional<std::string> lock_text;  // nullopt: there was no lock
+    mode_t manifest_mode = 0644;
+};
+
+Snapshot take_snapshot(const Context& ctx, const std::string& env) {
+    check_env_name(env);
+    if (ctx.project_root.empty())
+        throw Error(ErrorCode::invalid_input,
+                    "no project here (no manifests/ directory in this directory or above)");
+    Snapshot s;
+    s.manifest = ctx.project_root / "manifests" / (env + ".toml");
+    s.lock = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
+    std::error_code ec;
+    if (!fs::exists(s.manifest, ec))
+        throw Error(ErrorCode::invalid_input, "no manifest " + s.manifest.string() +
+                                                  " (`envbox init " + env + "` writes one)");
+    s.manifest_text = read_file(s.manifest);
+    struct stat st {};
+    if (::stat(s.manifest.c_str(), &st) == 0) s.manifest_mode = st.st_mode & 07777;
+    if (fs::exists(s.lock, ec)) s.lock_text = read_file(s.lock);
+    return s;
+}
+
+// Puts the manifest and the lock back as `s` has them, and says what it did. The manifest only
+// while it still holds `written` (what this edit wrote): a file someone changed meanwhile is
+// theirs. Never throws: it runs while another error is on its way out.
+std::string restore(const Snapshot& s, const std::string& written) {
+    std::string said;
+    try {
+        if (read_file(s.manifest) == written) {
+            if (written != s.manifest_text)
+                write_file_atomic(s.manifest, s.manifest_text, s.manifest_mode);
+            said = s.manifest.filename().string() + " is as it was";
+        } else {
+            said = s.manifest.filename().string() + " was changed meanwhile and is left as it is";
+        }
+        std::error_code ec;
+        const bool exists = fs::exists(s.lock, ec);
+        if (s.lock_text && (!exists || read_file(s.lock) != *s.lock_text))
+            write_file_atomic(s.lock, *s.lock_text);
+        else if (!s.lock_text && exists)
+            fs::remove(s.lock, ec);
+        said += s.lock_text ? ", and its lock too" : ", and it has no lock again";
+    } catch (const std::exception& e) {
+        said += std::string("; putting the files back failed: ") + e.what();
+    }
+    return said;
+}
+
+// Edit (in memory: a refusal leaves every file as it was), write the manifest, lock, create;
+// what fails after the write puts the files back.
+EditResult apply_edit(const Context& ctx, const std::string& env, bool sync, bool offline,
+                      const std::string& doing,
+                      const std::function<std::string(const Snapshot&, EditResult&)>& edit) {
+    const Snapshot s = take_snapshot(ctx, env);
+    EditResult r;
+    r.manifest = s.manifest;
+    const std::string text = edit(s, r);
+    r.manifest_changed = text != s.manifest_text;
+    if (r.manifest_changed) write_file_atomic(s.manifest, text, s.manifest_mode, Durability::fsync);
+    try {
+        LockOptions lock_options;
+        lock_options.env = env;
+        lock_options.offline = offline;
+        r.lock = lock(ctx, lock_options);
+        if (sync) {
+            CreateOptions create_options;
+            create_options.env = env;
+            create_options.offline = offline;
+            create_options.locked = true;  // just locked: create must not lock again
+            r.create = create(ctx, create_options);
+        }
+    } catch (Error& e) {
+        e.add_context(doing + " (" + restore(s, text) + ")");
+        throw;
+    } catch (...) {
+        restore(s, text);
+        throw;
+    }
+    return r;
+}
+
+std::string trimmed(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::string joined(const std::vector<std::string>& words) {
+    std::string out;
+    for (const auto& w : words)
+        out += (out.empty() ? "" : ", ") + w;
+    return out;
+}
+
+}  // namespace
+
+EditResult add(const Context& ctx, const AddOptions& opt) {
+    if (opt.requirements.empty())
+        throw Error(ErrorCode::usage, "envbox add: give at least one requirement");
+    // Every requirement is checked before the first edit, so a bad one changes nothing.
+    std::vector<pep::Requirement> parsed;
+    for (const auto& text : opt.requirements) {
+        auto req = pep::Requirement::parse(trimmed(text));
+        if (!req)
+            throw Error(ErrorCode::usage,
+                        "invalid requirement '" + text + "': " + req.error().message());
+        parsed.push_back(std::move(*req));
+    }
+    auto edit = [&](const Snapshot& s, EditResult& r) {
+        const std::string source = s.manifest.string();
+        std::string t = s.manifest_text;
+        for (const auto& text : opt.requirements) {
+            auto e = lock::add_requirement(t, source, text);
+            if (!e) throw e.error();
+            if (e->change == lock::RequirementChange::added) r.added.push_back(trimmed(text));
+            if (e->change == lock::RequirementChange::replaced) r.replaced.push_back(trimmed(text));
+            t = std::move(e->text);
+        }
+        if (opt.index)
+            for (const auto& req : parsed) {
+                auto e = lock::pin_source(t, source, req.name, *opt.index);
+                if (!e) throw e.error();
+                if (*e != t) r.pinned.push_back(req.name);
+                t = std::move(*e);
+            }
+        return t;
+    };
+    return apply_edit(ctx, opt.env, opt.sync, opt.offline,
+                      "adding " + joined(opt.requirements) + " to " + opt.env, edit);
+}
+
+EditResult remove(const Context& ctx, const RemoveOptions& opt) {
+    if (opt.names.empty()) throw Error(ErrorCode::usage, "envbox remove: give at least one name");
+    std::vector<std::string> names;  // each once, as first given
+    std::set<std::string> seen;
+    for (const auto& n : opt.names) {
+        const std::string name = trimmed(n);
+        if (!pep::is_valid_name(name))
+            throw Error(ErrorCode::usage, "invalid package name '" + n + "'");
+        if (seen.insert(pep::canonicalize_name(name)).second) names.push_back(name);
+    }
+    auto edit = [&](const Snapshot& s, EditResult& r) {
+        std::string t = s.manifest_text;
+        for (const auto& name : names) {
+            auto e = lock::remove_requirement(t, s.manifest.string(), name);
+            if (!e) throw e.error();
+            r.removed.push_back(name);
+            t = std::move(*e);
+        }
+        return t;
+    };
+    return apply_edit(ctx, opt.env, opt.sync, opt.offline,
+                      "removing " + joined(names) + " from " + opt.env, edit);
+}
+
+}  // namespace envbox::ops

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Black-box tests of `envbox add` and `envbox remove` (and the change list `envbox lock`
+prints): the manifest edited with its comments and layout kept, locked against real simple
+indexes served from 127.0.0.1, created, and put back byte for byte when the lock fails.
+
+    test_add_remove.py ENVBOX_BINARY
+"""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import PYV, current_generation, envbox, keep_or_remove, sha256_file  # noqa: E402
+from httpserver import StaticServer  # noqa: E402
+from wheelgen import Wheel, normalize  # noqa: E402
+
+# {index: [(name, version, requires)]}: "main" is the first index, "other" explicit.
+WORLD = {
+    "main": [("alpha", "1.0", []), ("alpha", "1.1", []), ("beta", "2.0", []),
+             ("tqdm", "4.67.0", []), ("tqdm", "4.68.0", ["colorama"]), ("colorama", "0.4.6", []),
+             ("gamma", "2.0", [])],
+    "other": [("gamma", "3.0", [])],
+}
+
+MANIFEST = """# the environment of the tests
+[environment]
+python = "{pyv}"  # the interpreter's
+platform = "manylinux_2_28_x86_64"
+requirements = [
+    "alpha==1.0",  # pinned on purpose
+]
+
+[[index]]
+name = "main"
+url = "{url}/main"
+
+[[index]]
+name = "other"   # only what [sources] pins to it
+url = "{url}/other"
+explicit = true
+"""
+
+
+def build_indexes(root):
+    """PEP 503 pages under root/INDEX/PROJECT/index.html, wheels under root/files/."""
+    for index, entries in WORLD.items():
+        pages = {}
+        for name, version, requires in entries:
+            w = Wheel(name, version, {f"{name}/__init__.py": f"__version__ = {version!r}\n"},
+                      requires=requires)
+            path = w.build(os.path.join(root, "files", index))
+            fn = os.path.basename(path)
+            pages.setdefault(normalize(name), []).append(
+                f'<a href="/files/{index}/{fn}#sha256={sha256_file(path)}">{fn}</a><br/>')
+        for project, anchors in pages.items():
+            os.makedirs(os.path.join(root, index, project))
+            with open(os.path.join(root, index, project, "index.html"), "w") as f:
+                f.write("<!DOCTYPE html>\n<html><body>\n" + "\n".join(anchors) + "\n</body></html>\n")
+
+
+class AddRemove(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.www = tempfile.mkdtemp(prefix="envbox-add-www-")
+        build_indexes(cls.www)
+        cls.server = StaticServer(cls.www)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        keep_or_remove(cls.www)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-add-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        os.makedirs(os.path.join(self.proj, "manifests"))
+        self.manifest_path = os.path.join(self.proj, "manifests", "env.toml")
+        self.lock_path = os.path.join(self.proj, "manifests", "pylock.env.toml")
+        self.original = MANIFEST.format(pyv=PYV, url=self.server.url)
+        self.write(self.original)
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def write(self, text):
+        with open(self.manifest_path, "w") as f:
+            f.write(text)
+
+    def manifest(self):
+        with open(self.manifest_path) as f:
+            return f.read()
+
+    def lock_text(self):
+        with open(self.lock_path) as f:
+            return f.read()
+
+    def run_envbox(self, *args, check=True):
+        return envbox(*args, home=self.home, project=self.proj, check=check)
+
+    def python(self, code):
+        return self.run_envbox("run", "--frozen", "env", "--", "python", "-c", code, check=False)
+
+    def test_add_keeps_comments_locks_creates_and_lists_the_changes(self):
+        r = self.run_envbox("add", "env", "tqdm")
+        self.assertEqual(self.manifest(), self.original.replace(
+            '"alpha==1.0",  # pinned on purpose\n', '"alpha==1.0",  # pinned on purpose\n    "tqdm",\n'))
+        lines = r.stderr.splitlines()
+        self.assertIn("Added tqdm to manifests/env.toml", lines)
+        self.assertIn("+ tqdm 4.68.0", lines)
+        self.assertIn("+ colorama 0.4.6", lines)
+        self.assertIn("+ alpha 1.0", lines)  # the first lock: everything is new
+        self.assertTrue(any(line.startswith("Installed 3 packages") for line in lines), r.stderr)
+        self.assertIsNotNone(current_generation(self.home, "env"))
+        self.assertEqual(self.python("import tqdm, colorama; print(tqdm.__version__)").stdout, "4.68.0\n")
+        # The lock matches the manifest: nothing left to do.
+        self.run_envbox("lock", "--check", "env")
+
+        # Another add lists only what it changed; a requirement of a required package replaces
+        # it where it stands, its comment kept.
+        r = self.run_envbox("add", "env", "ALPHA>=1.1", "tqdm<4.68")
+        lines = r.stderr.splitlines()
+        self.assertIn('    "ALPHA>=1.1",  # pinned on purpose', self.manifest().splitlines())
+        self.assertIn('    "tqdm<4.68",', self.manifest().splitlines())
+        self.assertEqual(self.manifest().count("alpha"), 0)
+        self.assertIn("~ alpha 1.0 → 1.1", lines)
+        self.assertIn("~ tqdm 4.68.0 → 4.67.0", lines)
+        self.assertIn("- colorama 0.4.6", lines)
+        self.assertFalse(any(line.startswith("+ ") for line in lines), r.stderr)
+        self.assertEqual(self.python("import alpha; print(alpha.__version__)").stdout, "1.1\n")
+
+    def test_add_then_remove_gives_back_the_original_bytes(self):
+        self.run_envbox("add", "env", "tqdm", "beta")
+        r = self.run_envbox("remove", "env", "Beta", "TQDM")
+        self.assertEqual(self.manifest(), self.original)
+        lines = r.stderr.splitlines()
+        self.assertIn("Removed Beta, TQDM from manifests/env.toml", lines)
+        for line in ("- tqdm 4.68.0", "- colorama 0.4.6", "- beta 2.0"):
+            self.assertIn(line, lines)
+        r = self.python("import tqdm")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ModuleNotFoundError", r.stderr)
+        # Removing the last requirement leaves a valid, empty array and an empty environment.
+        self.run_envbox("remove", "env", "alpha")
+        self.assertIn("requirements = [\n]\n", self.manifest())
+        self.assertIn("# the environment of the tests\n", self.manifest())
+        self.assertEqual(self.python("print('empty')").stdout, "empty\n")
+
+    def test_index_pins_the_package_in_sources(self):
+        r = self.run_envbox("add", "env", "gamma", "--index", "other", "--no-sync")
+        self.assertEqual(self.manifest(), self.original.replace(
+            '# pinned on purpose\n', '# pinned on purpose\n    "gamma",\n') + '\n[sources]\ngamma = "other"\n')
+        self.assertIn("+ gamma 3.0", r.stderr.splitlines())
+        self.assertIn(f"{self.server.url}/other", self.lock_text())
+        # --no-sync stopped after the lock.
+        self.assertIsNone(current_generation(self.home, "env"))
+        self.assertIn("Not creating env (--no-sync)", r.stderr)
+        # An index the manifest does not have is refused, naming the ones it has.
+        before = self.manifest()
+        r = self.run_envbox("add", "env", "beta", "--index", "pypi", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--index pypi", r.stderr)
+        self.assertIn("its indexes are main, other", r.stderr)
+        self.assertEqual(self.manifest(), before)
+
+    def test_refusals_write_nothing(self):
+        self.run_envbox("lock", "env")
+        lock = self.lock_text()
+        for args, status, words in (
+                (("add", "env", "tqdm>>4"), 2, "invalid requirement 'tqdm>>4'"),
+                (("add", "env", "beta", "tqdm==="), 2, "invalid requirement 'tqdm==='"),
+                (("remove", "env", "scipy"), 2, "'scipy' is not a requirement of"),
+                (("remove", "env", "not a name"), 2, "invalid package name"),
+                (("add", "nothere", "tqdm"), 3, "no manifest"),
+        ):
+            with self.subTest(args=args):
+                r = self.run_envbox(*args, check=False)
+                self.assertEqual(r.returncode, status, r.stderr)
+                self.assertIn(words, r.stderr)
+                self.assertEqual(self.manifest(), self.original)
+                self.assertEqual(self.lock_text(), lock)
+        r = self.run_envbox("remove", "env", "scipy", check=False)
+        self.assertIn("it requires alpha==1.0", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.proj, "manifests", "nothere.toml")))
+
+    def test_a_failed_lock_puts_the_manifest_and_lock_back(self):
+        self.run_envbox("lock", "env")
+        lock = self.lock_text()
+        r = self.run_envbox("add", "env", "beta", "nosuchpackage", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("nosuchpackage", r.stderr)
+        self.assertIn("env.toml is as it was", r.stderr)
+        self.assertEqual(self.manifest(), self.original)
+        self.assertEqual(self.lock_text(), lock)
+        self.assertIsNone(current_generation(self.home, "env"))
+        # With no lock before, none after.
+        os.remove(self.lock_path)
+        r = self.run_envbox("add", "env", "alpha==9.9", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(self.manifest(), self.original)
+        self.assertFalse(os.path.exists(self.lock_path))
+
+    def test_lock_prints_the_change_list_and_json_has_it(self):
+        r = self.run_envbox("lock", "env")
+        self.assertIn("+ alpha 1.0", r.stderr.splitlines())
+        self.write(self.original.replace('"alpha==1.0",', '"alpha==1.1", "beta",'))
+        r = self.run_envbox("--json", "lock", "env")
+        report = json.loads(r.stdout)
+        self.assertEqual(report["changes"], [{"name": "alpha", "old": "1.0", "new": "1.1"},
+                                             {"name": "beta", "old": None, "new": "2.0"}])
+        self.assertNotIn("+ beta", r.stderr)
+        self.write(self.original)
+        r = self.run_envbox("-q", "lock", "env")
+        self.assertEqual(r.stderr, "")
+        self.assertIn('version = "1.0"', self.lock_text())
+        # Nothing changed: no list.
+        r = self.run_envbox("lock", "env", "--upgrade")
+        self.assertFalse(any(line[:2] in ("+ ", "- ", "~ ") for line in r.stderr.splitlines()), r.stderr)
+        r = self.run_envbox("--json", "lock", "env")
+        self.assertEqual(json.loads(r.stdout)["changes"], [])
+
+    def test_help_and_completion_know_the_commands(self):
+        r = self.run_envbox("add", "--help")
+        for words in ("--index", "--no-sync", "REQ", "put back"):
+            self.assertIn(words, r.stdout)
+        r = self.run_envbox("remove", "--help")
+        self.assertIn("canonicalized", r.stdout)
+        r = self.run_envbox("completion", "bash")
+        self.assertIn("add", r.stdout)
+        self.assertIn("--no-sync", r.stdout)
+
+
+if __name__ == "__main__":
+    envboxtest.take_binary()
+    unittest.main(verbosity=1)

@@ -30,6 +30,8 @@ void register_gc(CLI::App& app, GlobalOptions& global);          // generations.
 void register_doctor(CLI::App& app, GlobalOptions& global);      // doctor.cpp
 void register_init(CLI::App& app, GlobalOptions& global);        // init.cpp
 void register_export(CLI::App& app, GlobalOptions& global);      // export.cpp
+void register_tree(CLI::App& app, GlobalOptions& global);        // tree.cpp
+void register_why(CLI::App& app, GlobalOptions& global);         // tree.cpp
 void register_add(CLI::App& app, GlobalOptions& global);         // add.cpp
 void register_remove(CLI::App& app, GlobalOptions& global);      // add.cpp
 void register_delete(CLI::App& app, GlobalOptions& global);      // delete.cpp

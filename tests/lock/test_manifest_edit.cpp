@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "envbox/lock/manifest.hpp"
@@ -199,4 +201,27 @@ TEST_CASE("toml_quote", "[manifest_edit]") {
     CHECK(lock::toml_quote("torch==2.11") == "\"torch==2.11\"");
     CHECK(lock::toml_quote("a; python_version < \"3.13\"") == "'a; python_version < \"3.13\"'");
     CHECK(lock::toml_quote("a; x == \"it's\"") == "\"a; x == \\\"it's\\\"\"");
+}
+
+TEST_CASE("the mission manifests: add then remove gives back their bytes", "[manifest_edit]") {
+    for (const char* name : {"train-cu128", "infer-cu130"}) {
+        INFO(name);
+        std::ifstream in(std::string(ENVBOX_SOURCE_DIR) + "/manifests/" + name + ".toml");
+        REQUIRE(in);
+        std::stringstream buf;
+        buf << in.rdbuf();
+        const std::string text = buf.str();
+        const std::string with = added(text, "tqdm>=4.67");
+        CHECK(with.size() == text.size() + std::string(", \"tqdm>=4.67\"").size());
+        CHECK(removed(with, "tqdm") == text);
+        // A new pin goes after the last [sources] entry, before [run].
+        auto pinned = lock::pin_source(with, "m.toml", "torchvision", "pypi");
+        REQUIRE(pinned.ok());
+        CHECK(pinned->find("torchvision = \"pypi\"\n") != std::string::npos);
+        CHECK(pinned->find("torchvision = \"pypi\"\n") < pinned->find("[run]"));
+        auto m = lock::Manifest::parse(*pinned, "m.toml");
+        REQUIRE(m.ok());
+        CHECK(m->sources.at("torchvision") == "pypi");
+        CHECK(m->run_env == lock::Manifest::parse(text, "m.toml")->run_env);
+    }
 }

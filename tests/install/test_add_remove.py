@@ -22,7 +22,7 @@ from wheelgen import Wheel, normalize  # noqa: E402
 WORLD = {
     "main": [("alpha", "1.0", []), ("alpha", "1.1", []), ("beta", "2.0", []),
              ("tqdm", "4.67.0", []), ("tqdm", "4.68.0", ["colorama"]), ("colorama", "0.4.6", []),
-             ("gamma", "2.0", [])],
+             ("gamma", "2.0", []), ("torch", "2.11.0+cu130", [])],
     "other": [("gamma", "3.0", [])],
 }
 
@@ -203,6 +203,24 @@ class AddRemove(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertEqual(self.manifest(), self.original)
         self.assertFalse(os.path.exists(self.lock_path))
+
+    def test_a_failed_create_puts_the_manifest_and_lock_back(self):
+        self.run_envbox("add", "env", "beta")
+        manifest, lock = self.manifest(), self.lock_text()
+        gen = current_generation(self.home, "env")
+        old_driver = {"ENVBOX_CUDA_DRIVER": "550.54.15"}  # cannot run CUDA 13
+        r = envbox("add", "env", "torch==2.11.0+cu130", home=self.home, project=self.proj, check=False,
+                   env=old_driver)
+        self.assertEqual(r.returncode, 6, r.stderr)
+        self.assertIn("env.toml is as it was, and its lock too", r.stderr)
+        self.assertEqual(self.manifest(), manifest)
+        self.assertEqual(self.lock_text(), lock)
+        self.assertEqual(current_generation(self.home, "env"), gen)
+        # --no-sync stops after the lock, which this driver does not concern.
+        r = envbox("add", "env", "torch==2.11.0+cu130", "--no-sync", home=self.home, project=self.proj,
+                   env=old_driver)
+        self.assertIn("+ torch 2.11.0+cu130", r.stderr.splitlines())
+        self.assertIn('"torch==2.11.0+cu130"', self.manifest())
 
     def test_lock_prints_the_change_list_and_json_has_it(self):
         r = self.run_envbox("lock", "env")

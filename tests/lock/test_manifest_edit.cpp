@@ -225,3 +225,48 @@ TEST_CASE("the mission manifests: add then remove gives back their bytes", "[man
         CHECK(m->run_env == lock::Manifest::parse(text, "m.toml")->run_env);
     }
 }
+
+TEST_CASE("other shapes of a manifest: CRLF, tabs, inline and dotted tables", "[manifest_edit]") {
+    const std::string idx = "\n[[index]]\nname = \"pypi\"\nurl = \"https://pypi.org/simple\"\n";
+    struct Row {
+        std::string before, after;  // after adding tqdm
+    };
+    const Row rows[] = {
+        {"[environment]\r\npython = \"3.12\"\r\nplatform = \"manylinux_2_28_x86_64\"\r\n"
+         "requirements = [\r\n\t\"numpy\",\r\n]\r\n" +
+             idx,
+         "[environment]\r\npython = \"3.12\"\r\nplatform = \"manylinux_2_28_x86_64\"\r\n"
+         "requirements = [\r\n\t\"numpy\",\r\n\t\"tqdm\",\r\n]\r\n" +
+             idx},
+        {"environment = { python = \"3.12\", platform = \"manylinux_2_28_x86_64\", requirements = "
+         "[\"numpy\"] }\n" +
+             idx,
+         "environment = { python = \"3.12\", platform = \"manylinux_2_28_x86_64\", requirements = "
+         "[\"numpy\", \"tqdm\"] }\n" +
+             idx},
+        {"environment.python = \"3.12\"\nenvironment.platform = \"manylinux_2_28_x86_64\"\n"
+         "environment.requirements = [] # none yet\n" +
+             idx,
+         "environment.python = \"3.12\"\nenvironment.platform = \"manylinux_2_28_x86_64\"\n"
+         "environment.requirements = [\"tqdm\"] # none yet\n" +
+             idx},
+    };
+    for (const auto& row : rows) {
+        INFO(row.before);
+        const std::string with = added(row.before, "tqdm");
+        CHECK(with == row.after);
+        CHECK(removed(with, "tqdm") == row.before);
+    }
+    // Inline and dotted [sources] get their entry in their own form.
+    const std::string base =
+        "[environment]\npython = \"3.12\"\nplatform = "
+        "\"manylinux_2_28_x86_64\"\nrequirements = []\n";
+    auto inline_table = lock::pin_source("sources = { triton = \"pypi\" }\n" + base + idx, "m.toml",
+                                         "torch", "pypi");
+    if (!inline_table) FAIL(inline_table.error().message());
+    CHECK(*inline_table == "sources = { triton = \"pypi\", torch = \"pypi\" }\n" + base + idx);
+    auto dotted =
+        lock::pin_source("sources.triton = \"pypi\"\n" + base + idx, "m.toml", "torch", "pypi");
+    if (!dotted) FAIL(dotted.error().message());
+    CHECK(*dotted == "sources.triton = \"pypi\"\nsources.torch = \"pypi\"\n" + base + idx);
+}

@@ -1,13 +1,13 @@
 #include "envbox/lock/manifest_edit.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
 #include <vector>
 
 #include "envbox/lock/manifest.hpp"
+#include "envbox/lock/writer.hpp"
 #include "envbox/pep/name.hpp"
 #include "lock/toml_reader.hpp"
 
@@ -172,6 +172,17 @@ std::optional<std::size_t> find_value(std::string_view t, std::size_t from,
     return std::nullopt;
 }
 
+using KeyMatch = std::function<bool(const std::string&)>;
+
+// The first token of the value of the key `match` accepts on the line where `node` begins.
+std::optional<Token> value_token(std::string_view t, const toml::node& node,
+                                 const KeyMatch& match) {
+    auto at = find_value(t, line_offset(t, node.source().begin.line), match);
+    if (!at) return std::nullopt;
+    Lexer lx(t, *at);
+    return lx.next();
+}
+
 // One string of an array as written: its quotes included, and the comma after it, if any.
 struct Element {
     std::size_t begin = 0, end = 0;
@@ -238,14 +249,10 @@ Result<Located> locate_requirements(std::string_view t, std::string_view source)
     if (!doc) return doc.error();
     const toml::array* arr = (*doc)["environment"]["requirements"].as_array();
     if (!arr) return cannot_edit(source, what, "not an array");
-    auto at = find_value(t, line_offset(t, arr->source().begin.line),
-                         [](const std::string& k) { return k == "requirements"; });
-    if (!at) return cannot_edit(source, what, "its key is not on the line its array opens");
-    Lexer lx(t, *at);
-    Token open = lx.next();
-    if (open.kind != Token::punct || t[open.begin] != '[')
-        return cannot_edit(source, what, "no '[' after its key");
-    auto scanned = scan_array(t, open.begin);
+    auto open = value_token(t, *arr, [](const std::string& k) { return k == "requirements"; });
+    if (!open || open->kind != Token::punct || t[open->begin] != '[')
+        return cannot_edit(source, what, "its array does not open on its key's line");
+    auto scanned = scan_array(t, open->begin);
     if (!scanned || scanned->elements.size() != arr->size())
         return cannot_edit(source, what, "its elements are not all plain strings");
     Located l{std::move(*m), std::move(*scanned), {}};
@@ -363,28 +370,15 @@ std::string names_of(const Manifest& m) {
 }  // namespace
 
 std::string toml_quote(std::string_view s) {
-    bool escape = false, literal_ok = true;
+    bool plain = true, literal_ok = true;
     for (unsigned char c : s) {
         const bool control = (c < 0x20 && c != '\t') || c == 0x7f;
-        escape = escape || control || c == '"' || c == '\\';
+        plain = plain && !control && c != '"' && c != '\\';
         literal_ok = literal_ok && !control && c != '\'';
     }
-    if (!escape) return "\"" + std::string(s) + "\"";
-    if (literal_ok) return "'" + std::string(s) + "'";
-    std::string out = "\"";
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04X", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + "\"";
+    // A marker's quotes read better in a literal string than escaped.
+    if (!plain && literal_ok) return "'" + std::string(s) + "'";
+    return toml_string(s);
 }
 
 Result<RequirementEdit> add_requirement(std::string_view text, std::string_view source,
@@ -459,24 +453,76 @@ Result<std::string> remove_requirement(std::string_view text, std::string_view s
     return t;
 }
 
+namespace {
+
+// `sources = { … }`: one more `entry` (`key = "index"`) before the '}'.
+Result<std::string> pin_in_inline_table(std::string_view t, std::string_view source,
+                                        const toml::table& table, const std::string& entry) {
+    auto open = value_token(t, table, [](const std::string& k) { return k == "sources"; });
+    if (!open || open->kind != Token::punct || t[open->begin] != '{')
+        return cannot_edit(source, "[sources]", "its inline table does not open on its key's line");
+    Lexer lx(t, open->end_);
+    std::size_t last_end = open->end_;
+    for (Token tok = lx.next();; tok = lx.next()) {
+        if (tok.kind == Token::end || tok.kind == Token::newline)
+            return cannot_edit(source, "[sources]", "its inline table is not on one line");
+        if (tok.kind == Token::punct && t[tok.begin] == '}') break;
+        last_end = tok.end_;
+    }
+    return splice(t, last_end, 0, table.empty() ? " " + entry + " " : ", " + entry);
+}
+
+// A `[sources]` header's table (or dotted `sources.NAME` keys): `entry` on a line after its last
+// entry, indented as that one.
+Result<std::string> pin_after_last_entry(std::string_view t, std::string_view source,
+                                         const toml::table& table, const std::string& entry) {
+    std::size_t last_line = table.source().begin.line;
+    Lexer header(t, line_offset(t, last_line));
+    Token a = header.next(), b = header.next(), c = header.next();
+    const bool is_header = a.kind == Token::punct && t[a.begin] == '[' &&
+                           (b.kind == Token::bare || b.kind == Token::string) &&
+                           key_text(t, b) == "sources" && c.kind == Token::punct &&
+                           t[c.begin] == ']';
+    if (!is_header && table.empty())
+        return cannot_edit(source, "[sources]", "it has neither a header nor entries");
+    std::string indent;
+    for (const auto& [k, v] : table) {
+        const std::size_t line = v.source().begin.line;
+        if (line >= last_line) {
+            last_line = line;
+            indent = leading_blanks(t, line_offset(t, line));
+        }
+    }
+    const std::string eol = eol_of(t);
+    const std::size_t at = past_break(t, line_end(t, line_offset(t, last_line)));
+    std::string line = indent + (is_header ? "" : "sources.") + entry + eol;
+    if (at == t.size() && !t.empty() && t.back() != '\n') line = eol + line;
+    return splice(t, at, 0, line);
+}
+
+// The error for an `--index` the manifest has no `[[index]]` of; nothing when it has one.
+std::optional<Error> unknown_index(const Manifest& m, std::string_view source,
+                                   std::string_view index) {
+    std::string names;
+    for (const auto& i : m.indexes) {
+        if (i.name == index) return std::nullopt;
+        names += (names.empty() ? "" : ", ") + i.name;
+    }
+    return Error(ErrorCode::usage, "--index " + std::string(index) + ": " + std::string(source) +
+                                       " has no [[index]] of that name" +
+                                       (names.empty() ? std::string(" (it has none)")
+                                                      : "; its indexes are " + names));
+}
+
+}  // namespace
+
 Result<std::string> pin_source(std::string_view text, std::string_view source,
                                std::string_view package, std::string_view index) {
-    constexpr std::string_view what = "[sources]";
     auto before = Manifest::parse(text, source);
     if (!before) return before.error();
     if (!pep::is_valid_name(package))
         return Error(ErrorCode::usage, "invalid package name '" + std::string(package) + "'");
-    bool known = false;
-    std::string names;
-    for (const auto& i : before->indexes) {
-        known = known || i.name == index;
-        names += (names.empty() ? "" : ", ") + i.name;
-    }
-    if (!known)
-        return Error(ErrorCode::usage, "--index " + std::string(index) + ": " +
-                                           std::string(source) + " has no [[index]] of that name" +
-                                           (names.empty() ? std::string(" (it has none)")
-                                                          : "; its indexes are " + names));
+    if (auto e = unknown_index(*before, source, index)) return *e;
     const std::string canonical = pep::canonicalize_name(package);
     auto want = before->sources;
     if (auto it = want.find(canonical); it != want.end() && it->second == index)
@@ -485,75 +531,37 @@ Result<std::string> pin_source(std::string_view text, std::string_view source,
 
     auto doc = parse_toml(text, source);
     if (!doc) return doc.error();
-    const std::string eol = eol_of(text);
     const std::string value = toml_quote(index);
-    const std::string key = bare_key(package) ? std::string(package) : toml_quote(package);
+    const std::string entry =
+        (bare_key(package) ? std::string(package) : toml_quote(package)) + " = " + value;
     const toml::table* table = doc->get_as<toml::table>("sources");
-    std::string t;
+    const KeyMatch same_name = [&](const std::string& k) {
+        return pep::canonicalize_name(k) == canonical;
+    };
+    auto entry_node = [&]() -> const toml::node* {
+        for (const auto& [k, v] : *table)
+            if (same_name(std::string(k.str()))) return &v;
+        return nullptr;
+    };
+    Result<std::string> t = std::string();
     if (!table) {
-        t = std::string(text);
-        if (!t.empty() && t.back() != '\n') t += eol;
-        t += eol + "[sources]" + eol + key + " = " + value + eol;
-    } else if (auto entry = std::find_if(table->begin(), table->end(),
-                                         [&](const auto& kv) {
-                                             return pep::canonicalize_name(kv.first.str()) ==
-                                                    canonical;
-                                         });
-               entry != table->end()) {
+        // No [sources] yet: a new table at the end.
+        const std::string eol = eol_of(text);
+        std::string s(text);
+        if (!s.empty() && s.back() != '\n') s += eol;
+        t = s + eol + "[sources]" + eol + entry + eol;
+    } else if (const toml::node* node = entry_node()) {
         // The entry's value, replaced where it stands.
-        auto at = find_value(
-            text, line_offset(text, entry->second.source().begin.line),
-            [&](const std::string& k) { return pep::canonicalize_name(k) == canonical; });
-        if (!at) return cannot_edit(source, what, "its entry is not on one line");
-        Lexer lx(text, *at);
-        Token v = lx.next();
-        if (v.kind != Token::string) return cannot_edit(source, what, "its value is not a string");
-        t = splice(text, v.begin, v.end_ - v.begin, value);
-    } else if (table->is_inline()) {
-        // `sources = { … }`: one more `key = "index"` before the '}'.
-        auto at = find_value(text, line_offset(text, table->source().begin.line),
-                             [](const std::string& k) { return k == "sources"; });
-        if (!at) return cannot_edit(source, what, "its inline table is not on one line");
-        Lexer lx(text, *at);
-        Token open = lx.next();
-        if (open.kind != Token::punct || text[open.begin] != '{')
-            return cannot_edit(source, what, "no '{' after its key");
-        std::size_t last_end = open.end_;
-        for (Token tok = lx.next();; tok = lx.next()) {
-            if (tok.kind == Token::end || tok.kind == Token::newline)
-                return cannot_edit(source, what, "its inline table is not on one line");
-            if (tok.kind == Token::punct && text[tok.begin] == '}') break;
-            last_end = tok.end_;
-        }
-        t = splice(
-            text, last_end, 0,
-            (table->empty() ? " " : ", ") + key + " = " + value + (table->empty() ? " " : ""));
+        auto v = value_token(text, *node, same_name);
+        if (!v || v->kind != Token::string)
+            return cannot_edit(source, "[sources]", "its entry is not one string on one line");
+        t = splice(text, v->begin, v->end_ - v->begin, value);
     } else {
-        // A `[sources]` header (or dotted `sources.NAME` keys): a line after its last entry,
-        // indented as that one.
-        std::size_t last_line = table->source().begin.line;
-        Lexer header(text, line_offset(text, last_line));
-        Token a = header.next(), b = header.next(), c = header.next();
-        const bool is_header = a.kind == Token::punct && text[a.begin] == '[' &&
-                               (b.kind == Token::bare || b.kind == Token::string) &&
-                               key_text(text, b) == "sources" && c.kind == Token::punct &&
-                               text[c.begin] == ']';
-        if (!is_header && table->empty())
-            return cannot_edit(source, what, "it has neither a header nor entries");
-        std::string indent;
-        for (const auto& [k, v] : *table) {
-            const std::size_t line = v.source().begin.line;
-            if (line >= last_line) {
-                last_line = line;
-                indent = leading_blanks(text, line_offset(text, line));
-            }
-        }
-        const std::size_t at = past_break(text, line_end(text, line_offset(text, last_line)));
-        std::string line = indent + (is_header ? "" : "sources.") + key + " = " + value + eol;
-        if (at == text.size() && !text.empty() && text.back() != '\n') line = eol + line;
-        t = splice(text, at, 0, line);
+        t = table->is_inline() ? pin_in_inline_table(text, source, *table, entry)
+                               : pin_after_last_entry(text, source, *table, entry);
     }
-    auto ok = check_edit(t, source, text, requirement_texts(*before), want, what);
+    if (!t) return t.error();
+    auto ok = check_edit(*t, source, text, requirement_texts(*before), want, "[sources]");
     if (!ok) return ok.error();
     return t;
 }

@@ -51,8 +51,8 @@ Result<std::string> remove_requirement(std::string_view text, std::string_view s
 Result<std::string> pin_source(std::string_view text, std::string_view source,
                                std::string_view package, std::string_view index);
 
-/// `s` as a TOML string: `"…"` with `\` and `"` escaped (control characters as `\uXXXX`), or
-/// `'…'` when that needs no escape and `"…"` would (a marker's quotes).
+/// `s` as a TOML string: `toml_string`'s `"…"` (lock/writer.hpp), or `'…'` when that needs no
+/// escape and `"…"` would (a marker's quotes).
 std::string toml_quote(std::string_view s);
 
 }  // namespace envbox::lock

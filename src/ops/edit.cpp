@@ -19,6 +19,7 @@ namespace {
 // The files an edit may change, as they were before it.
 struct Snapshot {
     fs::path manifest, lock;
+    fs::path target;  // what the manifest's path names, symlinks resolved: read and written
     std::string manifest_text;
     std::optional<std::string> lock_text;  // nullopt: there was no lock
     mode_t manifest_mode = 0644;
@@ -36,9 +37,13 @@ Snapshot take_snapshot(const Context& ctx, const std::string& env) {
     if (!fs::exists(s.manifest, ec))
         throw Error(ErrorCode::invalid_input, "no manifest " + s.manifest.string() +
                                                   " (`envbox init " + env + "` writes one)");
-    s.manifest_text = read_file(s.manifest);
+    // A manifest that is a symlink (shared between projects) is edited where it points: a
+    // rename over the link would replace it with a copy.
+    s.target = fs::canonical(s.manifest, ec);
+    if (ec) throw sys_error("resolving " + s.manifest.string(), ec);
+    s.manifest_text = read_file(s.target);
     struct stat st {};
-    if (::stat(s.manifest.c_str(), &st) == 0) s.manifest_mode = st.st_mode & 07777;
+    if (::stat(s.target.c_str(), &st) == 0) s.manifest_mode = st.st_mode & 07777;
     if (fs::exists(s.lock, ec)) s.lock_text = read_file(s.lock);
     return s;
 }
@@ -49,9 +54,9 @@ Snapshot take_snapshot(const Context& ctx, const std::string& env) {
 std::string restore(const Snapshot& s, const std::string& written) {
     std::string said;
     try {
-        if (read_file(s.manifest) == written) {
+        if (read_file(s.target) == written) {
             if (written != s.manifest_text)
-                write_file_atomic(s.manifest, s.manifest_text, s.manifest_mode);
+                write_file_atomic(s.target, s.manifest_text, s.manifest_mode);
             said = s.manifest.filename().string() + " is as it was";
         } else {
             said = s.manifest.filename().string() + " was changed meanwhile and is left as it is";
@@ -79,7 +84,7 @@ EditResult apply_edit(const Context& ctx, const std::string& env, bool sync, boo
     r.manifest = s.manifest;
     const std::string text = edit(s, r);
     r.manifest_changed = text != s.manifest_text;
-    if (r.manifest_changed) write_file_atomic(s.manifest, text, s.manifest_mode, Durability::fsync);
+    if (r.manifest_changed) write_file_atomic(s.target, text, s.manifest_mode, Durability::fsync);
     try {
         LockOptions lock_options;
         lock_options.env = env;

@@ -150,6 +150,15 @@ class AddRemove(unittest.TestCase):
         self.assertIn("# the environment of the tests\n", self.manifest())
         self.assertEqual(self.python("print('empty')").stdout, "empty\n")
 
+    def test_a_symlinked_manifest_is_edited_where_it_points(self):
+        shared = os.path.join(self.tmp, "shared.toml")
+        os.rename(self.manifest_path, shared)
+        os.symlink(shared, self.manifest_path)
+        self.run_envbox("add", "env", "beta", "--no-sync")
+        self.assertTrue(os.path.islink(self.manifest_path))
+        with open(shared) as f:
+            self.assertIn('    "beta",\n', f.read())
+
     def test_index_pins_the_package_in_sources(self):
         r = self.run_envbox("add", "env", "gamma", "--index", "other", "--no-sync")
         self.assertEqual(self.manifest(), self.original.replace(

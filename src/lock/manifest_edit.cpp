@@ -18,8 +18,8 @@ namespace {
 // comments and line ends without being fooled by a `#`, `,` or `]` inside a string. Only what
 // toml++ has already accepted is lexed, so malformed input needs no diagnosis here.
 struct Token {
-    enum Kind { string, bare, punct, comment, newline, end } kind = end;
-    std::size_t begin = 0, end_ = 0;
+    enum Kind { string, bare, punct, comment, newline, eof } kind = eof;
+    std::size_t begin = 0, end = 0;
 };
 
 class Lexer {
@@ -29,7 +29,7 @@ class Lexer {
     Token next() {
         while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t'))
             ++i_;
-        Token tok{Token::end, i_, i_};
+        Token tok{Token::eof, i_, i_};
         if (i_ >= t_.size()) return tok;
         const char c = t_[i_];
         if (c == '\n' || (c == '\r' && i_ + 1 < t_.size() && t_[i_ + 1] == '\n')) {
@@ -50,7 +50,7 @@ class Lexer {
             tok.kind = Token::punct;
             ++i_;
         }
-        tok.end_ = i_;
+        tok.end = i_;
         return tok;
     }
 
@@ -86,7 +86,7 @@ class Lexer {
 };
 
 std::string_view token_text(std::string_view t, const Token& tok) {
-    return t.substr(tok.begin, tok.end_ - tok.begin);
+    return t.substr(tok.begin, tok.end - tok.begin);
 }
 
 // A key as written, without its quotes (the names edited here need no escapes).
@@ -135,7 +135,7 @@ bool rest_is_blank(std::string_view t, std::size_t pos) {
     Lexer lx(t, pos);
     Token tok = lx.next();
     if (tok.kind == Token::comment) tok = lx.next();
-    return tok.kind == Token::newline || tok.kind == Token::end;
+    return tok.kind == Token::newline || tok.kind == Token::eof;
 }
 
 std::string leading_blanks(std::string_view t, std::size_t pos) {
@@ -162,11 +162,11 @@ std::optional<std::size_t> find_value(std::string_view t, std::size_t from,
                                       const std::function<bool(const std::string&)>& match) {
     Lexer lx(t, from);
     Token prev;
-    for (Token tok = lx.next(); tok.kind != Token::newline && tok.kind != Token::end;
+    for (Token tok = lx.next(); tok.kind != Token::newline && tok.kind != Token::eof;
          tok = lx.next()) {
         if (tok.kind == Token::punct && t[tok.begin] == '=' &&
             (prev.kind == Token::bare || prev.kind == Token::string) && match(key_text(t, prev)))
-            return tok.end_;
+            return tok.end;
         prev = tok;
     }
     return std::nullopt;
@@ -203,7 +203,7 @@ std::optional<ArrayText> scan_array(std::string_view t, std::size_t open) {
     for (;;) {
         Token tok = lx.next();
         switch (tok.kind) {
-            case Token::end:
+            case Token::eof:
             case Token::bare:
                 return std::nullopt;
             case Token::newline:
@@ -212,7 +212,7 @@ std::optional<ArrayText> scan_array(std::string_view t, std::size_t open) {
             case Token::comment:
                 break;
             case Token::string:
-                a.elements.push_back({tok.begin, tok.end_, std::nullopt});
+                a.elements.push_back({tok.begin, tok.end, std::nullopt});
                 break;
             case Token::punct:
                 if (t[tok.begin] == ']') {
@@ -461,13 +461,13 @@ Result<std::string> pin_in_inline_table(std::string_view t, std::string_view sou
     auto open = value_token(t, table, [](const std::string& k) { return k == "sources"; });
     if (!open || open->kind != Token::punct || t[open->begin] != '{')
         return cannot_edit(source, "[sources]", "its inline table does not open on its key's line");
-    Lexer lx(t, open->end_);
-    std::size_t last_end = open->end_;
+    Lexer lx(t, open->end);
+    std::size_t last_end = open->end;
     for (Token tok = lx.next();; tok = lx.next()) {
-        if (tok.kind == Token::end || tok.kind == Token::newline)
+        if (tok.kind == Token::eof || tok.kind == Token::newline)
             return cannot_edit(source, "[sources]", "its inline table is not on one line");
         if (tok.kind == Token::punct && t[tok.begin] == '}') break;
-        last_end = tok.end_;
+        last_end = tok.end;
     }
     return splice(t, last_end, 0, table.empty() ? " " + entry + " " : ", " + entry);
 }
@@ -555,7 +555,7 @@ Result<std::string> pin_source(std::string_view text, std::string_view source,
         auto v = value_token(text, *node, same_name);
         if (!v || v->kind != Token::string)
             return cannot_edit(source, "[sources]", "its entry is not one string on one line");
-        t = splice(text, v->begin, v->end_ - v->begin, value);
+        t = splice(text, v->begin, v->end - v->begin, value);
     } else {
         t = table->is_inline() ? pin_in_inline_table(text, source, *table, entry)
                                : pin_after_last_entry(text, source, *table, entry);

@@ -194,6 +194,8 @@ class AddRemove(unittest.TestCase):
                 self.assertEqual(self.lock_text(), lock)
         r = self.run_envbox("remove", "env", "scipy", check=False)
         self.assertIn("it requires alpha==1.0", r.stderr)
+        r = self.run_envbox("add", "nothere", "tqdm", check=False)
+        self.assertIn("the environments here are env", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.proj, "manifests", "nothere.toml")))
 
     def test_a_failed_lock_puts_the_manifest_and_lock_back(self):

@@ -1,5 +1,6 @@
 // envbox add ENV REQ… [--index NAME] [--no-sync], envbox remove ENV NAME… [--no-sync]
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -78,8 +79,13 @@ void print_text(const GlobalOptions& global, const std::string& env, const std::
     }
 }
 
-void report(const GlobalOptions& global, const std::string& env, const std::string& index,
-            const ops::EditResult& r) {
+// One edit run with a console progress, then reported.
+void run_edit(const GlobalOptions& global, const std::string& env, const std::string& index,
+              const std::function<ops::EditResult(const ops::Context&)>& edit) {
+    ConsoleProgress progress(global.verbosity, stderr_is_tty());
+    ops::Context ctx = make_context(global, progress);
+    ops::EditResult r = edit(ctx);
+    progress.clear();
     if (global.json)
         print_json(env, r);
     else
@@ -87,30 +93,23 @@ void report(const GlobalOptions& global, const std::string& env, const std::stri
 }
 
 void run_add(const GlobalOptions& global, const AddCommand& cmd) {
-    ConsoleProgress progress(global.verbosity, stderr_is_tty());
-    ops::Context ctx = make_context(global, progress);
     ops::AddOptions opt;
     opt.env = cmd.env;
     opt.requirements = cmd.requirements;
     if (!cmd.index.empty()) opt.index = cmd.index;
     opt.sync = !cmd.no_sync;
     opt.offline = cmd.offline;
-    ops::EditResult r = ops::add(ctx, opt);
-    progress.clear();
-    report(global, cmd.env, cmd.index, r);
+    run_edit(global, cmd.env, cmd.index,
+             [&](const ops::Context& ctx) { return ops::add(ctx, opt); });
 }
 
 void run_remove(const GlobalOptions& global, const RemoveCommand& cmd) {
-    ConsoleProgress progress(global.verbosity, stderr_is_tty());
-    ops::Context ctx = make_context(global, progress);
     ops::RemoveOptions opt;
     opt.env = cmd.env;
     opt.names = cmd.names;
     opt.sync = !cmd.no_sync;
     opt.offline = cmd.offline;
-    ops::EditResult r = ops::remove(ctx, opt);
-    progress.clear();
-    report(global, cmd.env, "", r);
+    run_edit(global, cmd.env, "", [&](const ops::Context& ctx) { return ops::remove(ctx, opt); });
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ struct OptionModel {
     std::string description;
     bool takes_value = false;
     std::vector<std::string> choices;  ///< from a CLI::IsMember check
+    bool takes_package = false;        ///< its value is a PKG: the locks' package names
 };
 
 struct CommandModel {
@@ -26,6 +27,7 @@ struct CommandModel {
     std::vector<OptionModel> options;
     std::vector<std::string> positional_choices;  ///< its positional's values (completion: bash …)
     bool takes_env = false;                       ///< a positional named ENV: manifest names
+    bool takes_package = false;  ///< a positional named PKG: the package names of the locks
 };
 
 // The values of an IsMember check, which CLI11 shows in the type name: "TEXT:{a,b,c}".
@@ -48,10 +50,11 @@ std::vector<std::string> choices_of(const CLI::Option& o) {
 
 // Options and positionals of one app (the root: its global options).
 CommandModel model_of(const CLI::App& app) {
-    CommandModel m{app.get_name(), app.get_description(), {}, {}, false};
+    CommandModel m{app.get_name(), app.get_description(), {}, {}, false, false};
     for (const CLI::Option* o : app.get_options()) {
         if (o->get_positional() && o->get_lnames().empty() && o->get_snames().empty()) {
             if (o->get_name(true) == "ENV") m.takes_env = true;
+            if (o->get_name(true) == "PKG") m.takes_package = true;
             for (auto& c : choices_of(*o))
                 m.positional_choices.push_back(c);
             continue;
@@ -65,6 +68,7 @@ CommandModel model_of(const CLI::App& app) {
         om.description = o->get_description();
         om.takes_value = o->get_items_expected_max() > 0;
         om.choices = choices_of(*o);
+        om.takes_package = o->get_option_text() == "PKG";
         m.options.push_back(std::move(om));
     }
     return m;
@@ -110,6 +114,10 @@ std::string bash_script(const CommandModel& root, const std::vector<CommandModel
         "        echo \"${f%.toml}\"\n"
         "    done\n"
         "}\n"
+        "_envbox_packages() {\n"
+        "    awk '/^\\[\\[packages\\]\\]$/ { p = 1; next } p && /^name = \"/ { "
+        "gsub(/^name = \"|\"$/, \"\"); print; p = 0 }' manifests/pylock.*.toml 2>/dev/null\n"
+        "}\n"
         "_envbox() {\n"
         "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"\" cmd=\"\" i words=\"\"\n"
         "    [ \"$COMP_CWORD\" -gt 0 ] && prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
@@ -125,7 +133,9 @@ std::string bash_script(const CommandModel& root, const std::vector<CommandModel
         if (!o.takes_value) return;
         for (const auto& n : o.names) {
             s += "        " + pattern + ":" + n + ") COMPREPLY=($(compgen " +
-                 (o.choices.empty() ? std::string("-f") : "-W " + sh_quote(join(o.choices))) +
+                 (o.takes_package     ? std::string("-W \"$(_envbox_packages)\"")
+                  : o.choices.empty() ? std::string("-f")
+                                      : "-W " + sh_quote(join(o.choices))) +
                  " -- \"$cur\")); return ;;\n";
         }
     };
@@ -141,6 +151,7 @@ std::string bash_script(const CommandModel& root, const std::vector<CommandModel
         for (const auto& o : c.options)
             opts.insert(opts.end(), o.names.begin(), o.names.end());
         std::string extra = c.takes_env ? " $(_envbox_envs)" : "";
+        if (c.takes_package) extra += " $(_envbox_packages)";
         if (!c.positional_choices.empty()) extra += " " + join(c.positional_choices);
         s += "        " + c.name + ") words=" + sh_quote(join(opts) + " " + join(globals)) + "\"" +
              extra + "\" ;;\n";
@@ -177,7 +188,9 @@ std::string zsh_specs(const std::vector<OptionModel>& options) {
     for (const auto& o : options)
         for (const auto& n : o.names) {
             s += " '" + n + "[" + zsh_text(o.description) + "]";
-            if (o.takes_value)
+            if (o.takes_package)
+                s += ":package:_envbox_packages";
+            else if (o.takes_value)
                 s += o.choices.empty() ? ":value:_files" : ":value:(" + join(o.choices) + ")";
             s += "'";
         }
@@ -196,6 +209,10 @@ std::string zsh_script(const CommandModel& root, const std::vector<CommandModel>
         "    envs=(manifests/*.toml(N:t:r))\n"
         "    envs=(${envs:#pylock.*})\n"
         "    compadd -a envs\n"
+        "}\n"
+        "_envbox_packages() {\n"
+        "    compadd -- ${(f)\"$(awk '/^\\[\\[packages\\]\\]$/ { p = 1; next } p && /^name = \"/ { "
+        "gsub(/^name = \"|\"$/, \"\"); print; p = 0 }' manifests/pylock.*.toml 2>/dev/null)\"}\n"
         "}\n"
         "_envbox() {\n"
         "    local -a commands globals\n"
@@ -220,7 +237,9 @@ std::string zsh_script(const CommandModel& root, const std::vector<CommandModel>
          "    (( CURRENT -= i - 1 ))\n"
          "    case $cmd in\n";
     for (const auto& c : commands) {
-        std::string positional = c.takes_env ? " '*:environment:_envbox_envs'"
+        std::string positional = c.takes_env && c.takes_package
+                                     ? " '1:environment:_envbox_envs' '2:package:_envbox_packages'"
+                                 : c.takes_env ? " '*:environment:_envbox_envs'"
                                  : !c.positional_choices.empty()
                                      ? " '1:value:(" + join(c.positional_choices) + ")'"
                                      : std::string();
@@ -240,7 +259,10 @@ std::string fish_option(const std::string& condition, const OptionModel& o) {
     for (const auto& n : o.names)
         s += n.rfind("--", 0) == 0 ? " -l " + n.substr(2) : " -s " + n.substr(1);
     // -F: files for a value, which the script's leading `complete -f` turns off elsewhere.
-    if (o.takes_value) s += o.choices.empty() ? " -r -F" : " -x -a " + fish_quote(join(o.choices));
+    if (o.takes_package)
+        s += " -x -a '(__envbox_packages)'";
+    else if (o.takes_value)
+        s += o.choices.empty() ? " -r -F" : " -x -a " + fish_quote(join(o.choices));
     return s + " -d " + fish_quote(o.description) + "\n";
 }
 
@@ -253,6 +275,10 @@ std::string fish_script(const CommandModel& root, const std::vector<CommandModel
         "        string match -q 'pylock.*' -- $n; or echo $n\n"
         "    end\n"
         "end\n"
+        "function __envbox_packages\n"
+        "    awk '/^\\[\\[packages\\]\\]$/ { p = 1; next } p && /^name = \"/ { "
+        "gsub(/^name = \"|\"$/, \"\"); print; p = 0 }' manifests/pylock.*.toml 2>/dev/null\n"
+        "end\n"
         "complete -c envbox -f\n";
     for (const auto& o : root.options)
         s += fish_option("", o);
@@ -264,6 +290,8 @@ std::string fish_script(const CommandModel& root, const std::vector<CommandModel
             s += fish_option(cond, o);
         if (c.takes_env)
             s += "complete -c envbox -n " + fish_quote(cond) + " -a '(__envbox_envs)'\n";
+        if (c.takes_package)
+            s += "complete -c envbox -n " + fish_quote(cond) + " -a '(__envbox_packages)'\n";
         if (!c.positional_choices.empty())
             s += "complete -c envbox -n " + fish_quote(cond) + " -a " +
                  fish_quote(join(c.positional_choices)) + "\n";

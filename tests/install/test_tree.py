@@ -8,7 +8,7 @@ PEP 751 `dependencies`); a lock without them, a hostile edge and an unknown pack
 import json
 import os
 import re
-import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -184,6 +184,27 @@ class TreeAndWhy(unittest.TestCase):
         with open(self.lock_path) as f:
             self.assertEqual(f.read(), self.lock, "a re-lock adds exactly the edges, same versions")
         self.assertEqual(self.envbox("tree", "train").stdout, TREE)
+
+    def test_completion_offers_the_locks_package_names(self):
+        script = os.path.join(self.tmp, "envbox.bash")
+        with open(script, "w") as f:
+            f.write(self.envbox("completion", "bash").stdout)
+
+        def complete(*words):
+            quoted = " ".join("'" + w + "'" for w in ("envbox",) + words)
+            r = subprocess.run(["bash", "-c", f'source {script}; COMP_WORDS=({quoted}); COMP_CWORD={len(words)}; '
+                                '_envbox; printf "%s\\n" "${COMPREPLY[@]}"'],
+                               capture_output=True, text=True, cwd=self.project, check=True)
+            return sorted(r.stdout.split())
+
+        self.assertEqual(complete("why", "train", "nvidia-cu"), ["nvidia-cublas-cu12", "nvidia-cudnn-cu12"])
+        self.assertEqual(complete("tree", "train", "--invert", "sy"), ["sympy"])
+        self.assertEqual(complete("tree", "tr"), ["train"])
+        zsh, fish = self.envbox("completion", "zsh").stdout, self.envbox("completion", "fish").stdout
+        self.assertIn("'--invert[", zsh)
+        self.assertIn(":package:_envbox_packages'", zsh)
+        self.assertIn("'1:environment:_envbox_envs' '2:package:_envbox_packages'", zsh)
+        self.assertIn("-l invert -x -a '(__envbox_packages)'", fish)
 
     def test_a_hostile_edge_is_refused_naming_both(self):
         bad = self.lock.replace('    { name = "mpmath" },\n', '    { name = "mpmathh" },\n', 1)

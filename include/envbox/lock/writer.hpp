@@ -34,7 +34,8 @@ struct LockedPackage {
     std::string index;  ///< the simple API URL the package came from
     LockedWheel wheel;
     /// Its direct dependencies for the target, written as PEP 751 `dependencies` sorted by name
-    /// (then version), duplicates dropped, `[]` for none; absent: the key is not written.
+    /// (then version), duplicates dropped, `[]` for none; absent: the key is not written, and
+    /// the lock has no complete graph (`envbox tree` refuses it, `envbox lock` re-resolves it).
     std::optional<std::vector<LockedDependency>> dependencies;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "envbox/pep/digest.hpp"
@@ -195,6 +196,7 @@ class LockReader {
                         std::to_string(deps.size()) + ")",
                     dpath);
         std::vector<DependencyRef> out;
+        std::set<std::pair<std::string, std::string>> seen;  // name, version ("" for none)
         for (std::size_t k = 0; k < deps.size(); ++k) {
             std::string epath = TomlReader::index(dpath, k);
             const toml::node& n = *deps.get(k);
@@ -213,17 +215,18 @@ class LockReader {
                             epath + ".version");
                 d.version = std::move(*parsed);
             }
-            for (const auto& e : out)
-                if (e.name == d.name && e.version == d.version)
-                    r_.fail(&n, d.line, "Dependency '" + d.name + "' is listed twice", epath);
+            if (!seen.emplace(d.name, d.version ? d.version->str() : "").second)
+                r_.fail(&n, d.line, "Dependency '" + d.name + "' is listed twice", epath);
             out.push_back(std::move(d));
         }
         return out;
     }
 
     // Settles which entries each dependency names: an edge to a package the lock does not hold
-    // is an error naming both.
+    // is an error naming both. A name the lock holds many times, named by many edges without a
+    // version, would multiply: the links are bounded in all.
     void link_dependencies(Pylock& lock) {
+        std::size_t links = 0;
         std::multimap<std::string, std::size_t> by_name;
         for (std::size_t i = 0; i < lock.packages.size(); ++i)
             by_name.emplace(lock.packages[i].name, i);
@@ -235,8 +238,15 @@ class LockReader {
                 auto [first, last] = by_name.equal_range(d.name);
                 for (auto it = first; it != last; ++it) {
                     const Package& target = lock.packages[it->second];
-                    if (!d.version || (target.version && *target.version == *d.version))
+                    if (!d.version || (target.version && *target.version == *d.version)) {
+                        if (++links > kMaxDependencyLinks)
+                            r_.fail(nullptr, d.line,
+                                    "More than " + std::to_string(kMaxDependencyLinks) +
+                                        " dependency links in the lock",
+                                    TomlReader::index(
+                                        TomlReader::index("packages", i) + ".dependencies", k));
                         d.packages.push_back(it->second);
+                    }
                 }
                 if (d.packages.empty())
                     r_.fail(

@@ -175,3 +175,32 @@ TEST_CASE("hostile dependencies are refused with the file, line and key", "[lock
     REQUIRE_FALSE(lock.ok());
     CHECK_THAT(lock.error().message(), Catch::Contains("More than 4096 dependencies (4097)"));
 }
+
+TEST_CASE("a name held many times and named by many edges is bounded in all",
+          "[lock][dependencies]") {
+    // 1024 entries of `a`, each depending on `b`, which the lock holds 1025 times: more links
+    // than kMaxDependencyLinks, each edge legal on its own.
+    std::string text = "lock-version = \"1.0\"\ncreated-by = \"test\"\n";
+    auto entry = [&](const std::string& name, int k, bool edge) {
+        const std::string v = "1.0." + std::to_string(k);
+        text += "[[packages]]\nname = \"" + name + "\"\nversion = \"" + v + "\"\n";
+        if (edge) text += "dependencies = [{ name = \"b\" }]\n";
+        text += "[[packages.wheels]]\nurl = \"https://x/" + name + "-" + v +
+                "-py3-none-any.whl\"\nhashes = { sha256 = \"" + std::string(64, 'd') + "\" }\n";
+    };
+    for (int k = 0; k < 1025; ++k)
+        entry("b", k, false);
+    for (int k = 0; k < 1024; ++k)
+        entry("a", k, true);
+    auto lock = lock::Pylock::parse(text, "pylock.x.toml");
+    REQUIRE_FALSE(lock.ok());
+    CHECK_THAT(lock.error().message(), Catch::Contains("More than 1048576 dependency links"));
+    // With a version, each edge names one entry: the same shape is read.
+    std::string pinned = text;
+    std::size_t at = 0;
+    while ((at = pinned.find("{ name = \"b\" }", at)) != std::string::npos)
+        pinned.replace(at, 14, "{ name = \"b\", version = \"1.0.0\" }"), at += 30;
+    auto ok = lock::Pylock::parse(pinned, "pylock.x.toml");
+    REQUIRE(ok.ok());
+    CHECK(ok->has_dependency_graph() == false);  // the `b` entries record none
+}

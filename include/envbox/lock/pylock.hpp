@@ -76,6 +76,9 @@ struct DependencyRef {
 /// The most entries one package's `dependencies` may list: far above any real package's
 /// direct requirements, low enough that a hostile lock cannot make a graph of quadratic size.
 inline constexpr std::size_t kMaxDependencies = 4096;
+/// The most (dependency, entry) links a whole lock may make: a real lock has a few per package;
+/// a name held many times and named by many edges cannot make a graph past this.
+inline constexpr std::size_t kMaxDependencyLinks = std::size_t{1} << 20;
 
 /// One `[[packages]]` entry.
 struct Package {

@@ -62,7 +62,7 @@ void register_tree(CLI::App& app, GlobalOptions& global) {
     c->add_option("--invert", cmd->invert,
                   "Show the packages that depend on PKG, up to the manifest's requirements")
         ->option_text("PKG");
-    c->add_option("--depth", cmd->depth, "Show N levels below the top (default: all)")
+    c->add_option("--depth", cmd->depth, "Show N levels below the top (default: 255, as uv tree)")
         ->option_text("N")
         ->check(CLI::NonNegativeNumber);
     c->callback([&global, cmd] { run_tree(global, *cmd); });

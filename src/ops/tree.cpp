@@ -16,6 +16,12 @@ namespace fs = std::filesystem;
 namespace envbox::ops {
 namespace {
 
+// `tree` without --depth stops this far below the tops, as `uv tree` does: no real tree is
+// this deep, and a hostile lock's chain would print rails quadratic in its length.
+constexpr std::size_t kDefaultTreeDepth = 255;
+// The most nodes `why_paths` returns in all its paths.
+constexpr std::size_t kMaxWhyElements = 1000000;
+
 // Sorts `v` by the nodes' names (then versions), each node once.
 void sort_nodes(const DependencyGraph& g, std::vector<std::size_t>& v) {
     std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
@@ -85,32 +91,29 @@ void add_roots(DependencyGraph& g, const std::vector<std::string>& requirements,
     });
 }
 
-// Depth-first walk for tree_lines: `children` gives a node's next level.
-struct TreeWalk {
-    const DependencyGraph& g;
-    const TreeOptions& options;
-    std::vector<TreeLine> lines;
-    std::vector<bool> expanded;
-
-    const std::vector<std::size_t>& children(std::size_t n) const {
-        return options.invert ? g.nodes[n].dependents : g.nodes[n].dependencies;
-    }
-
-    void visit(std::size_t n, std::size_t depth, bool last, std::vector<std::string> extras) {
-        TreeLine line{depth, n, std::move(extras), false, last};
-        const auto& next = children(n);
-        if (!next.empty() && expanded[n]) {
-            line.repeated = true;
-            lines.push_back(std::move(line));
-            return;
-        }
+// The depth-first walk of tree_lines, with its own stack (a hostile lock's chain may be as deep
+// as it has packages): a node's subtree is shown the first time it is reached, then `(*)`.
+std::vector<TreeLine> walk_tree(const DependencyGraph& g, const TreeOptions& options,
+                                std::vector<TreeLine> tops) {
+    const std::size_t max_depth = options.depth.value_or(kDefaultTreeDepth);
+    std::vector<bool> expanded(g.nodes.size(), false);
+    std::vector<TreeLine> lines, stack(tops.rbegin(), tops.rend());
+    while (!stack.empty()) {
+        TreeLine line = std::move(stack.back());
+        stack.pop_back();
+        const auto& next =
+            options.invert ? g.nodes[line.node].dependents : g.nodes[line.node].dependencies;
+        line.repeated = !next.empty() && expanded[line.node];
+        const bool expand = !next.empty() && !line.repeated && line.depth < max_depth;
+        if (expand) expanded[line.node] = true;
+        const std::size_t depth = line.depth;
         lines.push_back(std::move(line));
-        if (next.empty() || (options.depth && depth >= *options.depth)) return;
-        expanded[n] = true;
-        for (std::size_t i = 0; i < next.size(); ++i)
-            visit(next[i], depth + 1, i + 1 == next.size(), {});
+        if (!expand) continue;
+        for (std::size_t i = next.size(); i-- > 0;)
+            stack.push_back(TreeLine{depth + 1, next[i], {}, false, i + 1 == next.size()});
     }
-};
+    return lines;
+}
 
 std::string lock_name_of(const DependencyGraph& g) {
     return g.lock.filename().string();
@@ -192,14 +195,14 @@ std::size_t package_node(const DependencyGraph& g, const std::string& package) {
 }
 
 std::vector<TreeLine> tree_lines(const DependencyGraph& g, const TreeOptions& options) {
-    TreeWalk walk{g, options, {}, std::vector<bool>(g.nodes.size(), false)};
-    if (options.invert) {
-        walk.visit(*options.invert, 0, true, {});
-        return std::move(walk.lines);
-    }
-    for (std::size_t i = 0; i < g.roots.size(); ++i)
-        walk.visit(g.roots[i].node, 0, i + 1 == g.roots.size(), g.roots[i].extras);
-    return std::move(walk.lines);
+    std::vector<TreeLine> tops;
+    if (options.invert)
+        tops.push_back(TreeLine{0, *options.invert, {}, false, true});
+    else
+        for (std::size_t i = 0; i < g.roots.size(); ++i)
+            tops.push_back(
+                TreeLine{0, g.roots[i].node, g.roots[i].extras, false, i + 1 == g.roots.size()});
+    return walk_tree(g, options, std::move(tops));
 }
 
 std::string render_tree(const DependencyGraph& g, const std::vector<TreeLine>& lines) {
@@ -257,30 +260,45 @@ WhyPaths why_paths(const DependencyGraph& g, std::size_t target, std::size_t lim
         for (std::size_t d : g.nodes[n].dependents)
             if (!leads[d]) leads[d] = true, todo.push_back(d);
     }
+    // Depth first with its own stack: each entry a node on the path and its next child.
     WhyPaths out;
-    std::vector<std::size_t> path;
+    std::vector<std::pair<std::size_t, std::size_t>> path;
     std::vector<bool> on_path(g.nodes.size(), false);
-    std::size_t steps = 0;  // a bound on the walk, however the graph is shaped
+    std::size_t steps = 0, elements = 0;  // bounds on the walk and on what it returns
     const std::size_t max_steps = std::max<std::size_t>(1000000, 100 * limit);
-    auto walk = [&](auto&& self, std::size_t n) -> void {
-        if (out.truncated) return;
-        if (++steps > max_steps || (n == target && out.paths.size() >= limit)) {
-            out.truncated = true;
-            return;
+    for (const auto& root : g.roots) {
+        if (!leads[root.node]) continue;
+        path.assign(1, {root.node, 0});
+        on_path[root.node] = true;
+        while (!path.empty() && !out.truncated) {
+            auto& [n, next] = path.back();
+            if (n == target || next == g.nodes[n].dependencies.size()) {
+                if (n == target) {
+                    if (out.paths.size() >= limit || (elements += path.size()) > kMaxWhyElements) {
+                        out.truncated = true;
+                        break;
+                    }
+                    out.paths.emplace_back();
+                    for (const auto& [node, _] : path)
+                        out.paths.back().push_back(node);
+                }
+                on_path[n] = false;
+                path.pop_back();
+                continue;
+            }
+            const std::size_t d = g.nodes[n].dependencies[next++];
+            if (!leads[d] || on_path[d]) continue;
+            if (++steps > max_steps) {
+                out.truncated = true;
+                break;
+            }
+            on_path[d] = true;
+            path.push_back({d, 0});
         }
-        path.push_back(n);
-        if (n == target) {
-            out.paths.push_back(path);
-        } else {
-            on_path[n] = true;
-            for (std::size_t d : g.nodes[n].dependencies)
-                if (leads[d] && !on_path[d]) self(self, d);
-            on_path[n] = false;
-        }
-        path.pop_back();
-    };
-    for (const auto& root : g.roots)
-        if (leads[root.node]) walk(walk, root.node);
+        for (const auto& [node, _] : path)
+            on_path[node] = false;
+        if (out.truncated) break;
+    }
     return out;
 }
 

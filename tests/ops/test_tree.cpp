@@ -177,3 +177,24 @@ TEST_CASE("a requirement whose package the lock lacks is no root", "[tree]") {
     CHECK(g.roots[0].requested);
     CHECK(g.nodes[g.roots[1].node].name == "transformers");
 }
+
+TEST_CASE("a hostile chain as long as a lock can be neither overflows nor floods", "[tree]") {
+    ops::DependencyGraph g;
+    const std::size_t n = 200000;
+    for (std::size_t i = 0; i < n; ++i) {
+        g.nodes.push_back({"p" + std::to_string(i), "1.0", {}, {}});
+        if (i > 0) {
+            g.nodes[i - 1].dependencies.push_back(i);
+            g.nodes[i].dependents.push_back(i - 1);
+        }
+    }
+    g.roots.push_back({0, {}, true});
+    CHECK(ops::tree_lines(g, {}).size() == 256);  // 255 levels below the top, as uv tree
+    CHECK(ops::tree_lines(g, {std::nullopt, n}).size() == n);
+    ops::TreeOptions inverted{n - 1, n};
+    CHECK(ops::tree_lines(g, inverted).back().node == 0);
+    auto why = ops::why_paths(g, n - 1);
+    REQUIRE(why.paths.size() == 1);
+    CHECK(why.paths[0].size() == n);
+    CHECK_FALSE(why.truncated);
+}

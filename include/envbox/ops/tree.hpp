@@ -63,7 +63,7 @@ std::size_t package_node(const DependencyGraph& g, const std::string& package);
 struct TreeOptions {
     /// Show who depends on this node, up to the roots, instead of the tree from the roots.
     std::optional<std::size_t> invert;
-    /// Levels below the top to show (0: the tops alone); nullopt: all.
+    /// Levels below the top to show (0: the tops alone); nullopt: 255, as `uv tree`.
     std::optional<std::size_t> depth;
 };
 
@@ -92,7 +92,8 @@ Json tree_json(const DependencyGraph& g, const std::vector<TreeLine>& lines,
                const TreeOptions& options);
 
 /// The paths from a root to `target` (each a list of nodes, root first, `target` last), no
-/// node twice in a path, in order of the roots and then of the names along the path.
+/// node twice in a path, in order of the roots and then of the names along the path. Bounded:
+/// `limit` paths, a million nodes in all, a walk of at most max(10^6, 100·limit) steps.
 struct WhyPaths {
     std::vector<std::vector<std::size_t>> paths;
     bool truncated = false;  ///< stopped at `limit` paths

@@ -73,6 +73,9 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
                        {"files", d.files},
                        {"bytes", d.bytes},
                        {"unique_bytes", d.unique_bytes},
+                       {"bytecode", Json{{"files", d.bytecode_files},
+                                         {"bytes", d.bytecode_bytes},
+                                         {"shared_bytes", d.bytecode_shared_bytes}}},
                        {"generations", std::move(generations)},
                        {"packages", std::move(packages)}};
         std::printf("%s\n", json_line(report).c_str());
@@ -91,6 +94,12 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
                 d.current->python.c_str(), d.current->platform.c_str());
     std::printf("%zu files, %s; %s unique to this generation, the rest shared\n", d.files,
                 human_bytes(d.bytes).c_str(), human_bytes(d.unique_bytes).c_str());
+    if (d.bytecode_files > 0)
+        std::printf("bytecode: %zu .pyc files, %s; %s shared with other environments\n",
+                    d.bytecode_files, human_bytes(d.bytecode_bytes).c_str(),
+                    human_bytes(d.bytecode_shared_bytes).c_str());
+    else
+        std::printf("bytecode: none\n");
     std::printf("%zu packages:\n", d.current->packages.size());
     for (const auto& p : d.current->packages)
         std::printf("  %s %s\n", p.name.c_str(), p.version.c_str());

@@ -348,7 +348,8 @@ void decide_path(const Planner& planner, const std::vector<InstallRequest>& requ
     for (std::size_t k = 0; k < g.size(); ++k) {
         out.placed[g[k]] = k == *winner;
         out.listed[g[k]] = keys[k] == keys[*winner];
-        if (!out.listed[g[k]]) ++won[{ps[g[*winner]].wheel, ps[g[k]].wheel}];
+        // A .pyc follows its source: counted with it, not as a path of its own.
+        if (!out.listed[g[k]] && !ps[g[k]].bytecode) ++won[{ps[g[*winner]].wheel, ps[g[k]].wheel}];
     }
 }
 

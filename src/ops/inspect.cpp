@@ -114,6 +114,12 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
         auto size = static_cast<std::uint64_t>(st.st_size);
         d.bytes += size;
         if (st.st_nlink <= 2) d.unique_bytes += size;
+        if (it->path().extension() == ".pyc" &&
+            it->path().parent_path().filename() == "__pycache__") {
+            d.bytecode_files++;
+            d.bytecode_bytes += size;
+            if (st.st_nlink > 2) d.bytecode_shared_bytes += size;
+        }
     }
     return d;
 }

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Black-box tests of bytecode in the store: every module an environment installs gets its
+.pyc, compiled once per store by the environment's interpreter and hard-linked, with the real
+envbox binary, real wheels and real interpreters.
+
+    test_bytecode.py ENVBOX_BINARY
+"""
+import glob
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import PYTHON, Fixture, envbox, keep_or_remove, manifest_text, site_packages, \
+    write_manifest  # noqa: E402
+from wheelgen import Wheel  # noqa: E402
+
+MODULES = {
+    "pkg/__init__.py": "from .core import answer\n",
+    "pkg/core.py": "def answer():\n    return 42\n\ndef boom():\n    raise ValueError('from pkg.core')\n",
+    "pkg/sub/__init__.py": "",
+    "pkg/sub/deep.py": "X = [i * i for i in range(10)]\n",
+    "pkg/py2_only.py": "print 'this is Python 2'\n",  # does not compile: no .pyc, as pip leaves it
+    "pkg/data.txt": "not a module\n",
+}
+# A second wheel: its own modules plus a .data/purelib module and a script that is not a module.
+OTHER = {
+    "other/__init__.py": "NAME = 'other'\n",
+    "other-1.0.data/purelib/other_extra.py": "EXTRA = True\n",
+    "other-1.0.data/scripts/tool.py": "#!python\nprint('tool')\n",
+}
+
+
+def cache_tag(python):
+    return subprocess.run([python, "-I", "-c", "import sys; print(sys.implementation.cache_tag)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def pycs(root):
+    """Every .pyc under root, relative to it (symbolic links, like lib64, not followed)."""
+    out = []
+    for dirpath, _, files in os.walk(root):
+        out += [os.path.relpath(os.path.join(dirpath, f), root) for f in files if f.endswith(".pyc")]
+    return sorted(out)
+
+
+def objects(home):
+    """Every object file of the store (shard/name)."""
+    base = os.path.join(home, "store-v1", "objects", "sha256")
+    return {os.path.relpath(p, base) for p in glob.glob(os.path.join(base, "*", "*"))}
+
+
+def bytecode_lists(home):
+    return sorted(glob.glob(os.path.join(home, "store-v1", "wheels", "*", "bytecode", "*")))
+
+
+class Bytecode(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-bytecode-")
+        self.home = os.path.join(self.tmp, "home")
+        self.fx = Fixture(self.tmp, "proj", [Wheel("pkg", "1.0", MODULES), Wheel("other", "1.0", OTHER)])
+        self.tag = cache_tag(PYTHON)
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def run_envbox(self, *args, check=True, home=None, **kw):
+        return envbox(*args, home=home or self.home, project=self.fx.project, check=check, **kw)
+
+    def create(self, env_name, *extra, home=None, **kw):
+        """create ENV from the fixture's lock; returns its --json report."""
+        r = self.run_envbox("--json", "create", env_name, "--lock", self.fx.lock, *extra, home=home, **kw)
+        return json.loads(r.stdout)
+
+    def site(self, env, home=None):
+        return site_packages(envboxtest.current_generation(home or self.home, env))
+
+    def test_every_module_gets_its_pyc_and_python_uses_it_in_the_sandbox(self):
+        report = self.create("a")
+        site = self.site("a")
+        t = self.tag
+        self.assertEqual(pycs(site), sorted([
+            f"other/__pycache__/__init__.{t}.pyc", f"__pycache__/other_extra.{t}.pyc",
+            f"pkg/__pycache__/__init__.{t}.pyc", f"pkg/__pycache__/core.{t}.pyc",
+            f"pkg/sub/__pycache__/__init__.{t}.pyc", f"pkg/sub/__pycache__/deep.{t}.pyc"]))
+        self.assertEqual(report["compiled"], 6)
+        self.assertEqual(report["bytecode"], 6)
+        # Nothing else got one: the script, the data file, the module that does not compile.
+        env_root = envboxtest.current_generation(self.home, "a")
+        self.assertEqual(len(pycs(env_root)), 6)
+        # Each .pyc is a PEP 552 unchecked-hash pyc (flags 0b01) of this interpreter's magic.
+        magic = importlib.util.MAGIC_NUMBER if sys.executable == PYTHON else subprocess.run(
+            [PYTHON, "-c", "import importlib.util, sys; sys.stdout.write(importlib.util.MAGIC_NUMBER.hex())"],
+            capture_output=True, text=True, check=True).stdout
+        magic = magic.hex() if isinstance(magic, bytes) else magic
+        with open(os.path.join(site, f"pkg/__pycache__/core.{t}.pyc"), "rb") as f:
+            head = f.read(16)
+        self.assertEqual(head[:4].hex(), magic)
+        self.assertEqual(int.from_bytes(head[4:8], "little"), 0b01)
+        # Read-only, hard-linked from the store, with the store's fixed mtime.
+        st = os.stat(os.path.join(site, f"pkg/__pycache__/core.{t}.pyc"))
+        self.assertEqual(st.st_mode & 0o777, 0o444)
+        self.assertGreaterEqual(st.st_nlink, 2)
+        # In the read-only sandbox, the import takes the .pyc ("matches", "code object from").
+        r = self.run_envbox("run", "a", "--", "python", "-v", "-c", "import pkg; print(pkg.answer())")
+        self.assertEqual(r.stdout, "42\n")
+        self.assertIn(f"code object from '{site}/pkg/__pycache__/core.{t}.pyc'", r.stderr)
+        self.assertNotIn("could not create", r.stderr)  # Python never tried to write a cache
+        self.run_envbox("verify", "a", "--deep")
+
+    def test_a_second_environment_links_the_same_pyc_and_compiles_nothing(self):
+        self.create("a")
+        before = objects(self.home)
+        lists = bytecode_lists(self.home)
+        report = self.create("b")
+        self.assertEqual(report["compiled"], 0)
+        self.assertEqual(report["bytecode"], 6)
+        self.assertEqual(objects(self.home), before, "no object was added")
+        self.assertEqual(bytecode_lists(self.home), lists)
+        a, b = self.site("a"), self.site("b")
+        for rel in pycs(a):
+            self.assertEqual(os.stat(os.path.join(a, rel)).st_ino, os.stat(os.path.join(b, rel)).st_ino, rel)
+        r = self.run_envbox("show", "b", "--json")
+        shown = json.loads(r.stdout)
+        self.assertEqual(shown["bytecode"]["files"], 6)
+        self.assertGreater(shown["bytecode"]["bytes"], 0)
+        self.assertEqual(shown["bytecode"]["shared_bytes"], shown["bytecode"]["bytes"])
+
+    def test_the_bytes_do_not_depend_on_where_the_environment_lives(self):
+        self.create("a")
+        other_home = os.path.join(self.tmp, "elsewhere", "deeper", "home2")
+        self.create("a", home=other_home)
+        here, there = self.site("a"), self.site("a", home=other_home)
+        self.assertNotEqual(here, there)
+        self.assertEqual(pycs(here), pycs(there))
+        for rel in pycs(here):
+            with open(os.path.join(here, rel), "rb") as f1, open(os.path.join(there, rel), "rb") as f2:
+                data = f1.read()
+                self.assertEqual(data, f2.read(), rel)
+            self.assertNotIn(self.tmp.encode(), data, rel)
+        # The relative dfile is in the bytes; the import system puts the real path in its place.
+        with open(os.path.join(here, f"pkg/__pycache__/core.{self.tag}.pyc"), "rb") as f:
+            self.assertIn(b"pkg/core.py", f.read())
+
+    def test_a_traceback_names_the_file_under_the_environment(self):
+        self.create("a")
+        site = self.site("a")
+        r = self.run_envbox("run", "a", "--", "python", "-c", "import pkg.core; pkg.core.boom()", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(f'File "{site}/pkg/core.py", line 5, in boom', r.stderr)
+        self.assertIn("raise ValueError('from pkg.core')", r.stderr)  # the source line, read by linecache
+        r = self.run_envbox("run", "a", "--", "python", "-c", "import pkg.core; print(pkg.core.answer.__code__.co_filename)")
+        self.assertEqual(r.stdout, f"{site}/pkg/core.py\n")
+
+    def test_verify_finds_a_tampered_pyc_and_a_planted_one(self):
+        self.create("a")
+        site = self.site("a")
+        core = os.path.join(site, f"pkg/__pycache__/core.{self.tag}.pyc")
+        # A planted cache beside the linked ones (what Python would write with -O) is extra.
+        planted = os.path.join(site, f"pkg/__pycache__/core.{self.tag}.opt-1.pyc")
+        with open(planted, "wb") as f:
+            f.write(b"planted")
+        r = self.run_envbox("verify", "a", "--json", check=False)
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        drift = json.loads(r.stdout)["drift"]
+        self.assertEqual([(d["kind"], d["path"]) for d in drift],
+                         [("extra", f"lib/python{envboxtest.PYV}/site-packages/pkg/__pycache__/core.{self.tag}.opt-1.pyc")])
+        os.unlink(planted)
+        self.run_envbox("verify", "a")
+        # An edited .pyc (through its hard link, as root or without the sandbox could) is drift
+        # of the store object, named with its source.
+        with open(core, "rb") as f:
+            data = bytearray(f.read())
+        data[-1] ^= 0xff
+        os.chmod(core, 0o644)
+        with open(core, "r+b") as f:
+            f.write(data)
+        os.chmod(core, 0o444)
+        for deep in ([], ["--deep"]):
+            r = self.run_envbox("verify", "a", "--json", *deep, check=False)
+            self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+            drift = json.loads(r.stdout)["drift"]
+            self.assertTrue(any(f"pkg/__pycache__/core.{self.tag}.pyc" in d["path"] + d["detail"]
+                                for d in drift), drift)
+        # create --force repairs it: the .pyc is compiled again and linked fresh.
+        r = self.run_envbox("create", "a", "--lock", self.fx.lock, "--force")
+        self.assertIn("compiling", r.stderr)
+        self.run_envbox("verify", "a", "--deep")
+        site = self.site("a")
+        r = self.run_envbox("run", "a", "--", "python", "-c", "import pkg; print(pkg.answer())")
+        self.assertEqual(r.stdout, "42\n")
+
+    def test_no_compile_and_the_manifest_setting(self):
+        report = self.create("a", "--no-compile")
+        self.assertEqual(report["bytecode"], 0)
+        self.assertEqual(pycs(envboxtest.current_generation(self.home, "a")), [])
+        self.assertEqual(bytecode_lists(self.home), [])
+        # The environment's python run directly (an activated venv, an IDE) writes its own
+        # caches: verify reports each as extra.
+        gen = envboxtest.current_generation(self.home, "a")
+        subprocess.run([os.path.join(gen, "bin", "python"), "-c", "import pkg"], check=True,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
+        r = self.run_envbox("verify", "a", "--json", check=False)
+        self.assertEqual(r.returncode, 5)
+        extra = [d["path"] for d in json.loads(r.stdout)["drift"] if d["kind"] == "extra"]
+        self.assertIn(f"lib/python{envboxtest.PYV}/site-packages/pkg/__pycache__/", extra)  # the folder, whole
+        # Compiling is part of what a generation is: the same lock with bytecode is a new one.
+        report = self.create("a")
+        self.assertTrue(report["changed"])
+        self.assertEqual(report["bytecode"], 6)
+        # [install] compile = false in the manifest does what --no-compile does.
+        write_manifest(self.fx.project, "m", manifest_text(["pkg"], extra="[install]\ncompile = false\n"))
+        shutil.copy(self.fx.lock, os.path.join(self.fx.project, "manifests", "pylock.m.toml"))
+        r = json.loads(self.run_envbox("--json", "create", "m").stdout)
+        self.assertEqual(r["bytecode"], 0)
+
+    def test_pythonoptimize_in_run_env_adds_that_level(self):
+        write_manifest(self.fx.project, "opt", manifest_text(["pkg"], extra='[run.env]\nPYTHONOPTIMIZE = "2"\n'))
+        shutil.copy(self.fx.lock, os.path.join(self.fx.project, "manifests", "pylock.opt.toml"))
+        r = json.loads(self.run_envbox("--json", "create", "opt").stdout)
+        self.assertEqual(r["bytecode"], 12)  # level 0 and level 2
+        site = self.site("opt")
+        self.assertIn(f"pkg/__pycache__/core.{self.tag}.opt-2.pyc", pycs(site))
+        r = self.run_envbox("run", "opt", "--", "python", "-v", "-c", "import pkg")
+        self.assertIn(f"code object from '{site}/pkg/__pycache__/core.{self.tag}.opt-2.pyc'", r.stderr)
+        self.run_envbox("verify", "opt")
+
+    def test_gc_removes_pyc_objects_nothing_links(self):
+        self.create("a")
+        with_bytecode = objects(self.home)
+        self.create("a", "--no-compile")  # generation 2, no bytecode; generation 1 still has it
+        r = self.run_envbox("--json", "gc", "--keep", "2")
+        self.assertEqual(json.loads(r.stdout)["bytecode_removed"], 0)
+        self.assertEqual(objects(self.home), with_bytecode)
+        r = json.loads(self.run_envbox("--json", "gc", "--keep", "1").stdout)
+        self.assertEqual(r["bytecode_removed"], 2)  # one list per wheel
+        self.assertEqual(r["objects_removed"], 6)   # the six .pyc objects
+        self.assertEqual(bytecode_lists(self.home), [])
+        self.assertEqual(len(objects(self.home)), len(with_bytecode) - 6)
+        self.run_envbox("verify", "a")
+        self.run_envbox("verify", "--store", "--deep")
+
+    def test_two_interpreters_never_share_a_pyc(self):
+        other = None
+        for v in ("3.12", "3.13", "3.10"):
+            for cand in sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{v}*/bin/python{v}"))) + \
+                    [shutil.which(f"python{v}") or ""]:
+                if cand and os.path.exists(cand) and "shims" not in cand:
+                    other = cand
+                    break
+            if other:
+                break
+        if not other:
+            self.skipTest("no second CPython (3.10, 3.12 or 3.13) on this machine")
+        self.create("a")
+        report = self.create("b", env={"ENVBOX_PYTHON": other})
+        other_tag = cache_tag(other)
+        self.assertNotEqual(other_tag, self.tag)
+        self.assertEqual(report["compiled"], 6, "nothing of the 3.11 bytecode serves another interpreter")
+        a, b = self.site("a"), self.site("b")
+        self.assertTrue(all(other_tag in p for p in pycs(b)), pycs(b))
+        inodes_a = {os.stat(os.path.join(a, p)).st_ino for p in pycs(a)}
+        inodes_b = {os.stat(os.path.join(b, p)).st_ino for p in pycs(b)}
+        self.assertFalse(inodes_a & inodes_b)
+        self.assertEqual(len(bytecode_lists(self.home)), 4)
+        r = self.run_envbox("run", "b", "--", "python", "-v", "-c", "import pkg", env={"ENVBOX_PYTHON": other})
+        self.assertIn(f"pkg/__pycache__/core.{other_tag}.pyc matches", r.stderr)
+        self.run_envbox("verify", "b", env={"ENVBOX_PYTHON": other})
+        self.run_envbox("verify", "a")
+
+
+if __name__ == "__main__":
+    envboxtest.take_binary()
+    unittest.main()

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The install benchmark: a generated torch-shaped wheel set, installed by envbox cold (empty
 store) and warm (store populated, new environment), against `cp -al` of the finished tree (the
-hard-link floor) and `pip install` of the same wheels, all in one run.
+hard-link floor) and `pip install` of the same wheels (with and without its bytecode
+compilation), all in one run. envbox's environments have bytecode (`cold`, `warm`); one cold
+create runs with `--no-compile` for the difference.
 
     bench/torch_shaped.py [--envbox build/envbox] [--work DIR] [--python /usr/bin/python3]
                           [--scale 1.0] [--skip-pip]
@@ -37,6 +39,28 @@ def text_file(rng, size):
         line = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) + "\n"
         out.append(line)
         n += len(line)
+    return "".join(out).encode()
+
+
+def python_file(rng, size):
+    # Valid Python (every module compiles, as a real package's do): functions, classes and
+    # constants built from the same words.
+    out, n, k = [], 0, 0
+    while n < size:
+        k += 1
+        w = [rng.choice(WORDS) for _ in range(rng.randint(2, 6))]
+        kind = rng.random()
+        if kind < 0.4:
+            text = (f"def {w[0]}_{k}(self, {w[1]}_a, {w[-1]}_b=None):\n"
+                    f"    if {w[1]}_a is None:\n        return {k}\n"
+                    f"    return [{w[1]}_a * {rng.randint(1, 99)} for _ in range({rng.randint(1, 9)})]\n\n")
+        elif kind < 0.6:
+            text = (f"class {w[0].title()}{k}:\n    \"\"\"{' '.join(w)}.\"\"\"\n\n"
+                    f"    def forward(self, x):\n        return x.{w[1]}_op() + {rng.random():.4f}\n\n")
+        else:
+            text = f"{w[0].upper()}_{k} = {' '.join(w)!r}\n"
+        out.append(text)
+        n += len(text)
     return "".join(out).encode()
 
 
@@ -86,7 +110,7 @@ def package_files(rng, top, n_files, n_dirs, shared):
         elif kind < 0.25:
             files[f"{d}/h{i}.h"] = text_file(rng, rng.randint(200, 6000))
         else:
-            files[f"{d}/m{i}.py"] = text_file(rng, int(rng.lognormvariate(7.8, 1.0)) + 50)
+            files[f"{d}/m{i}.py"] = python_file(rng, int(rng.lognormvariate(7.8, 1.0)) + 50)
     return files
 
 
@@ -192,6 +216,9 @@ def main():
     results["cold_create_s"] = statistics.median(s for s, _ in cold)
     results["cold_create_runs_s"] = [round(s, 3) for s, _ in cold]
     results["cold_peak_rss_mb"] = max(m for _, m in cold)
+    # The same without bytecode (--no-compile), once: what compiling adds to a cold create.
+    results["cold_nocompile_s"] = timed([envbox, "--home", os.path.join(runs, "home-nc"), "--project",
+                                         project, "-q", "create", "cold", "--no-compile"], env)[0]
     home = homes[0]
     key = os.listdir(os.path.join(home, "envs"))[0]
     gen = os.path.realpath(os.path.join(home, "envs", key, "cold", "current"))
@@ -244,6 +271,13 @@ def main():
                               "--find-links", wheel_dir] + names)[0])
         results["pip_s"] = statistics.median(pip)
         results["pip_runs_s"] = [round(s, 3) for s in pip]
+        # pip as it runs by default: compiling every module (timestamp .pyc files).
+        venv = os.path.join(runs, "pip-venv-compile")
+        subprocess.run([args.python, "-m", "venv", "--without-pip", venv], check=True)
+        results["pip_compile_s"] = timed([args.python, os.path.join("/usr/share/python-wheels", pip_wheel, "pip"),
+                                          "--python", os.path.join(venv, "bin", "python"), "install", "-q",
+                                          "--no-deps", "--no-index", "--disable-pip-version-check",
+                                          "--find-links", wheel_dir] + names)[0]
     shutil.rmtree(runs, ignore_errors=True)
 
     r = results
@@ -253,12 +287,14 @@ def main():
     if "pip_s" in r:
         r["pip_over_cold"] = r["pip_s"] / r["cold_create_s"]
         r["pip_over_warm"] = r["pip_s"] / r["warm_create_s"]
+        r["pip_compile_over_cold"] = r["pip_compile_s"] / r["cold_create_s"]
     with open(os.path.join(work, "results.json"), "w") as f:
         json.dump(r, f, indent=2)
     print(f"wheel set: {r['wheels']} wheels, {r['wheel_bytes'] / 1e6:.0f} MB; environment: "
           f"{r['env_files']} files, {r['env_dirs']} directories, {r['env_bytes'] / 1e6:.0f} MB")
     print(f"envbox cold create  {r['cold_create_s']:8.2f} s   {r['cold_mb_per_s']:.0f} MB/s of wheels, "
           f"{r['cold_unpacked_mb_per_s']:.0f} MB/s unpacked, peak RSS {r['cold_peak_rss_mb']:.0f} MB")
+    print(f"  --no-compile      {r['cold_nocompile_s']:8.2f} s   (cold, without bytecode)")
     print(f"envbox warm create  {r['warm_create_s']:8.2f} s   peak RSS {r['warm_peak_rss_mb']:.0f} MB")
     print(f"cp -al              {r['cp_al_s']:8.2f} s   warm/cp-al = {r['warm_over_cp_al']:.2f}x")
     print(f"no-op create        {r['noop_create_s'] * 1000:8.1f} ms")
@@ -268,6 +304,7 @@ def main():
     if "pip_s" in r:
         print(f"pip install         {r['pip_s']:8.2f} s   pip/cold = {r['pip_over_cold']:.1f}x, "
               f"pip/warm = {r['pip_over_warm']:.0f}x")
+        print(f"pip install, compiling {r['pip_compile_s']:5.2f} s   pip/cold = {r['pip_compile_over_cold']:.1f}x")
 
 
 if __name__ == "__main__":

@@ -149,6 +149,38 @@ TEST_CASE("generation_digest: the lock, the interpreter, the platform and prefer
     CHECK(generation_digest("lock text", t, &m) == base);  // no [install].prefer: the same
     m.install_prefer.push_back({"opencv-python-headless", 3});
     CHECK(generation_digest("lock text", t, &m) != base);
+    // Bytecode is part of what a generation links: with it, and per level, another digest.
+    const store::BytecodeKey k0{"cpython-311", "a70d0d0a", 0}, k1{"cpython-311", "a70d0d0a", 1};
+    const std::string compiled = generation_digest("lock text", t, nullptr, {k0});
+    CHECK(compiled != base);
+    CHECK(generation_digest("lock text", t, nullptr, {k0, k1}) != compiled);
+    CHECK(generation_digest("lock text", t, nullptr, {k0}) == compiled);
+}
+
+TEST_CASE(
+    "bytecode_keys: none with --no-compile or [install] compile = false; PYTHONOPTIMIZE "
+    "adds its level",
+    "[ops][create]") {
+    const ops::Target t = target();
+    env::Interpreter in = *t.interpreter;
+    in.cache_tag = "cpython-311";
+    in.magic = "a70d0d0a";
+    ops::Progress progress;
+    ops::CreateOptions opt;
+    CHECK(bytecode_keys(in, nullptr, opt, progress).size() == 1);
+    lock::Manifest m;
+    m.run_env["PYTHONOPTIMIZE"] = "1";
+    auto keys = bytecode_keys(in, &m, opt, progress);
+    REQUIRE(keys.size() == 2);
+    CHECK(keys[1].optimize == 1);
+    m.install_compile = false;
+    CHECK(bytecode_keys(in, &m, opt, progress).empty());
+    m.install_compile = true;
+    opt.compile = false;
+    CHECK(bytecode_keys(in, &m, opt, progress).empty());
+    opt.compile.reset();
+    in.cache_tag.clear();  // an interpreter that cannot cache bytecode: none, with a note
+    CHECK(bytecode_keys(in, &m, opt, progress).empty());
 }
 
 TEST_CASE("next_generation_number: one past the highest; unstamped leftovers go", "[ops][create]") {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <deque>
 #include <map>
-#include <set>
 
 #include "envbox/lock/writer.hpp"
 #include "envbox/pep/name.hpp"
@@ -22,11 +21,13 @@ constexpr std::size_t kDefaultTreeDepth = 255;
 // The most nodes `why_paths` returns in all its paths.
 constexpr std::size_t kMaxWhyElements = 1000000;
 
-// Sorts `v` by the nodes' names (then versions), each node once.
+// Sorts `v` by the nodes' names, then versions, then position (two entries alike in both stay
+// apart, so each node is kept once).
 void sort_nodes(const DependencyGraph& g, std::vector<std::size_t>& v) {
     std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
         const auto &x = g.nodes[a], &y = g.nodes[b];
-        return x.name != y.name ? x.name < y.name : x.version < y.version;
+        if (x.name != y.name) return x.name < y.name;
+        return x.version != y.version ? x.version < y.version : a < b;
     });
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
@@ -48,15 +49,18 @@ void reach(const DependencyGraph& g, std::size_t start, std::vector<bool>& seen)
 void add_roots(DependencyGraph& g, const std::vector<std::string>& requirements,
                const fs::path& source) {
     std::map<std::size_t, DependencyGraph::Root> roots;
+    std::multimap<std::string, std::size_t> by_name;
+    for (std::size_t i = 0; i < g.nodes.size(); ++i)
+        by_name.emplace(g.nodes[i].name, i);
     for (const auto& text : requirements) {
         auto r = pep::Requirement::parse(text);
         if (!r)
             throw Error(ErrorCode::invalid_input, source.string() +
                                                       ": [tool.envbox] requirement '" + text +
                                                       "': " + r.error().message());
-        const std::string name = r->canonical_name();
-        for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-            if (g.nodes[i].name != name) continue;
+        auto [first, last] = by_name.equal_range(r->canonical_name());
+        for (auto it = first; it != last; ++it) {
+            const std::size_t i = it->second;
             auto& root = roots[i];
             root.node = i;
             root.requested = true;

@@ -147,6 +147,24 @@ class TreeAndWhy(unittest.TestCase):
         self.assertEqual([[p["name"] for p in path] for path in report["paths"]],
                          [["torch", "nvidia-cublas-cu12"], ["torch", "nvidia-cudnn-cu12", "nvidia-cublas-cu12"]])
 
+    def test_who_pulled_in_cublas_13(self):
+        with open(os.path.join(self.project, "manifests", "infer.toml"), "w") as f:
+            f.write(indexworld.manifest(self.server.url, "cu130", ["torch==2.11.0+cu130", "sglang"]))
+        self.envbox("lock", "infer")
+        self.assertEqual(self.envbox("why", "infer", "nvidia-cublas").stdout,
+                         "sglang 0.5.3 → torch 2.11.0+cu130 → cuda-toolkit 13.0.1 → nvidia-cublas 13.0.0.19\n"
+                         "sglang 0.5.3 → torch 2.11.0+cu130 → nvidia-cublas 13.0.0.19\n"
+                         "sglang 0.5.3 → torch 2.11.0+cu130 → nvidia-cudnn-cu13 9.13.0.50 → nvidia-cublas 13.0.0.19\n"
+                         "torch 2.11.0+cu130 → cuda-toolkit 13.0.1 → nvidia-cublas 13.0.0.19\n"
+                         "torch 2.11.0+cu130 → nvidia-cublas 13.0.0.19\n"
+                         "torch 2.11.0+cu130 → nvidia-cudnn-cu13 9.13.0.50 → nvidia-cublas 13.0.0.19\n")
+        # torch is a requirement and sglang's: the inverted tree shows sglang, why shows both.
+        self.assertEqual(self.envbox("tree", "infer", "--invert", "torch").stdout,
+                         "torch 2.11.0+cu130\n└── sglang 0.5.3\n")
+        self.assertEqual(self.envbox("why", "infer", "torch").stdout,
+                         "sglang 0.5.3 → torch 2.11.0+cu130\n"
+                         "torch 2.11.0+cu130 (a requirement of the manifest)\n")
+
     def test_unknown_package_and_bad_arguments(self):
         for args in (("why", "train", "nvidia-cublas"), ("tree", "train", "--invert", "nvidia-cublas")):
             r = self.envbox(*args, check=False)

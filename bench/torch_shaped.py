@@ -181,7 +181,8 @@ def main():
     args = ap.parse_args()
     envbox = os.path.abspath(args.envbox)
     work = os.path.abspath(args.work)
-    wheel_dir = os.path.join(work, f"wheels-{args.scale}")
+    # v2: every module is valid Python (compiled to bytecode); v1 sets are not reused.
+    wheel_dir = os.path.join(work, f"wheels-v2-{args.scale}")
     stamp = os.path.join(wheel_dir, ".complete")
     if not os.path.exists(stamp):
         shutil.rmtree(wheel_dir, ignore_errors=True)

@@ -30,8 +30,8 @@ TEST_CASE("BytecodeCompiler: the interpreter's own pycs, compiled as the relativ
     const store::BytecodeKey key = env::bytecode_key(in, 0);
     CHECK(key.cache_tag == in.cache_tag);
 
-    write_file_atomic(tmp.path / "good.py", "def f():\n    \"\"\"Doc.\"\"\"\n    return 'x' * 3\n", 0444,
-                      Durability::none);
+    write_file_atomic(tmp.path / "good.py", "def f():\n    \"\"\"Doc.\"\"\"\n    return 'x' * 3\n",
+                      0444, Durability::none);
     write_file_atomic(tmp.path / "bad.py", "def f(:\n", 0444, Durability::none);
     env::BytecodeCompiler c(in, 2);
     env::CompileResult r = c.compile(tmp.path / "good.py", "pkg/good.py", 0);

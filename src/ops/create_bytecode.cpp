@@ -31,6 +31,14 @@ std::vector<store::BytecodeKey> bytecode_keys(const env::Interpreter& in,
     return keys;
 }
 
+std::size_t bytecode_lists_to_compile(const std::vector<Item>& items) {
+    std::size_t n = 0;
+    for (const auto& item : items)
+        for (const auto& b : item.bytecode)
+            n += b.compile;
+    return n;
+}
+
 void plan_bytecode(const store::Store& store, std::vector<Item>& items,
                    const std::vector<store::BytecodeKey>& keys, bool hash, unsigned jobs,
                    Progress& progress) {
@@ -70,11 +78,13 @@ struct BytecodeTasks::State {
     std::vector<store::BytecodeSource> sources;
     std::vector<std::optional<store::BytecodeFile>> done;
     std::atomic<std::size_t> failed{0}, compiled{0};
+    std::atomic<std::size_t> batches_left{0};
     std::atomic<std::int64_t> nanoseconds{0};
 };
 
-BytecodeTasks::BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs)
-    : store_(store), compiler_(in, jobs) {}
+BytecodeTasks::BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
+                             Progress& progress)
+    : store_(store), compiler_(in, jobs), progress_(progress) {}
 
 BytecodeTasks::~BytecodeTasks() = default;
 
@@ -95,14 +105,28 @@ void BytecodeTasks::add(Item& item, TaskPool& pool) {
             std::lock_guard lock(mutex_);
             states_.push_back(std::move(st));
         }
-        std::size_t begin = 0;
-        while (begin < raw->sources.size()) {
+        // The batches first, then their tasks: the last batch to finish advances the progress.
+        std::vector<std::pair<std::size_t, std::uint64_t>> batches;  // end, bytes
+        for (std::size_t begin = 0; begin < raw->sources.size();) {
             std::size_t end = begin;
             std::uint64_t bytes = 0;
             while (end < raw->sources.size() && end - begin < kBatchFiles && bytes < kBatchBytes)
                 bytes += raw->sources[end++].member->size;
+            batches.emplace_back(end, bytes);
+            begin = end;
+        }
+        if (batches.empty()) {
+            progress_.advance(1);
+            continue;
+        }
+        raw->batches_left = batches.size();
+        std::size_t begin = 0;
+        for (const auto& [end, bytes] : batches) {
             // Compiling costs more per byte than ingest's writes: weigh it so.
-            pool.add(bytes * 4, [this, raw, begin, end](TaskPool&) { run(*raw, begin, end); });
+            pool.add(bytes * 4, [this, raw, begin, end = end](TaskPool&) {
+                run(*raw, begin, end);
+                if (--raw->batches_left == 0) progress_.advance(1);
+            });
             begin = end;
         }
     }

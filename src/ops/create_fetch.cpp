@@ -211,19 +211,18 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
         std::count_if(items.begin(), items.end(), [](const Item& i) { return i.repair; });
     if (!missing.empty() && plan.offline) check_offline(items, missing, plan);
     plan_bytecode(store, items, plan.bytecode, plan.verify_by_content, plan.jobs, progress);
-    const bool compile = std::any_of(items.begin(), items.end(), [](const Item& i) {
-        return std::any_of(i.bytecode.begin(), i.bytecode.end(),
-                           [](const ItemBytecode& b) { return b.compile; });
-    });
+    const std::size_t to_compile = bytecode_lists_to_compile(items);
     std::optional<BytecodeTasks> bytecode;
-    if (compile) bytecode.emplace(store, *plan.interpreter, plan.jobs);
+    if (to_compile > 0) bytecode.emplace(store, *plan.interpreter, plan.jobs, progress);
     FetchPool pool(store, items, plan, progress, bytecode ? &*bytecode : nullptr);
     // Largest first, so the torch-sized wheel starts at once instead of being the last thing
     // running while every other worker idles.
     std::stable_sort(missing.begin(), missing.end(), [&](std::size_t x, std::size_t y) {
         return items[x].file->size.value_or(0) > items[y].file->size.value_or(0);
     });
-    progress.phase("Fetching", missing.size());
+    // One unit per wheel fetched and per wheel's bytecode compiled: both run in one pool.
+    progress.phase(to_compile > 0 ? "Fetching and compiling" : "Fetching",
+                   missing.size() + to_compile);
     std::uint64_t to_download = 0;
     for (std::size_t i : missing)
         if (!index::local_artifact_path(artifact_request(items[i], plan.indexes), plan.lock_dir))

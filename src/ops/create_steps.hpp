@@ -151,12 +151,17 @@ void plan_bytecode(const store::Store& store, std::vector<Item>& items,
                    const std::vector<store::BytecodeKey>& keys, bool hash, unsigned jobs,
                    Progress& progress);
 
+/// How many (item, key) bytecode lists `plan_bytecode` marked to compile.
+std::size_t bytecode_lists_to_compile(const std::vector<Item>& items);
+
 /// The compile work of one create, as tasks of the fetch's own pool: each item's sources in
 /// batches, the largest first, on a pool of the interpreter's workers; every `.pyc` is stored
 /// as an object as soon as it is compiled. Thread-safe: `add` may run in any task.
 class BytecodeTasks {
   public:
-    BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs);
+    /// Each (item, key) compiled advances `progress` by one.
+    BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
+                  Progress& progress);
     ~BytecodeTasks();
     /// Adds the tasks of every key `item` must be compiled for (its wheel stored) to `pool`.
     void add(Item& item, TaskPool& pool);
@@ -169,6 +174,7 @@ class BytecodeTasks {
     void run(State& st, std::size_t begin, std::size_t end);
     const store::Store& store_;
     env::BytecodeCompiler compiler_;
+    Progress& progress_;
     std::mutex mutex_;
     std::vector<std::unique_ptr<State>> states_;
 };

@@ -144,9 +144,9 @@ Coprocess::~Coprocess() {
     if (!reaped_ && pid_ > 0) {
         // Its stdin is closed: a worker ends by itself. One that does not within a few
         // seconds is stuck and is killed.
-        for (int i = 0; i < 300; ++i) {
+        for (int i = 0; i < 3000; ++i) {
             if (::waitpid(pid_, &status_, WNOHANG) == pid_) return;
-            ::usleep(10000);
+            ::usleep(1000);
         }
         ::kill(pid_, SIGKILL);
         while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
@@ -193,6 +193,13 @@ bool Coprocess::read(char* out, std::size_t n, int timeout_ms) {
         n -= static_cast<std::size_t>(got);
     }
     return true;
+}
+
+void Coprocess::close_input() {
+    if (in_ >= 0) {
+        ::close(in_);
+        in_ = -1;
+    }
 }
 
 void Coprocess::kill() {

@@ -46,6 +46,8 @@ class Coprocess {
     bool read(char* out, std::size_t n, int timeout_ms);
     /// Kills it (SIGKILL); the destructor then reaps it.
     void kill();
+    /// Closes its stdin (the end of its input: a worker loop ends), without waiting.
+    void close_input();
     /// Its exit status once it is gone ("exit 1", "signal 9"), for messages; waits for it.
     std::string wait_status();
 

@@ -35,6 +35,7 @@ void register_why(CLI::App& app, GlobalOptions& global);         // tree.cpp
 void register_add(CLI::App& app, GlobalOptions& global);         // add.cpp
 void register_remove(CLI::App& app, GlobalOptions& global);      // add.cpp
 void register_delete(CLI::App& app, GlobalOptions& global);      // delete.cpp
+void register_cache(CLI::App& app, GlobalOptions& global);       // cache.cpp
 void register_shell(CLI::App& app, GlobalOptions& global);       // shell.cpp
 void register_completion(CLI::App& app, GlobalOptions& global);  // completion.cpp
 

@@ -1,5 +1,6 @@
 // envbox completion bash|zsh|fish: completion scripts generated from the registered commands,
 // so a new command or option is completed the day it is added.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -304,6 +305,15 @@ void run_completion(const CLI::App& root_app, const CompletionCommand& cmd) {
     std::vector<CommandModel> commands;
     for (const CLI::App* sub : root_app.get_subcommands({})) {
         CommandModel m = model_of(*sub);
+        // A command of commands (`cache clean|prune`): its words complete as the first
+        // positional, their options beside its own.
+        for (const CLI::App* nested : sub->get_subcommands({})) {
+            m.positional_choices.push_back(nested->get_name());
+            for (auto& o : model_of(*nested).options)
+                if (std::none_of(m.options.begin(), m.options.end(),
+                                 [&o](const OptionModel& e) { return e.names == o.names; }))
+                    m.options.push_back(std::move(o));
+        }
         // `run` registers the global options again (CLI11 stops at its command); listed once.
         std::erase_if(m.options, [&root](const OptionModel& o) {
             for (const auto& r : root.options)

@@ -1,6 +1,9 @@
 // envbox entry point: the only place that catches errors and turns them into output and exit
 // status (README, "Exit codes").
 
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -25,6 +28,19 @@ bool unknown_command(CLI::App& app) {
     return true;
 }
 
+// SIGINT and SIGTERM end envbox with 130 (README, "Exit codes"), as documented, instead of the
+// death by signal a caller would otherwise see. Nothing needs undoing first: every write of
+// envbox is a temporary name renamed into place (a crash leaves the previous state), a staged
+// folder in tmp/ goes with the next gc, a download's part is resumed or pruned, and the kernel
+// drops the file locks. `run` and `shell` exec their command, which starts with the defaults
+// (a caught signal is reset by exec).
+void on_interrupt(int) {
+    static const char msg[] = "\nenvbox: interrupted\n";
+    ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    ::_exit(envbox::exit_status(envbox::ErrorCode::interrupted));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,6 +54,10 @@ int main(int argc, char** argv) {
         "index, 5 integrity (hash mismatch, drift), 6 CUDA/driver incompatible, 7 install "
         "conflict (two wheels ship one path with different content), 130 interrupted; `run`: "
         "126 the command cannot be executed, 127 it does not exist.");
+    for (int sig : {SIGINT, SIGTERM})
+        if (std::signal(sig, on_interrupt) == SIG_IGN)
+            std::signal(sig,
+                        SIG_IGN);  // ignored by whoever started envbox (nohup, `cmd &`): stays so
     envbox::cli::GlobalOptions options;
     envbox::cli::add_global_options(app, options);
     envbox::cli::add_commands(app, options);

@@ -151,8 +151,12 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
     if (current_generation) {
         auto gen = env::current_generation(env_dir(ctx, spec));
         if (!gen)
-            throw Error(ErrorCode::usage,
-                        spec + " has no current generation to compare with its lock");
+            throw Error(
+                ErrorCode::generic,
+                "environment '" + spec + "' has not been created" +
+                    (ctx.project_root.empty() ? std::string()
+                                              : " for project " + ctx.project_root.string()) +
+                    "; run `envbox create " + spec + "` first, or name two locks");
         return view_of(read_file(gen->path / ".envbox" / "pylock.toml"),
                        spec + "#" + std::to_string(gen->number), ctx.home);
     }

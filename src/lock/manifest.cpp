@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "envbox/lock/direct_reference.hpp"
 #include "envbox/pep/name.hpp"
 #include "lock/toml_reader.hpp"
 
@@ -81,6 +82,10 @@ class ManifestReader {
             if (!n.is_string()) r_.wrong_type(n, "str", path);
             auto req = pep::Requirement::parse(n.as_string()->get());
             if (!req) r_.fail(&n, 0, req.error().message(), path);
+            // A direct reference must be a wheel envbox can lock (lock/direct_reference.hpp).
+            if (req->url)
+                if (auto ref = DirectReference::parse(*req); !ref)
+                    r_.fail(&n, 0, ref.error().message(), path);
             m.requirements.push_back(std::move(*req));
         }
     }

@@ -108,8 +108,16 @@ std::string write_pylock(const LockDocument& doc) {
         out += "\n[[packages]]\n";
         out += "name = " + toml_string(p->name) + "\n";
         out += "version = " + toml_string(p->version) + "\n";
-        out += "index = " + toml_string(p->index) + "\n";
+        if (!p->archive) out += "index = " + toml_string(p->index) + "\n";
         if (p->dependencies) out += dependencies_line(*p->dependencies, names);
+        if (const auto& a = p->archive) {
+            out += "\n[packages.archive]\n";
+            if (a->url) out += "url = " + toml_string(*a->url) + "\n";
+            if (a->path) out += "path = " + toml_string(*a->path) + "\n";
+            out += "size = " + std::to_string(a->size) + "\n";
+            out += "hashes = { sha256 = " + toml_string(a->sha256) + " }\n";
+            continue;
+        }
         out += "\n[[packages.wheels]]\n";
         out += "name = " + toml_string(p->wheel.filename) + "\n";
         out += "url = " + toml_string(p->wheel.url) + "\n";

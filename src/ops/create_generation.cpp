@@ -26,11 +26,13 @@ std::string utc_now() {
 
 }  // namespace
 
-std::string direct_url_json(const Item& item) {
+std::string direct_url_json(const Item& item, const fs::path& lock_dir) {
     const lock::FileRef& f = *item.file;
-    // PEP 610: the recorded URL carries no credentials.
+    // PEP 610: the recorded URL carries no credentials, and is absolute.
+    fs::path local(f.path ? *f.path : item.filename);
+    if (local.is_relative() && !lock_dir.empty()) local = lock_dir / local;
     std::string url =
-        f.url ? index::strip_userinfo(*f.url) : "file://" + (f.path ? *f.path : item.filename);
+        f.url ? index::strip_userinfo(*f.url) : "file://" + local.lexically_normal().string();
     Json hashes = {{"sha256", item.sha256}};
     Json archive_info = {{"hash", "sha256=" + item.sha256}, {"hashes", hashes}};
     return json_line(Json{{"archive_info", archive_info}, {"url", url}});
@@ -75,7 +77,8 @@ std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items
         env::InstallRequest r;
         r.wheel = &*item.wheel;
         r.requested = !manifest || roots.count(item.package->name) > 0;
-        if (item.direct) r.direct_url = direct_url_json(item);
+        if (item.direct)
+            r.direct_url = direct_url_json(item, fs::path(gen.lock_source).parent_path());
         r.preferred = manifest &&
                       std::any_of(manifest->install_prefer.begin(), manifest->install_prefer.end(),
                                   [&](const auto& p) { return p.name == item.package->name; });

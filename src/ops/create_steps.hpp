@@ -216,8 +216,9 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
 
 // ---- build the generation (create_generation.cpp) ------------------------------------------
 
-/// The PEP 610 direct_url.json of an item installed from an `archive` (no credentials).
-std::string direct_url_json(const Item& item);
+/// The PEP 610 direct_url.json of an item installed from an `archive` (no credentials); a
+/// relative `path` is made absolute from `lock_dir`, the lock's directory.
+std::string direct_url_json(const Item& item, const std::filesystem::path& lock_dir = {});
 
 /// The number of the next generation in `edir` (one past the highest); unstamped leftovers of
 /// a crash are removed on the way.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "direct.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/lock/manifest.hpp"
@@ -219,8 +220,10 @@ void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& 
 // The lock document of `pins` for `target`, each package's wheel as `source` chose it, and
 // [tool.envbox] recording the manifest's inputs.
 lock::LockDocument lock_document(const std::vector<resolve::Pinned>& pins,
-                                 resolve::IndexSource& source, const lock::Manifest& m,
-                                 const Target& target, const LockOptions& opt) {
+                                 resolve::IndexSource& source,
+                                 const std::map<std::string, DirectWheel>& direct,
+                                 const lock::Manifest& m, const Target& target,
+                                 const LockOptions& opt) {
     const std::string machine = target.machine();
     lock::LockDocument doc;
     doc.environment_marker = "python_version == '" + m.python + "' and sys_platform == 'linux'" +
@@ -231,17 +234,21 @@ lock::LockDocument lock_document(const std::vector<resolve::Pinned>& pins,
     doc.packages.resize(pins.size());
     parallel_for(pins.size(), 16, [&](std::size_t i) {
         const resolve::Pinned& pin = pins[i];
-        auto chosen = source.chosen(pin.name, pin.version);
-        auto [digest, size] = source.digest_and_size(pin.name, pin.version);
         lock::LockedPackage& p = doc.packages[i];
         p.name = pin.name;
         p.version = pin.version.str();
-        p.index = chosen.index_url;
-        p.wheel.filename = chosen.file.filename;
-        // A lock is committed: a URL's userinfo (a page's own token) is never written into it.
-        p.wheel.url = index::strip_userinfo(chosen.file.url);
-        p.wheel.sha256 = digest;
-        p.wheel.size = size;
+        if (auto d = direct.find(pin.name); d != direct.end()) {
+            p.archive = d->second.archive;  // a direct reference: no index
+        } else {
+            auto chosen = source.chosen(pin.name, pin.version);
+            auto [digest, size] = source.digest_and_size(pin.name, pin.version);
+            p.index = chosen.index_url;
+            p.wheel.filename = chosen.file.filename;
+            // A lock is committed: a URL's userinfo (a page's own token) is never written.
+            p.wheel.url = index::strip_userinfo(chosen.file.url);
+            p.wheel.sha256 = digest;
+            p.wheel.size = size;
+        }
         p.dependencies.emplace();
         for (const auto& dep : pin.dependencies)
             for (const auto& other : pins)
@@ -305,7 +312,9 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     const lock::Manifest m = read_manifest(manifest_path);
     const Target target = target_of_manifest(m);
     std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
-    if (indexes.empty())
+    // Direct references alone need no index (their own dependencies will ask for one).
+    if (indexes.empty() && std::any_of(m.requirements.begin(), m.requirements.end(),
+                                       [](const pep::Requirement& r) { return !r.url; }))
         throw Error(ErrorCode::invalid_input,
                     manifest_path.string() + " names no [[index]] to lock against");
     Previous previous = read_previous(opt, m, manifest_path, result.lock_path);
@@ -316,6 +325,13 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     if (ctx.settings.resolve_debug)
         ropt.trace = [&ctx](std::string_view line) { ctx.progress->trace(std::string(line)); };
     index::HttpClient http(http_options(ctx, opt.offline));
+    if (std::any_of(m.requirements.begin(), m.requirements.end(),
+                    [](const pep::Requirement& r) { return r.url.has_value(); }))
+        ctx.progress->phase("Reading direct references", 0);
+    const std::map<std::string, DirectWheel> direct =
+        direct_wheels(m, manifest_path, target, http, store::Home(ctx.home));
+    for (const auto& [name, wheel] : direct)
+        ropt.direct[name] = wheel.package;
     resolve::IndexSource source(http, indexes, m.sources, target.tags, target.python_full_version,
                                 store::Home(ctx.home));
     ctx.progress->phase("Resolving", 0);
@@ -328,7 +344,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     }
     check_pins(*pins, m, opt, manifest_path, result.lock_path);
 
-    const lock::LockDocument doc = lock_document(*pins, source, m, target, opt);
+    const lock::LockDocument doc = lock_document(*pins, source, direct, m, target, opt);
     std::string text = lock::write_pylock(doc);
     result.changed = text != previous.text;
     if (result.changed) {

@@ -17,12 +17,18 @@ PackageId Solver::package(const std::string& base, const std::string& extra) {
     p.name = name;
     p.base = base;
     p.extra = extra;
-    if (extra.empty()) {
+    if (!extra.empty()) {
+        const Package& of = package_at(package(base, ""));
+        p.candidates = of.candidates;
+        p.direct = of.direct;
+    } else if (auto d = options_.direct.find(base); d != options_.direct.end()) {
+        // A direct reference: its wheel's version is the only candidate; no index is asked.
+        p.direct = &d->second;
+        p.candidates.push_back(Candidate{d->second.version, false, {}});
+    } else {
         p.candidates = source_.versions(base);
         std::sort(p.candidates.begin(), p.candidates.end(),
                   [](const Candidate& a, const Candidate& b) { return a.version < b.version; });
-    } else {
-        p.candidates = package_at(package(base, "")).candidates;
     }
     PackageId id = static_cast<PackageId>(packages_.size());
     packages_.push_back(std::move(p));
@@ -89,7 +95,8 @@ std::optional<PackageId> Solver::choose() {
     // parallel while the solver works through them one by one.
     std::vector<std::string> names;
     for (const auto& r : *reqs)
-        names.push_back(pep::canonicalize_name(r.name));
+        if (!options_.direct.count(pep::canonicalize_name(r.name)))
+            names.push_back(pep::canonicalize_name(r.name));
     source_.prefetch_versions(names);
     for (const auto& r : *reqs)
         add_requirement(best, v, r, added);
@@ -108,7 +115,8 @@ std::optional<PackageId> Solver::choose() {
 std::optional<std::vector<pep::Requirement>> Solver::requirements_of(PackageId id, std::size_t v) {
     if (id == kRoot) return root_requirements_;
     const Package& pkg = package_at(id);
-    Dependencies deps = source_.dependencies(pkg.base, pkg.candidates[v].version);
+    Dependencies deps = pkg.direct ? pkg.direct->dependencies
+                                   : source_.dependencies(pkg.base, pkg.candidates[v].version);
     if (!deps.unusable.empty()) {
         prefetch_below(id, v);
         rule_out(id, v, deps.unusable);
@@ -163,13 +171,23 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
         auto ok = r.marker->evaluate(env, pep::MarkerContext::metadata);
         if (!ok || !*ok) return;
     }
-    if (r.url)
-        throw Error(ErrorCode::invalid_input,
-                    (from == kRoot ? std::string("a requirement")
-                                   : pkg.name + " " + pkg.candidates[v].version.str()) +
-                        " asks for " + r.name + " from a URL (" + index::redact_url(*r.url) +
-                        "); envbox locks packages from indexes");
     std::string base = pep::canonicalize_name(r.name);
+    // A URL requirement is the user's direct reference, or a dependency's naming the same one;
+    // any other URL is refused (an index may not be replaced by a dependency's choice).
+    if (r.url) {
+        auto d = options_.direct.find(base);
+        if (d == options_.direct.end() || d->second.url != *r.url)
+            throw Error(ErrorCode::invalid_input,
+                        (from == kRoot ? std::string("a requirement")
+                                       : pkg.name + " " + pkg.candidates[v].version.str()) +
+                            " asks for " + r.name + " from a URL (" + index::redact_url(*r.url) +
+                            ")" +
+                            (d == options_.direct.end()
+                                 ? "; envbox locks packages from indexes and from the "
+                                   "manifest's own direct references"
+                                 : ", but the manifest's direct reference for it is " +
+                                       index::redact_url(d->second.url)));
+    }
     std::vector<std::string> extras{""};
     for (const auto& e : r.extras)
         extras.push_back(pep::canonicalize_name(e));
@@ -187,7 +205,8 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
                 if (s.op() == pep::Operator::equal && r.specifier.specifiers().size() == 1)
                     for (std::size_t i = 0; i < dp.candidates.size(); ++i)
                         if (set.has(i)) dp.pinned_exact = i;
-        std::string text = r.name + (extra.empty() ? "" : "[" + extra + "]") + r.specifier.str();
+        std::string text = r.name + (extra.empty() ? "" : "[" + extra + "]") +
+                           (r.url ? " @ " + index::redact_url(*r.url) : r.specifier.str());
         added.push_back(add_dependency_incompat(from, v, d, set, std::move(text)));
     }
 }

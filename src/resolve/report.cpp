@@ -4,6 +4,8 @@
 #include <functional>
 #include <map>
 
+#include "envbox/index/url.hpp"
+
 namespace envbox::resolve {
 namespace {
 
@@ -54,6 +56,9 @@ std::string describe_dependency(const std::deque<Package>& packages, const Incom
     std::string target = inc.text;
     if (tp.candidates.empty())
         target += " (not found on any index)";
+    else if (inc.terms.size() == 1 && tp.direct)
+        target += " (" + tp.base + " is " + tp.candidates.front().version.str() +
+                  ", from the direct reference " + index::redact_url(tp.direct->url) + ")";
     else if (inc.terms.size() == 1)
         target += " (no version of " + tp.name + " matches)";
     if (from.pkg == kRoot) return "you require " + target;

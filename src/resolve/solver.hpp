@@ -42,6 +42,7 @@ struct Package {
     std::vector<Candidate> candidates;        // ascending
     bool explicit_prerelease = false;         // some requirement names a pre-release
     std::optional<std::size_t> pinned_exact;  // `==V` from the root: V may be yanked
+    const DirectPackage* direct = nullptr;    // fixed by `name @ URL`: its only candidate
 };
 
 class Solver {

@@ -28,11 +28,21 @@ struct LockedDependency {
     std::string version;
 };
 
+/// A wheel from a direct reference (`name @ URL`), written as PEP 751 `[packages.archive]`.
+struct LockedArchive {
+    std::optional<std::string> url;   ///< `http(s)://` or `file://` URL, no fragment
+    std::optional<std::string> path;  ///< else a path relative to the lock's directory
+    std::uint64_t size = 0;
+    std::string sha256;
+};
+
 struct LockedPackage {
     std::string name;  ///< normalised
     std::string version;
     std::string index;  ///< the simple API URL the package came from
     LockedWheel wheel;
+    /// Set for a direct reference: written instead of `index` and `wheels`.
+    std::optional<LockedArchive> archive;
     /// Its direct dependencies for the target, written as PEP 751 `dependencies` sorted by name
     /// (then version), duplicates dropped, `[]` for none; absent: the key is not written, and
     /// the lock has no complete graph (`envbox tree` refuses it, `envbox lock` re-resolves it).

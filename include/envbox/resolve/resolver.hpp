@@ -60,6 +60,15 @@ class PackageSource {
     virtual void prefetch_versions(const std::vector<std::string>& names) { (void)names; }
 };
 
+/// A package fixed by a direct reference of the user's (`name @ URL`): the one version the
+/// solver may choose for it, whatever any index offers (no index is asked for it), with the
+/// metadata read from the wheel itself.
+struct DirectPackage {
+    std::string url;  ///< the reference as the requirement gives it
+    pep::Version version;
+    Dependencies dependencies;
+};
+
 struct Options {
     pep::MarkerEnvironment environment;  ///< the target's markers (python_full_version, …)
     bool allow_prereleases = false;      ///< pre-releases for every package
@@ -68,6 +77,10 @@ struct Options {
     /// Called with one line (no newline) for each conflict the solver resolves, for debugging
     /// a slow or surprising resolution; null: nothing is traced.
     std::function<void(std::string_view)> trace;
+    /// Packages fixed by direct references (normalised name → its wheel). A requirement
+    /// `name @ URL` must name one of these with the same URL; a dependency's own URL
+    /// requirement is accepted only when it is the user's reference for that package.
+    std::map<std::string, DirectPackage> direct;
 };
 
 struct Pinned {

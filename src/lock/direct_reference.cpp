@@ -122,7 +122,11 @@ Result<DirectReference> DirectReference::parse(const pep::Requirement& r) {
     if (is_sdist_name(ref.filename))
         return refused(
             r, "'" + ref.filename + "' is a source distribution, and envbox installs wheels only");
-    if (dir || !ref.filename.ends_with(".whl"))
+    if (dir)
+        return refused(r,
+                       "a directory reference is not supported (envbox installs wheels and "
+                       "never builds a project)");
+    if (!ref.filename.ends_with(".whl"))
         return refused(r, "'" + ref.filename +
                               "' is not a wheel (a directory reference or another kind of "
                               "file is not supported)");

@@ -173,7 +173,7 @@ class DirectWheels(unittest.TestCase):
                            "source distribution", "wheel (.whl)", "find-links directory")
         self.assertIn("e.toml:", err)
         self.refused(["foo @ git+https://example.invalid/foo.git"], 3, "VCS reference")
-        self.refused(["foo @ ./wheels/"], 3, "foo", "not a wheel")
+        self.refused(["foo @ ./wheels/"], 3, "foo", "directory reference")
 
     def test_a_wheel_for_another_platform_is_refused_listing_tags(self):
         mac = Wheel("macpkg", "1.0", {"macpkg.py": ""}, tag=f"{CP}-{CP}-macosx_11_0_arm64").build(

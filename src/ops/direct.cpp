@@ -129,8 +129,7 @@ std::map<std::string, DirectWheel> direct_wheels(const lock::Manifest& manifest,
                     local = staging_path(home);
                     staged.emplace(local);
                     index::HttpRequest req;
-                    req.url = ref->location;
-                    req.max_bytes_what = "the largest download envbox takes";
+                    req.url = ref->location;  // bounded by kMaxDownloadBytes: no size known
                     http.download(req, local);
                 }
             } else {

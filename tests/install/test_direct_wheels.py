@@ -134,6 +134,27 @@ class DirectWheels(unittest.TestCase):
         self.assertEqual(self.lock_text(), text)
         self.assertEqual(self.run_envbox("lock", "e", "--check").returncode, 0)
 
+    def test_create_elsewhere_fetches_the_archive_by_its_url(self):
+        self.write(self.all_three())
+        self.run_envbox("lock", "e")
+        # Another home (another machine): nothing cached, the wheel comes from the lock's URL.
+        other = os.path.join(self.case, "other-home")
+        envbox("create", "e", home=other, project=self.project)
+        out = envbox("run", "e", "--", "python", "-c", "import flash_attn; print(flash_attn.VALUE)",
+                     home=other, project=self.project)
+        self.assertEqual(out.stdout.strip(), "flash")
+        # The lock is the contract: a wheel served with other bytes at that URL is refused.
+        shutil.copy(self.flashy, self.flashy + ".orig")
+        try:
+            with open(self.flashy, "ab") as f:
+                f.write(b"tampered")
+            third = os.path.join(self.case, "third-home")
+            r = envbox("create", "e", home=third, project=self.project, check=False)
+            self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+            self.assertIn("flash-attn", r.stderr)
+        finally:
+            shutil.move(self.flashy + ".orig", self.flashy)
+
     def test_a_changed_reference_makes_the_lock_stale(self):
         self.write([f"flash-attn @ {self.flashy_url}"])
         self.run_envbox("lock", "e")

@@ -73,9 +73,10 @@ void print_text(const GlobalOptions& global, const std::string& env, const std::
         std::fprintf(stderr, "%s is up to date (generation %d)\n", env.c_str(),
                      r.create->generation);
     } else {
-        std::fprintf(stderr, "Installed %zu packages (%zu files) in %.2f s into %s generation %d\n",
-                     r.create->packages, r.create->install.files, r.create->seconds, env.c_str(),
-                     r.create->generation);
+        std::fprintf(stderr, "Installed %s (%s) in %.2f s into %s generation %d\n",
+                     counted(r.create->packages, "package", "packages").c_str(),
+                     counted(r.create->install.files, "file", "files").c_str(), r.create->seconds,
+                     env.c_str(), r.create->generation);
     }
 }
 

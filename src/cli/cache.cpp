@@ -15,10 +15,6 @@ struct CacheCommand {
     bool dry_run = false;
 };
 
-std::string plural(std::size_t n, const char* one, const char* many) {
-    return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 void report(const GlobalOptions& global, const ops::CacheResult& r, bool dry_run,
             const char* nothing) {
     if (global.json) {
@@ -40,14 +36,14 @@ void report(const GlobalOptions& global, const ops::CacheResult& r, bool dry_run
         for (const auto& b : r.buckets)
             if (b.entries)
                 std::fprintf(stderr, "  %s: %s, %s\n", b.name.c_str(),
-                             plural(b.entries, "entry", "entries").c_str(),
+                             counted(b.entries, "entry", "entries").c_str(),
                              human_bytes(b.bytes).c_str());
     if (r.entries() == 0) {
         std::fprintf(stderr, "%s\n", nothing);
         return;
     }
     std::fprintf(stderr, "%s %s (%s)\n", dry_run ? "Would remove" : "Removed",
-                 plural(r.entries(), "cache entry", "cache entries").c_str(),
+                 counted(r.entries(), "cache entry", "cache entries").c_str(),
                  human_bytes(r.bytes()).c_str());
 }
 

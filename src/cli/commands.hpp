@@ -81,6 +81,9 @@ ops::Context make_context(const GlobalOptions& global, ops::Progress& progress);
 /// True when stderr is a terminal and output is not quieted.
 bool stderr_is_tty();
 
+/// "1 package", "3 packages": `n` and the noun it counts, `one` for exactly one, else `many`.
+std::string counted(unsigned long long n, const char* one, const char* many);
+
 /// "1.5 GB", "12.0 MB", "512 B".
 std::string human_bytes(unsigned long long bytes);
 

@@ -85,6 +85,10 @@ bool stderr_is_tty() {
     return ::isatty(2) == 1;
 }
 
+std::string counted(unsigned long long n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string human_bytes(unsigned long long bytes) {
     const char* units[] = {"B", "kB", "MB", "GB", "TB"};
     double v = static_cast<double>(bytes);

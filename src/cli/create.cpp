@@ -34,17 +34,19 @@ void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
 
 void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops::CreateResult& r) {
     if (!r.changed) {
-        std::fprintf(stderr, "%s is up to date (generation %d, %zu packages); nothing to do\n",
-                     cmd.env.c_str(), r.generation, r.packages);
+        std::fprintf(stderr, "%s is up to date (generation %d, %s); nothing to do\n",
+                     cmd.env.c_str(), r.generation,
+                     counted(r.packages, "package", "packages").c_str());
         return;
     }
     if (r.repaired > 0)
-        std::fprintf(stderr, "Repaired %zu wheels whose store objects had been touched\n",
-                     r.repaired);
+        std::fprintf(stderr, "Repaired %s whose store objects had been touched\n",
+                     counted(r.repaired, "wheel", "wheels").c_str());
     if (r.fetched > 0)
-        std::fprintf(stderr, "Stored %zu wheels (%s unpacked, %llu new objects)\n", r.fetched,
+        std::fprintf(stderr, "Stored %s (%s unpacked, %s)\n",
+                     counted(r.fetched, "wheel", "wheels").c_str(),
                      human_bytes(r.ingest.unpacked_bytes).c_str(),
-                     static_cast<unsigned long long>(r.ingest.new_objects));
+                     counted(r.ingest.new_objects, "new object", "new objects").c_str());
     if (r.compiled > 0)
         std::fprintf(stderr, "Compiled %zu %s into the store%s\n", r.compiled,
                      r.compiled == 1 ? "module" : "modules",
@@ -52,8 +54,10 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
                                          " sources did not compile and have no .pyc)")
                                             .c_str()
                                       : "");
-    std::fprintf(stderr, "Installed %zu packages (%zu files) in %.2f s into %s generation %d\n",
-                 r.packages, r.install.files, r.seconds, cmd.env.c_str(), r.generation);
+    std::fprintf(stderr, "Installed %s (%s) in %.2f s into %s generation %d\n",
+                 counted(r.packages, "package", "packages").c_str(),
+                 counted(r.install.files, "file", "files").c_str(), r.seconds, cmd.env.c_str(),
+                 r.generation);
     if (global.verbosity > 0)
         std::fprintf(stderr,
                      "  %s\n  python %s; %zu hard links, %zu reflinks, %zu copies, %zu written\n",
@@ -97,6 +101,7 @@ void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
         opt.link_mode = LinkMode::reflink;
     else if (cmd.link_mode == "copy")
         opt.link_mode = LinkMode::copy;
+    if (cmd.lock.empty()) ops::require_environment_files(ctx, cmd.env);
     ops::CreateResult r = ops::create(ctx, opt);
     progress.clear();
     if (global.json)

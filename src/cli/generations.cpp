@@ -54,12 +54,14 @@ void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
                     d.detail.empty() ? "" : "  (",
                     d.detail.empty() ? "" : (d.detail + ")").c_str());
     if (global.verbosity >= 0)
-        std::fprintf(
-            stderr, "%s generation %d: %s (%zu files checked%s, %zu hashed, %.2f s)\n",
-            cmd.env.c_str(), r.generation.number,
-            rep.clean() ? "clean"
-                        : (std::to_string(rep.drift.size()) + " differences from the lock").c_str(),
-            rep.files_checked, cmd.deep ? " by content" : "", rep.hashed, r.seconds);
+        std::fprintf(stderr, "%s generation %d: %s (%s checked%s, %zu hashed, %.2f s)\n",
+                     cmd.env.c_str(), r.generation.number,
+                     rep.clean() ? "clean"
+                                 : (counted(rep.drift.size(), "difference", "differences") +
+                                    " from the lock")
+                                       .c_str(),
+                     counted(rep.files_checked, "file", "files").c_str(),
+                     cmd.deep ? " by content" : "", rep.hashed, r.seconds);
     if (global.verbosity > 1)
         std::fprintf(stderr, "  seconds: load %.3f, plan %.3f, check %.3f\n", r.load_s, r.plan_s,
                      r.check_s);
@@ -91,15 +93,18 @@ void run_verify_store(const GlobalOptions& global, const VerifyCommand& cmd) {
             std::printf("%s\n", p.c_str());
         if (global.verbosity >= 0)
             std::fprintf(
-                stderr, "store %s: %s (%zu wheels, %zu objects checked%s, %.2f s)\n",
-                ctx.home.c_str(),
-                r.clean() ? "clean" : (std::to_string(r.problems.size()) + " problems").c_str(),
-                r.wheels, r.objects, cmd.deep ? " by content" : "", seconds);
+                stderr, "store %s: %s (%s, %s checked%s, %.2f s)\n", ctx.home.c_str(),
+                r.clean() ? "clean" : counted(r.problems.size(), "problem", "problems").c_str(),
+                counted(r.wheels, "wheel", "wheels").c_str(),
+                counted(r.objects, "object", "objects").c_str(), cmd.deep ? " by content" : "",
+                seconds);
     }
     if (!r.clean())
         throw Error(ErrorCode::integrity,
-                    "the store has " + std::to_string(r.problems.size()) +
-                        " damaged objects or file lists; `envbox create --force ENV` of an "
+                    "the store has " +
+                        counted(r.problems.size(), "damaged object or file list",
+                                "damaged objects or file lists") +
+                        "; `envbox create --force ENV` of an "
                         "environment built from them stores them again");
 }
 
@@ -117,8 +122,9 @@ void run_verify(const GlobalOptions& global, const VerifyCommand& cmd) {
     if (!r.report.clean()) {
         const std::string& env = cmd.env;
         throw Error(ErrorCode::integrity,
-                    env + " has drifted from its lock (" + std::to_string(r.report.drift.size()) +
-                        " differences); `envbox create --force " + env +
+                    env + " has drifted from its lock (" +
+                        counted(r.report.drift.size(), "difference", "differences") +
+                        "); `envbox create --force " + env +
                         "` builds a fresh generation from verified store objects, "
                         "`envbox rollback " +
                         env + "` switches back");
@@ -146,9 +152,10 @@ void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
     }
     for (const auto& h : entries) {
         std::printf(
-            "%s gen %-4d %s  lock %s  %zu packages%s\n", h.current ? "*" : " ", h.generation.number,
+            "%s gen %-4d %s  lock %s  %s%s\n", h.current ? "*" : " ", h.generation.number,
             h.generation.created.empty() ? "(unknown date)        " : h.generation.created.c_str(),
-            h.generation.lock_digest.substr(0, 12).c_str(), h.generation.packages.size(),
+            h.generation.lock_digest.substr(0, 12).c_str(),
+            counted(h.generation.packages.size(), "package", "packages").c_str(),
             h.generation.complete ? "" : "  INCOMPLETE (never switched to)");
         for (const auto& a : h.added)
             std::printf("           + %s\n", a.c_str());
@@ -217,14 +224,16 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
     for (const auto& b : r.busy)
         std::fprintf(stderr, "note: skipped %s: a create is running there\n", b.c_str());
     const std::string bytecode =
-        r.bytecode_removed ? ", " + std::to_string(r.bytecode_removed) + " bytecode lists" : "";
+        r.bytecode_removed ? ", " + counted(r.bytecode_removed, "bytecode list", "bytecode lists")
+                           : "";
     if (global.verbosity >= 0)
-        std::fprintf(stderr,
-                     "gc %s %zu generations, %zu wheel file lists%s, %zu store objects, %zu "
-                     "temporary files: %s %s\n",
-                     verb, r.generations_removed.size(), r.wheels_removed, bytecode.c_str(),
-                     r.objects_removed, r.temporary_removed, human_bytes(r.bytes_freed).c_str(),
-                     cmd.dry_run ? "would be freed" : "freed");
+        std::fprintf(stderr, "gc %s %s, %s%s, %s, %s: %s %s\n", verb,
+                     counted(r.generations_removed.size(), "generation", "generations").c_str(),
+                     counted(r.wheels_removed, "wheel file list", "wheel file lists").c_str(),
+                     bytecode.c_str(),
+                     counted(r.objects_removed, "store object", "store objects").c_str(),
+                     counted(r.temporary_removed, "temporary file", "temporary files").c_str(),
+                     human_bytes(r.bytes_freed).c_str(), cmd.dry_run ? "would be freed" : "freed");
 }
 
 }  // namespace

@@ -47,9 +47,10 @@ void run_list(const GlobalOptions& global, const ListCommand& cmd) {
             std::printf("%s\n", e.project.empty() ? "(no project)" : e.project.c_str());
             last_project = e.project;
         }
-        std::printf("  %-24s %s  %zu packages  python %s\n", e.name.c_str(),
+        std::printf("  %-24s %s  %s  python %s\n", e.name.c_str(),
                     e.current ? ("gen " + std::to_string(*e.current)).c_str() : "(none)",
-                    e.packages, e.python_version.empty() ? "-" : e.python_version.c_str());
+                    counted(e.packages, "package", "packages").c_str(),
+                    e.python_version.empty() ? "-" : e.python_version.c_str());
     }
 }
 
@@ -92,15 +93,17 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
     }
     std::printf("python %s (%s), platform %s\n", d.current->python_version.c_str(),
                 d.current->python.c_str(), d.current->platform.c_str());
-    std::printf("%zu files, %s; %s unique to this generation, the rest shared\n", d.files,
-                human_bytes(d.bytes).c_str(), human_bytes(d.unique_bytes).c_str());
+    std::printf("%s, %s; %s unique to this generation, the rest shared\n",
+                counted(d.files, "file", "files").c_str(), human_bytes(d.bytes).c_str(),
+                human_bytes(d.unique_bytes).c_str());
     if (d.bytecode_files > 0)
-        std::printf("bytecode: %zu .pyc files, %s; %s shared with other environments\n",
-                    d.bytecode_files, human_bytes(d.bytecode_bytes).c_str(),
+        std::printf("bytecode: %s, %s; %s shared with other environments\n",
+                    counted(d.bytecode_files, ".pyc file", ".pyc files").c_str(),
+                    human_bytes(d.bytecode_bytes).c_str(),
                     human_bytes(d.bytecode_shared_bytes).c_str());
     else
         std::printf("bytecode: none\n");
-    std::printf("%zu packages:\n", d.current->packages.size());
+    std::printf("%s:\n", counted(d.current->packages.size(), "package", "packages").c_str());
     for (const auto& p : d.current->packages)
         std::printf("  %s %s\n", p.name.c_str(), p.version.c_str());
 }

@@ -40,6 +40,7 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
     for (const auto& env : cmd.envs) {
         ops::LockOptions opt{env,         cmd.check,           cmd.upgrade, cmd.upgrade_packages,
                              cmd.offline, cmd.allow_mixed_cuda};
+        ops::require_environment_files(ctx, env);
         ops::LockResult r = ops::lock(ctx, opt);
         progress.clear();
         if (!cmd.check)
@@ -79,9 +80,8 @@ void print_changes(const GlobalOptions& global, const std::vector<ops::VersionCh
 void report_lock(const GlobalOptions& global, const std::string& env, const ops::LockResult& r) {
     if (r.up_to_date && !global.json) {
         if (global.verbosity >= 0)
-            std::fprintf(stderr,
-                         "%s: the lock is up to date (%zu packages); `--upgrade` resolves again\n",
-                         env.c_str(), r.packages);
+            std::fprintf(stderr, "%s: the lock is up to date (%s); `--upgrade` resolves again\n",
+                         env.c_str(), counted(r.packages, "package", "packages").c_str());
         return;
     }
     if (global.json) {
@@ -98,10 +98,11 @@ void report_lock(const GlobalOptions& global, const std::string& env, const ops:
         std::printf("%s\n", json_line(report).c_str());
     } else if (global.verbosity >= 0) {
         std::fprintf(stderr,
-                     "%s %s: %zu packages in %.2f s (%llu requests, %llu answered from the "
-                     "cache, up to %d in flight)\n",
-                     r.changed ? "Locked" : "Lock unchanged for", env.c_str(), r.packages,
-                     r.seconds, static_cast<unsigned long long>(r.requests),
+                     "%s %s: %s in %.2f s (%s, %llu answered from the cache, up to %d in "
+                     "flight)\n",
+                     r.changed ? "Locked" : "Lock unchanged for", env.c_str(),
+                     counted(r.packages, "package", "packages").c_str(), r.seconds,
+                     counted(r.requests, "request", "requests").c_str(),
                      static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
         print_changes(global, r.changes);
     }

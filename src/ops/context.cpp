@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <set>
 
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
@@ -65,6 +66,33 @@ fs::path find_project_root(const fs::path& start) {
         if (!dir.has_parent_path() || dir.parent_path() == dir) return {};
         dir = dir.parent_path();
     }
+}
+
+std::string known_environments(const fs::path& project_root) {
+    std::set<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(project_root / "manifests", ec)) {
+        const std::string file = entry.path().filename().string();
+        if (file.ends_with(".toml") && !file.starts_with("pylock."))
+            names.insert(file.substr(0, file.size() - 5));
+    }
+    if (names.empty()) return "this project has no manifest yet";
+    std::string out;
+    for (const auto& n : names)
+        out += (out.empty() ? "" : ", ") + n;
+    return "the environments here are " + out;
+}
+
+void require_environment_files(const Context& ctx, const std::string& env) {
+    if (ctx.project_root.empty()) return;
+    check_env_name(env);
+    const fs::path dir = ctx.project_root / "manifests";
+    const fs::path manifest = dir / (env + ".toml");
+    std::error_code ec;
+    if (fs::exists(manifest, ec) || fs::exists(dir / ("pylock." + env + ".toml"), ec)) return;
+    throw Error(ErrorCode::invalid_input, "no manifest " + manifest.string() + " (" +
+                                              known_environments(ctx.project_root) +
+                                              "; `envbox init " + env + "` writes one)");
 }
 
 std::string project_key(const fs::path& root) {

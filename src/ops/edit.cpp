@@ -25,22 +25,6 @@ struct Snapshot {
     mode_t manifest_mode = 0644;
 };
 
-// "the environments here are a, b" from the project's manifests, or that there are none.
-std::string known_environments(const fs::path& project_root) {
-    std::set<std::string> names;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(project_root / "manifests", ec)) {
-        const std::string file = entry.path().filename().string();
-        if (file.ends_with(".toml") && !file.starts_with("pylock."))
-            names.insert(file.substr(0, file.size() - 5));
-    }
-    if (names.empty()) return "this project has no manifest yet";
-    std::string out;
-    for (const auto& n : names)
-        out += (out.empty() ? "" : ", ") + n;
-    return "the environments here are " + out;
-}
-
 Snapshot take_snapshot(const Context& ctx, const std::string& env) {
     check_env_name(env);
     if (ctx.project_root.empty())

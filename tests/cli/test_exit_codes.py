@@ -107,6 +107,9 @@ class ExitCodes(unittest.TestCase):
         self.index_manifest("mixed", ["torch==2.11.0+cu128", "nvidia-cublas"], self.server.url + "/simple")
         yield ("lock", "mixed"), "nvidia-cublas"
         yield ("lock", "env", "--check"), None  # a lock written by hand: no manifest digest
+        # A mistyped ENV is a missing manifest, named with the environments there are.
+        for cmd in ("create", "lock", "tree", "export"):
+            yield (cmd, "nope"), "no manifest " + os.path.join(self.p.root, "manifests", "nope.toml") + " (the environments here are "
 
     def case_4(self):
         self.index_manifest("closed", ["alpha"], f"http://127.0.0.1:{free_port()}/simple")
@@ -138,6 +141,15 @@ class ExitCodes(unittest.TestCase):
 
     def case_127(self):
         yield ("run", "--frozen", "env", "--", "no-such-command-here"), "command not found: no-such-command-here"
+
+    def test_counts_are_pluralised(self):
+        self.p.write("one", manifest_text(["solo"]))
+        self.p.lock("one", [Wheel("solo", "1.0", {"solo.py": ""})])
+        r = self.p.run("create", "one")
+        self.assertRegex(r.stderr, r"Installed 1 package \(\d+ files\)")
+        self.assertIn("Stored 1 wheel (", r.stderr)
+        self.assertIn("(generation 1, 1 package); nothing to do", self.p.run("create", "one").stderr)
+        self.assertIn("  1 package  python", self.p.run("list").stdout)
 
     def test_every_row_is_provoked(self):
         table = table_codes()

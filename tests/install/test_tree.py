@@ -177,7 +177,7 @@ class TreeAndWhy(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         r = self.envbox("tree", "nothing", check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
-        self.assertIn("envbox lock nothing", r.stderr)
+        self.assertIn("(the environments here are train; `envbox init nothing` writes one)", r.stderr)
 
     def test_a_lock_without_edges_still_creates_and_says_to_lock_again(self):
         old = without_edges(self.lock)

@@ -175,7 +175,8 @@ class Export(unittest.TestCase):
     def test_refusals(self):
         r = envbox("export", "nothere", home=self.home, project=self.proj, check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
-        self.assertIn("envbox lock nothere", r.stderr)
+        self.assertIn("no manifest " + os.path.join(self.proj, "manifests", "nothere.toml"), r.stderr)
+        self.assertIn("`envbox init nothere` writes one", r.stderr)
         r = envbox("export", "env", "--format", "conda", home=self.home, project=self.proj, check=False)
         self.assertEqual(r.returncode, 2, r.stderr)
         # A value that would start a line of its own (an option pip obeys) is refused.

@@ -87,4 +87,14 @@ std::filesystem::path env_dir(const Context& ctx, const std::string& env);
 /// Checks an environment name: letters, digits, `.`, `_`, `-`; not starting with `.`.
 void check_env_name(const std::string& env);
 
+/// "the environments here are a, b" (the project's manifests, sorted), or "this project has no
+/// manifest yet": what an error about an unknown environment adds.
+std::string known_environments(const std::filesystem::path& project_root);
+
+/// Throws `invalid_input` (exit 3) when the project holds neither `manifests/ENV.toml` nor
+/// `manifests/pylock.ENV.toml`: "no manifest P (the environments here are …; `envbox init ENV`
+/// writes one)", so a mistyped ENV is named as such, never as a missing lock. Nothing without
+/// a project root (a command given a lock path).
+void require_environment_files(const Context& ctx, const std::string& env);
+
 }  // namespace envbox::ops

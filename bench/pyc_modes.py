@@ -7,7 +7,7 @@ mtimes, as a `docker COPY` or a copied venv gets them), imported read-only again
 
     bench/pyc_modes.py [--python /usr/bin/python3] [--rounds 9] [--work DIR]
 
-Prints the median import time per mode (whole process, `python -I -S -c ...`), and with -v the
+Prints the median import time per mode (whole process, `python -I -S -B -c ...`), and with -v the
 rounds. The figure envbox's choice rests on is in bench/README.md ("Bytecode").
 """
 import argparse
@@ -69,7 +69,9 @@ def build(work, python, mode, wheels):
 
 def timed_import(python, root):
     t = time.perf_counter()
-    r = subprocess.run([python, "-I", "-S", "-c", IMPORT_ALL, root], capture_output=True, text=True)
+    # -B: the tree stays as built (root writes into a 0555 directory; Python must not fill the
+    # tree without .pyc files, or rewrite the copied timestamp ones, between rounds).
+    r = subprocess.run([python, "-I", "-S", "-B", "-c", IMPORT_ALL, root], capture_output=True, text=True)
     dt = time.perf_counter() - t
     if r.returncode != 0:
         raise SystemExit(f"import in {root} failed: {r.stderr[-800:]}")

@@ -91,6 +91,13 @@ void decode_stream(const Member& m, Next&& next, const Sink& sink) {
             if (got) sink(reinterpret_cast<const char*>(s.out.data()), got);
             finished = s.state.block_state == ISAL_BLOCK_FINISH;
         }
+        // Bytes after the end of the stream but inside the recorded compressed size are read
+        // differently by other readers (libarchive refuses the member; a streaming reader that
+        // trusts the local header or a data descriptor would look for the next member there).
+        if (s.state.avail_in != 0 || next(s.in.data(), s.in.size()) != 0)
+            bad(quoted(m) + "'s deflate stream ends before the " +
+                std::to_string(m.compressed_size) +
+                " bytes of compressed data the directory records");
         crc = s.state.crc;
     } else {
         bad(quoted(m) + " uses compression method " + std::to_string(m.method) +

@@ -20,6 +20,11 @@ namespace {
 constexpr const char* kWorkerScript = R"PY(
 import sys, struct, warnings, importlib.util, importlib._bootstrap_external as be
 warnings.simplefilter("ignore")
+try:  # a bound on what one hostile module can make a worker allocate: past it, a MemoryError
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+except Exception:
+    pass
 r, w = sys.stdin.buffer, sys.stdout.buffer
 def take(n):
     b = r.read(n)
@@ -65,16 +70,29 @@ store::BytecodeKey bytecode_key(const Interpreter& in, int optimize) {
 
 std::vector<int> bytecode_levels(std::string_view pythonoptimize) {
     std::vector<int> levels = {0};
-    int level = 0;
-    bool number = !pythonoptimize.empty();
-    for (char c : pythonoptimize)
-        if (c < '0' || c > '9')
-            number = false;
-        else if (level < 10)
-            level = level * 10 + (c - '0');
-    // Python takes any other non-empty value as 1 (as -O).
-    if (!pythonoptimize.empty() && !number) level = 1;
-    if (level > 0) levels.push_back(level >= 2 ? 2 : 1);
+    if (pythonoptimize.empty()) return levels;
+    // As CPython reads it (initconfig.c, _Py_str_to_int): strtol's leading blanks and sign, the
+    // whole string a number; anything else, a negative value or an overflow counts as 1.
+    std::size_t i = 0;
+    while (i < pythonoptimize.size() &&
+           (pythonoptimize[i] == ' ' || (pythonoptimize[i] >= '\t' && pythonoptimize[i] <= '\r')))
+        ++i;
+    bool negative = false;
+    if (i < pythonoptimize.size() && (pythonoptimize[i] == '+' || pythonoptimize[i] == '-'))
+        negative = pythonoptimize[i++] == '-';
+    long value = 0;
+    bool digits = false, overflow = false;
+    for (; i < pythonoptimize.size() && pythonoptimize[i] >= '0' && pythonoptimize[i] <= '9'; ++i) {
+        digits = true;
+        value = value * 10 + (pythonoptimize[i] - '0');
+        if (value > 1'000'000'000) overflow = true, value = 1'000'000'000;
+    }
+    int level = (!digits || i != pythonoptimize.size() || overflow || (negative && value > 0))
+                    ? 1
+                    : static_cast<int>(value);
+    // Python names the file after the level (`.opt-3.pyc`) and compiles it as level 2; levels
+    // past 99 are not worth a key of their own: they get none and compile at import.
+    if (level > 0 && level <= 99) levels.push_back(level);
     return levels;
 }
 

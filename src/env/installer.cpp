@@ -28,6 +28,7 @@ struct Placement {
     std::string record_path;  // as RECORD lists it: relative to the .dist-info's parent
     bool record = false;      // the wheel's RECORD, written once overlaps are decided
     bool bytecode = false;    // a .pyc: placed, not listed in RECORD
+    std::size_t source = 0;   // a .pyc's source placement, whose fate it shares
 };
 
 std::string hex_to_record_b64(const std::string& hex) {
@@ -165,6 +166,7 @@ class Planner {
                               b.key.pyc_name(std::string_view(rel).substr(slash + 1));
             add(cur, std::move(pyc), &f.pyc, {}, false);
             placements.back().bytecode = true;
+            placements.back().source = at->second;
         }
     }
 
@@ -348,8 +350,7 @@ void decide_path(const Planner& planner, const std::vector<InstallRequest>& requ
     for (std::size_t k = 0; k < g.size(); ++k) {
         out.placed[g[k]] = k == *winner;
         out.listed[g[k]] = keys[k] == keys[*winner];
-        // A .pyc follows its source: counted with it, not as a path of its own.
-        if (!out.listed[g[k]] && !ps[g[k]].bytecode) ++won[{ps[g[*winner]].wheel, ps[g[k]].wheel}];
+        if (!out.listed[g[k]]) ++won[{ps[g[*winner]].wheel, ps[g[k]].wheel}];
     }
 }
 
@@ -361,6 +362,7 @@ Overlaps decide_overlaps(const Planner& planner, const std::vector<InstallReques
     out.first.reserve(ps.size());
     std::map<std::size_t, std::vector<std::size_t>> groups;
     for (std::size_t i = 0; i < ps.size(); ++i) {
+        if (ps[i].bytecode) continue;  // decided by its source, below
         auto [it, fresh] = out.first.emplace(ps[i].rel, i);
         if (fresh) continue;
         auto& g = groups[it->second];
@@ -370,6 +372,10 @@ Overlaps decide_overlaps(const Planner& planner, const std::vector<InstallReques
     WonPaths won;
     for (const auto& [_, g] : groups)
         decide_path(planner, requests, g, out, won);
+    // A .pyc is placed exactly where its own source is: the source that won a path brings its
+    // own bytecode (or none, when it did not compile), never another wheel's.
+    for (std::size_t i = 0; i < ps.size(); ++i)
+        if (ps[i].bytecode) out.placed[i] = out.placed[ps[i].source];
     for (const auto& [pair, n] : won)
         out.notes.push_back(planner.wheel_labels[pair.first] + " wins " + std::to_string(n) +
                             (n == 1 ? " path" : " paths") + " over " +

@@ -50,13 +50,16 @@ void plan_bytecode(const store::Store& store, std::vector<Item>& items,
     std::vector<std::string> damage(items.size());
     parallel_for(items.size(), jobs, [&](std::size_t i) {
         Item& item = items[i];
-        if (!item.wheel) return;
+        // A wheel stored again for a damaged member keeps its bytecode lists when their .pyc
+        // objects are whole: generations that link them verify against the same lists.
+        if (!item.wheel && !item.repair) return;
         for (auto& b : item.bytecode) {
             b.list = store.load_bytecode(item.sha256, b.key);
             if (!b.list) {
                 b.compile = true;
                 continue;
             }
+            b.compile = false;
             if (auto d = store.damaged_objects(*b.list, hash)) {
                 if (damage[i].empty()) damage[i] = d->first;
                 b.list.reset();
@@ -138,8 +141,9 @@ void BytecodeTasks::run(State& st, std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
         const store::BytecodeSource& src = st.sources[i];
         const store::WheelFile& m = *src.member;
+        // Levels past 2 compile as 2 (their file name keeps the level), as Python does.
         env::CompileResult r = compiler_.compile(store_.object_path(m.digest, m.executable),
-                                                 src.dfile, b.key.optimize);
+                                                 src.dfile, std::min(b.key.optimize, 2));
         if (!r.pyc) {
             ++st.failed;
             continue;

@@ -43,7 +43,7 @@ bool valid_magic(std::string_view m) {
 }  // namespace
 
 std::string BytecodeKey::name() const {
-    if (!valid_cache_tag(cache_tag) || !valid_magic(magic) || optimize < 0 || optimize > 2)
+    if (!valid_cache_tag(cache_tag) || !valid_magic(magic) || optimize < 0 || optimize > 99)
         throw Error(ErrorCode::invalid_input, "bytecode key '" + cache_tag.substr(0, 64) + "', '" +
                                                   magic.substr(0, 16) +
                                                   "' cannot name a bytecode list");
@@ -51,13 +51,18 @@ std::string BytecodeKey::name() const {
 }
 
 std::optional<BytecodeKey> BytecodeKey::parse(std::string_view name) {
-    // TAG-MAGIC-oN, the tag itself may hold '-'.
-    if (name.size() < 12) return std::nullopt;
+    // TAG-MAGIC-oN (N: one or two digits, no leading zero), the tag itself may hold '-'.
+    const auto o = name.rfind("-o");
+    if (o == std::string_view::npos) return std::nullopt;
+    const std::string_view level = name.substr(o + 2);
+    if (level.empty() || level.size() > 2 || (level.size() == 2 && level[0] == '0'))
+        return std::nullopt;
     BytecodeKey k;
-    const std::string_view level = name.substr(name.size() - 3);
-    if (level[0] != '-' || level[1] != 'o' || level[2] < '0' || level[2] > '2') return std::nullopt;
-    k.optimize = level[2] - '0';
-    const std::string_view rest = name.substr(0, name.size() - 3);
+    for (char c : level) {
+        if (c < '0' || c > '9') return std::nullopt;
+        k.optimize = k.optimize * 10 + (c - '0');
+    }
+    const std::string_view rest = name.substr(0, o);
     if (rest.size() < 10 || rest[rest.size() - 9] != '-') return std::nullopt;
     k.magic = std::string(rest.substr(rest.size() - 8));
     k.cache_tag = std::string(rest.substr(0, rest.size() - 9));

@@ -108,6 +108,7 @@ std::vector<WheelBytecode> bytecode_lists(const Store& store, const WheelFiles& 
     const auto dir = store.layout().wheels() / w.wheel_sha256 / "bytecode";
     for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
         const std::string name = e.path().filename().string();
+        if (name.find(".tmp.") != std::string::npos) continue;  // a publish cut short; gc's
         auto key = BytecodeKey::parse(name);
         if (!key) {
             result.problems.push_back("bytecode list " + e.path().string() + ": unknown key");

@@ -17,8 +17,13 @@ TEST_CASE("bytecode_levels: 0, and the level PYTHONOPTIMIZE asks for", "[bytecod
     CHECK(env::bytecode_levels("0") == std::vector<int>{0});
     CHECK(env::bytecode_levels("1") == std::vector<int>{0, 1});
     CHECK(env::bytecode_levels("2") == std::vector<int>{0, 2});
-    CHECK(env::bytecode_levels("7") == std::vector<int>{0, 2});
-    CHECK(env::bytecode_levels("yes") == std::vector<int>{0, 1});  // as Python reads it
+    CHECK(env::bytecode_levels("7") == std::vector<int>{0, 7});  // .opt-7.pyc, as Python names it
+    // As CPython reads the variable: strtol's blanks and sign; anything else is 1.
+    CHECK(env::bytecode_levels(" +3") == std::vector<int>{0, 3});
+    CHECK(env::bytecode_levels("yes") == std::vector<int>{0, 1});
+    CHECK(env::bytecode_levels("2x") == std::vector<int>{0, 1});
+    CHECK(env::bytecode_levels("-2") == std::vector<int>{0, 1});
+    CHECK(env::bytecode_levels("99999999999999") == std::vector<int>{0, 1});
 }
 
 TEST_CASE("BytecodeCompiler: the interpreter's own pycs, compiled as the relative dfile",

@@ -247,6 +247,26 @@ class Bytecode(unittest.TestCase):
         self.run_envbox("verify", "a")
         self.run_envbox("verify", "--store", "--deep")
 
+    def test_a_pyc_comes_with_its_own_source_only(self):
+        # Two wheels ship shared/mod.py; [install] prefer makes winner's the one installed. The
+        # winner's module does not compile (no .pyc), the loser's does: the loser's .pyc must
+        # not be placed beside the winner's source, or Python would run the loser's code.
+        fx = Fixture(self.tmp, "overlap", [
+            Wheel("winner", "1.0", {"shared/__init__.py": "", "shared/mod.py": "print 'winner'\n"}),
+            Wheel("loser", "1.0", {"shared/__init__.py": "", "shared/mod.py": "WHO = 'loser'\n"})])
+        write_manifest(fx.project, "env", manifest_text(["winner", "loser"],
+                                                        extra='[install]\nprefer = ["winner"]\n'))
+        envbox("create", "env", "--lock", fx.lock, home=self.home, project=fx.project)
+        site = self.site("env")
+        with open(os.path.join(site, "shared", "mod.py")) as f:
+            self.assertIn("winner", f.read())
+        self.assertEqual(pycs(os.path.join(site, "shared")), [f"__pycache__/__init__.{self.tag}.pyc"])
+        r = envbox("run", "env", "--", "python", "-c", "import shared.mod", home=self.home,
+                   project=fx.project, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("SyntaxError", r.stderr)
+        envbox("verify", "env", home=self.home, project=fx.project)
+
     def test_two_interpreters_never_share_a_pyc(self):
         other = None
         for v in ("3.12", "3.13", "3.10"):

@@ -38,8 +38,13 @@ TEST_CASE("BytecodeKey: a name per interpreter and level, read back; nothing els
         CHECK_THROWS_AS((store::BytecodeKey{bad, "a70d0d0a", 0}.name()), Error);
     for (const char* magic : {"", "a70d0d0", "A70D0D0A", "a70d0d0a0", "zzzzzzzz"})
         CHECK_THROWS_AS((store::BytecodeKey{"cpython-311", magic, 0}.name()), Error);
-    CHECK_THROWS_AS((store::BytecodeKey{"cpython-311", "a70d0d0a", 3}.name()), Error);
-    for (const char* bad : {"", "cpython-311", "cpython-311-a70d0d0a", "cpython-311-a70d0d0a-o3",
+    CHECK_THROWS_AS((store::BytecodeKey{"cpython-311", "a70d0d0a", 100}.name()), Error);
+    CHECK_THROWS_AS((store::BytecodeKey{"cpython-311", "a70d0d0a", -1}.name()), Error);
+    const store::BytecodeKey o3{"cpython-311", "a70d0d0a", 3};  // PYTHONOPTIMIZE=3: .opt-3.pyc
+    CHECK(store::BytecodeKey::parse(o3.name()) == o3);
+    CHECK(o3.pyc_name("m.py") == "m.cpython-311.opt-3.pyc");
+    for (const char* bad : {"", "cpython-311", "cpython-311-a70d0d0a", "cpython-311-a70d0d0a-o100",
+                            "cpython-311-a70d0d0a-o03", "cpython-311-a70d0d0a-o",
                             "cpython/311-a70d0d0a-o0", "-a70d0d0a-o0", "cpython-311-A70D0D0A-o0"})
         CHECK_FALSE(store::BytecodeKey::parse(bad));
 }

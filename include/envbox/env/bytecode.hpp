@@ -22,12 +22,13 @@ namespace envbox::env {
 store::BytecodeKey bytecode_key(const Interpreter& in, int optimize);
 
 /// The optimisation levels an environment gets bytecode for: 0, and the level PYTHONOPTIMIZE
-/// asks for when `[run].env` sets it ("1" → 1, "2" or more → 2; empty or "0": none more).
+/// gives `sys.flags.optimize` when `[run].env` sets it, read as CPython reads it ("2" → 2,
+/// " +3" → 3, any other non-number → 1; empty or "0": none more).
 std::vector<int> bytecode_levels(std::string_view pythonoptimize);
 
 /// Sources larger than this are left to Python (no `.pyc`): a bound on what one hostile
-/// member can make a worker hold.
-constexpr std::uintmax_t kMaxBytecodeSource = 64u << 20;
+/// member can make a worker hold (each worker also runs under a 2 GiB address-space limit).
+constexpr std::uintmax_t kMaxBytecodeSource = 32u << 20;
 
 /// One module compiled (`pyc`), or why the interpreter refused it (`error`: a SyntaxError, a
 /// source too large, a worker that died or hung on it).

@@ -71,8 +71,8 @@ struct InstallPlan {
 ///   (ErrorCode::conflict) naming the path and two wheels, unless exactly one of the contents
 ///   comes from `preferred` wheels: that one is installed, and the RECORD of each wheel whose
 ///   content lost omits the path (a RECORD never lists a hash its file does not have, and
-///   uninstalling that wheel with pip leaves the winner's file in place); a `.pyc` follows its
-///   source (same source and path: same bytes);
+///   uninstalling that wheel with pip leaves the winner's file in place); a `.pyc` is placed
+///   exactly when its own source is (the winner brings its bytecode, or none);
 /// - a path in a claimant's own `.dist-info`, a path claimed twice by one wheel, and a file of
 ///   one wheel that is a directory in another stay conflicts whatever `preferred` says.
 /// Deterministic in `requests`: `verify` recomputes the same plan from a generation's record.

@@ -32,11 +32,13 @@ namespace envbox::store {
 struct BytecodeKey {
     std::string cache_tag;  ///< sys.implementation.cache_tag: "cpython-311"
     std::string magic;      ///< importlib.util.MAGIC_NUMBER in hex: "a70d0d0a"
-    int optimize = 0;       ///< 0, 1 (-O) or 2 (-OO)
+    /// sys.flags.optimize: 0, 1 (-O), 2 (-OO), or more (PYTHONOPTIMIZE=3 names `.opt-3.pyc`,
+    /// compiled as level 2: what Python itself does)
+    int optimize = 0;
 
     /// "cpython-311-a70d0d0a-o0": the bytecode list's file name and the generation record's
     /// value. Throws (`invalid_input`) when a field could not name a file: a cache tag other
-    /// than [a-z0-9_.] and '-', a magic that is not 8 hex digits, a level past 2.
+    /// than [a-z0-9_.] and '-', a magic that is not 8 hex digits, a level past 99.
     std::string name() const;
     /// The key `name()` wrote, or nullopt.
     static std::optional<BytecodeKey> parse(std::string_view name);

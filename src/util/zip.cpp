@@ -124,11 +124,53 @@ void pread_into(int fd, void* buf, std::size_t length, std::uint64_t offset,
     }
 }
 
+// True when `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF).
+bool valid_utf8(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = 0;
+        std::uint32_t cp = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            n = 1, cp = c & 0x1fu;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2, cp = c & 0x0fu;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3, cp = c & 0x07u;
+        } else {
+            return false;
+        }
+        if (s.size() - i - 1 < n) return false;
+        for (std::size_t k = 1; k <= n; ++k) {
+            const auto d = static_cast<unsigned char>(s[i + k]);
+            if ((d & 0xc0) != 0x80) return false;
+            cp = cp << 6 | (d & 0x3fu);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
 // What readers disagree on or refuse, in one central-directory entry: a name with a NUL (CPython
-// cuts it there), a "version needed" CPython refuses (above 6.3), flags for strong encryption,
-// patched data or a masked directory, an entry starting on another disk.
+// cuts it there), a non-ASCII name that is not UTF-8 flagged as UTF-8 (CPython decodes an
+// unflagged one as CP437, libarchive refuses a flagged one that is not UTF-8), a "version
+// needed" CPython refuses (above 6.3), flags for strong encryption, patched data or a masked
+// directory, an entry starting on another disk.
 void refuse_unreadable_entry(const Member& m, unsigned version_needed, std::uint64_t disk) {
     if (m.name.find('\0') != std::string::npos) bad("a zip member name holds a NUL byte");
+    const bool ascii = std::all_of(m.name.begin(), m.name.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    if (!ascii && !valid_utf8(m.name)) bad("a zip member name is not valid UTF-8");
+    if (!ascii && !(m.flags & 0x0800))
+        bad(quoted(m) +
+            " has a non-ASCII name without the UTF-8 flag (CPython and pip read it "
+            "as CP437, another name)");
     if (version_needed > 63)
         bad(quoted(m) + " needs zip version " + std::to_string(version_needed / 10) + "." +
             std::to_string(version_needed % 10) + " to extract");

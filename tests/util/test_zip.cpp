@@ -112,7 +112,7 @@ TEST_CASE("zip64 values near 2^64 are integrity errors, not wrapped bounds or fo
         {"deflate-ends-before-compressed-size.zip",
          "deflate stream ends before the 414 bytes of compressed data"},
         // A name flagged UTF-8 that is not (libarchive cannot convert it), and a UTF-8 name
-        // without the flag (CPython reads "pkg/cafÃ©.py" where envbox would write "café").
+        // without the flag (CPython reads "pkg/caf├⌐.py" where envbox would write "café").
         {"flagged-name-not-utf8.zip", "a zip member name is not valid UTF-8"},
         {"unflagged-non-ascii-name.zip", "has a non-ASCII name without the UTF-8 flag"},
     };

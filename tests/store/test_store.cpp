@@ -17,6 +17,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
+#include "stored_zip.hpp"
 
 using namespace envbox;
 namespace fs = std::filesystem;
@@ -36,72 +37,11 @@ struct TempHome {
     }
 };
 
-std::uint32_t crc32(std::string_view data) {
-    std::uint32_t c = 0xffffffffu;
-    for (unsigned char b : data) {
-        c ^= b;
-        for (int i = 0; i < 8; ++i)
-            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
-void put(std::string& out, std::uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i)
-        out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-struct Member {
-    std::string name, content;
-    bool executable = false;
-};
+using Member = envboxtest::ZipMember;
 
 // A zip of stored (uncompressed) members made on Unix, as a wheel tool writes them.
 std::string zip_of(const std::vector<Member>& members) {
-    std::string out, directory;
-    for (const auto& m : members) {
-        const std::uint64_t offset = out.size();
-        const std::uint32_t crc = crc32(m.content);
-        put(out, 0x04034b50, 4);
-        put(out, 20, 2);  // version needed
-        put(out, 0, 2);   // flags
-        put(out, 0, 2);   // stored
-        put(out, 0, 4);   // time, date
-        put(out, crc, 4);
-        put(out, m.content.size(), 4);
-        put(out, m.content.size(), 4);
-        put(out, m.name.size(), 2);
-        put(out, 0, 2);
-        out += m.name;
-        out += m.content;
-        put(directory, 0x02014b50, 4);
-        put(directory, (3 << 8) | 20, 2);  // made by: Unix
-        put(directory, 20, 2);
-        put(directory, 0, 2);
-        put(directory, 0, 2);
-        put(directory, 0, 4);
-        put(directory, crc, 4);
-        put(directory, m.content.size(), 4);
-        put(directory, m.content.size(), 4);
-        put(directory, m.name.size(), 2);
-        put(directory, 0, 2);  // extra
-        put(directory, 0, 2);  // comment
-        put(directory, 0, 2);  // disk
-        put(directory, 0, 2);  // internal attributes
-        put(directory, std::uint64_t(m.executable ? 0100755 : 0100644) << 16, 4);
-        put(directory, offset, 4);
-        directory += m.name;
-    }
-    const std::uint64_t directory_offset = out.size();
-    out += directory;
-    put(out, 0x06054b50, 4);
-    put(out, 0, 4);  // disks
-    put(out, members.size(), 2);
-    put(out, members.size(), 2);
-    put(out, directory.size(), 4);
-    put(out, directory_offset, 4);
-    put(out, 0, 2);
-    return out;
+    return envboxtest::stored_zip(members);
 }
 
 // A wheel of project `name` 1.0 with `files` (archive path, content, executable) beside its

@@ -9,19 +9,15 @@
 
 #include "envbox/env/generation.hpp"
 #include "envbox/util/error.hpp"
+#include "temp_dir.hpp"
 
 using namespace envbox;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "envbox-record-XXXXXX").string();
-        path = ::mkdtemp(tmpl.data());
-    }
-    ~TempDir() { fs::remove_all(path); }
+struct TempDir : envboxtest::TempDir {
+    TempDir() : envboxtest::TempDir("envbox-record") {}
 };
 
 const std::string kSha(64, 'a');

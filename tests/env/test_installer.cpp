@@ -8,19 +8,15 @@
 
 #include "envbox/env/installer.hpp"
 #include "envbox/util/sha256.hpp"
+#include "temp_dir.hpp"
 
 using namespace envbox;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempHome {
-    fs::path path;
-    TempHome() {
-        std::string tmpl = (fs::temp_directory_path() / "envbox-plan-XXXXXX").string();
-        path = ::mkdtemp(tmpl.data());
-    }
-    ~TempHome() { fs::remove_all(path); }
+struct TempHome : envboxtest::TempDir {
+    TempHome() : envboxtest::TempDir("envbox-plan") {}
 };
 
 const std::string kSite = "lib/python3.12/site-packages";

@@ -10,19 +10,15 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "local_server.hpp"
+#include "temp_dir.hpp"
 
 using namespace envbox;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string t = (fs::temp_directory_path() / "envbox-http-XXXXXX").string();
-        path = ::mkdtemp(t.data());
-    }
-    ~TempDir() { fs::remove_all(path); }
+struct TempDir : envboxtest::TempDir {
+    TempDir() : envboxtest::TempDir("envbox-http") {}
 };
 
 std::string response(const std::string& status, const std::string& headers,

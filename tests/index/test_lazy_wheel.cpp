@@ -12,6 +12,7 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/zip.hpp"
 #include "local_server.hpp"
+#include "temp_dir.hpp"
 
 using namespace envbox;
 namespace fs = std::filesystem;
@@ -163,13 +164,8 @@ std::string answer(const std::string& file, const std::string& head, Ranges mode
                     body);
 }
 
-struct TempHome {
-    fs::path path;
-    TempHome() {
-        std::string t = (fs::temp_directory_path() / "envbox-lazy-XXXXXX").string();
-        path = ::mkdtemp(t.data());
-    }
-    ~TempHome() { fs::remove_all(path); }
+struct TempHome : envboxtest::TempDir {
+    TempHome() : envboxtest::TempDir("envbox-lazy") {}
 };
 
 std::optional<std::string> remote_metadata(const std::string& zip, Ranges mode,

@@ -9,6 +9,7 @@
 #include "../../src/ops/create_steps.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "temp_dir.hpp"
 
 using namespace envbox;
 using namespace envbox::ops::create_steps;
@@ -16,13 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "envbox-create-XXXXXX").string();
-        path = ::mkdtemp(tmpl.data());
-    }
-    ~TempDir() { fs::remove_all(path); }
+struct TempDir : envboxtest::TempDir {
+    TempDir() : envboxtest::TempDir("envbox-create") {}
 };
 
 const std::string kA(64, 'a'), kB(64, 'b'), kC(64, 'c');

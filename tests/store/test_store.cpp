@@ -18,23 +18,15 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
 #include "stored_zip.hpp"
+#include "temp_dir.hpp"
 
 using namespace envbox;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempHome {
-    fs::path path;
-    TempHome() {
-        std::string tmpl = (fs::temp_directory_path() / "envbox-store-XXXXXX").string();
-        path = ::mkdtemp(tmpl.data());
-    }
-    ~TempHome() {
-        // Objects are read-only; their directories are not, so remove_all works.
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
+struct TempHome : envboxtest::TempDir {
+    TempHome() : envboxtest::TempDir("envbox-store") {}
 };
 
 using Member = envboxtest::ZipMember;

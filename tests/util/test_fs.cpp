@@ -8,18 +8,14 @@
 
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "temp_dir.hpp"
 
 using namespace envbox;
 namespace fs = std::filesystem;
 
 namespace {
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "envbox-fs-XXXXXX").string();
-        path = ::mkdtemp(tmpl.data());
-    }
-    ~TempDir() { fs::remove_all(path); }
+struct TempDir : envboxtest::TempDir {
+    TempDir() : envboxtest::TempDir("envbox-fs") {}
 };
 }  // namespace
 

@@ -56,18 +56,44 @@ std::vector<std::string> package_hashes(const lock::Package& p, const std::strin
     return out;
 }
 
-// `name==version`, or `name @ URL` for a direct archive.
-std::string requirement_of(const lock::Package& p, const std::string& source) {
+// A local archive (`path`, relative to the lock's directory) as pip reads a path line: relative
+// to `base` (the project root, where pip is to run) when it lies inside it, so the file stays
+// right when the checkout moves or is copied into an image; else absolute.
+std::string local_archive(const std::string& path, const std::string& source,
+                          const lock::Package& p, const fs::path& base) {
+    const fs::path full =
+        (fs::path(source).parent_path() / one_line(path, source, p, "archive path"))
+            .lexically_normal();
+    std::string out = full.string();
+    if (!base.empty()) {
+        const fs::path rel = full.lexically_relative(base.lexically_normal());
+        if (!rel.empty() && *rel.begin() != "..") out = "./" + rel.generic_string();
+    }
+    for (char c : out)
+        if (c == ' ' || c == '\t' || c == ';' || c == '#')
+            throw Error(ErrorCode::invalid_input,
+                        source + ":" + std::to_string(p.line) + ": " + p.name + "'s archive path " +
+                            out +
+                            " holds a blank, ';' or '#', which pip reads as the end of the path");
+    return out;
+}
+
+// `name==version`, `name @ URL` for a direct archive, or the path of a local one.
+std::string requirement_of(const lock::Package& p, const std::string& source,
+                           const fs::path& base) {
     if (p.vcs || p.directory)
         throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
                                                   p.name + " is locked as " +
                                                   (p.vcs ? "a VCS checkout" : "a local directory") +
                                                   ", which a hashed requirements file cannot pin");
     if (p.archive && p.wheels.empty() && !p.sdist) {
-        if (!p.archive->url)
-            throw Error(ErrorCode::invalid_input,
-                        source + ":" + std::to_string(p.line) + ": " + p.name +
-                            " is a local archive without a URL; export it as pylock");
+        if (!p.archive->url) {
+            if (!p.archive->path)
+                throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
+                                                          p.name +
+                                                          "'s archive has neither url nor path");
+            return local_archive(*p.archive->path, source, p, base);
+        }
         return p.name + " @ " + clean_url(*p.archive->url, source, p, "archive URL");
     }
     if (!p.version)
@@ -78,7 +104,8 @@ std::string requirement_of(const lock::Package& p, const std::string& source) {
 
 }  // namespace
 
-std::string requirements_txt(const lock::Pylock& lock, const std::string& source) {
+std::string requirements_txt(const lock::Pylock& lock, const std::string& source,
+                             const fs::path& base) {
     // The file name only: the export is committed or copied into images, and must not change
     // with the checkout's path.
     std::string head = "# Exported by envbox from " + fs::path(source).filename().string() +
@@ -91,7 +118,7 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
             if (std::find(indexes.begin(), indexes.end(), url) == indexes.end())
                 indexes.push_back(url);
         }
-        body += requirement_of(p, source);
+        body += requirement_of(p, source, base);
         if (p.marker) body += " ; " + one_line(p.marker->str(), source, p, "marker");
         for (const auto& h : package_hashes(p, source))
             body += " \\\n    --hash=sha256:" + h;
@@ -117,7 +144,9 @@ ExportResult export_lock(const Context& ctx, const std::string& env, ExportForma
     auto parsed = lock::Pylock::parse(text, r.lock.string());
     if (!parsed) throw parsed.error();
     r.packages = parsed->packages.size();
-    r.text = format == ExportFormat::pylock ? text : requirements_txt(*parsed, r.lock.string());
+    r.text = format == ExportFormat::pylock
+                 ? text
+                 : requirements_txt(*parsed, r.lock.string(), ctx.project_root);
     return r;
 }
 

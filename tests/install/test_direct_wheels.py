@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -133,6 +134,42 @@ class DirectWheels(unittest.TestCase):
         self.run_envbox("lock", "e", "--upgrade")
         self.assertEqual(self.lock_text(), text)
         self.assertEqual(self.run_envbox("lock", "e", "--check").returncode, 0)
+
+    def test_pip_installs_the_export(self):
+        """The exported requirements name each direct wheel as pip reads it (a URL, or a path
+        relative to the project root for one locked by path) and pip installs all three with
+        their hashes checked, their dependency from the index line."""
+        self.write(self.all_three())
+        self.run_envbox("lock", "e")
+        text = self.run_envbox("export", "e").stdout
+        self.assertIn(f"flash-attn @ {self.flashy_url} \\\n    --hash=sha256:{sha256_file(self.flashy)}",
+                      text)
+        self.assertIn(f"mylib @ file://{self.mylib} \\\n", text)
+        self.assertIn(f"./manifests/wheels/{os.path.basename(self.local)} \\\n"
+                      f"    --hash=sha256:{sha256_file(self.local)}\n", text)
+        self.assertIn(f"--index-url {self.server.url}/simple\n", text)
+        req = os.path.join(self.project, "requirements.txt")
+        with open(req, "w") as f:
+            f.write(text)
+        target = os.path.join(self.case, "target")
+        r = subprocess.run(["/usr/bin/python3", "-m", "pip", "install", "--disable-pip-version-check",
+                            "--require-hashes", "-r", "requirements.txt", "--target", target],
+                           cwd=self.project, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for module in ("flash_attn/__init__.py", "mylib.py", "local.py", "dep.py"):
+            self.assertTrue(os.path.exists(os.path.join(target, module)), module)
+        with open(os.path.join(target, "dep.py")) as f:
+            self.assertEqual(f.read(), "VALUE = 'dep 1.2'\n")
+        # A path pip would cut short at its blank is refused, naming the package.
+        lock = os.path.join(self.project, "manifests", "pylock.e.toml")
+        with open(lock) as f:
+            locked = f.read()
+        with open(lock, "w") as f:
+            f.write(locked.replace('path = "wheels/', 'path = "my wheels/'))
+        r = self.run_envbox("export", "e", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("local's archive path ./manifests/my wheels/", r.stderr)
+        self.assertEqual(r.stdout, "")
 
     def test_create_elsewhere_fetches_the_archive_by_its_url(self):
         self.write(self.all_three())

@@ -26,10 +26,13 @@ struct ExportResult {
 /// in a file that is committed or baked into an image); then per package, by name,
 /// `name==version [; marker] \` and one `    --hash=sha256:…` line per wheel (and sdist) the lock
 /// lists, so pip picks the file for its own target and checks it. A wheel locked by direct
-/// URL (a PEP 751 `archive`) is `name @ URL`. Throws (invalid_input, naming `source` and the
+/// URL (a PEP 751 `archive`) is `name @ URL`; one locked by `path` is that path, as pip reads a
+/// path line: `./…` relative to `base` (the project root, where pip is to run) when the file
+/// lies under it, else absolute. Throws (invalid_input, naming `source` and the
 /// package) for a package pip cannot pin by hash (a directory, a VCS checkout, no sha256) and
 /// for a value that would break out of its line.
-std::string requirements_txt(const lock::Pylock& lock, const std::string& source);
+std::string requirements_txt(const lock::Pylock& lock, const std::string& source,
+                             const std::filesystem::path& base = {});
 
 /// Reads ENV's lock (`manifests/pylock.ENV.toml`; missing: invalid_input with the command that
 /// writes it), validates it, and renders it in `format` (the pylock format is the file's bytes).

@@ -49,8 +49,8 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
             stale.push_back(env);
     }
     if (!stale.empty())
-        throw Error(ErrorCode::invalid_input,
-                    std::to_string(stale.size()) + " stale lock(s); run `envbox lock` to update");
+        throw Error(ErrorCode::invalid_input, counted(stale.size(), "stale lock", "stale locks") +
+                                                  "; run `envbox lock` to update");
 }
 
 }  // namespace

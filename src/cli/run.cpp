@@ -194,6 +194,8 @@ std::string environment_or_default(const GlobalOptions& global, const std::strin
         throw Error(ErrorCode::usage,
                     "no ENV given, no ENVBOX_ENV and no project here (no manifests/ directory "
                     "in this directory or above)");
+    if (auto project = ops::read_project_file(ctx.project_root); project && project->default_env)
+        return *project->default_env;
     std::vector<std::string> names;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(ctx.project_root / "manifests", ec)) {
@@ -211,7 +213,9 @@ std::string environment_or_default(const GlobalOptions& global, const std::strin
         list += (list.empty() ? "" : ", ") + n;
     throw Error(ErrorCode::usage, "no ENV given and no ENVBOX_ENV, and " + where +
                                       " holds several environments (" + list +
-                                      "): name one, as `envbox run ENV -- CMD`, or set ENVBOX_ENV");
+                                      "): name one, as `envbox run ENV -- CMD`, set ENVBOX_ENV, "
+                                      "or set default-env in " +
+                                      (ctx.project_root / "envbox.toml").string());
 }
 
 void run_run(const GlobalOptions& global, const RunCommand& cmd) {

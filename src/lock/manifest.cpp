@@ -28,7 +28,8 @@ bool parse_major_minor(std::string_view s, int& major, int& minor) {
 
 class ManifestReader {
   public:
-    explicit ManifestReader(std::string_view source) : r_(source) {}
+    explicit ManifestReader(std::string_view source, const ProjectFile* project = nullptr)
+        : r_(source), project_(project) {}
 
     Manifest read(const toml::table& doc) {
         // Every key envbox reads, table by table: a typo (`explict`) must not pass for a
@@ -39,7 +40,13 @@ class ManifestReader {
             r_.wrong_type(*tool, "Mapping", "tool");
         Manifest m;
         read_environment(m, doc);
-        const std::set<std::string> names = read_indexes(m, doc);
+        std::set<std::string> names = read_indexes(m, doc);
+        if (project_) {  // the project's shared settings, under the manifest's own
+            for (const auto& i : project_->indexes)
+                if (names.insert(i.name).second) m.indexes.push_back(i);
+            m.sources = project_->sources;
+            m.run_env = project_->run_env;
+        }
         read_sources(m, doc, names);
         read_run(m, doc);
         if (const auto* install = r_.opt_table(doc, "install", "")) {
@@ -48,6 +55,24 @@ class ManifestReader {
             m.install_compile = r_.opt_bool(*install, "compile", "install");
         }
         return m;
+    }
+
+    // `envbox.toml`: `default-env`, and the tables a manifest has that environments share.
+    ProjectFile read_project(const toml::table& doc) {
+        r_.require_known_keys(doc, {"default-env", "index", "sources", "run", "tool"}, "",
+                              kToolHint);
+        if (const toml::node* tool = doc.get("tool"); tool && !tool->is_table())
+            r_.wrong_type(*tool, "Mapping", "tool");
+        Manifest m;
+        const std::set<std::string> names = read_indexes(m, doc);
+        read_sources(m, doc, names);
+        read_run(m, doc);
+        ProjectFile p;
+        p.default_env = r_.opt_string(doc, "default-env", "");
+        p.indexes = std::move(m.indexes);
+        p.sources = std::move(m.sources);
+        p.run_env = std::move(m.run_env);
+        return p;
     }
 
   private:
@@ -193,12 +218,30 @@ class ManifestReader {
     }
 
     TomlReader r_;
+    const ProjectFile* project_ = nullptr;
+};
+
+struct ProjectReader {
+    explicit ProjectReader(std::string_view source) : reader(source) {}
+    ProjectFile read(const toml::table& doc) { return reader.read_project(doc); }
+    ManifestReader reader;
 };
 
 }  // namespace
 
-Result<Manifest> Manifest::parse(std::string_view text, std::string_view source) {
-    return read_document<ManifestReader>(text, source);
+Result<Manifest> Manifest::parse(std::string_view text, std::string_view source,
+                                 const ProjectFile* project) {
+    auto doc = parse_toml(text, source);
+    if (!doc) return doc.error();
+    try {
+        return ManifestReader(source, project).read(*doc);
+    } catch (Error& e) {
+        return std::move(e);
+    }
+}
+
+Result<ProjectFile> ProjectFile::parse(std::string_view text, std::string_view source) {
+    return read_document<ProjectReader>(text, source);
 }
 
 std::optional<Error> Manifest::check_prefer(const std::vector<std::string>& lock_names,

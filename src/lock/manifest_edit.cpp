@@ -241,9 +241,10 @@ struct Located {
     std::vector<std::string> values;  // each element's string, as toml++ decoded it
 };
 
-Result<Located> locate_requirements(std::string_view t, std::string_view source) {
+Result<Located> locate_requirements(std::string_view t, std::string_view source,
+                                    const ProjectFile* project) {
     constexpr std::string_view what = "[environment].requirements";
-    auto m = Manifest::parse(t, source);
+    auto m = Manifest::parse(t, source, project);
     if (!m) return m.error();
     auto doc = parse_toml(t, source);
     if (!doc) return doc.error();
@@ -284,8 +285,9 @@ bool same_elsewhere(std::string_view a, std::string_view b, std::string_view sou
 // every other value as `before` had it.
 Result<bool> check_edit(std::string_view after, std::string_view source, std::string_view before,
                         const std::vector<std::string>& requirements,
-                        const std::map<std::string, std::string>& sources, std::string_view what) {
-    auto m = Manifest::parse(after, source);
+                        const std::map<std::string, std::string>& sources, std::string_view what,
+                        const ProjectFile* project) {
+    auto m = Manifest::parse(after, source, project);
     if (!m) return cannot_edit(source, what, "the edit would not parse: " + m.error().message());
     if (requirement_texts(*m) != requirements || m->sources != sources ||
         !same_elsewhere(before, after, source))
@@ -382,13 +384,13 @@ std::string toml_quote(std::string_view s) {
 }
 
 Result<RequirementEdit> add_requirement(std::string_view text, std::string_view source,
-                                        std::string_view written_as) {
+                                        std::string_view written_as, const ProjectFile* project) {
     const std::string written = trimmed(written_as);
     auto req = pep::Requirement::parse(written);
     if (!req)
         return Error(ErrorCode::usage,
                      "invalid requirement '" + written + "': " + req.error().message());
-    auto located = locate_requirements(text, source);
+    auto located = locate_requirements(text, source, project);
     if (!located) return located.error();
     const Manifest before = located->manifest;
     const std::string name = req->canonical_name();
@@ -408,27 +410,28 @@ Result<RequirementEdit> add_requirement(std::string_view text, std::string_view 
         // Later requirements of the name go first (right to left, each erase re-read), then
         // the first is replaced where it stands.
         for (std::size_t i = same.size(); i-- > 1;) {
-            auto again = locate_requirements(t, source);
+            auto again = locate_requirements(t, source, project);
             if (!again) return again.error();
             t = erase_element(t, again->array, same[i]);
             want.erase(want.begin() + static_cast<std::ptrdiff_t>(same[i]));
         }
-        auto again = locate_requirements(t, source);
+        auto again = locate_requirements(t, source, project);
         if (!again) return again.error();
         const Element& x = again->array.elements[same[0]];
         t = splice(t, x.begin, x.end - x.begin, toml_quote(written));
         want[same[0]] = req->str();
         edit.change = RequirementChange::replaced;
     }
-    auto ok = check_edit(t, source, text, want, before.sources, "[environment].requirements");
+    auto ok =
+        check_edit(t, source, text, want, before.sources, "[environment].requirements", project);
     if (!ok) return ok.error();
     edit.text = std::move(t);
     return edit;
 }
 
 Result<std::string> remove_requirement(std::string_view text, std::string_view source,
-                                       std::string_view name) {
-    auto located = locate_requirements(text, source);
+                                       std::string_view name, const ProjectFile* project) {
+    auto located = locate_requirements(text, source, project);
     if (!located) return located.error();
     const Manifest before = located->manifest;
     const std::string canonical = pep::canonicalize_name(trimmed(name));
@@ -443,12 +446,13 @@ Result<std::string> remove_requirement(std::string_view text, std::string_view s
     std::vector<std::string> want = requirement_texts(before);
     std::string t(text);
     for (std::size_t i = same.size(); i-- > 0;) {
-        auto again = locate_requirements(t, source);
+        auto again = locate_requirements(t, source, project);
         if (!again) return again.error();
         t = erase_element(t, again->array, same[i]);
         want.erase(want.begin() + static_cast<std::ptrdiff_t>(same[i]));
     }
-    auto ok = check_edit(t, source, text, want, before.sources, "[environment].requirements");
+    auto ok =
+        check_edit(t, source, text, want, before.sources, "[environment].requirements", project);
     if (!ok) return ok.error();
     return t;
 }
@@ -517,8 +521,9 @@ std::optional<Error> unknown_index(const Manifest& m, std::string_view source,
 }  // namespace
 
 Result<std::string> pin_source(std::string_view text, std::string_view source,
-                               std::string_view package, std::string_view index) {
-    auto before = Manifest::parse(text, source);
+                               std::string_view package, std::string_view index,
+                               const ProjectFile* project) {
+    auto before = Manifest::parse(text, source, project);
     if (!before) return before.error();
     if (!pep::is_valid_name(package))
         return Error(ErrorCode::usage, "invalid package name '" + std::string(package) + "'");
@@ -561,7 +566,7 @@ Result<std::string> pin_source(std::string_view text, std::string_view source,
                                : pin_after_last_entry(text, source, *table, entry);
     }
     if (!t) return t.error();
-    auto ok = check_edit(*t, source, text, requirement_texts(*before), want, "[sources]");
+    auto ok = check_edit(*t, source, text, requirement_texts(*before), want, "[sources]", project);
     if (!ok) return ok.error();
     return t;
 }

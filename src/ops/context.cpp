@@ -118,4 +118,33 @@ void check_env_name(const std::string& env) {
                                           "': use letters, digits, '.', '_' and '-'");
 }
 
+std::optional<lock::ProjectFile> read_project_file(const fs::path& project_root) {
+    if (project_root.empty()) return std::nullopt;
+    const fs::path path = project_root / "envbox.toml";
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return std::nullopt;
+    auto p = lock::ProjectFile::parse(read_file(path), path.string());
+    if (!p) throw p.error();
+    if (p->default_env) {
+        try {
+            check_env_name(*p->default_env);
+        } catch (Error& e) {
+            throw Error(ErrorCode::invalid_input,
+                        path.string() + ": default-env: " + std::string(e.what()));
+        }
+    }
+    return std::move(*p);
+}
+
+lock::Manifest read_manifest(const fs::path& manifest_path) {
+    std::error_code ec;
+    if (!fs::exists(manifest_path, ec))
+        throw Error(ErrorCode::invalid_input, "no manifest " + manifest_path.string());
+    const auto project = read_project_file(manifest_path.parent_path().parent_path());
+    auto m = lock::Manifest::parse(read_file(manifest_path), manifest_path.string(),
+                                   project ? &*project : nullptr);
+    if (!m) throw m.error();
+    return std::move(*m);
+}
+
 }  // namespace envbox::ops

@@ -41,9 +41,7 @@ namespace {
 std::optional<lock::Manifest> read_manifest_if_any(const fs::path& manifest_path) {
     std::error_code ec;
     if (manifest_path.empty() || !fs::exists(manifest_path, ec)) return std::nullopt;
-    auto m = lock::Manifest::parse(read_file(manifest_path), manifest_path.string());
-    if (!m) throw m.error();
-    return std::move(*m);
+    return read_manifest(manifest_path);
 }
 
 // Writes the project's lock again when `relock_reasons` says so; --locked refuses instead.
@@ -151,6 +149,23 @@ std::vector<Item> select_items(const lock::Pylock& pylock, const Target& target,
     return items;
 }
 
+void check_cuda_coherence(const std::vector<Item>& items, const lock::Manifest* manifest,
+                          const Inputs& in) {
+    std::vector<env::CudaPackage> cuda;
+    for (const auto& item : items)
+        if (item.package->version)
+            if (auto l = env::cuda_line_of(item.package->name, *item.package->version))
+                cuda.push_back({item.package->name, item.package->version->str(), *l});
+    auto why = env::cuda_incoherence(cuda, manifest ? manifest->cuda : std::nullopt);
+    if (!why) return;
+    auto tool = lock::read_tool_table(in.lock_text, in.lock_path.string());
+    if (tool && tool->values["allow-mixed-cuda"] == "true") return;
+    throw Error(ErrorCode::invalid_input,
+                *why + "\nrefusing to create an environment from " + in.lock_path.string() +
+                    " (lock it again with `envbox lock`, or with --allow-mixed-cuda if this is "
+                    "really meant, which the lock records)");
+}
+
 std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items) {
     std::vector<env::CudaLine> lines;
     for (const auto& item : items)
@@ -235,6 +250,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     result.python = interpreter.full_version + " (" + interpreter.executable.string() + ")";
     result.packages = items.size();
 
+    check_cuda_coherence(items, manifest, in);
     if (auto note = check_driver(items_cuda_lines(items), ctx.settings)) progress.note(*note);
     const fs::path edir = env_dir(ctx, opt.env);
     EnvLocks held = lock_environment(ctx, opt, edir);

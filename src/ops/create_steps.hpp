@@ -5,6 +5,7 @@
 ///   read_inputs          create.cpp             manifest, lock path, re-lock decision, lock
 ///   create_target        target.cpp             interpreter, platform, tags, markers
 ///   select_items         create.cpp             one wheel per package, for the target
+///   check_cuda_coherence create.cpp             one CUDA line, the manifest's (unless allowed)
 ///   check_driver         create.cpp             the driver runs the CUDA line (or a note)
 ///   lock_environment     create.cpp             the environment's lock, the store's shared
 ///   generation_digest    create.cpp             what makes two generations the same (no-op)
@@ -108,6 +109,13 @@ struct Item {
 /// for a file without a sha256; a selection error gets the lock and the target as context.
 std::vector<Item> select_items(const lock::Pylock& pylock, const Target& target,
                                const std::filesystem::path& lock_path);
+
+/// Refuses (invalid_input, naming each side and the lock) items whose CUDA-bearing packages
+/// mix lines or disagree with the manifest's `cuda`, as `lock` does, unless the lock records
+/// that it was written with --allow-mixed-cuda: a hand-edited lock, `--lock FILE` and
+/// `--frozen` get the same check as a lock envbox wrote.
+void check_cuda_coherence(const std::vector<Item>& items, const lock::Manifest* manifest,
+                          const Inputs& in);
 
 /// The CUDA lines the items' packages belong to (none for a CPU-only environment).
 std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items);

@@ -135,10 +135,12 @@ void check_project(const Context& ctx, DoctorReport& r) {
     for (const auto& path : manifests) {
         DoctorReport::Environment env;
         env.name = path.stem().string();
-        auto m = lock::Manifest::parse(read_file(path), path.string());
-        if (!m) {
+        std::optional<lock::Manifest> m;
+        try {
+            m = read_manifest(path);
+        } catch (const Error& e) {
             env.ok = false;
-            env.problem = m.error().message();
+            env.problem = e.message();
             r.problems.push_back(env.name + ": " + env.problem);
             r.environments.push_back(std::move(env));
             continue;

@@ -136,9 +136,11 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
     }
     auto edit = [&](const Snapshot& s, EditResult& r) {
         const std::string source = s.manifest.string();
+        const auto project = read_project_file(ctx.project_root);
+        const lock::ProjectFile* shared = project ? &*project : nullptr;
         std::string t = s.manifest_text;
         for (const auto& text : opt.requirements) {
-            auto e = lock::add_requirement(t, source, text);
+            auto e = lock::add_requirement(t, source, text, shared);
             if (!e) throw e.error();
             if (e->change == lock::RequirementChange::added) r.added.push_back(trimmed(text));
             if (e->change == lock::RequirementChange::replaced) r.replaced.push_back(trimmed(text));
@@ -146,7 +148,7 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
         }
         if (opt.index)
             for (const auto& req : parsed) {
-                auto e = lock::pin_source(t, source, req.name, *opt.index);
+                auto e = lock::pin_source(t, source, req.name, *opt.index, shared);
                 if (!e) throw e.error();
                 if (*e != t) r.pinned.push_back(req.name);
                 t = std::move(*e);
@@ -168,9 +170,11 @@ EditResult remove(const Context& ctx, const RemoveOptions& opt) {
         if (seen.insert(pep::canonicalize_name(name)).second) names.push_back(name);
     }
     auto edit = [&](const Snapshot& s, EditResult& r) {
+        const auto project = read_project_file(ctx.project_root);
         std::string t = s.manifest_text;
         for (const auto& name : names) {
-            auto e = lock::remove_requirement(t, s.manifest.string(), name);
+            auto e = lock::remove_requirement(t, s.manifest.string(), name,
+                                              project ? &*project : nullptr);
             if (!e) throw e.error();
             r.removed.push_back(name);
             t = std::move(*e);

@@ -65,15 +65,6 @@ Inputs inputs_of(const lock::Manifest& m) {
     return in;
 }
 
-lock::Manifest read_manifest(const fs::path& path) {
-    std::error_code ec;
-    if (!fs::exists(path, ec))
-        throw Error(ErrorCode::invalid_input, "no manifest " + path.string());
-    auto m = lock::Manifest::parse(read_file(path), path.string());
-    if (!m) throw m.error();
-    return std::move(*m);
-}
-
 void diff_lists(const char* what, const std::vector<std::string>& locked,
                 const std::vector<std::string>& now, std::vector<std::string>& reasons) {
     std::set<std::string> a(locked.begin(), locked.end()), b(now.begin(), now.end());

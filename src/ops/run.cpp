@@ -88,9 +88,8 @@ void add_manifest_run_env(const Context& ctx, const std::string& env,
     fs::path manifest = ctx.project_root / "manifests" / (env + ".toml");
     std::error_code ec;
     if (!fs::exists(manifest, ec)) return;
-    auto m = lock::Manifest::parse(read_file(manifest), manifest.string());
-    if (!m) throw m.error();
-    for (const auto& [k, v] : m->run_env) {
+    const lock::Manifest m = read_manifest(manifest);
+    for (const auto& [k, v] : m.run_env) {
         base[k] = v;
         plan.notes.push_back("set " + k + " from [run].env");
     }

@@ -263,6 +263,130 @@ class AddRemove(unittest.TestCase):
         self.assertIn("--no-sync", r.stdout)
 
 
+PROJECT_FILE = """# shared by every environment of the project
+default-env = "a"
+
+[[index]]
+name = "main"
+url = "{url}/main"
+
+[[index]]
+name = "other"
+url = "{url}/other"
+explicit = true
+
+[sources]
+gamma = "other"
+
+[run]
+env = {{ SHARED = "project", WHO = "project" }}
+"""
+
+BARE = """[environment]
+python = "{pyv}"
+platform = "manylinux_2_28_x86_64"
+requirements = {reqs}
+"""
+
+
+class ProjectFile(unittest.TestCase):
+    """`envbox.toml` at the project root: indexes, [sources], [run].env and default-env shared
+    by manifests that do not repeat them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.www = tempfile.mkdtemp(prefix="envbox-proj-www-")
+        build_indexes(cls.www)
+        cls.server = StaticServer(cls.www)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        keep_or_remove(cls.www)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-proj-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        os.makedirs(os.path.join(self.proj, "manifests"))
+        self.shared = os.path.join(self.proj, "envbox.toml")
+        self.write_file(self.shared, PROJECT_FILE.format(url=self.server.url))
+        self.write_env("a", '["alpha"]', '\n[run]\nenv = { WHO = "a" }\n')
+        self.write_env("b", '["gamma"]')
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def write_file(self, path, text):
+        with open(path, "w") as f:
+            f.write(text)
+
+    def write_env(self, env, reqs, extra=""):
+        self.write_file(os.path.join(self.proj, "manifests", env + ".toml"),
+                        BARE.format(pyv=PYV, reqs=reqs) + extra)
+
+    def lock_text(self, env):
+        with open(os.path.join(self.proj, "manifests", f"pylock.{env}.toml")) as f:
+            return f.read()
+
+    def run_envbox(self, *args, check=True, cwd=None):
+        if cwd:
+            return envbox(*args, home=self.home, cwd=cwd, check=check)
+        return envbox(*args, home=self.home, project=self.proj, check=check)
+
+    def test_manifests_use_the_shared_indexes_sources_and_run_env(self):
+        self.run_envbox("lock", "a")
+        self.assertIn(f'index = "{self.server.url}/main"', self.lock_text("a"))
+        self.run_envbox("lock", "b")  # gamma pinned to the explicit index by envbox.toml
+        self.assertIn('version = "3.0"', self.lock_text("b"))
+        self.assertIn(f'index = "{self.server.url}/other"', self.lock_text("b"))
+        # add --index knows the project's indexes; the pin goes into the manifest.
+        self.run_envbox("add", "b", "beta", "--index", "main", "--no-sync")
+        with open(os.path.join(self.proj, "manifests", "b.toml")) as f:
+            self.assertIn('[sources]\nbeta = "main"\n', f.read())
+        # default-env picks the environment of a bare `run`; [run].env merges, the manifest's
+        # own value winning.
+        r = self.run_envbox("run", "--", "python", "-c",
+                            "import os, alpha; print(os.environ['SHARED'], os.environ['WHO'], alpha.__version__)",
+                            cwd=self.proj)
+        self.assertEqual(r.stdout, "project a 1.1\n")
+        r = self.run_envbox("run", "b", "--", "python", "-c", "import os, gamma; print(os.environ['WHO'])")
+        self.assertEqual(r.stdout, "project\n")
+
+    def test_a_change_to_the_shared_file_makes_the_locks_stale(self):
+        self.run_envbox("lock", "b")
+        self.run_envbox("lock", "--check", "b")
+        with open(self.shared) as f:
+            text = f.read()
+        self.write_file(self.shared, text.replace('gamma = "other"\n', ""))
+        r = self.run_envbox("lock", "--check", "b", check=False)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertIn("source pin no longer in the manifest: gamma = other", r.stdout + r.stderr)
+        self.assertIn("1 stale lock;", r.stderr)
+        r = self.run_envbox("run", "b", "--", "python", "-c", "import gamma; print(gamma.__version__)")
+        self.assertEqual(r.stdout, "2.0\n")  # re-locked from main before running
+        self.assertIn('version = "2.0"', self.lock_text("b"))
+
+    def test_a_manifest_index_of_the_same_name_replaces_the_shared_one(self):
+        self.write_env("b", '["gamma"]', f'\n[[index]]\nname = "other"\nurl = "{self.server.url}/main"\n')
+        self.run_envbox("lock", "b")
+        self.assertIn('version = "2.0"', self.lock_text("b"))
+        self.assertNotIn("/other", self.lock_text("b"))
+
+    def test_a_bad_shared_file_is_refused_naming_it(self):
+        with open(self.shared) as f:
+            text = f.read()
+        for bad, expect in ((text.replace("default-env", "default-envs"), "envbox.toml:2"),
+                            (text.replace('default-env = "a"', 'default-env = "../a"'), "default-env"),
+                            (text.replace('gamma = "other"', 'gamma = "nowhere"'), "nowhere")):
+            self.write_file(self.shared, bad)
+            r = self.run_envbox("lock", "a", check=False)
+            self.assertEqual(r.returncode, 3, r.stderr)
+            self.assertIn(self.shared, r.stderr)
+            self.assertIn(expect, r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.proj, "manifests", "pylock.a.toml")))
+
+
 if __name__ == "__main__":
     envboxtest.take_binary()
     unittest.main(verbosity=1)

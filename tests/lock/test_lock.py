@@ -157,6 +157,28 @@ class LockTheMissionWorld(unittest.TestCase):
         self.assertIn('declares cuda = "13.0"', r.stderr)
         self.assertIn("torch 2.11.0+cu128", r.stderr)
 
+    def test_create_refuses_a_lock_that_mixes_cuda_lines(self):
+        """A lock mixing CUDA lines that does not record --allow-mixed-cuda (hand-edited, or
+        another tool's) is refused by create as by lock, with --frozen and --lock too."""
+        self.write("mixed2", manifest(self.server.url, "cu128", ["torch==2.11.0+cu128", "cuda-toolkit==13.0.1"]).replace(
+            'cuda = "12.8"\n', ""))
+        self.envbox("lock", "mixed2", "--allow-mixed-cuda")
+        home = os.path.join(self.project, "home-mixed")
+        self.envbox("create", "mixed2", "--frozen", home=home)  # recorded: allowed
+        path = os.path.join(self.project, "manifests", "pylock.mixed2.toml")
+        edited = self.lock_text("mixed2").replace('allow-mixed-cuda = "true"\n', "")
+        with open(path, "w") as f:
+            f.write(edited)
+        other = os.path.join(self.project, "home-mixed-2")
+        for args in (("create", "mixed2", "--frozen"), ("create", "other", "--lock", path)):
+            r = self.envbox(*args, check=False, home=other)
+            self.assertEqual(r.returncode, 3, r.stderr)
+            self.assertIn("mixes CUDA lines", r.stderr)
+            self.assertIn("torch 2.11.0+cu128", r.stderr)
+            self.assertIn("cuda-toolkit 13.0.1", r.stderr)
+            self.assertIn("refusing to create an environment from " + path, r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(other, "envs")), r.stderr)
+
     def test_driver_checks_on_create_and_run(self):
         self.envbox("lock", "train")
         self.envbox("lock", "infer")

@@ -203,3 +203,73 @@ TEST_CASE("a PEP 751 lock with keys envbox does not know is still read (the spec
     REQUIRE(p.ok());
     CHECK(p->packages.size() == 1);
 }
+
+TEST_CASE("a manifest read with the project file: its own entries first, the shared ones under") {
+    auto project = lock::ProjectFile::parse(R"(default-env = "train"
+[[index]]
+name = "pytorch"
+url = "https://download.pytorch.org/whl/cu128"
+explicit = true
+
+[[index]]
+name = "pypi"
+url = "https://pypi.org/simple"
+
+[sources]
+torch = "pytorch"
+triton = "pytorch"
+
+[run]
+env = { A = "project", B = "project" }
+)",
+                                            "envbox.toml");
+    REQUIRE(project.ok());
+    CHECK(project->default_env == "train");
+    const std::string text = R"([environment]
+python = "3.12"
+platform = "manylinux_2_28_x86_64"
+requirements = ["torch", "numpy"]
+
+[[index]]
+name = "pypi"
+url = "https://mirror.example/simple"
+
+[[index]]
+name = "local"
+url = "file:///srv/wheels"
+
+[sources]
+triton = "local"
+
+[run]
+env = { B = "manifest" }
+)";
+    auto m = lock::Manifest::parse(text, "manifests/train.toml", &*project);
+    REQUIRE(m.ok());
+    REQUIRE(m->indexes.size() == 3);
+    CHECK(m->indexes[0].url == "https://mirror.example/simple");  // the manifest's pypi wins
+    CHECK(m->indexes[1].name == "local");
+    CHECK(m->indexes[2].name == "pytorch");
+    CHECK(m->sources.at("torch") == "pytorch");
+    CHECK(m->sources.at("triton") == "local");
+    CHECK(m->run_env.at("A") == "project");
+    CHECK(m->run_env.at("B") == "manifest");
+    // Alone, the manifest knows no index `pytorch`: a source naming it is an error.
+    auto alone = lock::Manifest::parse(text + "\n", "manifests/train.toml");
+    REQUIRE(alone.ok());
+    CHECK(alone->indexes.size() == 2);
+    auto pinned = lock::Manifest::parse(
+        std::string(text).replace(text.find("triton = \"local\""), 16, "numpy = \"pytorch\""),
+        "m.toml");
+    CHECK(!pinned.ok());
+    CHECK(lock::Manifest::parse(
+              std::string(text).replace(text.find("triton = \"local\""), 16, "numpy = \"pytorch\""),
+              "m.toml", &*project)
+              .ok());
+    // The project file refuses what a manifest would, and keys it does not have.
+    CHECK(!lock::ProjectFile::parse("[environment]\npython = \"3.12\"\n", "envbox.toml").ok());
+    auto typo = lock::ProjectFile::parse("default_env = \"x\"\n", "envbox.toml");
+    REQUIRE(!typo.ok());
+    CHECK(typo.error().message().find("envbox.toml:1") != std::string::npos);
+    CHECK(!lock::ProjectFile::parse("[sources]\ntorch = \"nowhere\"\n", "envbox.toml").ok());
+}

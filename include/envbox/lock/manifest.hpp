@@ -32,6 +32,21 @@ struct PreferredPackage {
     int line = 0;
 };
 
+/// `envbox.toml` at the project root (beside `manifests/`): what the project's environments
+/// share, so it is written once. Each manifest is read with it (`Manifest::parse`).
+struct ProjectFile {
+    /// `default-env`: the environment a command without ENV uses (after ENVBOX_ENV).
+    std::optional<std::string> default_env;
+    std::vector<IndexSpec> indexes;              ///< shared `[[index]]` entries, in order
+    std::map<std::string, std::string> sources;  ///< shared `[sources]`: package → index name
+    std::map<std::string, std::string> run_env;  ///< shared `[run].env`
+
+    /// Parses and validates as `Manifest::parse` does the same tables (index names unique,
+    /// URLs absolute, `[sources]` naming its own indexes); unknown keys are errors naming the
+    /// closest valid one. `default-env` is checked as an environment name where it is used.
+    static Result<ProjectFile> parse(std::string_view text, std::string_view source);
+};
+
 /// A parsed, validated manifest.
 struct Manifest {
     int python_major = 3;
@@ -57,7 +72,13 @@ struct Manifest {
     /// `ignore-error-codes` are HTTP error statuses, `[install].prefer` names valid packages.
     /// A key envbox does not know is an error naming its line and the closest valid key; keys
     /// for other tools belong under `[tool.NAME]`, which envbox ignores.
-    static Result<Manifest> parse(std::string_view text, std::string_view source);
+    ///
+    /// With `project` (the project's `envbox.toml`), the manifest is read as if it held the
+    /// project's shared settings too: its indexes follow the manifest's own in priority order
+    /// (an index of the same name in the manifest replaces the project's), its `[sources]` and
+    /// `[run].env` entries apply where the manifest has none for that package or variable.
+    static Result<Manifest> parse(std::string_view text, std::string_view source,
+                                  const ProjectFile* project = nullptr);
 
     /// The error for the first `[install].prefer` entry that names no package of `lock_names`
     /// (normalised names), located in `source` (the manifest's path); nothing when all do.

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "envbox/lock/manifest.hpp"
+
 namespace envbox::ops {
 
 /// Progress events of long operations. The cli renders them (a bar on a TTY, nothing in CI).
@@ -96,5 +98,15 @@ std::string known_environments(const std::filesystem::path& project_root);
 /// writes one)", so a mistyped ENV is named as such, never as a missing lock. Nothing without
 /// a project root (a command given a lock path).
 void require_environment_files(const Context& ctx, const std::string& env);
+
+/// `PROJECT/envbox.toml`, the settings the project's environments share, parsed; nothing when
+/// the project has none (or there is no project). Throws invalid_input naming the file and
+/// line for a file that does not parse, or whose `default-env` is not an environment name.
+std::optional<lock::ProjectFile> read_project_file(const std::filesystem::path& project_root);
+
+/// `manifests/ENV.toml` at `manifest_path`, parsed with its project's `envbox.toml` (the
+/// folder above `manifests/`), so every command reads a manifest the same way. Throws
+/// invalid_input: "no manifest P" when it does not exist, else the parse error.
+lock::Manifest read_manifest(const std::filesystem::path& manifest_path);
 
 }  // namespace envbox::ops

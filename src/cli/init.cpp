@@ -34,6 +34,13 @@ void run_init(const GlobalOptions& global, const InitCommand& cmd) {
         std::fprintf(stderr,
                      "CUDA %s: torch, torchvision, torchaudio and triton come from %s only\n",
                      r.cuda->c_str(), r.cuda_index.c_str());
+    if (!r.shared_indexes.empty()) {
+        std::string names;
+        for (const auto& n : r.shared_indexes)
+            names += (names.empty() ? "" : ", ") + n;
+        std::fprintf(stderr, "Indexes from %s: %s\n", (ctx.project_root / "envbox.toml").c_str(),
+                     names.c_str());
+    }
     std::fprintf(stderr, "Wrote %s; add requirements to it, then `envbox create %s`\n",
                  r.manifest.c_str(), cmd.env.c_str());
 }

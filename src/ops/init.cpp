@@ -58,7 +58,8 @@ void write_new_file(const fs::path& path, const std::string& text) {
 }  // namespace
 
 std::string initial_manifest(const std::string& python_xy, const std::string& platform,
-                             const std::optional<std::string>& cuda, const std::string& comment) {
+                             const std::optional<std::string>& cuda, const std::string& comment,
+                             const std::vector<std::string>& shared_indexes) {
     std::string t = "# " + comment + "\n";
     t += "[environment]\n";
     t += "python = \"" + python_xy + "\"\n";
@@ -73,7 +74,15 @@ std::string initial_manifest(const std::string& python_xy, const std::string& pl
         t += "\n[[index]]\nname = \"" + cu + "\"\nurl = \"" + pytorch_index_url(*cuda) + "\"\n";
         t += "explicit = true  # serves only the packages pinned to it in [sources]\n";
     }
-    t += "\n[[index]]\nname = \"pypi\"\nurl = \"https://pypi.org/simple\"\n";
+    if (shared_indexes.empty()) {
+        t += "\n[[index]]\nname = \"pypi\"\nurl = \"https://pypi.org/simple\"\n";
+    } else {
+        std::string names;
+        for (const auto& n : shared_indexes)
+            names += (names.empty() ? "" : ", ") + n;
+        t += std::string(cuda ? "\n# Then the project's indexes" : "\n# Indexes: the project's") +
+             " (" + names + "), from ../envbox.toml\n";
+    }
     if (cuda) {
         t += "\n[sources]\n";
         for (const char* p : {"torch", "torchvision", "torchaudio", "triton"})
@@ -113,10 +122,14 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     r.platform = interpreter_platform(r.interpreter, opt.env);
     r.cuda = opt.cuda;
     if (r.cuda) r.cuda_index = pytorch_index_url(*r.cuda);
+    if (auto project = read_project_file(ctx.project_root))
+        for (const auto& i : project->indexes)
+            r.shared_indexes.push_back(i.name);
     r.text = initial_manifest(r.interpreter.version_xy(), r.platform, r.cuda,
                               "Written by `envbox init` for CPython " + r.interpreter.full_version +
                                   " on " + r.platform + "; add requirements, then `envbox create " +
-                                  opt.env + "`.");
+                                  opt.env + "`.",
+                              r.shared_indexes);
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create " + dir.string() + ": " + ec.message());
     write_new_file(r.manifest, r.text);

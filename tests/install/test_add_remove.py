@@ -353,6 +353,24 @@ class ProjectFile(unittest.TestCase):
         r = self.run_envbox("run", "b", "--", "python", "-c", "import os, gamma; print(os.environ['WHO'])")
         self.assertEqual(r.stdout, "project\n")
 
+    def test_init_leaves_the_indexes_to_the_shared_file(self):
+        r = self.run_envbox("init", "c", cwd=self.proj)
+        self.assertIn(f"Indexes from {self.shared}: main, other", r.stderr)
+        with open(os.path.join(self.proj, "manifests", "c.toml")) as f:
+            text = f.read()
+        self.assertNotIn("[[index]]", text)
+        self.assertNotIn("pypi", text)
+        self.assertIn("# Indexes: the project's (main, other), from ../envbox.toml", text)
+        r = self.run_envbox("add", "c", "alpha", "--no-sync", cwd=self.proj)
+        self.assertIn("+ alpha 1.1", r.stderr.splitlines())
+        # With --cuda the PyTorch index is the manifest's own, ahead of the project's.
+        self.run_envbox("init", "g", "--cuda", "12.8", cwd=self.proj)
+        with open(os.path.join(self.proj, "manifests", "g.toml")) as f:
+            text = f.read()
+        self.assertIn('url = "https://download.pytorch.org/whl/cu128"', text)
+        self.assertIn("# Then the project's indexes (main, other), from ../envbox.toml", text)
+        self.assertNotIn("pypi", text)
+
     def test_a_change_to_the_shared_file_makes_the_locks_stale(self):
         self.run_envbox("lock", "b")
         self.run_envbox("lock", "--check", "b")

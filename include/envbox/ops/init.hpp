@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "envbox/env/interpreter.hpp"
 #include "envbox/ops/context.hpp"
@@ -23,13 +24,18 @@ struct InitResult {
     std::optional<std::string> cuda;
     std::string cuda_index;  ///< the PyTorch index URL of `cuda`, when set
     std::string text;        ///< what was written
+    /// The indexes the project's `envbox.toml` gives (then the manifest names no PyPI).
+    std::vector<std::string> shared_indexes;
 };
 
-/// The manifest text `init` writes: the interpreter's X.Y and `platform`, PyPI as the index,
-/// and with `cuda` the PyTorch index for that line, `explicit`, as the `[sources]` of torch,
-/// torchvision, torchaudio and triton. Every key is one `lock::Manifest::parse` knows.
+/// The manifest text `init` writes: the interpreter's X.Y and `platform`, PyPI as the index
+/// (or, when the project's `envbox.toml` gives indexes, named in `shared_indexes`, a comment
+/// naming them instead), and with `cuda` the PyTorch index for that line, `explicit`, as the
+/// `[sources]` of torch, torchvision, torchaudio and triton. Every key is one
+/// `lock::Manifest::parse` knows.
 std::string initial_manifest(const std::string& python_xy, const std::string& platform,
-                             const std::optional<std::string>& cuda, const std::string& comment);
+                             const std::optional<std::string>& cuda, const std::string& comment,
+                             const std::vector<std::string>& shared_indexes = {});
 
 /// Writes `ctx.project_root/manifests/ENV.toml` (creating `manifests/`), finding the interpreter
 /// as create does (`ENVBOX_PYTHON`, PATH, …). Never replaces a file: an existing manifest is

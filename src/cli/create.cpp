@@ -19,6 +19,7 @@ struct CreateCommand {
     bool locked = false, frozen = false, offline = false, no_wait = false;
     bool force = false;       ///< --force / --reinstall
     bool no_compile = false;  ///< --no-compile
+    std::string target;       ///< --target, may be empty
 };
 
 void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
@@ -97,6 +98,7 @@ void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
     opt.frozen = cmd.frozen;
     opt.force = cmd.force;
     if (cmd.no_compile) opt.compile = false;
+    opt.target = cmd.target;
     if (cmd.link_mode == "reflink")
         opt.link_mode = LinkMode::reflink;
     else if (cmd.link_mode == "copy")
@@ -133,6 +135,9 @@ void register_create(CLI::App& app, GlobalOptions& global) {
     c->add_flag("--no-compile", cmd->no_compile,
                 "Link no .pyc files (default: every module gets its bytecode, compiled once "
                 "per store; the manifest's [install] compile = false does the same)");
+    c->add_option("--target", cmd->target,
+                  "Build for this platform of the manifest's `platforms` (a tag, or its "
+                  "machine: aarch64) instead of this machine's");
     c->callback([&global, cmd] { run_create(global, *cmd); });
 }
 

@@ -84,16 +84,14 @@ class ManifestReader {
     void read_environment(Manifest& m, const toml::table& doc) {
         const auto* env = r_.opt_table(doc, "environment", "");
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
-        r_.require_known_keys(*env, {"python", "platform", "cuda", "requirements"}, "environment",
-                              kToolHint);
+        r_.require_known_keys(*env, {"python", "platform", "platforms", "cuda", "requirements"},
+                              "environment", kToolHint);
         const int line = TomlReader::line_of(*env);
         m.python = r_.req_string(*env, "python", "environment", line);
         if (!parse_major_minor(m.python, m.python_major, m.python_minor) || m.python_major != 3)
             r_.fail(env->get("python"), line, "Expected a CPython version such as \"3.12\"",
                     "environment.python");
-        m.platform = r_.req_string(*env, "platform", "environment", line);
-        if (auto p = pep::target_platforms(m.platform); !p)
-            r_.fail(env->get("platform"), line, p.error().message(), "environment.platform");
+        read_platforms(m, *env, line);
         m.cuda = r_.opt_string(*env, "cuda", "environment");
         int cmaj = 0, cmin = 0;
         if (m.cuda && !parse_major_minor(*m.cuda, cmaj, cmin))
@@ -113,6 +111,52 @@ class ManifestReader {
                     r_.fail(&n, 0, ref.error().message(), path);
             m.requirements.push_back(std::move(*req));
         }
+    }
+
+    // `platform = "…"` or `platforms = ["…", …]` (not both): supported targets, each once, no
+    // two of one machine, since the lock's markers select a target by `platform_machine`.
+    void read_platforms(Manifest& m, const toml::table& env, int line) {
+        const toml::node* list = env.get("platforms");
+        if (!list) {
+            m.platform = r_.req_string(env, "platform", "environment", line);
+            if (auto p = pep::target_platforms(m.platform); !p)
+                r_.fail(env.get("platform"), line, p.error().message(), "environment.platform");
+            m.platforms = {m.platform};
+            return;
+        }
+        if (env.get("platform"))
+            r_.fail(env.get("platform"), line, "Give either 'platform' or 'platforms', not both",
+                    "environment.platform");
+        const auto* arr = r_.opt_array(env, "platforms", "environment");
+        if (arr->empty())
+            r_.fail(list, line, "Expected at least one platform", "environment.platforms");
+        for (std::size_t k = 0; k < arr->size(); ++k) {
+            const toml::node& n = *arr->get(k);
+            const std::string path = TomlReader::index("environment.platforms", k);
+            if (!n.is_string()) r_.wrong_type(n, "str", path);
+            std::string platform(n.as_string()->get());
+            if (auto p = pep::target_platforms(platform); !p)
+                r_.fail(&n, line, p.error().message(), path);
+            for (const auto& other : m.platforms) {
+                if (other == platform)
+                    r_.fail(&n, line, "'" + platform + "' is listed twice", path);
+                if (machine_of(other) == machine_of(platform))
+                    r_.fail(&n, line,
+                            "'" + platform + "' and '" + other + "' are both " +
+                                machine_of(platform) +
+                                ": a lock tells its targets apart by machine, so list one of them",
+                            path);
+            }
+            m.platforms.push_back(std::move(platform));
+        }
+        m.platform = m.platforms.front();
+    }
+
+    // The machine a platform tag ends with ("x86_64" of "manylinux_2_28_x86_64").
+    static std::string machine_of(const std::string& platform) {
+        for (const char* machine : {"x86_64", "aarch64", "ppc64le", "s390x", "armv7l", "i686"})
+            if (platform.ends_with(machine)) return machine;
+        return platform;
     }
 
     // `[[index]]` entries, names unique and URLs http(s):// or file:// (trailing '/' dropped);

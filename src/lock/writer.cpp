@@ -89,15 +89,22 @@ std::string write_pylock(const LockDocument& doc) {
     out += "# This file is written by envbox (`envbox lock`). Do not edit it by hand: change the\n";
     out += "# manifest beside it and lock again. It is a PEP 751 lock, readable by pip and uv.\n";
     out += "lock-version = \"1.0\"\n";
-    if (doc.environment_marker)
-        out += "environments = [" + toml_string(*doc.environment_marker) + "]\n";
+    if (!doc.environments.empty()) {
+        out += "environments = [";
+        for (std::size_t i = 0; i < doc.environments.size(); ++i)
+            out += (i ? ", " : "") + toml_string(doc.environments[i]);
+        out += "]\n";
+    }
     if (doc.requires_python) out += "requires-python = " + toml_string(*doc.requires_python) + "\n";
     out += "created-by = \"envbox\"\n";
     std::vector<const LockedPackage*> sorted;
     for (const auto& p : doc.packages)
         sorted.push_back(&p);
-    std::sort(sorted.begin(), sorted.end(),
-              [](const LockedPackage* a, const LockedPackage* b) { return a->name < b->name; });
+    std::sort(sorted.begin(), sorted.end(), [](const LockedPackage* a, const LockedPackage* b) {
+        if (a->name != b->name) return a->name < b->name;
+        if (a->version != b->version) return a->version < b->version;
+        return a->marker < b->marker;
+    });
     // `packages` is required (PEP 751): a lock of nothing says so at the top level, where an
     // array of tables cannot.
     if (sorted.empty()) out += "packages = []\n";
@@ -108,6 +115,7 @@ std::string write_pylock(const LockDocument& doc) {
         out += "\n[[packages]]\n";
         out += "name = " + toml_string(p->name) + "\n";
         out += "version = " + toml_string(p->version) + "\n";
+        if (p->marker) out += "marker = " + toml_string(*p->marker) + "\n";
         if (!p->archive) out += "index = " + toml_string(p->index) + "\n";
         if (p->dependencies) out += dependencies_line(*p->dependencies, names);
         if (const auto& a = p->archive) {
@@ -118,12 +126,20 @@ std::string write_pylock(const LockDocument& doc) {
             out += "hashes = { sha256 = " + toml_string(a->sha256) + " }\n";
             continue;
         }
-        out += "\n[[packages.wheels]]\n";
-        out += "name = " + toml_string(p->wheel.filename) + "\n";
-        out += "url = " + toml_string(p->wheel.url) + "\n";
-        if (p->wheel.upload_time) out += "upload-time = " + *p->wheel.upload_time + "\n";
-        if (p->wheel.size) out += "size = " + std::to_string(*p->wheel.size) + "\n";
-        out += "hashes = { sha256 = " + toml_string(p->wheel.sha256) + " }\n";
+        std::vector<const LockedWheel*> wheels;
+        for (const auto& w : p->wheels)
+            wheels.push_back(&w);
+        std::sort(wheels.begin(), wheels.end(), [](const LockedWheel* a, const LockedWheel* b) {
+            return a->filename != b->filename ? a->filename < b->filename : a->url < b->url;
+        });
+        for (const LockedWheel* w : wheels) {
+            out += "\n[[packages.wheels]]\n";
+            out += "name = " + toml_string(w->filename) + "\n";
+            out += "url = " + toml_string(w->url) + "\n";
+            if (w->upload_time) out += "upload-time = " + *w->upload_time + "\n";
+            if (w->size) out += "size = " + std::to_string(*w->size) + "\n";
+            out += "hashes = { sha256 = " + toml_string(w->sha256) + " }\n";
+        }
     }
     if (!doc.tool.empty() || !doc.tool_lists.empty()) {
         out += "\n[tool.envbox]\n";

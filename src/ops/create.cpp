@@ -117,8 +117,12 @@ std::vector<Item> select_items(const lock::Pylock& pylock, const Target& target,
     auto selected = lock::select(pylock, select_target);
     if (!selected) {
         Error e = selected.error();
+        std::string covered;  // the targets the lock is for, when it names them
+        if (pylock.environments)
+            for (const auto& m : *pylock.environments)
+                covered += (covered.empty() ? "; the lock is for " : ", ") + m.str();
         e.add_context("selecting packages from " + lock_path.string() + " for CPython " +
-                      target.python_full_version + " on " + target.platform);
+                      target.python_full_version + " on " + target.platform + covered);
         throw e;
     }
     const std::string python_xy =
@@ -238,8 +242,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     const Inputs in = read_inputs(ctx, opt);
     const lock::Manifest* manifest = in.manifest ? &*in.manifest : nullptr;
-    const Target target =
-        create_target(manifest, home.interpreters(), opt.env, interpreter_search(ctx.settings));
+    const Target target = create_target(manifest, home.interpreters(), opt.env,
+                                        interpreter_search(ctx.settings), opt.target);
     std::vector<Item> items = select_items(in.pylock, target, in.lock_path);
     const env::Interpreter& interpreter = *target.interpreter;
 

@@ -9,6 +9,7 @@
 #include "envbox/env/cuda.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/lock/merge.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/diff.hpp"
@@ -21,6 +22,7 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
+#include "lock_targets.hpp"
 #include "settings.hpp"
 
 namespace fs = std::filesystem;
@@ -60,7 +62,9 @@ Inputs inputs_of(const lock::Manifest& m) {
     for (const auto& [pkg, ix] : m.sources)
         in.sources.push_back(pkg + " = " + ix);
     in.python = m.python;
-    in.platform = m.platform;
+    for (const auto& p : m.platforms)
+        in.platform += (in.platform.empty() ? "" : ", ") + p;
+    if (in.platform.empty()) in.platform = m.platform;
     in.cuda = m.cuda.value_or("");
     return in;
 }
@@ -122,6 +126,10 @@ std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs:
     diff_lists("requirement", tool->lists["requirements"], now.requirements, reasons);
     diff_lists("index", tool->lists["indexes"], now.indexes, reasons);
     diff_lists("source pin", tool->lists["sources"], now.sources, reasons);
+    // A lock of several targets records them as `platforms`, one as `platform`.
+    if (auto p = tool->lists.find("platforms"); p != tool->lists.end())
+        for (const auto& platform : p->second)
+            tool->values["platform"] += (tool->values["platform"].empty() ? "" : ", ") + platform;
     for (const auto& [key, value] : std::map<std::string, std::string>{
              {"python", now.python}, {"platform", now.platform}, {"cuda", now.cuda}})
         if (tool->values[key] != value)
@@ -208,47 +216,69 @@ void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& 
                         "if this is really meant)");
 }
 
-// The lock document of `pins` for `target`, each package's wheel as `source` chose it, and
-// [tool.envbox] recording the manifest's inputs.
-lock::LockDocument lock_document(const std::vector<resolve::Pinned>& pins,
-                                 resolve::IndexSource& source,
-                                 const std::map<std::string, DirectWheel>& direct,
-                                 const lock::Manifest& m, const Target& target,
-                                 const LockOptions& opt) {
-    const std::string machine = target.machine();
-    lock::LockDocument doc;
-    doc.environment_marker = "python_version == '" + m.python + "' and sys_platform == 'linux'" +
-                             (machine.empty() ? "" : " and platform_machine == '" + machine + "'");
-    doc.requires_python = "==" + m.python + ".*";
+// One target's packages as the lock holds them: each package's wheel as the target's source
+// chose it (or its direct wheel), its edges on that target.
+lock::TargetPackages target_packages(TargetResolution& t) {
+    lock::TargetPackages out;
+    out.name = t.target.platform;
+    out.marker = target_marker(t.target);
+    const std::vector<resolve::Pinned>& pins = t.pins;
     // A digest or size the index did not give costs a request (a HEAD, or the whole wheel):
-    // those run side by side, not one after another. The writer sorts the packages.
-    doc.packages.resize(pins.size());
+    // those run side by side, not one after another.
+    out.packages.resize(pins.size());
     parallel_for(pins.size(), 16, [&](std::size_t i) {
         const resolve::Pinned& pin = pins[i];
-        lock::LockedPackage& p = doc.packages[i];
+        lock::LockedPackage& p = out.packages[i];
         p.name = pin.name;
         p.version = pin.version.str();
-        if (auto d = direct.find(pin.name); d != direct.end()) {
+        if (auto d = t.direct.find(pin.name); d != t.direct.end()) {
             p.archive = d->second.archive;  // a direct reference: no index
         } else {
-            auto chosen = source.chosen(pin.name, pin.version);
-            auto [digest, size] = source.digest_and_size(pin.name, pin.version);
+            auto chosen = t.source->chosen(pin.name, pin.version);
+            auto [digest, size] = t.source->digest_and_size(pin.name, pin.version);
             p.index = chosen.index_url;
-            p.wheel.filename = chosen.file.filename;
+            lock::LockedWheel w;
+            w.filename = chosen.file.filename;
             // A lock is committed: a URL's userinfo (a page's own token) is never written.
-            p.wheel.url = index::strip_userinfo(chosen.file.url);
-            p.wheel.sha256 = digest;
-            p.wheel.size = size;
+            w.url = index::strip_userinfo(chosen.file.url);
+            w.sha256 = digest;
+            w.size = size;
+            p.wheels.push_back(std::move(w));
         }
         p.dependencies.emplace();
         for (const auto& dep : pin.dependencies)
             for (const auto& other : pins)
                 if (other.name == dep) p.dependencies->push_back({dep, other.version.str()});
     });
+    return out;
+}
+
+// The lock document of every target's resolution, merged (lock/merge.hpp: one entry where
+// targets agree, markers where they differ), with `environments` naming the targets and
+// [tool.envbox] recording the manifest's inputs. `divergences` gets where targets differ.
+lock::LockDocument lock_document(std::vector<TargetResolution>& targets, const lock::Manifest& m,
+                                 const LockOptions& opt,
+                                 std::vector<lock::Divergence>& divergences) {
+    lock::LockDocument doc;
+    std::vector<lock::TargetPackages> each;
+    for (auto& t : targets) {
+        const std::string machine = t.target.machine();
+        doc.environments.push_back(
+            "python_version == '" + m.python + "' and sys_platform == 'linux'" +
+            (machine.empty() ? "" : " and platform_machine == '" + machine + "'"));
+        each.push_back(target_packages(t));
+    }
+    doc.requires_python = "==" + m.python + ".*";
+    lock::MergedPackages merged = lock::merge_targets(each);
+    doc.packages = std::move(merged.packages);
+    divergences = std::move(merged.divergences);
     const Inputs inputs = inputs_of(m);
     doc.tool["manifest-digest"] = inputs.digest();
     doc.tool["python"] = inputs.python;
-    doc.tool["platform"] = inputs.platform;
+    if (m.platforms.size() > 1)
+        doc.tool_lists["platforms"] = m.platforms;
+    else
+        doc.tool["platform"] = inputs.platform;
     doc.tool["cuda"] = inputs.cuda;
     if (opt.allow_mixed_cuda) doc.tool["allow-mixed-cuda"] = "true";
     doc.tool_lists["requirements"] = inputs.requirements;
@@ -276,7 +306,8 @@ double seconds_since(std::chrono::steady_clock::time_point started) {
 }  // namespace
 
 // The pipeline: --check, or keep an up-to-date lock, or read the manifest and the old lock →
-// `Target` → resolve against the manifest's indexes → check the pins → write the document.
+// its `Target`s → resolve each against the manifest's indexes (lock_targets.cpp) → check each
+// target's pins → merge them into one document and write it.
 LockResult lock(const Context& ctx, const LockOptions& opt) {
     auto started = std::chrono::steady_clock::now();
     check_env_name(opt.env);
@@ -301,7 +332,17 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
             return result;
         }
     const lock::Manifest m = read_manifest(manifest_path);
-    const Target target = target_of_manifest(m);
+    std::vector<TargetResolution> targets;
+    for (Target& t : targets_of_manifest(m))
+        targets.push_back(TargetResolution{std::move(t), nullptr, {}, {}});
+    if (targets.size() > 1)
+        for (const auto& t : targets)
+            if (t.target.machine().empty())
+                throw Error(ErrorCode::invalid_input,
+                            manifest_path.string() +
+                                ": a lock of several platforms tells them "
+                                "apart by machine, and " +
+                                t.target.platform + " is neither x86_64 nor aarch64");
     std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
     // Direct references alone need no index (their own dependencies will ask for one).
     if (indexes.empty() && std::any_of(m.requirements.begin(), m.requirements.end(),
@@ -311,31 +352,39 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     Previous previous = read_previous(opt, m, manifest_path, result.lock_path);
 
     resolve::Options ropt;
-    ropt.environment = target.markers;
     ropt.preferences = std::move(previous.preferences);
     if (ctx.settings.resolve_debug)
         ropt.trace = [&ctx](std::string_view line) { ctx.progress->trace(std::string(line)); };
+    // One client for every target: its connections, and the home's page and metadata caches,
+    // are shared; each target has its own source, since its tags decide a version's wheel.
     index::HttpClient http(http_options(ctx, opt.offline));
     if (std::any_of(m.requirements.begin(), m.requirements.end(),
                     [](const pep::Requirement& r) { return r.url.has_value(); }))
         ctx.progress->phase("Reading direct references", 0);
-    const std::map<std::string, DirectWheel> direct =
-        direct_wheels(m, manifest_path, target, http, store::Home(ctx.home));
-    for (const auto& [name, wheel] : direct)
-        ropt.direct[name] = wheel.package;
-    resolve::IndexSource source(http, indexes, m.sources, target.tags, target.python_full_version,
-                                store::Home(ctx.home));
-    ctx.progress->phase("Resolving", 0);
-    auto pins = resolve::resolve(m.requirements, source, ropt);
-    source.stop_prefetching();
-    if (!pins) {
-        Error e = pins.error();
-        e.add_context("locking " + opt.env + " for CPython " + m.python + " on " + m.platform);
-        throw e;
+    for (auto& t : targets) {
+        t.direct = direct_wheels(m, manifest_path, t.target, http, store::Home(ctx.home));
+        t.source = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, t.target.tags,
+                                                          t.target.python_full_version,
+                                                          store::Home(ctx.home));
     }
-    check_pins(*pins, m, opt, manifest_path, result.lock_path);
+    ctx.progress->phase("Resolving", 0);
+    resolve_targets(targets, m.requirements, ropt, opt.env, m.python);
+    for (auto& t : targets)
+        t.source->stop_prefetching();
+    for (const auto& t : targets) {
+        try {
+            check_pins(t.pins, m, opt, manifest_path, result.lock_path);
+        } catch (Error& e) {
+            if (targets.size() > 1) e.add_context("on " + t.target.platform);
+            throw;
+        }
+    }
 
-    const lock::LockDocument doc = lock_document(*pins, source, direct, m, target, opt);
+    std::vector<lock::Divergence> divergences;
+    const lock::LockDocument doc = lock_document(targets, m, opt, divergences);
+    result.target_notes = divergence_notes(divergences, targets);
+    for (const auto& note : result.target_notes)
+        ctx.progress->note("targets differ: " + note);
     std::string text = lock::write_pylock(doc);
     result.changed = text != previous.text;
     if (result.changed) {

@@ -8,18 +8,54 @@ std::string Target::machine() const {
     return platform.ends_with("aarch64") ? "aarch64" : platform.ends_with("x86_64") ? "x86_64" : "";
 }
 
-Target target_of_manifest(const lock::Manifest& manifest) {
+namespace {
+
+Target manifest_target(const lock::Manifest& manifest, const std::string& platform) {
     Target t;
     t.python_major = manifest.python_major;
     t.python_minor = manifest.python_minor;
     t.python_full_version =
         std::to_string(manifest.python_major) + "." + std::to_string(manifest.python_minor) + ".0";
-    t.platform = manifest.platform;
-    auto tags = manifest.target_tags();
+    t.platform = platform;
+    auto tags = pep::TargetTags::cpython(manifest.python_major, manifest.python_minor, platform);
     if (!tags) throw tags.error();
     t.tags = std::move(*tags);
     t.markers = pep::MarkerEnvironment::linux_cpython(t.python_full_version, t.machine());
     return t;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names)
+        out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+}  // namespace
+
+Target target_of_manifest(const lock::Manifest& manifest) {
+    return manifest_target(manifest, manifest.platform);
+}
+
+std::vector<Target> targets_of_manifest(const lock::Manifest& manifest) {
+    std::vector<Target> out;
+    for (const auto& platform : manifest.platforms)
+        out.push_back(manifest_target(manifest, platform));
+    if (out.empty()) out.push_back(target_of_manifest(manifest));
+    return out;
+}
+
+std::string target_marker(const Target& target) {
+    return "platform_machine == '" + target.machine() + "'";
+}
+
+std::optional<std::string> platform_named(const std::vector<std::string>& platforms,
+                                          const std::string& wanted) {
+    for (const auto& p : platforms)
+        if (p == wanted) return p;
+    for (const auto& p : platforms)
+        if (p.size() > wanted.size() && p.ends_with("_" + wanted)) return p;
+    return std::nullopt;
 }
 
 std::string interpreter_platform(const env::Interpreter& interpreter, const std::string& env) {
@@ -51,14 +87,46 @@ Target target_of_interpreter(env::Interpreter interpreter, const std::string& pl
     return t;
 }
 
+std::string platform_for_host(const lock::Manifest& manifest, const std::string& host,
+                              const std::string& wanted, const std::string& env) {
+    const std::vector<std::string>& covered = manifest.platforms;
+    if (!wanted.empty()) {
+        if (auto named = platform_named(covered, wanted)) return *named;
+        throw Error(ErrorCode::usage, "--target " + wanted + ": manifests/" + env +
+                                          ".toml locks for " + joined(covered) + " only");
+    }
+    // One target is built wherever create runs, as the manifest says; of several, this
+    // machine's.
+    if (covered.size() <= 1) return manifest.platform;
+    Target probe;
+    probe.platform = host;
+    if (auto named = platform_named(covered, probe.machine())) return *named;
+    throw Error(ErrorCode::invalid_input,
+                "this machine is " + host + "; manifests/" + env + ".toml locks for " +
+                    joined(covered) +
+                    " only (add its platform to `platforms`, or create with "
+                    "--target)");
+}
+
 Target create_target(const lock::Manifest* manifest, const std::filesystem::path& probe_cache,
-                     const std::string& env, const env::InterpreterSearch& search) {
-    if (!manifest)
-        return target_of_interpreter(env::default_interpreter(probe_cache, search), "", env);
-    return target_of_interpreter(
-        env::find_interpreter(manifest->python_major, manifest->python_minor, false, probe_cache,
-                              search),
-        manifest->platform, env);
+                     const std::string& env, const env::InterpreterSearch& search,
+                     const std::string& platform) {
+    env::Interpreter interpreter =
+        manifest ? env::find_interpreter(manifest->python_major, manifest->python_minor, false,
+                                         probe_cache, search)
+                 : env::default_interpreter(probe_cache, search);
+    std::string chosen = platform;
+    if (manifest)
+        chosen = platform_for_host(*manifest,
+                                   platform.empty() && manifest->platforms.size() > 1
+                                       ? interpreter_platform(interpreter, env)
+                                       : "",
+                                   platform, env);
+    Target t = target_of_interpreter(std::move(interpreter), chosen, env);
+    // A target named for another machine is selected as that machine: its markers say so.
+    if (const std::string machine = t.machine(); !platform.empty() && !machine.empty())
+        t.markers.values["platform_machine"] = machine;
+    return t;
 }
 
 }  // namespace envbox::ops

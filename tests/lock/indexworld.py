@@ -99,10 +99,17 @@ def synthetic(n, seed=1):
 
 def build(root, html_only=("pytorch-cu128", "pytorch-cu130"), extra_pypi=()):
     """Writes every index under root/<index>/; `extra_pypi` adds wheels to the PyPI index."""
-    files_dir = os.path.join(root, "files")
     w = world()
     w["pypi"] = w["pypi"] + list(extra_pypi)
-    for index, wheels in w.items():
+    write_indexes(root, w, html_only)
+
+
+def write_indexes(root, indexes, html_only=()):
+    """Writes the simple pages of `indexes` ({index name: [Wheel]}) under root/<index>/ and
+    their files under root/files/<index>/; `html_only` indexes get no JSON and no metadata
+    files, as the PyTorch indexes have none."""
+    files_dir = os.path.join(root, "files")
+    for index, wheels in indexes.items():
         by_project = {}
         for w in wheels:
             path = w.build(os.path.join(files_dir, index))

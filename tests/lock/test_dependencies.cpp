@@ -18,9 +18,11 @@ lock::LockedPackage package(std::string name, std::string version,
     p.index = "https://pypi.org/simple";
     std::string dist = name;
     std::replace(dist.begin(), dist.end(), '-', '_');
-    p.wheel.filename = dist + "-" + version + "-py3-none-any.whl";
-    p.wheel.url = "https://files.example/" + p.wheel.filename;
-    p.wheel.sha256 = std::string(64, 'a');
+    lock::LockedWheel w;
+    w.filename = dist + "-" + version + "-py3-none-any.whl";
+    w.url = "https://files.example/" + w.filename;
+    w.sha256 = std::string(64, 'a');
+    p.wheels.push_back(std::move(w));
     p.dependencies = std::move(deps);
     return p;
 }

@@ -121,3 +121,55 @@ TEST_CASE("an unknown platform is no target", "[ops][target]") {
                                                "windows_amd64", "e"),
                     Error);
 }
+
+TEST_CASE("a manifest of several platforms: one target each, create picks the host's",
+          "[ops][target][multi-target]") {
+    auto m = lock::Manifest::parse(
+        "[environment]\npython = \"3.12\"\nplatforms = [\"manylinux_2_28_x86_64\", "
+        "\"manylinux_2_28_aarch64\"]\nrequirements = []\n",
+        "m.toml");
+    REQUIRE(m.ok());
+    auto targets = ops::targets_of_manifest(*m);
+    REQUIRE(targets.size() == 2);
+    CHECK(targets[1].platform == "manylinux_2_28_aarch64");
+    CHECK(targets[1].markers.values.at("platform_machine") == "aarch64");
+    CHECK(targets[1].tags.tags().front().str() == "cp312-cp312-manylinux_2_28_aarch64");
+    CHECK(ops::target_marker(targets[0]) == "platform_machine == 'x86_64'");
+
+    struct Row {
+        const char *host, *wanted, *chosen;
+    };
+    const Row rows[] = {
+        {"manylinux_2_36_aarch64", "", "manylinux_2_28_aarch64"},
+        {"manylinux_2_31_x86_64", "", "manylinux_2_28_x86_64"},
+        {"manylinux_2_31_x86_64", "aarch64", "manylinux_2_28_aarch64"},
+        {"manylinux_2_31_x86_64", "manylinux_2_28_aarch64", "manylinux_2_28_aarch64"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.host << " " << r.wanted);
+        CHECK(ops::platform_for_host(*m, r.host, r.wanted, "train") == r.chosen);
+    }
+    try {
+        ops::platform_for_host(*m, "manylinux_2_28_ppc64le", "", "train");
+        FAIL("a host the lock does not cover was accepted");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::invalid_input);
+        CHECK_THAT(e.what(), Catch::Contains("this machine is manylinux_2_28_ppc64le; "
+                                             "manifests/train.toml locks for "
+                                             "manylinux_2_28_x86_64, manylinux_2_28_aarch64 only"));
+    }
+    try {
+        ops::platform_for_host(*m, "manylinux_2_31_x86_64", "ppc64le", "train");
+        FAIL("a --target the lock does not cover was accepted");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::usage);
+    }
+    // One platform is built wherever create runs, as before.
+    auto one = lock::Manifest::parse(
+        "[environment]\npython = \"3.12\"\nplatform = "
+        "\"manylinux_2_28_x86_64\"\nrequirements = []\n",
+        "m.toml");
+    REQUIRE(one.ok());
+    CHECK(ops::platform_for_host(*one, "manylinux_2_36_aarch64", "", "t") ==
+          "manylinux_2_28_x86_64");
+}

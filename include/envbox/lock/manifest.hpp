@@ -51,8 +51,12 @@ struct ProjectFile {
 struct Manifest {
     int python_major = 3;
     int python_minor = 0;
-    std::string python;               ///< as written ("3.12")
-    std::string platform;             ///< target platform tag ("manylinux_2_28_x86_64")
+    std::string python;    ///< as written ("3.12")
+    std::string platform;  ///< target platform tag ("manylinux_2_28_x86_64"): the first
+    /// Every target platform the lock covers, in manifest order: `platforms = [...]`, or
+    /// `platform` alone as a list of one. Their machines differ (a PEP 751 marker tells
+    /// targets apart by `platform_machine`, never by glibc).
+    std::vector<std::string> platforms;
     std::optional<std::string> cuda;  ///< declared CUDA line ("12.8")
     std::vector<pep::Requirement> requirements;
     std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
@@ -67,7 +71,8 @@ struct Manifest {
     std::optional<bool> install_compile;
 
     /// Parses and validates; errors read "SOURCE:LINE: what in 'key'" (ErrorCode::invalid_input).
-    /// Checks: python is `3.N`, platform is a supported target, cuda is `X.Y`, requirements
+    /// Checks: python is `3.N`, exactly one of `platform` and `platforms` (each a supported
+    /// target, each once, no two of one machine), cuda is `X.Y`, requirements
     /// parse, index names are unique and URLs absolute, `[sources]` name existing indexes,
     /// `ignore-error-codes` are HTTP error statuses, `[install].prefer` names valid packages.
     /// A key envbox does not know is an error naming its line and the closest valid key; keys

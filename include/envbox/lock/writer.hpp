@@ -1,6 +1,6 @@
 #pragma once
 /// Writing PEP 751 locks deterministically: the same resolution gives the same bytes (packages
-/// sorted by name, keys in a fixed order, one wheel per package for the target), so a
+/// sorted by name then version, keys in a fixed order, one wheel per package and target), so a
 /// one-package upgrade is a small diff. Pure: returns the text.
 
 #include <cstdint>
@@ -39,8 +39,13 @@ struct LockedArchive {
 struct LockedPackage {
     std::string name;  ///< normalised
     std::string version;
+    /// PEP 751 `marker`: the targets this entry is for, where a multi-target lock holds it
+    /// for some targets only (or at another version on others); none: every target.
+    std::optional<std::string> marker;
     std::string index;  ///< the simple API URL the package came from
-    LockedWheel wheel;
+    /// One wheel per target it is locked for (a wheel two targets share, once), written
+    /// sorted by file name: each target's install-time selection picks its own.
+    std::vector<LockedWheel> wheels;
     /// Set for a direct reference: written instead of `index` and `wheels`.
     std::optional<LockedArchive> archive;
     /// Its direct dependencies for the target, written as PEP 751 `dependencies` sorted by name
@@ -50,7 +55,8 @@ struct LockedPackage {
 };
 
 struct LockDocument {
-    std::optional<std::string> environment_marker;  ///< one marker the target satisfies
+    /// PEP 751 `environments`: one marker per target (in that order); none: the key is absent.
+    std::vector<std::string> environments;
     std::optional<std::string> requires_python;
     std::vector<LockedPackage> packages;
     /// `[tool.envbox]`: string values and string-array values, written sorted by key.
@@ -71,7 +77,7 @@ Result<ToolTable> read_tool_table(std::string_view text, std::string_view source
 std::string toml_string(std::string_view s);
 
 /// The lock's text: `lock-version = "1.0"`, `created-by = "envbox"`, …, `[[packages]]` sorted by
-/// name, `[tool.envbox]` last.
+/// name (then version, then marker), `[tool.envbox]` last.
 std::string write_pylock(const LockDocument& doc);
 
 }  // namespace envbox::lock

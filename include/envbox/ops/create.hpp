@@ -28,6 +28,9 @@ struct CreateOptions {
     bool force = false;
     /// false: no bytecode (--no-compile); nullopt: the manifest's `[install].compile`, else on.
     std::optional<bool> compile;
+    /// `--target`: the platform to build for (one of the manifest's `platforms`, or its
+    /// machine), instead of this machine's; empty: this machine's (ops::create_target).
+    std::string target;
 };
 
 struct CreateResult {

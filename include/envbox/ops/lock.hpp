@@ -1,6 +1,6 @@
 #pragma once
-/// `envbox lock ENV`: resolve `manifests/ENV.toml` against its indexes for its target and write
-/// `manifests/pylock.ENV.toml`.
+/// `envbox lock ENV`: resolve `manifests/ENV.toml` against its indexes for each of its targets
+/// and write `manifests/pylock.ENV.toml`, one PEP 751 lock for all of them.
 
 #include <filesystem>
 #include <string>
@@ -35,6 +35,10 @@ struct LockResult {
     /// When the lock was rewritten: each package added, removed or at another version, from
     /// the old lock to the new one (every package is added when there was none).
     std::vector<VersionChange> changes;
+    /// A lock of several targets: each package they did not lock alike, with the version on
+    /// each and why ("torchvision: 0.26.0 on …, 0.25.0 on … (…: 0.26.0 has no wheel …)"),
+    /// also shown as notes while locking.
+    std::vector<std::string> target_notes;
 };
 
 LockResult lock(const Context& ctx, const LockOptions& options);

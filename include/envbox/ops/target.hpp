@@ -37,8 +37,16 @@ struct Target {
 
 /// The target a manifest names (`python = "3.N"`, `platform`), as `lock` resolves for it: CPython
 /// 3.N.0, its markers `MarkerEnvironment::linux_cpython`, tags `Manifest::target_tags`. Throws
-/// the tags' error for a platform that is not a target.
+/// the tags' error for a platform that is not a target. With `platforms`, the first.
 Target target_of_manifest(const lock::Manifest& manifest);
+
+/// Every target a manifest names, one per entry of `platforms` in its order, each as
+/// `target_of_manifest` builds it for that platform.
+std::vector<Target> targets_of_manifest(const lock::Manifest& manifest);
+
+/// The marker true on `target` alone among a lock's targets (which differ in machine):
+/// `platform_machine == 'aarch64'`.
+std::string target_marker(const Target& target);
 
 /// The platform tag of the machine `interpreter` runs on: `manylinux_<glibc>_<machine>` (the
 /// machine from the interpreter's `platform_machine`, x86_64 when it reports none). Throws
@@ -51,10 +59,28 @@ Target target_of_interpreter(env::Interpreter interpreter, const std::string& pl
                              const std::string& env);
 
 /// The target `create` builds for: with a manifest, its CPython 3.N (the first interpreter
-/// found, `env::find_interpreter`) on its platform; without one (a bare `--lock`), the default
-/// interpreter on this machine's platform. Probes are cached under `probe_cache`; `search`
-/// says where interpreters are looked for.
+/// found, `env::find_interpreter`) on its platform — of several `platforms`, the one of this
+/// machine's machine (`interpreter_platform`), and none is an error (invalid_input) naming the
+/// platforms the manifest covers; without one (a bare `--lock`), the default interpreter on this
+/// machine's platform. `platform`, when not empty (`create --target`), is the target instead of
+/// this machine's: it must be one of the manifest's platforms (matched whole, or by machine:
+/// "aarch64"), and the markers say its machine, so the lock's entries for that target are the
+/// ones selected. Probes are cached under `probe_cache`; `search` says where interpreters are
+/// looked for.
 Target create_target(const lock::Manifest* manifest, const std::filesystem::path& probe_cache,
-                     const std::string& env, const env::InterpreterSearch& search);
+                     const std::string& env, const env::InterpreterSearch& search,
+                     const std::string& platform = "");
+
+/// The platform `create` builds `manifest` for on a machine of platform `host`: `wanted`
+/// (`--target`) when given, which must name one of its platforms (else a usage error naming
+/// them); else its only platform, whatever the host; else the one of the host's machine, and
+/// none is an error (invalid_input) naming the platforms it covers.
+std::string platform_for_host(const lock::Manifest& manifest, const std::string& host,
+                              const std::string& wanted, const std::string& env);
+
+/// The platform of `platforms` that `wanted` names: the same tag, or its machine alone
+/// ("aarch64"); nullopt when none does.
+std::optional<std::string> platform_named(const std::vector<std::string>& platforms,
+                                          const std::string& wanted);
 
 }  // namespace envbox::ops

@@ -1,0 +1,147 @@
+#include "lock_targets.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "envbox/util/error.hpp"
+#include "envbox/util/parallel.hpp"
+
+namespace envbox::ops {
+namespace {
+
+const resolve::Pinned* pin_of(const TargetResolution& t, const std::string& name) {
+    for (const auto& p : t.pins)
+        if (p.name == name) return &p;
+    return nullptr;
+}
+
+// Resolves the targets at positions `which`, side by side, each with `preferences`; a
+// failure is thrown once every run has returned.
+void resolve_some(std::vector<TargetResolution>& targets, const std::vector<std::size_t>& which,
+                  const std::vector<pep::Requirement>& root, const resolve::Options& options,
+                  const std::string& env, const std::string& python) {
+    std::vector<std::optional<Error>> failed(which.size());
+    parallel_for(which.size(), static_cast<unsigned>(which.size()), [&](std::size_t i) {
+        TargetResolution& t = targets[which[i]];
+        resolve::Options o = options;
+        o.environment = t.target.markers;
+        for (const auto& [name, wheel] : t.direct)
+            o.direct[name] = wheel.package;
+        auto pins = resolve::resolve(root, *t.source, o);
+        if (pins)
+            t.pins = std::move(*pins);
+        else
+            failed[i] = pins.error();
+    });
+    for (std::size_t i = 0; i < which.size(); ++i)
+        if (failed[i]) {
+            Error e = *failed[i];
+            e.add_context("locking " + env + " for CPython " + python + " on " +
+                          targets[which[i]].target.platform);
+            throw e;
+        }
+}
+
+// The highest version of `name` usable on every target of `on` (not yanked, a wheel for the
+// target, its Python admitted), a pre-release only when one of them chose one.
+std::optional<pep::Version> common_version(std::vector<TargetResolution>& targets,
+                                           const std::vector<std::size_t>& on,
+                                           const std::string& name) {
+    bool prerelease = false;
+    for (std::size_t t : on)
+        prerelease = prerelease || pin_of(targets[t], name)->version.is_prerelease();
+    std::optional<std::vector<pep::Version>> common;
+    for (std::size_t t : on) {
+        std::vector<pep::Version> usable;
+        for (const auto& c : targets[t].source->versions(name))
+            if (c.unusable.empty() && !c.yanked && (prerelease || !c.version.is_prerelease()))
+                if (!common ||
+                    std::find(common->begin(), common->end(), c.version) != common->end())
+                    usable.push_back(c.version);
+        common = std::move(usable);
+    }
+    std::optional<pep::Version> best;
+    for (const auto& v : common.value_or(std::vector<pep::Version>{}))
+        if (!best || *best < v) best = v;
+    return best;
+}
+
+}  // namespace
+
+void resolve_targets(std::vector<TargetResolution>& targets,
+                     const std::vector<pep::Requirement>& root, const resolve::Options& options,
+                     const std::string& env, const std::string& python) {
+    std::vector<std::size_t> all;
+    for (std::size_t t = 0; t < targets.size(); ++t)
+        all.push_back(t);
+    resolve_some(targets, all, root, options, env, python);
+    if (targets.size() < 2) return;
+
+    // name → the targets that lock it (a direct wheel is one file: never a disagreement).
+    std::map<std::string, std::vector<std::size_t>> locked_on;
+    for (std::size_t t = 0; t < targets.size(); ++t)
+        for (const auto& p : targets[t].pins)
+            if (!targets[t].direct.count(p.name)) locked_on[p.name].push_back(t);
+    resolve::Options again = options;
+    std::set<std::size_t> rerun;
+    for (const auto& [name, on] : locked_on) {
+        std::set<std::string> versions;
+        for (std::size_t t : on)
+            versions.insert(pin_of(targets[t], name)->version.str());
+        if (versions.size() < 2) continue;
+        auto v = common_version(targets, on, name);
+        if (!v) continue;
+        again.preferences[name] = *v;
+        for (std::size_t t : on)
+            if (!(pin_of(targets[t], name)->version == *v)) rerun.insert(t);
+    }
+    if (rerun.empty()) return;
+    resolve_some(targets, std::vector<std::size_t>(rerun.begin(), rerun.end()), root, again, env,
+                 python);
+}
+
+std::vector<std::string> divergence_notes(const std::vector<lock::Divergence>& divergences,
+                                          std::vector<TargetResolution>& targets) {
+    std::vector<std::string> notes;
+    for (const auto& d : divergences) {
+        std::string line = d.name + ":";
+        std::vector<std::string> without;
+        const pep::Version* newest = nullptr;
+        for (std::size_t t = 0; t < targets.size(); ++t) {
+            const resolve::Pinned* pin = pin_of(targets[t], d.name);
+            if (!pin) {
+                without.push_back(targets[t].target.platform);
+                continue;
+            }
+            line += (line.back() == ':' ? " " : ", ") + pin->version.str() + " on " +
+                    targets[t].target.platform;
+            if (!newest || *newest < pin->version) newest = &pin->version;
+        }
+        std::vector<std::string> why;
+        for (std::size_t t = 0; t < targets.size(); ++t) {
+            const resolve::Pinned* pin = pin_of(targets[t], d.name);
+            if (!pin || pin->version == *newest) continue;
+            std::string reason = "its index has no " + newest->str();
+            for (const auto& c : targets[t].source->versions(d.name))
+                if (c.version == *newest)
+                    reason = !c.unusable.empty() ? newest->str() + " " + c.unusable
+                             : c.yanked          ? newest->str() + " is yanked"
+                                        : "its requirements there rule out " + newest->str();
+            why.push_back(targets[t].target.platform + ": " + reason);
+        }
+        if (!without.empty()) {
+            std::string none;
+            for (const auto& w : without)
+                none += (none.empty() ? "" : ", ") + w;
+            why.push_back("nothing requires it on " + none);
+        }
+        std::string reasons;
+        for (const auto& w : why)
+            reasons += (reasons.empty() ? "" : "; ") + w;
+        notes.push_back(line + " (" + reasons + ")");
+    }
+    return notes;
+}
+
+}  // namespace envbox::ops

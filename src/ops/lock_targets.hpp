@@ -1,0 +1,43 @@
+#pragma once
+// `lock` over several targets: each target resolved by its own PubGrub run over its own
+// `IndexSource` (its tags decide which wheel a version has), all sharing the one HttpClient
+// and the home's caches, side by side; then one version preferred where targets disagreed.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "direct.hpp"
+#include "envbox/lock/merge.hpp"
+#include "envbox/ops/target.hpp"
+#include "envbox/resolve/index_source.hpp"
+#include "envbox/resolve/resolver.hpp"
+
+namespace envbox::ops {
+
+/// One target of a lock being written.
+struct TargetResolution {
+    Target target;
+    std::unique_ptr<resolve::IndexSource> source;  ///< this target's view of the indexes
+    std::map<std::string, DirectWheel> direct;     ///< the manifest's direct wheels, checked
+    std::vector<resolve::Pinned> pins;             ///< set by `resolve_targets`
+};
+
+/// Resolves `root` for every target side by side (`options` with each target's markers and
+/// direct packages). Where targets chose different versions of a package that some version
+/// usable on each of them satisfies, the targets off it resolve again preferring the highest
+/// such version, so a lock holds one version wherever one exists. Throws the first target's
+/// failure, with "locking ENV for CPython X.Y on PLATFORM" as context.
+void resolve_targets(std::vector<TargetResolution>& targets,
+                     const std::vector<pep::Requirement>& root, const resolve::Options& options,
+                     const std::string& env, const std::string& python);
+
+/// One line per divergence of the merged lock, saying where targets differ and why: the
+/// version each target locked, and for a target below the newest, what its index says of the
+/// newest ("has no wheel for the target (…)"), or that its requirements rule it out; for a
+/// package some targets lack, that nothing requires it there.
+std::vector<std::string> divergence_notes(const std::vector<lock::Divergence>& divergences,
+                                          std::vector<TargetResolution>& targets);
+
+}  // namespace envbox::ops

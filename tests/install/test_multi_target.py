@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Black-box tests of one lock for several targets (`platforms = [x86_64, aarch64]`): the real
+binary locks a PyTorch-shaped world with wheels for both machines, served from 127.0.0.1, and
+creates an environment on a "host" of each target (`create --target`, so not this machine's).
+
+The world: torch 2.11.0+cu128 for both machines; the CUDA 12 wheels with their real names and
+tags (`py3-none-manylinux_2_27_x86_64` / `_aarch64`); triton with an x86_64 wheel only (torch
+needs it there alone); torchvision whose newest version has no aarch64 wheel (both targets
+agree on the older one); bitsandbytes whose versions have one machine's wheel each (the targets
+must differ, with markers).
+
+Each environment is checked against that target's own single-target resolution (a manifest
+with `platform` alone, locked from the same preferences), by the name, version and wheel tag of
+every installed distribution.
+
+    test_multi_target.py ENVBOX_BINARY
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools"),
+                os.path.join(HERE, "..", "lock")]
+import envboxtest  # noqa: E402
+import indexworld  # noqa: E402
+from envboxtest import PYV, envbox, keep_or_remove, manifest_text  # noqa: E402
+from indexworld import PY, pkg  # noqa: E402
+
+X86, ARM = "manylinux_2_28_x86_64", "manylinux_2_28_aarch64"
+BOTH = [X86, ARM]
+
+
+def binary(machine):
+    return f"{PY}-{PY}-manylinux_2_28_{machine}"
+
+
+def cuda(machine):
+    return f"py3-none-manylinux_2_27_{machine}"
+
+
+def world():
+    torch_deps = ["typing-extensions>=4.10.0", "filelock", "nvidia-cublas-cu12==12.8.4.1",
+                  "nvidia-cudnn-cu12==9.10.2.21", "nvidia-nccl-cu12==2.27.3",
+                  "triton==3.5.0; platform_machine == 'x86_64'"]
+    torch = []
+    for m in ("x86_64", "aarch64"):
+        torch += [pkg("torch", "2.11.0+cu128", torch_deps, tag=binary(m)),
+                  pkg("torch", "2.10.0+cu128", torch_deps, tag=binary(m)),
+                  pkg("torchvision", "0.25.0+cu128", ["torch>=2.10", "numpy"], tag=binary(m))]
+    torch += [pkg("torchvision", "0.26.0+cu128", ["torch==2.11.0", "numpy"], tag=binary("x86_64")),
+              pkg("triton", "3.5.0", tag=binary("x86_64"))]
+    pypi = [pkg("typing-extensions", "4.15.0"), pkg("filelock", "3.19.1")]
+    for m in ("x86_64", "aarch64"):
+        pypi += [pkg("nvidia-cublas-cu12", "12.8.4.1", tag=cuda(m)),
+                 pkg("nvidia-cudnn-cu12", "9.10.2.21", ["nvidia-cublas-cu12"], tag=cuda(m)),
+                 pkg("nvidia-nccl-cu12", "2.27.3", tag=f"py3-none-manylinux_2_18_{m}"),
+                 pkg("numpy", "2.3.3", tag=binary(m))]
+    pypi += [pkg("bitsandbytes", "0.48.1", ["torch", "numpy"], tag=binary("x86_64")),
+             pkg("bitsandbytes", "0.47.0", ["torch", "numpy"], tag=binary("aarch64"))]
+    return {"pytorch-cu128": torch, "pypi": pypi}
+
+
+REQUIREMENTS = ["torch==2.11.0+cu128", "torchvision", "bitsandbytes", "numpy"]
+
+
+def manifest(url, platforms):
+    """The world's manifest for `platforms` (a list: `platforms = [...]`; a string: `platform`)."""
+    text = manifest_text(REQUIREMENTS, cuda="12.8",
+                         indexes=[("pytorch-cu128", f"{url}/pytorch-cu128", "explicit = true\n"),
+                                  ("pypi", f"{url}/pypi", "")],
+                         sources='torch = "pytorch-cu128"\ntorchvision = "pytorch-cu128"\n'
+                                 'triton = "pytorch-cu128"\n')
+    if isinstance(platforms, str):
+        return text.replace(f'platform = "{X86}"', f'platform = "{platforms}"')
+    listed = ", ".join(f'"{p}"' for p in platforms)
+    return text.replace(f'platform = "{X86}"', f"platforms = [{listed}]")
+
+
+def locked_entries(text):
+    """[(name, version, marker or None, [wheel file names])] of a lock's text, in order."""
+    out = []
+    for block in text.split("\n[[packages]]\n")[1:]:
+        block = block.split("\n[tool.envbox]\n")[0]
+        name = re.search(r'^name = "([^"]+)"', block, re.M).group(1)
+        version = re.search(r'^version = "([^"]+)"', block, re.M).group(1)
+        marker = re.search(r'^marker = "([^"]+)"', block, re.M)
+        wheels = re.findall(r'\[\[packages\.wheels\]\]\nname = "([^"]+)"', block)
+        out.append((name, version, marker.group(1) if marker else None, wheels))
+    return out
+
+
+def single_target_expectation(text):
+    """{name: (version, wheel file name)} of a single-target lock."""
+    return {name: (version, wheels[0]) for name, version, _marker, wheels in locked_entries(text)}
+
+
+def installed(generation):
+    """{name: (version, wheel tag)} of every distribution in a generation's site-packages."""
+    out = {}
+    for d in glob.glob(os.path.join(generation, "lib", "python*", "site-packages", "*.dist-info")):
+        with open(os.path.join(d, "METADATA")) as f:
+            meta = f.read()
+        name = re.search(r"^Name: (.+)$", meta, re.M).group(1).strip().lower()
+        version = re.search(r"^Version: (.+)$", meta, re.M).group(1).strip()
+        with open(os.path.join(d, "WHEEL")) as f:
+            tag = re.search(r"^Tag: (.+)$", f.read(), re.M).group(1).strip()
+        out[name] = (version, tag)
+    return out
+
+
+def tag_of(filename):
+    return "-".join(filename[:-len(".whl")].split("-")[-3:])
+
+
+class MultiTarget(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-multi-")
+        cls.www = os.path.join(cls.tmp, "www")
+        indexworld.write_indexes(cls.www, world(), html_only=("pytorch-cu128",))
+        cls.server = indexworld.Server(cls.www)
+        cls.home = os.path.join(cls.tmp, "home")
+        cls.project = cls.new_project("proj", BOTH)
+        cls.first = envbox("lock", "train", home=cls.home, project=cls.project)
+        with open(cls.lock_path(cls.project)) as f:
+            cls.lock = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        keep_or_remove(cls.tmp)
+
+    @classmethod
+    def new_project(cls, name, platforms, seed_lock=None):
+        project = os.path.join(cls.tmp, name)
+        os.makedirs(os.path.join(project, "manifests"), exist_ok=True)
+        with open(os.path.join(project, "manifests", "train.toml"), "w") as f:
+            f.write(manifest(cls.server.url, platforms))
+        if seed_lock is not None:
+            with open(cls.lock_path(project), "w") as f:
+                f.write(seed_lock)
+        return project
+
+    @staticmethod
+    def lock_path(project):
+        return os.path.join(project, "manifests", "pylock.train.toml")
+
+    def own_resolution(self, platform):
+        """The single-target lock of `platform`, resolved with the multi-target lock's versions
+        as its preferences (as a re-lock keeps them), as {name: (version, wheel)}."""
+        project = self.new_project("own-" + platform, platform, seed_lock=self.lock)
+        envbox("lock", "train", home=self.home, project=project)
+        with open(self.lock_path(project)) as f:
+            return single_target_expectation(f.read())
+
+    def create_on(self, platform, *extra):
+        envbox("create", "train", "--target", platform, *extra, home=self.home,
+               project=self.project)
+        return os.path.join(self.project, ".envbox", "train")
+
+    def test_one_lock_names_both_targets_and_agrees_where_it_can(self):
+        self.assertIn(
+            f"environments = [\"python_version == '{PYV}' and sys_platform == 'linux' and "
+            f"platform_machine == 'x86_64'\", \"python_version == '{PYV}' and sys_platform == "
+            f"'linux' and platform_machine == 'aarch64'\"]\n", self.lock)
+        self.assertIn('platforms = ["manylinux_2_28_x86_64", "manylinux_2_28_aarch64"]', self.lock)
+        entries = {(n, v): (m, w) for n, v, m, w in locked_entries(self.lock)}
+        # torch agrees: one entry, no marker, a wheel per machine.
+        marker, wheels = entries[("torch", "2.11.0+cu128")]
+        self.assertIsNone(marker)
+        self.assertEqual(sorted(tag_of(w) for w in wheels), [binary("aarch64"), binary("x86_64")])
+        marker, wheels = entries[("nvidia-cublas-cu12", "12.8.4.1")]
+        self.assertEqual((marker, sorted(tag_of(w) for w in wheels)),
+                         (None, [cuda("aarch64"), cuda("x86_64")]))
+        # torchvision's newest has no aarch64 wheel: both targets take 0.25.0, one entry.
+        self.assertEqual([k for k in entries if k[0] == "torchvision"], [("torchvision", "0.25.0+cu128")])
+        self.assertIsNone(entries[("torchvision", "0.25.0+cu128")][0])
+        # triton only where torch needs it; bitsandbytes at one version per machine.
+        self.assertEqual(entries[("triton", "3.5.0")][0], "platform_machine == 'x86_64'")
+        self.assertEqual(entries[("bitsandbytes", "0.48.1")][0], "platform_machine == 'x86_64'")
+        self.assertEqual(entries[("bitsandbytes", "0.47.0")][0], "platform_machine == 'aarch64'")
+        # lock says where the targets differ, and why.
+        self.assertIn(f"bitsandbytes: 0.48.1 on {X86}, 0.47.0 on {ARM} ({ARM}: 0.48.1 has no wheel "
+                      f"for the target", self.first.stderr)
+        self.assertIn(f"triton: 3.5.0 on {X86} (nothing requires it on {ARM})", self.first.stderr)
+        self.assertNotIn("torchvision:", self.first.stderr)
+
+    def test_a_single_target_would_take_the_newest_torchvision(self):
+        project = self.new_project("x86-alone", X86)
+        envbox("lock", "train", home=self.home, project=project)
+        with open(self.lock_path(project)) as f:
+            self.assertEqual(single_target_expectation(f.read())["torchvision"][0], "0.26.0+cu128")
+
+    def test_each_target_installs_its_own_resolution(self):
+        for platform in BOTH:
+            with self.subTest(platform=platform):
+                expected = {n: (v, tag_of(w)) for n, (v, w) in self.own_resolution(platform).items()}
+                self.assertEqual(installed(self.create_on(platform)), expected)
+        # By machine name too, and the lock is not rewritten by creating.
+        self.assertEqual(installed(self.create_on("aarch64"))["bitsandbytes"],
+                         ("0.47.0", binary("aarch64")))
+        with open(self.lock_path(self.project)) as f:
+            self.assertEqual(f.read(), self.lock)
+
+    def test_export_and_check_per_target(self):
+        r = envbox("lock", "train", "--check", home=self.home, project=self.project)
+        self.assertEqual(r.returncode, 0)
+        # A target the manifest does not name is refused, naming those it does.
+        r = envbox("create", "train", "--target", "ppc64le", home=self.home, project=self.project,
+                   check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"locks for {X86}, {ARM} only", r.stderr)
+
+    def test_a_lock_for_other_machines_is_refused_naming_its_targets(self):
+        # A bare --lock of aarch64 alone, on this (x86_64) machine: refused by its environments.
+        project = self.new_project("arm-alone", ARM)
+        envbox("lock", "train", home=self.home, project=project)
+        r = envbox("create", "other", "--lock", self.lock_path(project), home=self.home,
+                   project=project, check=False)
+        if os.uname().machine != "x86_64":
+            self.skipTest("this host is not x86_64")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("the lock is for python_version == ", r.stderr)
+        self.assertIn("platform_machine == \"aarch64\"", r.stderr)
+
+    def test_relock_is_byte_identical_and_an_upgrade_a_small_diff(self):
+        project = self.new_project("relock", BOTH, seed_lock=self.lock)
+        envbox("lock", "train", "--upgrade", home=self.home, project=project)
+        with open(self.lock_path(project)) as f:
+            self.assertEqual(f.read(), self.lock)
+        # A cold lock (a new home, nothing cached) writes the same bytes.
+        cold_home = os.path.join(self.tmp, "cold-home")
+        os.remove(self.lock_path(project))
+        envbox("lock", "train", home=cold_home, project=project)
+        with open(self.lock_path(project)) as f:
+            self.assertEqual(f.read(), self.lock)
+        # A new numpy for both machines: --upgrade-package numpy changes numpy's lines alone.
+        extra = os.path.join(self.tmp, "www-new")
+        shutil.copytree(self.www, extra)
+        w = world()
+        w["pypi"] += [pkg("numpy", "2.3.4", tag=binary(m)) for m in ("x86_64", "aarch64")]
+        indexworld.write_indexes(extra, w, html_only=("pytorch-cu128",))
+        server = indexworld.Server(extra)
+        try:
+            with open(os.path.join(project, "manifests", "train.toml"), "w") as f:
+                f.write(manifest(server.url, BOTH))
+            envbox("lock", "train", home=self.home, project=project)  # the new URLs
+            with open(self.lock_path(project)) as f:
+                before = f.read()
+            r = envbox("lock", "train", "--upgrade-package", "numpy", home=self.home, project=project)
+            with open(self.lock_path(project)) as f:
+                after = f.read()
+        finally:
+            server.close()
+        self.assertIn("numpy 2.3.3 → 2.3.4", r.stdout + r.stderr)
+        gone, new = Counter(before.splitlines()), Counter(after.splitlines())
+        changed = sorted((gone - new).elements()) + sorted((new - gone).elements())
+        self.assertTrue(changed)
+        self.assertLessEqual(len(changed), 14, "\n".join(changed))
+        self.assertTrue(all("numpy" in line or "sha256" in line or line.startswith(("size", 'version = "2.3.'))
+                            for line in changed),
+                        "\n".join(changed))
+
+
+if __name__ == "__main__":
+    envboxtest.take_binary()
+    unittest.main(verbosity=1)

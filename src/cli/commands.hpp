@@ -37,6 +37,10 @@ void register_remove(CLI::App& app, GlobalOptions& global);      // add.cpp
 void register_delete(CLI::App& app, GlobalOptions& global);      // delete.cpp
 void register_cache(CLI::App& app, GlobalOptions& global);       // cache.cpp
 void register_shell(CLI::App& app, GlobalOptions& global);       // shell.cpp
+void register_push(CLI::App& app, GlobalOptions& global);        // fleet.cpp
+void register_pull(CLI::App& app, GlobalOptions& global);        // fleet.cpp
+void register_pack(CLI::App& app, GlobalOptions& global);        // fleet.cpp
+void register_unpack(CLI::App& app, GlobalOptions& global);      // fleet.cpp
 void register_completion(CLI::App& app, GlobalOptions& global);  // completion.cpp
 
 /// `run`'s options, and what `shell` runs: `run ENV -- $SHELL -i` with its startup file.

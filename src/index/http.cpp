@@ -72,9 +72,17 @@ void rewind_part(int fd, const std::string& shown) {
 
 // A fresh attempt's state. A download keeps whatever an earlier attempt (or an earlier run)
 // wrote and asks for the rest; a part already past the size cannot be the file: start over.
-void start_attempt(Collected& got, const HttpRequest& req, const Plan& plan, int fd) {
+void start_attempt(Collected& got, const HttpRequest& req, const Plan& plan, int fd,
+                   int upload_fd) {
     got = Collected{};
     got.fd = fd;
+    if (upload_fd >= 0) {
+        got.upload.fd = upload_fd;
+        got.upload.offset = req.upload_offset;
+        got.upload.length = req.upload_length;
+    } else {
+        got.upload.memory = &req.body;
+    }
     got.on_bytes = &req.on_bytes;
     got.max_bytes = plan.max_bytes;
     got.range_length = plan.range_length;
@@ -104,6 +112,26 @@ struct Easy {
     }
 };
 
+// A method with a body (PUT, POST, PATCH) sends it through `on_upload` with its length stated
+// (no chunked encoding, no `Expect: 100-continue` round trip); DELETE sends none.
+void set_method(Easy& e, const HttpRequest& req, Collected& got) {
+    CURL* c = e.c;
+    if (req.method == "DELETE") {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+        return;
+    }
+    const std::uint64_t length = got.upload.memory ? got.upload.memory->size() : got.upload.length;
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(length));
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+    curl_easy_setopt(c, CURLOPT_READDATA, &got.upload);
+    curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_upload_seek);
+    curl_easy_setopt(c, CURLOPT_SEEKDATA, &got.upload);
+    if (req.method != "PUT") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    e.headers = curl_slist_append(e.headers, "Expect:");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, e.headers);
+}
+
 // Request setup: the URL and headers (a Range for a range request or for the rest of a part),
 // the body and header callbacks into `got`, timeouts, encoding and HTTP version.
 void set_request(Easy& e, const HttpRequest& req, const Plan& plan, Collected& got, CURLSH* share) {
@@ -111,6 +139,8 @@ void set_request(Easy& e, const HttpRequest& req, const Plan& plan, Collected& g
     got.easy = c;
     for (const auto& h : plan.headers)
         e.headers = curl_slist_append(e.headers, h.c_str());
+    if (plan.own_origin && !req.authorization.empty())
+        e.headers = curl_slist_append(e.headers, ("Authorization: " + req.authorization).c_str());
     if (req.range) {
         std::string r = req.range->starts_with("bytes=") ? req.range->substr(6) : *req.range;
         e.headers = curl_slist_append(e.headers, ("Range: bytes=" + r).c_str());
@@ -136,6 +166,7 @@ void set_request(Easy& e, const HttpRequest& req, const Plan& plan, Collected& g
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     else
         curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    if (!req.method.empty() && req.method != "GET") set_method(e, req, got);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
     // Rather a stream on a live HTTP/2 connection than a new one. Only over TLS, where ALPN can
     // offer HTTP/2: over plain http every connection is HTTP/1.1, and waiting would run all
@@ -144,9 +175,10 @@ void set_request(Easy& e, const HttpRequest& req, const Plan& plan, Collected& g
 }
 
 // Redirects are followed (10 at most), but credentials stay with the first host and an https
-// request never continues over http (a redirect to http is refused).
-void set_redirect_policy(CURL* c, const Plan& plan) {
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+// request never continues over http (a redirect to http is refused). A request that follows
+// its redirects itself gets the 3xx.
+void set_redirect_policy(CURL* c, const HttpRequest& req, const Plan& plan) {
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, req.follow_redirects ? 1L : 0L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, plan.https ? "https" : "http,https");
@@ -263,6 +295,7 @@ HttpResponse accept_response(const HttpRequest& req, Collected& got, long status
     resp.body = std::move(got.body);
     resp.content_type = header_or_empty(got, "content-type");
     resp.content_range = header_or_empty(got, "content-range");
+    resp.headers = got.headers;
     if (auto len = header_or_empty(got, "content-length");
         !len.empty() && len.find_first_not_of("0123456789") == std::string::npos)
         resp.content_length = std::strtoull(len.c_str(), nullptr, 10);
@@ -322,16 +355,23 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         throw Error(ErrorCode::network,
                     "--offline: " + redact_url(req.url) + " is not in the cache");
     const Plan plan = plan_request(req, fd, cached, options_);
+    UniqueFd upload;
+    if (!req.upload_file.empty()) {
+        upload.reset(::open(req.upload_file.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!upload)
+            throw Error(ErrorCode::generic,
+                        "cannot read " + req.upload_file.string() + ": " + std::strerror(errno));
+    }
     std::mt19937 rng(std::random_device{}());
     std::string last_error;
     int attempts = 0;
     Collected got;
     for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
         attempts = attempt;
-        start_attempt(got, req, plan, fd);
+        start_attempt(got, req, plan, fd, upload.get());
         Easy easy;
         set_request(easy, req, plan, got, shared_->share);
-        set_redirect_policy(easy.c, plan);
+        set_redirect_policy(easy.c, req, plan);
         set_credentials(easy.c, req, plan);
         int now_in = ++stats_.in_flight;
         for (int peak = stats_.peak_in_flight.load();
@@ -403,6 +443,13 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
         throw;
     }
     fd.reset();
+    if (resp.status != 200 && !req.follow_redirects) {
+        // The caller follows redirects (and answers challenges) itself: the part stays for the
+        // request that comes next, unless it is empty.
+        struct stat st {};
+        if (::stat(part.c_str(), &st) == 0 && st.st_size == 0) ::unlink(part.c_str());
+        return resp;
+    }
     if (resp.status != 200) {
         if (resumable) ::unlink(part.c_str());  // a 404 part is worth nothing
         throw Error(ErrorCode::network, "cannot download " + redact_url(req.url) + ": HTTP " +

@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <string_view>
 
 #include "envbox/index/http.hpp"
@@ -95,6 +98,36 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
         c->headers[name] = std::string(value);
     }
     return size * n;
+}
+
+std::size_t on_upload(char* buffer, std::size_t size, std::size_t n, void* user) {
+    auto* u = static_cast<Upload*>(user);
+    const std::uint64_t total = u->memory ? u->memory->size() : u->length;
+    const std::size_t len =
+        static_cast<std::size_t>(std::min<std::uint64_t>(size * n, total - u->pos));
+    if (len == 0) return 0;
+    if (u->memory) {
+        std::memcpy(buffer, u->memory->data() + u->pos, len);
+    } else {
+        ssize_t got = ::pread(u->fd, buffer, len, static_cast<off_t>(u->offset + u->pos));
+        if (got <= 0) {
+            u->read_errno = got < 0 ? errno : EIO;  // a file shorter than it was: never pad it
+            return CURL_READFUNC_ABORT;
+        }
+        u->pos += static_cast<std::uint64_t>(got);
+        return static_cast<std::size_t>(got);
+    }
+    u->pos += len;
+    return len;
+}
+
+int on_upload_seek(void* user, curl_off_t offset, int origin) {
+    auto* u = static_cast<Upload*>(user);
+    const std::uint64_t total = u->memory ? u->memory->size() : u->length;
+    if (origin != SEEK_SET || offset < 0 || static_cast<std::uint64_t>(offset) > total)
+        return CURL_SEEKFUNC_CANTSEEK;
+    u->pos = static_cast<std::uint64_t>(offset);
+    return CURL_SEEKFUNC_OK;
 }
 
 std::string describe_bytes(std::uint64_t n) {

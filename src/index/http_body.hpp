@@ -13,8 +13,18 @@
 
 namespace envbox::index {
 
+/// A request body being sent: `memory`, else `length` bytes of `fd` from `offset`; `pos` is
+/// how far libcurl has read (back to 0 for each attempt, or where it seeks on a rewind).
+struct Upload {
+    const std::string* memory = nullptr;
+    int fd = -1;
+    std::uint64_t offset = 0, length = 0, pos = 0;
+    int read_errno = 0;  // a failed pread ends the transfer (CURL_READFUNC_ABORT)
+};
+
 /// One attempt's response; libcurl's callbacks write into it.
 struct Collected {
+    Upload upload;  // what the request sends, if anything
     std::string body;
     int fd = -1;  // a download's file (else the body is collected in memory)
     CURL* easy = nullptr;
@@ -45,6 +55,13 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user);
 /// CURLOPT_HEADERFUNCTION with a `Collected` as its data: the last response's headers, names
 /// lowercased, values trimmed; stops past `kMaxHeaderBytes` (`headers_over`).
 std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user);
+
+/// CURLOPT_READFUNCTION with an `Upload` as its data: the next bytes of the body.
+std::size_t on_upload(char* buffer, std::size_t size, std::size_t n, void* user);
+
+/// CURLOPT_SEEKFUNCTION with an `Upload` as its data (libcurl rewinds a body it must send
+/// again): only SEEK_SET within the body.
+int on_upload_seek(void* user, curl_off_t offset, int origin);
 
 /// "64 MiB" for a limit, "1234 bytes" for anything not a whole MiB.
 std::string describe_bytes(std::uint64_t n);

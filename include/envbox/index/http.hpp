@@ -52,6 +52,20 @@ struct HttpRequest {
     /// range request's 206 may carry no more than the range's length.
     std::uint64_t max_bytes = 0;
     std::string max_bytes_what = {};  ///< "the lock's size", for the download's message
+    /// The method: empty is GET (a HEAD with `head`); "PUT", "POST", "PATCH" or "DELETE" for a
+    /// registry's uploads (never cached). Such a request sends `body`, or with `upload_file`
+    /// set, that file's `upload_length` bytes from `upload_offset` (read with pread, so a retry
+    /// sends the same bytes again and a multi-GB file is never held in memory).
+    std::string method = {};
+    std::string body = {};
+    std::filesystem::path upload_file = {};
+    std::uint64_t upload_offset = 0, upload_length = 0;
+    /// false: a redirect is returned as it is (its `location` in `HttpResponse::headers`), for a
+    /// caller that follows it itself (a registry's blob redirect, followed without credentials).
+    bool follow_redirects = true;
+    /// An `Authorization` header value ("Bearer …", "Basic …"), sent by the same rule as
+    /// `username` / `password`: only when the URL has exactly `credential_origin`.
+    std::string authorization = {};
 };
 
 /// Limits on what a server may send (README "Limits"): an index page or any other body held in
@@ -73,6 +87,8 @@ struct HttpResponse {
     /// A range request answered 200 (the whole file) with more than `max_bytes`: the transfer
     /// was stopped and `body` is empty; the caller downloads the file to disk instead.
     bool too_large = false;
+    /// The final response's headers, names lowercased, the last value of each.
+    std::map<std::string, std::string> headers = {};
 };
 
 struct HttpStats {
@@ -115,7 +131,8 @@ class HttpClient {
     /// `<destination>.part`, renamed into place when complete. `resumable`: a part left by a
     /// failed attempt (of this run or an earlier one) is kept and continued with a Range request
     /// (a server that answers 200 instead sends the whole file again), and a lock file keeps
-    /// two processes from writing the same part; without it the part goes on failure.
+    /// two processes from writing the same part; without it the part goes on failure. With
+    /// `follow_redirects` false, any answer but 200 (a redirect, a 401) is returned, not thrown.
     HttpResponse download(const HttpRequest& request, const std::filesystem::path& destination,
                           bool resumable = false);
 

@@ -12,6 +12,7 @@
 ///   cache/metadata/            PEP 658 metadata by the wheel's sha256
 ///   cache/downloads/           wheels being downloaded, by sha256
 ///   cache/interpreters/        interpreter probes
+///   cache/oci/                 repositories `push` wrote to, per registry (for mounts)
 ///   cache/compile/<key>.<ENV>/ one environment's compile caches (writable inside `run`)
 ///
 /// Paths only: nothing here touches the filesystem.
@@ -53,6 +54,8 @@ class Home {
     std::filesystem::path metadata_cache() const { return cache() / "metadata"; }
     std::filesystem::path downloads() const { return cache() / "downloads"; }
     std::filesystem::path interpreters() const { return cache() / "interpreters"; }
+    /// `cache/oci/`: what `push` remembers of registries (the repositories it pushed to).
+    std::filesystem::path oci_cache() const { return cache() / "oci"; }
     /// `cache/compile/<project key>.<env>`.
     std::filesystem::path compile_cache(std::string_view project_key, std::string_view env) const {
         return cache() / "compile" / (std::string(project_key) + "." + std::string(env));

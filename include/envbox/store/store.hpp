@@ -201,6 +201,18 @@ class Store {
     /// The same for the `.pyc` objects of a bytecode list.
     std::optional<Damage> damaged_objects(const WheelBytecode& b, bool hash) const;
 
+    /// `wheels/<sha256>/archive`: the wheel's own archive, kept once verified so that `push`
+    /// and `pack` read it from the store (archive.cpp). Same digest check as `load_wheel`.
+    std::filesystem::path archive_path(std::string_view wheel_sha256) const;
+    /// The kept archive, when there is one of the wheel's size (nullopt otherwise).
+    std::optional<std::filesystem::path> kept_archive(std::string_view wheel_sha256,
+                                                      std::uint64_t size) const;
+    /// Moves `verified` (the wheel's bytes, its sha256 already checked by the caller, on the
+    /// home's filesystem) to `archive_path`, read-only, unless an archive is there already
+    /// (then `verified` is removed). Only for a wheel whose file list is published: `sweep`
+    /// removes the archive with its file list.
+    void keep_archive(std::string_view wheel_sha256, const std::filesystem::path& verified) const;
+
     /// The bytecode list of a wheel for `key` (bytecode.hpp), if it was compiled before. Same
     /// checks as `load_wheel`: a list that does not read as written is damaged (`integrity`).
     std::optional<WheelBytecode> load_bytecode(std::string_view wheel_sha256,

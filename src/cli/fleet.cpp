@@ -1,0 +1,274 @@
+// envbox push ENV REF, pull REF [ENV], pack ENV -o FILE, unpack FILE [ENV]
+#include "envbox/ops/fleet.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/progress.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/json.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::cli {
+namespace {
+
+// The registry options every registry command takes.
+struct RegistryFlags {
+    bool plain_http = false;
+    std::string ca;
+};
+
+std::string env_or_empty(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+}
+
+// --plain-http and --ca, the credentials of ENVBOX_REGISTRY_USERNAME / _PASSWORD when set, else
+// the docker config ($DOCKER_CONFIG/config.json, else ~/.docker/config.json) the ops layer reads.
+ops::RegistryAccess registry_access(const RegistryFlags& flags) {
+    ops::RegistryAccess a;
+    a.plain_http = flags.plain_http;
+    a.ca_file = flags.ca;
+    const std::string user = env_or_empty("ENVBOX_REGISTRY_USERNAME");
+    const std::string password = env_or_empty("ENVBOX_REGISTRY_PASSWORD");
+    if (!user.empty() || !password.empty())
+        a.credentials = index::oci::RegistryCredentials{user, password};
+    if (const std::string dir = env_or_empty("DOCKER_CONFIG"); !dir.empty())
+        a.docker_config = fs::path(dir) / "config.json";
+    else if (const std::string home = env_or_empty("HOME"); !home.empty())
+        a.docker_config = fs::path(home) / ".docker" / "config.json";
+    if (const std::string chunk = env_or_empty("ENVBOX_REGISTRY_CHUNK_BYTES");
+        !chunk.empty() && chunk.find_first_not_of("0123456789") == std::string::npos)
+        a.chunk_bytes = std::strtoull(chunk.c_str(), nullptr, 10);
+    return a;
+}
+
+void add_registry_flags(CLI::App* c, RegistryFlags& flags) {
+    c->add_flag("--plain-http", flags.plain_http,
+                "Talk to the registry over http:// (a registry on loopback); default https://");
+    c->add_option("--ca", flags.ca,
+                  "CA bundle to verify the registry's TLS with (default: SSL_CERT_FILE, else the "
+                  "system's)");
+}
+
+struct ReceiveFlags {
+    std::string link_mode;
+    bool no_compile = false;
+};
+
+void add_receive_flags(CLI::App* c, ReceiveFlags& flags) {
+    c->add_option("--link-mode", flags.link_mode, "hardlink, reflink or copy")
+        ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));
+    c->add_flag("--no-compile", flags.no_compile, "Link no .pyc files");
+}
+
+ops::ReceiveOptions receive_options(const std::string& env, const ReceiveFlags& flags) {
+    ops::ReceiveOptions o;
+    o.env = env;
+    if (flags.link_mode == "reflink")
+        o.link_mode = LinkMode::reflink;
+    else if (flags.link_mode == "copy")
+        o.link_mode = LinkMode::copy;
+    if (flags.no_compile) o.compile = false;
+    return o;
+}
+
+void report_received(const GlobalOptions& global, const char* verb, const std::string& from,
+                     const ops::ReceiveResult& r) {
+    if (global.json) {
+        Json report = {{"environment", r.env},
+                       {"from", from},
+                       {"lock", r.lock_path.string()},
+                       {"wheels", r.wheels},
+                       {"fetched", r.fetched},
+                       {"present", r.present},
+                       {"bytes", r.bytes},
+                       {"generation", r.create.generation},
+                       {"changed", r.create.changed},
+                       {"seconds", r.seconds}};
+        if (!r.manifest_digest.empty()) report["digest"] = r.manifest_digest;
+        std::printf("%s\n", json_line(report).c_str());
+        return;
+    }
+    if (global.verbosity < 0) return;
+    std::fprintf(stderr, "%s %s: %s (%zu fetched, %zu already stored, %s)\n", verb, from.c_str(),
+                 counted(r.wheels, "wheel", "wheels").c_str(), r.fetched, r.present,
+                 human_bytes(r.bytes).c_str());
+    if (r.create.changed)
+        std::fprintf(stderr, "Installed %s into %s generation %d in %.2f s (lock %s)\n",
+                     counted(r.create.packages, "package", "packages").c_str(), r.env.c_str(),
+                     r.create.generation, r.seconds, r.lock_path.c_str());
+    else
+        std::fprintf(stderr, "%s is up to date (generation %d); lock %s\n", r.env.c_str(),
+                     r.create.generation, r.lock_path.c_str());
+}
+
+struct PushCommand {
+    std::string env, ref;
+    RegistryFlags registry;
+};
+
+void run_push(const GlobalOptions& global, const PushCommand& cmd) {
+    ConsoleProgress progress(global.verbosity, stderr_is_tty());
+    ops::Context ctx = make_context(global, progress);
+    ops::PushOptions o;
+    o.env = cmd.env;
+    o.ref = cmd.ref;
+    o.access = registry_access(cmd.registry);
+    ops::PushResult r = ops::push(ctx, o);
+    progress.clear();
+    if (global.json) {
+        Json report = {{"environment", cmd.env},      {"ref", r.ref},
+                       {"digest", r.manifest_digest}, {"wheels", r.wheels},
+                       {"uploaded", r.uploaded},      {"present", r.present},
+                       {"mounted", r.mounted},        {"refetched", r.refetched},
+                       {"bytes", r.bytes_uploaded},   {"seconds", r.seconds}};
+        std::printf("%s\n", json_line(report).c_str());
+    } else if (global.verbosity >= 0) {
+        std::fprintf(stderr,
+                     "Pushed %s to %s: %s; %s uploaded (%s), %zu already there, %zu mounted, in "
+                     "%.2f s\n  %s\n",
+                     cmd.env.c_str(), r.ref.c_str(), counted(r.wheels, "wheel", "wheels").c_str(),
+                     counted(r.uploaded, "blob", "blobs").c_str(),
+                     human_bytes(r.bytes_uploaded).c_str(), r.present, r.mounted, r.seconds,
+                     r.manifest_digest.c_str());
+        if (r.refetched > 0)
+            std::fprintf(stderr, "  %s fetched again by the lock's URL and kept in the store\n",
+                         counted(r.refetched, "wheel was", "wheels were").c_str());
+    }
+}
+
+struct PullCommand {
+    std::string ref, env;
+    RegistryFlags registry;
+    ReceiveFlags receive;
+};
+
+void run_pull(const GlobalOptions& global, const PullCommand& cmd) {
+    ConsoleProgress progress(global.verbosity, stderr_is_tty());
+    ops::Context ctx = make_context(global, progress);
+    ops::PullOptions o;
+    o.ref = cmd.ref;
+    o.receive = receive_options(cmd.env, cmd.receive);
+    o.access = registry_access(cmd.registry);
+    ops::ReceiveResult r = ops::pull(ctx, o);
+    progress.clear();
+    report_received(global, "Pulled", cmd.ref, r);
+}
+
+struct PackCommand {
+    std::string env, output;
+    bool zstd = false, no_zstd = false;
+};
+
+void run_pack(const GlobalOptions& global, const PackCommand& cmd) {
+    ConsoleProgress progress(global.verbosity, stderr_is_tty());
+    ops::Context ctx = make_context(global, progress);
+    ops::PackOptions o;
+    o.env = cmd.env;
+    o.output = cmd.output;
+    if (cmd.zstd) o.zstd = true;
+    if (cmd.no_zstd) o.zstd = false;
+    ops::PackResult r = ops::pack(ctx, o);
+    progress.clear();
+    if (global.json) {
+        Json report = {{"environment", cmd.env}, {"output", r.output.string()},
+                       {"wheels", r.wheels},     {"refetched", r.refetched},
+                       {"bytes", r.bytes},       {"seconds", r.seconds}};
+        std::printf("%s\n", json_line(report).c_str());
+    } else if (global.verbosity >= 0) {
+        std::fprintf(stderr, "Packed %s into %s: %s and its lock, %s, in %.2f s\n", cmd.env.c_str(),
+                     r.output.c_str(), counted(r.wheels, "wheel", "wheels").c_str(),
+                     human_bytes(r.bytes).c_str(), r.seconds);
+    }
+}
+
+struct UnpackCommand {
+    std::string file, env;
+    ReceiveFlags receive;
+};
+
+void run_unpack(const GlobalOptions& global, const UnpackCommand& cmd) {
+    ConsoleProgress progress(global.verbosity, stderr_is_tty());
+    ops::Context ctx = make_context(global, progress);
+    ops::UnpackOptions o;
+    o.archive = cmd.file;
+    o.receive = receive_options(cmd.env, cmd.receive);
+    ops::ReceiveResult r = ops::unpack(ctx, o);
+    progress.clear();
+    report_received(global, "Unpacked", cmd.file, r);
+}
+
+}  // namespace
+
+void register_push(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<PushCommand>();
+    CLI::App* c = app.add_subcommand(
+        "push", "Upload ENV's current generation (its wheels and lock) to an OCI registry");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("REF", cmd->ref,
+                  "REGISTRY/REPOSITORY[:TAG], e.g. registry.example:5000/team/train-cu128:v3 "
+                  "(default tag: lock-<16 hex digits of the lock's sha256>)")
+        ->required();
+    add_registry_flags(c, cmd->registry);
+    c->footer(
+        "Each wheel is one blob, its digest the lock's sha256; blobs the repository has are "
+        "skipped (HEAD), blobs of the repository this home last pushed to on that registry are "
+        "mounted, the rest uploaded (in chunks above 64 MiB). Wheels the store keeps no "
+        "archive of are fetched again by the lock's URL, checked, and kept. Credentials: "
+        "ENVBOX_REGISTRY_USERNAME/_PASSWORD, else docker's config.json `auths`.");
+    c->callback([&global, cmd] { run_push(global, *cmd); });
+}
+
+void register_pull(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<PullCommand>();
+    CLI::App* c = app.add_subcommand(
+        "pull", "Build an environment from an OCI registry's artifact, with no index asked");
+    c->add_option("REF", cmd->ref, "REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:…")
+        ->required();
+    c->add_option("ENV", cmd->env, "Environment (default: the repository's last component)");
+    add_registry_flags(c, cmd->registry);
+    add_receive_flags(c, cmd->receive);
+    c->footer(
+        "Every wheel blob is checked against its digest and the lock's sha256 and size; blobs "
+        "the store holds are not fetched. The lock is written as manifests/pylock.ENV.toml (the "
+        "current directory becomes the project when there is none), where `envbox diff` reads "
+        "it, and the generation is built from it as `create --frozen --offline` builds one.");
+    c->callback([&global, cmd] { run_pull(global, *cmd); });
+}
+
+void register_pack(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<PackCommand>();
+    CLI::App* c = app.add_subcommand(
+        "pack", "Write ENV's current generation (lock and wheels) into one tar file");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("-o,--output", cmd->output, "The file to write (FILE.tar, FILE.tar.zst)")
+        ->required();
+    c->add_flag("--zstd", cmd->zstd, "zstd-compress (default: when FILE ends in .zst or .tzst)");
+    c->add_flag("--no-zstd", cmd->no_zstd, "Never compress");
+    c->footer(
+        "Members: pylock.toml first, then wheels/<file name> for every wheel, byte for "
+        "byte. `envbox unpack FILE` builds the environment from it on a machine with no "
+        "network.");
+    c->callback([&global, cmd] { run_pack(global, *cmd); });
+}
+
+void register_unpack(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<UnpackCommand>();
+    CLI::App* c = app.add_subcommand(
+        "unpack", "Build an environment from a file `envbox pack` wrote, offline");
+    c->add_option("FILE", cmd->file, "The pack file (tar, zstd or not)")->required();
+    c->add_option("ENV", cmd->env, "Environment (default: FILE's name up to its first '.')");
+    add_receive_flags(c, cmd->receive);
+    c->footer(
+        "Refused before anything is stored (exit 5): links and other non-regular members, "
+        "absolute or `..` names, members the lock does not name, members larger than the lock "
+        "says, wheels whose sha256 is not the lock's. The lock is written as "
+        "manifests/pylock.ENV.toml, as `pull` writes it.");
+    c->callback([&global, cmd] { run_unpack(global, *cmd); });
+}
+
+}  // namespace envbox::cli

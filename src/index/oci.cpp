@@ -1,0 +1,647 @@
+#include "envbox/index/oci.hpp"
+
+#include <curl/curl.h>
+
+#include <cctype>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "envbox/index/url.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace envbox::index::oci {
+namespace {
+
+bool is_sha256_digest(std::string_view d) {
+    if (!d.starts_with("sha256:") || d.size() != 7 + 64) return false;
+    for (char c : d.substr(7))
+        if (!std::isdigit(static_cast<unsigned char>(c)) && !(c >= 'a' && c <= 'f')) return false;
+    return true;
+}
+
+// A repository path component: [a-z0-9]+ joined by `.`, `_`, `__`, `-`s (distribution's grammar,
+// read a little more loosely: separators may not start or end a component).
+bool valid_component(std::string_view c) {
+    if (c.empty() || !std::isalnum(static_cast<unsigned char>(c.front())) ||
+        !std::isalnum(static_cast<unsigned char>(c.back())))
+        return false;
+    for (char ch : c)
+        if (!(std::islower(static_cast<unsigned char>(ch)) ||
+              std::isdigit(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-'))
+            return false;
+    return true;
+}
+
+bool valid_tag(std::string_view t) {
+    if (t.empty() || t.size() > 128 || t.front() == '.' || t.front() == '-') return false;
+    for (char ch : t)
+        if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-'))
+            return false;
+    return true;
+}
+
+std::string escape(std::string_view s) {
+    char* e = curl_easy_escape(nullptr, s.data(), static_cast<int>(s.size()));
+    std::string out = e ? e : "";
+    curl_free(e);
+    return out;
+}
+
+std::string base64(std::string_view in) {
+    static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    auto byte = [&](std::size_t i) {
+        return i < in.size() ? static_cast<unsigned>(static_cast<unsigned char>(in[i])) : 0u;
+    };
+    std::string out;
+    for (std::size_t i = 0; i < in.size(); i += 3) {
+        const unsigned v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+        out += k[v >> 18];
+        out += k[(v >> 12) & 63];
+        out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
+        out += i + 2 < in.size() ? k[v & 63] : '=';
+    }
+    return out;
+}
+
+std::optional<std::string> unbase64(std::string_view in) {
+    std::string out;
+    unsigned v = 0;
+    int bits = 0;
+    for (char c : in) {
+        int d = c >= 'A' && c <= 'Z'   ? c - 'A'
+                : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                : c >= '0' && c <= '9' ? c - '0' + 52
+                : c == '+'             ? 62
+                : c == '/'             ? 63
+                                       : -1;
+        if (c == '=') break;
+        if (d < 0) return std::nullopt;
+        v = v << 6 | static_cast<unsigned>(d);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((v >> bits) & 0xff);
+        }
+    }
+    return out;
+}
+
+// `Bearer realm="…",service="…",scope="…"` → its scheme and parameters (quoted values may hold
+// commas and escaped quotes).
+std::pair<std::string, std::map<std::string, std::string>> parse_challenge(std::string_view h) {
+    std::pair<std::string, std::map<std::string, std::string>> out;
+    std::size_t i = 0;
+    while (i < h.size() && h[i] != ' ')
+        out.first += static_cast<char>(std::tolower(static_cast<unsigned char>(h[i++])));
+    while (i < h.size()) {
+        while (i < h.size() && (h[i] == ' ' || h[i] == ','))
+            ++i;
+        std::string key;
+        while (i < h.size() && h[i] != '=')
+            key += static_cast<char>(std::tolower(static_cast<unsigned char>(h[i++])));
+        if (i >= h.size()) break;
+        ++i;
+        std::string value;
+        if (i < h.size() && h[i] == '"') {
+            for (++i; i < h.size() && h[i] != '"'; ++i) {
+                if (h[i] == '\\' && i + 1 < h.size()) ++i;
+                value += h[i];
+            }
+            ++i;
+        } else {
+            while (i < h.size() && h[i] != ',')
+                value += h[i++];
+        }
+        out.second[key] = value;
+    }
+    return out;
+}
+
+std::string header(const HttpResponse& r, const std::string& name) {
+    auto it = r.headers.find(name);
+    return it == r.headers.end() ? std::string() : it->second;
+}
+
+std::string error_detail(const HttpResponse& r) {
+    // distribution answers `{"errors":[{"code":"…","message":"…"}]}`.
+    try {
+        auto j = ordered_json::parse(r.body);
+        if (j.contains("errors") && j["errors"].is_array() && !j["errors"].empty()) {
+            const auto& e = j["errors"][0];
+            std::string code = e.value("code", ""), message = e.value("message", "");
+            return code.empty() ? message : code + (message.empty() ? "" : ": " + message);
+        }
+    } catch (...) {
+    }
+    return {};
+}
+
+Error http_error(const std::string& what, const HttpResponse& r, ErrorCode code) {
+    std::string detail = error_detail(r);
+    return Error(code, what + ": HTTP " + std::to_string(r.status) +
+                           (detail.empty() ? "" : " (" + detail + ")"));
+}
+
+ordered_json descriptor_json(const Descriptor& d) {
+    ordered_json j = {{"mediaType", d.media_type}, {"digest", d.digest}, {"size", d.size}};
+    if (!d.annotations.empty()) j["annotations"] = d.annotations;
+    return j;
+}
+
+Descriptor descriptor_of(const ordered_json& j, const std::string& ref, const std::string& what) {
+    auto bad = [&](const std::string& why) {
+        return Error(ErrorCode::integrity, ref + ": the manifest's " + what + " " + why);
+    };
+    if (!j.is_object()) throw bad("is not an object");
+    Descriptor d;
+    if (!j.contains("mediaType") || !j["mediaType"].is_string()) throw bad("has no mediaType");
+    d.media_type = j["mediaType"].get<std::string>();
+    if (!j.contains("digest") || !j["digest"].is_string() ||
+        !is_sha256_digest(j["digest"].get<std::string>()))
+        throw bad("has no sha256 digest of 64 lowercase hex digits");
+    d.digest = j["digest"].get<std::string>();
+    if (!j.contains("size") || !j["size"].is_number_unsigned()) throw bad("has no size");
+    d.size = j["size"].get<std::uint64_t>();
+    if (j.contains("annotations")) {
+        if (!j["annotations"].is_object()) throw bad("has annotations that are not an object");
+        for (const auto& [k, v] : j["annotations"].items())
+            if (v.is_string()) d.annotations[k] = v.get<std::string>();
+    }
+    return d;
+}
+
+}  // namespace
+
+// ---- references ------------------------------------------------------------------------------
+
+Reference Reference::parse(std::string_view text) {
+    auto bad = [&](const std::string& why) {
+        return Error(ErrorCode::usage, "'" + std::string(text) + "' is not a registry reference (" +
+                                           why + "); write REGISTRY/REPOSITORY[:TAG]");
+    };
+    Reference r;
+    std::string rest(text);
+    if (rest.starts_with("oci://")) rest = rest.substr(6);
+    if (auto at = rest.find('@'); at != std::string::npos) {
+        r.digest = rest.substr(at + 1);
+        rest = rest.substr(0, at);
+        if (!is_sha256_digest(r.digest))
+            throw bad("a digest is sha256: and 64 lowercase hex digits");
+    }
+    auto slash = rest.find('/');
+    if (slash == std::string::npos) throw bad("no registry host");
+    r.registry = rest.substr(0, slash);
+    if (r.registry.find_first_of(".:") == std::string::npos && r.registry != "localhost")
+        throw bad("the first component must be a registry host, such as localhost:5000");
+    for (char c : r.registry)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
+              c == '[' || c == ']'))
+            throw bad("the registry host has a character hosts do not");
+    std::string path = rest.substr(slash + 1);
+    if (auto colon = path.rfind(':'); colon != std::string::npos) {
+        r.tag = path.substr(colon + 1);
+        path = path.substr(0, colon);
+        if (!valid_tag(r.tag)) throw bad("a tag is up to 128 letters, digits, '.', '_' or '-'");
+    }
+    if (path.empty()) throw bad("no repository");
+    std::size_t start = 0;
+    while (true) {
+        auto end = path.find('/', start);
+        if (!valid_component(path.substr(start, end - start)))
+            throw bad("repository components are lowercase letters, digits, '.', '_' and '-'");
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    r.repository = path;
+    return r;
+}
+
+std::string Reference::str() const {
+    return registry + "/" + repository +
+           (digest.empty() ? (tag.empty() ? "" : ":" + tag) : "@" + digest);
+}
+
+// ---- manifests -------------------------------------------------------------------------------
+
+std::string ArtifactManifest::to_json() const {
+    ordered_json j = {{"schemaVersion", 2},
+                      {"mediaType", kManifestMediaType},
+                      {"artifactType", artifact_type},
+                      {"config", descriptor_json(config)},
+                      {"layers", ordered_json::array()}};
+    for (const auto& l : layers)
+        j["layers"].push_back(descriptor_json(l));
+    if (!annotations.empty()) j["annotations"] = annotations;
+    return j.dump();
+}
+
+ArtifactManifest ArtifactManifest::parse(std::string_view json, const std::string& ref) {
+    auto bad = [&](const std::string& why) {
+        return Error(ErrorCode::integrity, ref + ": " + why);
+    };
+    ordered_json j;
+    try {
+        j = ordered_json::parse(json);
+    } catch (const std::exception& e) {
+        throw bad(std::string("the manifest is not JSON: ") + e.what());
+    }
+    if (!j.is_object()) throw bad("the manifest is not a JSON object");
+    if (j.value("schemaVersion", 0) != 2) throw bad("the manifest's schemaVersion is not 2");
+    std::string media = j.contains("mediaType") && j["mediaType"].is_string()
+                            ? j["mediaType"].get<std::string>()
+                            : "";
+    if (media != kManifestMediaType)
+        throw bad("the manifest's media type is '" + media + "', not " +
+                  std::string(kManifestMediaType));
+    ArtifactManifest m;
+    m.artifact_type = j.contains("artifactType") && j["artifactType"].is_string()
+                          ? j["artifactType"].get<std::string>()
+                          : "";
+    if (m.artifact_type != kArtifactType)
+        throw bad("not an envbox environment (artifactType '" + m.artifact_type + "', not " +
+                  std::string(kArtifactType) + ")");
+    if (!j.contains("config")) throw bad("the manifest has no config");
+    m.config = descriptor_of(j["config"], ref, "config");
+    if (m.config.media_type != kEmptyMediaType || m.config.digest != kEmptyDigest)
+        throw bad("the manifest's config is not the empty config");
+    if (!j.contains("layers") || !j["layers"].is_array()) throw bad("the manifest has no layers");
+    std::size_t locks = 0;
+    for (std::size_t i = 0; i < j["layers"].size(); ++i) {
+        Descriptor d = descriptor_of(j["layers"][i], ref, "layer " + std::to_string(i));
+        if (d.media_type == kLockMediaType) {
+            ++locks;
+        } else if (d.media_type == kWheelMediaType) {
+            auto t = d.annotations.find(std::string(kTitleAnnotation));
+            if (t == d.annotations.end() || !t->second.ends_with(".whl") ||
+                t->second.find_first_of("/\\") != std::string::npos || t->second.starts_with("."))
+                throw bad("layer " + std::to_string(i) + " (" + d.digest +
+                          ") has no wheel file name as its title");
+        } else {
+            throw bad("layer " + std::to_string(i) + " (" + d.digest + ") has media type '" +
+                      d.media_type + "', which envbox does not write");
+        }
+        m.layers.push_back(std::move(d));
+    }
+    if (locks != 1) throw bad("the manifest must hold exactly one lock layer");
+    if (j.contains("annotations") && j["annotations"].is_object())
+        for (const auto& [k, v] : j["annotations"].items())
+            if (v.is_string()) m.annotations[k] = v.get<std::string>();
+    return m;
+}
+
+// ---- credentials -----------------------------------------------------------------------------
+
+std::optional<RegistryCredentials> docker_config_credentials(const fs::path& config,
+                                                             std::string_view registry) {
+    std::error_code ec;
+    if (config.empty() || !fs::exists(config, ec)) return std::nullopt;
+    ordered_json j;
+    try {
+        j = ordered_json::parse(read_file(config));
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(ErrorCode::invalid_input, config.string() + " is not JSON: " + e.what());
+    }
+    if (!j.is_object() || !j.contains("auths") || !j["auths"].is_object()) return std::nullopt;
+    const std::string host(registry);
+    for (const auto& [key, entry] : j["auths"].items()) {
+        std::string k = key;
+        for (const char* prefix : {"https://", "http://"})
+            if (k.starts_with(prefix)) k = k.substr(std::string_view(prefix).size());
+        if (auto s = k.find('/'); s != std::string::npos) k = k.substr(0, s);
+        if (k != host || !entry.is_object()) continue;
+        RegistryCredentials c;
+        if (entry.contains("auth") && entry["auth"].is_string()) {
+            auto decoded = unbase64(entry["auth"].get<std::string>());
+            auto colon = decoded ? decoded->find(':') : std::string::npos;
+            if (colon == std::string::npos)
+                throw Error(ErrorCode::invalid_input, config.string() + ": the auth of " + key +
+                                                          " is not base64 of user:password");
+            c.username = decoded->substr(0, colon);
+            c.password = decoded->substr(colon + 1);
+        } else {
+            c.username = entry.value("username", "");
+            c.password = entry.value("password", "");
+        }
+        if (c.username.empty() && c.password.empty()) continue;
+        return c;
+    }
+    return std::nullopt;
+}
+
+// ---- the client ------------------------------------------------------------------------------
+
+RegistryClient::RegistryClient(HttpClient& http, Reference ref, RegistryOptions options)
+    : http_(http), ref_(std::move(ref)), options_(std::move(options)) {
+    origin_ = url_origin(base());
+}
+
+std::string RegistryClient::base() const {
+    return (options_.plain_http ? "http://" : "https://") + ref_.registry;
+}
+
+HttpRequest RegistryClient::request(const std::string& url) const {
+    HttpRequest r;
+    r.url = url;
+    r.credential_origin = origin_;
+    if (!options_.ca_file.empty()) r.ca_file = options_.ca_file;
+    r.follow_redirects = false;
+    return r;
+}
+
+std::string RegistryClient::authorization(const std::string& scope) {
+    std::lock_guard<std::mutex> g(mutex_);
+    if (auto it = tokens_.find(scope); it != tokens_.end()) return it->second;
+    if (basic_ && options_.credentials)
+        return "Basic " +
+               base64(options_.credentials->username + ":" + options_.credentials->password);
+    return {};
+}
+
+// A 401's challenge answered: a Bearer token fetched from the realm (with the registry's
+// credentials only when the realm is on the registry's own origin or over https), or basic
+// auth remembered for the registry.
+void RegistryClient::answer_challenge(const std::string& challenge, const std::string& scope,
+                                      const std::string& what) {
+    auto [scheme, params] = parse_challenge(challenge);
+    if (scheme == "basic") {
+        if (!options_.credentials)
+            throw Error(ErrorCode::network, what +
+                                                ": the registry asks for a user name and "
+                                                "password, and none is configured (docker "
+                                                "login, or ENVBOX_REGISTRY_USERNAME/PASSWORD)");
+        std::lock_guard<std::mutex> g(mutex_);
+        basic_ = true;
+        return;
+    }
+    if (scheme != "bearer" || params["realm"].empty())
+        throw Error(ErrorCode::network,
+                    what + ": the registry's challenge is not one envbox answers: " + challenge);
+    const std::string realm = params["realm"];
+    std::string url = realm + (realm.find('?') == std::string::npos ? "?" : "&");
+    if (!params["service"].empty()) url += "service=" + escape(params["service"]) + "&";
+    url += "scope=" + escape(params["scope"].empty() ? scope : params["scope"]);
+    HttpRequest r;
+    r.url = url;
+    if (!options_.ca_file.empty()) r.ca_file = options_.ca_file;
+    const std::string realm_origin = url_origin(realm);
+    if (options_.credentials && (realm_origin == origin_ || realm_origin.starts_with("https://"))) {
+        r.credential_origin = realm_origin;
+        r.authorization = "Basic " + base64(options_.credentials->username + ":" +
+                                            options_.credentials->password);
+    }
+    r.max_bytes = 1 << 20;
+    r.max_bytes_what = "a token answer";
+    HttpResponse resp = http_.get(r);
+    if (resp.status == 401 || resp.status == 403)
+        throw Error(ErrorCode::network,
+                    what + ": authentication failed (the token service " + redact_url(realm) +
+                        " answered HTTP " + std::to_string(resp.status) +
+                        (options_.credentials ? "; check the user name and password)"
+                                              : "; no credentials are configured)"));
+    if (resp.status != 200)
+        throw http_error(what + ": the token service " + redact_url(realm), resp,
+                         ErrorCode::network);
+    std::string token;
+    try {
+        auto j = ordered_json::parse(resp.body);
+        token = j.value("token", "");
+        if (token.empty()) token = j.value("access_token", "");
+    } catch (...) {
+    }
+    if (token.empty())
+        throw Error(ErrorCode::network,
+                    what + ": the token service " + redact_url(realm) + " sent no token");
+    std::lock_guard<std::mutex> g(mutex_);
+    tokens_[scope] = "Bearer " + token;
+}
+
+HttpResponse RegistryClient::send(HttpRequest req, const std::string& scope,
+                                  const std::string& what) {
+    for (int round = 0;; ++round) {
+        req.authorization = authorization(scope);
+        HttpResponse resp = http_.get(req);
+        if (resp.status != 401) return resp;
+        if (round > 0 || header(resp, "www-authenticate").empty())
+            throw Error(ErrorCode::network,
+                        what + ": authentication failed (HTTP 401 from " + ref_.registry +
+                            (options_.credentials ? "; check the user name and password)"
+                                                  : "; no credentials are configured)"));
+        answer_challenge(header(resp, "www-authenticate"), scope, what);
+    }
+}
+
+namespace {
+std::string pull_scope(const Reference& r) {
+    return "repository:" + r.repository + ":pull";
+}
+std::string push_scope(const Reference& r) {
+    return "repository:" + r.repository + ":pull,push";
+}
+}  // namespace
+
+std::optional<std::uint64_t> RegistryClient::blob_size(const std::string& digest) {
+    HttpRequest r = request(base() + "/v2/" + ref_.repository + "/blobs/" + digest);
+    r.head = true;
+    const std::string what = ref_.str() + ": blob " + digest;
+    HttpResponse resp = send(r, push_scope(ref_), what);
+    if (resp.status == 200) return resp.content_length.value_or(0);
+    if (resp.status == 404) return std::nullopt;
+    if (resp.status >= 300 && resp.status < 400) return resp.content_length.value_or(0);
+    throw http_error(what, resp, ErrorCode::network);
+}
+
+bool RegistryClient::mount_blob(const std::string& digest, const std::string& from) {
+    HttpRequest r = request(base() + "/v2/" + ref_.repository +
+                            "/blobs/uploads/?mount=" + escape(digest) + "&from=" + escape(from));
+    r.method = "POST";
+    const std::string what = ref_.str() + ": mounting " + digest + " from " + from;
+    HttpResponse resp = send(r, push_scope(ref_) + " repository:" + from + ":pull", what);
+    if (resp.status == 201) return true;
+    if (resp.status == 202) return false;  // not mountable: an upload was started instead
+    throw http_error(what, resp, ErrorCode::network);
+}
+
+void RegistryClient::upload_blob(const std::string& digest, const fs::path& file,
+                                 std::uint64_t size,
+                                 const std::function<void(std::uint64_t)>& on_bytes) {
+    const std::string what = ref_.str() + ": uploading " + digest;
+    HttpRequest start = request(base() + "/v2/" + ref_.repository + "/blobs/uploads/");
+    start.method = "POST";
+    HttpResponse resp = send(start, push_scope(ref_), what);
+    if (resp.status != 202) throw http_error(what, resp, ErrorCode::network);
+    auto location = [&](const HttpResponse& r) {
+        std::string loc = header(r, "location");
+        auto url = loc.empty() ? std::nullopt : resolve_url(base() + "/", loc);
+        if (!url || url_origin(*url) != origin_)
+            throw Error(ErrorCode::network,
+                        what + ": the registry's upload location is missing or on another host");
+        return *url;
+    };
+    std::string url = location(resp);
+    std::uint64_t sent = 0;
+    if (size > options_.chunk_bytes) {
+        while (sent < size) {
+            const std::uint64_t n = std::min(options_.chunk_bytes, size - sent);
+            HttpRequest patch = request(url);
+            patch.method = "PATCH";
+            patch.upload_file = file;
+            patch.upload_offset = sent;
+            patch.upload_length = n;
+            patch.headers = {
+                "Content-Type: application/octet-stream",
+                "Content-Range: " + std::to_string(sent) + "-" + std::to_string(sent + n - 1)};
+            HttpResponse p = send(patch, push_scope(ref_), what);
+            if (p.status != 202) throw http_error(what, p, ErrorCode::network);
+            url = location(p);
+            sent += n;
+            if (on_bytes) on_bytes(n);
+        }
+    }
+    HttpRequest put = request(url + (url.find('?') == std::string::npos ? "?" : "&") +
+                              "digest=" + escape(digest));
+    put.method = "PUT";
+    put.headers = {"Content-Type: application/octet-stream"};
+    if (sent < size) {
+        put.upload_file = file;
+        put.upload_offset = 0;
+        put.upload_length = size;
+    }
+    HttpResponse done = send(put, push_scope(ref_), what);
+    if (done.status != 201)
+        throw http_error(what, done,
+                         done.status == 400 ? ErrorCode::integrity : ErrorCode::network);
+    if (sent < size && on_bytes) on_bytes(size);
+}
+
+void RegistryClient::upload_blob(const std::string& digest, const std::string& content) {
+    const std::string what = ref_.str() + ": uploading " + digest;
+    HttpRequest start = request(base() + "/v2/" + ref_.repository + "/blobs/uploads/");
+    start.method = "POST";
+    HttpResponse resp = send(start, push_scope(ref_), what);
+    if (resp.status != 202) throw http_error(what, resp, ErrorCode::network);
+    std::string loc = header(resp, "location");
+    auto url = loc.empty() ? std::nullopt : resolve_url(base() + "/", loc);
+    if (!url || url_origin(*url) != origin_)
+        throw Error(ErrorCode::network,
+                    what + ": the registry's upload location is missing or on another host");
+    HttpRequest put = request(*url + (url->find('?') == std::string::npos ? "?" : "&") +
+                              "digest=" + escape(digest));
+    put.method = "PUT";
+    put.body = content;
+    put.headers = {"Content-Type: application/octet-stream"};
+    HttpResponse done = send(put, push_scope(ref_), what);
+    if (done.status != 201) throw http_error(what, done, ErrorCode::network);
+}
+
+std::string RegistryClient::put_manifest(const std::string& json) {
+    const std::string what = ref_.str() + ": writing the manifest";
+    HttpRequest put = request(base() + "/v2/" + ref_.repository + "/manifests/" + ref_.reference());
+    put.method = "PUT";
+    put.body = json;
+    put.headers = {"Content-Type: " + std::string(kManifestMediaType)};
+    HttpResponse resp = send(put, push_scope(ref_), what);
+    if (resp.status != 201) throw http_error(what, resp, ErrorCode::network);
+    return "sha256:" + to_hex(sha256(json));
+}
+
+std::string RegistryClient::get_manifest(std::string& digest) {
+    const std::string what = ref_.str();
+    HttpRequest get = request(base() + "/v2/" + ref_.repository + "/manifests/" + ref_.reference());
+    get.headers = {"Accept: " + std::string(kManifestMediaType)};
+    get.max_bytes = kMaxManifestBytes;
+    get.max_bytes_what = "a manifest";
+    HttpResponse resp = send(get, pull_scope(ref_), what);
+    if (resp.status == 404)
+        throw Error(ErrorCode::network,
+                    what + ": not found in the registry (no such repository or tag)" +
+                        (error_detail(resp).empty() ? "" : " (" + error_detail(resp) + ")"));
+    if (resp.status != 200) throw http_error(what, resp, ErrorCode::network);
+    std::string type = resp.content_type.substr(0, resp.content_type.find(';'));
+    if (type != kManifestMediaType)
+        throw Error(ErrorCode::integrity,
+                    what + ": the registry sent '" + type + "', not an OCI image manifest");
+    digest = "sha256:" + to_hex(sha256(resp.body));
+    if (!ref_.digest.empty() && digest != ref_.digest)
+        throw Error(ErrorCode::integrity, what + ": the manifest's bytes hash to " + digest +
+                                              ", not the digest asked for");
+    if (auto d = header(resp, "docker-content-digest"); !d.empty() && d != digest)
+        throw Error(ErrorCode::integrity, what + ": the manifest's bytes hash to " + digest +
+                                              ", not the " + d + " the registry names");
+    return std::move(resp.body);
+}
+
+std::string RegistryClient::get_blob(const std::string& digest, std::uint64_t size) {
+    const std::string what = ref_.str() + ": blob " + digest;
+    std::string url = base() + "/v2/" + ref_.repository + "/blobs/" + digest;
+    HttpRequest get = request(url);
+    get.max_bytes = size;
+    get.max_bytes_what = "the size the manifest gives";
+    HttpResponse resp = send(get, pull_scope(ref_), what);
+    for (int hop = 0; resp.status >= 300 && resp.status < 400 && hop < 5; ++hop) {
+        auto next = resolve_url(url, header(resp, "location"));
+        if (!next) break;
+        url = *next;
+        HttpRequest r;  // no credentials on a redirect
+        r.url = url;
+        r.follow_redirects = false;
+        r.max_bytes = size;
+        r.max_bytes_what = get.max_bytes_what;
+        resp = http_.get(r);
+    }
+    if (resp.status != 200) throw http_error(what, resp, ErrorCode::network);
+    std::string got = "sha256:" + to_hex(sha256(resp.body));
+    if (got != digest || resp.body.size() != size)
+        throw Error(ErrorCode::integrity, what + ": the registry sent " +
+                                              std::to_string(resp.body.size()) +
+                                              " bytes hashing to " + got);
+    return std::move(resp.body);
+}
+
+void RegistryClient::download_blob(const std::string& digest, std::uint64_t size,
+                                   const fs::path& destination,
+                                   const std::function<void(std::uint64_t)>& on_bytes) {
+    const std::string what = ref_.str() + ": blob " + digest;
+    std::string url = base() + "/v2/" + ref_.repository + "/blobs/" + digest;
+    HttpRequest get = request(url);
+    get.max_bytes = size;
+    get.max_bytes_what = "the size the manifest gives";
+    get.on_bytes = on_bytes;
+    HttpResponse resp;
+    for (int round = 0;; ++round) {
+        get.authorization = authorization(pull_scope(ref_));
+        resp = http_.download(get, destination, true);
+        if (resp.status == 401 && round == 0 && get.credential_origin == origin_ &&
+            !header(resp, "www-authenticate").empty()) {
+            answer_challenge(header(resp, "www-authenticate"), pull_scope(ref_), what);
+            continue;
+        }
+        if (resp.status >= 300 && resp.status < 400 && round < 6) {
+            auto next = resolve_url(get.url, header(resp, "location"));
+            if (!next) break;
+            get.url = *next;
+            get.credential_origin.clear();  // object storage gets none of the registry's
+            get.authorization.clear();
+            get.ca_file.reset();
+            continue;
+        }
+        break;
+    }
+    if (resp.status != 200) throw http_error(what, resp, ErrorCode::network);
+    std::uint64_t bytes = 0;
+    std::string got = "sha256:" + to_hex(sha256_file(destination, &bytes));
+    if (got != digest || bytes != size) {
+        std::error_code ec;
+        fs::remove(destination, ec);
+        throw Error(ErrorCode::integrity, what + ": the registry sent " + std::to_string(bytes) +
+                                              " bytes hashing to " + got +
+                                              " (removed; nothing was stored)");
+    }
+}
+
+}  // namespace envbox::index::oci

@@ -1,0 +1,245 @@
+// What push, pull, pack and unpack share (contracts in fleet_steps.hpp).
+
+#include "fleet_steps.hpp"
+
+#include <mutex>
+
+#include "envbox/index/fetch.hpp"
+#include "envbox/lock/writer.hpp"
+#include "envbox/ops/lock.hpp"
+#include "envbox/store/home.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/parallel.hpp"
+#include "envbox/util/sha256.hpp"
+#include "settings.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops::fleet {
+
+std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock) {
+    std::map<std::string, LockedFile> out;
+    for (const auto& p : pylock.packages) {
+        for (const auto& w : p.wheels)
+            if (auto sha = w.sha256()) out[*sha] = {w.filename(), w.size};
+        if (p.archive)
+            if (auto sha = p.archive->sha256())
+                out[*sha] = {p.archive->filename(), p.archive->size};
+    }
+    return out;
+}
+
+Bundle current_bundle(const Context& ctx, const std::string& env) {
+    check_env_name(env);
+    const fs::path edir = env_dir(ctx, env);
+    auto gen = env::current_generation(edir);
+    if (!gen)
+        throw Error(ErrorCode::generic,
+                    env + " has no generation to send (run `envbox create " + env + "` first)");
+    Bundle b;
+    b.env = env;
+    b.generation = *gen;
+    const fs::path lock_path = gen->path / ".envbox" / "pylock.toml";
+    b.lock_text = read_file(lock_path);
+    b.lock_sha256 = to_hex(sha256(b.lock_text));
+    auto parsed = lock::Pylock::parse(b.lock_text, lock_path.string());
+    if (!parsed) throw parsed.error();
+    b.pylock = std::move(*parsed);
+    std::map<std::string, const lock::FileRef*> by_sha;
+    for (const auto& p : b.pylock.packages) {
+        for (const auto& w : p.wheels)
+            if (auto sha = w.sha256()) by_sha[*sha] = &w;
+        if (p.archive)
+            if (auto sha = p.archive->sha256()) by_sha[*sha] = &*p.archive;
+    }
+    for (const auto& pkg : gen->packages) {
+        BundleWheel w;
+        w.name = pkg.name;
+        w.version = pkg.version;
+        w.filename = pkg.filename;
+        w.sha256 = pkg.wheel_sha256;
+        auto it = by_sha.find(w.sha256);
+        if (it == by_sha.end())
+            throw Error(ErrorCode::integrity, lock_path.string() + " does not list " + w.filename +
+                                                  " (sha256 " + w.sha256 +
+                                                  "), which the generation installed");
+        w.file = it->second;
+        if (w.file->size) w.size = *w.file->size;
+        b.wheels.push_back(std::move(w));
+    }
+    b.python = gen->python_version;
+    b.platform = gen->platform;
+    b.cuda = "none";
+    if (auto tool = lock::read_tool_table(b.lock_text, lock_path.string()))
+        if (auto c = tool->values.find("cuda"); c != tool->values.end() && !c->second.empty())
+            b.cuda = c->second;
+    return b;
+}
+
+namespace {
+
+// `path` holds `w`'s bytes: its sha256 (and size, when the lock gives one) checked.
+bool holds_wheel(const fs::path& path, BundleWheel& w) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) return false;
+    std::uint64_t bytes = 0;
+    if (to_hex(sha256_file(path, &bytes)) != w.sha256) return false;
+    if (w.size && bytes != w.size) return false;
+    w.size = bytes;
+    return true;
+}
+
+// The manifest's indexes (for the credentials and CA of a refetch), when the project has one.
+std::vector<resolve::IndexConfig> project_indexes(const Context& ctx, const std::string& env) {
+    if (ctx.project_root.empty()) return {};
+    const fs::path m = ctx.project_root / "manifests" / (env + ".toml");
+    std::error_code ec;
+    if (!fs::exists(m, ec)) return {};
+    return index_configs(read_manifest(m), m, ctx.settings);
+}
+
+index::ArtifactRequest refetch_request(const BundleWheel& w,
+                                       const std::vector<resolve::IndexConfig>& indexes,
+                                       const lock::Pylock& pylock) {
+    index::ArtifactRequest req;
+    req.display = w.filename;
+    req.location = w.file->path ? *w.file->path : w.file->url.value_or("");
+    req.sha256 = w.sha256;
+    req.size = w.file->size;
+    for (const auto& p : pylock.packages) {
+        if (p.name != w.name || !p.index) continue;
+        std::string url = *p.index;
+        while (!url.empty() && url.back() == '/')
+            url.pop_back();
+        for (const auto& c : indexes)
+            if (c.url == url) {
+                req.ca = c.ca;
+                req.username = c.username;
+                req.password = c.password;
+                req.index_url = c.url;
+            }
+    }
+    return req;
+}
+
+}  // namespace
+
+void locate_wheels(const Context& ctx, Bundle& b, unsigned jobs) {
+    store::Store store(ctx.home);
+    const store::Home home(ctx.home);
+    FileLock held = FileLock::shared(home.store_lock());
+    const auto indexes = project_indexes(ctx, b.env);
+    const fs::path lock_dir = fs::path(b.generation.lock_source).parent_path();
+    index::HttpClient http(http_options(ctx, false));
+    std::mutex mutex;
+    parallel_for(b.wheels.size(), jobs, [&](std::size_t i) {
+        BundleWheel& w = b.wheels[i];
+        if (auto kept = w.size ? store.kept_archive(w.sha256, w.size) : std::nullopt) {
+            w.path = *kept;
+            return;
+        }
+        if (!w.size && holds_wheel(store.archive_path(w.sha256), w)) {
+            w.path = store.archive_path(w.sha256);
+            return;
+        }
+        const fs::path cached = index::download_path(home.downloads(), w.sha256);
+        const index::ArtifactRequest req = refetch_request(w, indexes, b.pylock);
+        try {
+            if (auto local = index::local_artifact_path(req, lock_dir);
+                local && holds_wheel(*local, w)) {
+                w.path = *local;
+                return;
+            }
+            if (!holds_wheel(cached, w)) {
+                std::error_code ec;
+                fs::remove(cached, ec);
+                if (req.location.empty() || index::local_artifact_path(req, lock_dir))
+                    throw Error(ErrorCode::integrity,
+                                w.filename + " is in neither the store's archives nor " +
+                                    cached.string() + ", and the lock's " +
+                                    (req.location.empty()
+                                         ? "entry names no URL"
+                                         : "path " + req.location + " does not hold its bytes"));
+                fs::create_directories(home.downloads(), ec);
+                index::download_artifact(http, req, home.downloads());
+                if (!holds_wheel(cached, w)) {
+                    fs::remove(cached, ec);
+                    throw Error(ErrorCode::integrity, "hash mismatch for " + w.filename +
+                                                          " downloaded again from " +
+                                                          index::redact_url(req.location) +
+                                                          ": not the lock's sha256 " + w.sha256);
+                }
+                std::lock_guard<std::mutex> g(mutex);
+                w.refetched = true;
+            }
+            store.keep_archive(w.sha256, cached);
+            w.path = store.archive_path(w.sha256);
+            if (!fs::exists(w.path)) w.path = cached;  // no file list: not kept
+        } catch (Error& e) {
+            e.add_context("reading " + w.filename + " of " + b.env);
+            throw;
+        }
+    });
+}
+
+index::oci::RegistryOptions registry_options(const RegistryAccess& access,
+                                             const std::string& registry) {
+    index::oci::RegistryOptions o;
+    o.plain_http = access.plain_http;
+    o.ca_file = access.ca_file;
+    o.chunk_bytes = access.chunk_bytes ? access.chunk_bytes : o.chunk_bytes;
+    o.credentials = access.credentials;
+    if (!o.credentials)
+        o.credentials = index::oci::docker_config_credentials(access.docker_config, registry);
+    return o;
+}
+
+std::string received_env_name(const std::string& given, const std::string& fallback) {
+    if (!given.empty()) {
+        check_env_name(given);
+        return given;
+    }
+    std::string name;
+    for (char c : fallback)
+        name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'
+                    ? c
+                    : '-';
+    while (!name.empty() && name.front() == '.')
+        name.erase(name.begin());
+    check_env_name(name);
+    return name;
+}
+
+void build_received(const Context& ctx, const ReceiveOptions& opt, const std::string& lock_text,
+                    ReceiveResult& result) {
+    Context c = ctx;
+    if (c.project_root.empty()) c.project_root = fs::current_path();
+    const fs::path lock_path = c.project_root / "manifests" / ("pylock." + opt.env + ".toml");
+    std::error_code ec;
+    fs::create_directories(lock_path.parent_path(), ec);
+    std::optional<std::string> previous;
+    if (fs::exists(lock_path, ec)) previous = read_file(lock_path);
+    write_file_atomic(lock_path, lock_text);
+    result.env = opt.env;
+    result.lock_path = lock_path;
+    CreateOptions co;
+    co.env = opt.env;
+    co.frozen = true;
+    co.offline = true;
+    co.link_mode = opt.link_mode;
+    co.compile = opt.compile;
+    try {
+        result.create = create(c, co);
+    } catch (...) {
+        // The project's lock is what it was, or absent as it was.
+        if (previous)
+            write_file_atomic(lock_path, *previous);
+        else
+            fs::remove(lock_path, ec);
+        throw;
+    }
+}
+
+}  // namespace envbox::ops::fleet

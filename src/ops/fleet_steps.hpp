@@ -1,0 +1,72 @@
+#pragma once
+// What push, pull, pack and unpack share (private to ops): the environment being sent (its
+// current generation's lock and wheels, and where each wheel's bytes are), and the receiving
+// side's last step (the lock written into the project, then `create --frozen --offline`).
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "envbox/env/generation.hpp"
+#include "envbox/lock/pylock.hpp"
+#include "envbox/ops/fleet.hpp"
+
+namespace envbox::ops::fleet {
+
+/// One wheel of the environment being sent.
+struct BundleWheel {
+    std::string name, version, filename, sha256;
+    std::uint64_t size = 0;
+    const lock::FileRef* file = nullptr;  ///< the lock's entry (for a refetch)
+    std::filesystem::path path;           ///< its verified bytes, once `locate_wheels` ran
+    bool refetched = false;
+};
+
+/// ENV's current generation as it is sent: the lock it was built from, one entry per wheel it
+/// installed (in the generation's order), and the target for the manifest's annotations.
+struct Bundle {
+    std::string env;
+    env::Generation generation;
+    std::string lock_text;
+    std::string lock_sha256;
+    lock::Pylock pylock;
+    std::vector<BundleWheel> wheels;
+    std::string python, platform, cuda;  ///< cuda: the lock's line, "none" for a CPU stack
+};
+
+/// Reads ENV's current generation (an environment never created is exit 1) and its lock; each
+/// installed wheel is matched to the lock's entry of that sha256 (its size, URL or path).
+Bundle current_bundle(const Context& ctx, const std::string& env);
+
+/// Sets each wheel's `path` to bytes that are its sha256: the store's kept archive; else
+/// cache/downloads/<sha256>.whl or the lock's local path, hashed; else downloaded again by the
+/// lock's URL (with the manifest's index credentials), hashed. A downloaded or cached file is
+/// then kept in the store. Runs under the store lock held shared (gc's sweep waits).
+void locate_wheels(const Context& ctx, Bundle& bundle, unsigned jobs);
+
+/// What a received lock lists: each file's sha256 → (file name, size).
+struct LockedFile {
+    std::string filename;
+    std::optional<std::uint64_t> size;
+};
+std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock);
+
+/// Writes `lock_text` as the project's `manifests/pylock.ENV.toml` (the current directory
+/// becomes the project when there is none) and runs `create --frozen --offline` on it, with the
+/// wheels the store lacks already in cache/downloads/; a failure puts the previous lock back
+/// (or removes the new one) and rethrows. Fills `result.lock_path`, `env` and `create`.
+void build_received(const Context& ctx, const ReceiveOptions& options, const std::string& lock_text,
+                    ReceiveResult& result);
+
+/// The client options for `registry`: TLS and chunking as given, the credentials given, else
+/// the docker config's entry for that registry.
+index::oci::RegistryOptions registry_options(const RegistryAccess& access,
+                                             const std::string& registry);
+
+/// The environment a received artifact becomes when the user names none: `fallback` cleaned to
+/// an environment name (checked by `check_env_name`).
+std::string received_env_name(const std::string& given, const std::string& fallback);
+
+}  // namespace envbox::ops::fleet

@@ -1,0 +1,305 @@
+// `envbox pack ENV -o FILE` and `envbox unpack FILE [ENV]`: an environment as one tar (zstd or
+// not) for machines with no network, read back with every member checked before it is used
+// (contracts in include/envbox/ops/fleet.hpp).
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "envbox/index/fetch.hpp"
+#include "envbox/index/http.hpp"
+#include "envbox/ops/fleet.hpp"
+#include "envbox/store/home.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+#include "envbox/util/unique_fd.hpp"
+#include "fleet_steps.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+constexpr const char* kLockMember = "pylock.toml";
+constexpr const char* kWheelDir = "wheels/";
+constexpr std::uint64_t kMaxLockBytes = 64ull << 20;
+constexpr std::size_t kBlock = 1 << 20;
+
+// libarchive handles, freed on every path.
+struct Writer {
+    archive* a = archive_write_new();
+    ~Writer() { archive_write_free(a); }
+};
+struct Reader {
+    archive* a = archive_read_new();
+    ~Reader() { archive_read_free(a); }
+};
+
+Error archive_error(archive* a, const std::string& what) {
+    const char* msg = archive_error_string(a);
+    return Error(ErrorCode::generic, what + ": " + (msg ? msg : "libarchive failed"));
+}
+
+// One member: a regular file, 0644, mtime 1980-01-01 (the store's), so a pack of the same
+// generation is the same bytes.
+void add_member(archive* a, const std::string& name, std::uint64_t size,
+                const std::function<void(archive*)>& write, const fs::path& out) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_size(e, static_cast<la_int64_t>(size));
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_mtime(e, 315532800, 0);
+    int rc = archive_write_header(a, e);
+    archive_entry_free(e);
+    if (rc != ARCHIVE_OK) throw archive_error(a, "cannot write " + name + " into " + out.string());
+    write(a);
+}
+
+void write_data(archive* a, const char* data, std::size_t n, const std::string& what) {
+    if (archive_write_data(a, data, n) != static_cast<la_ssize_t>(n))
+        throw archive_error(a, "cannot write " + what);
+}
+
+bool zstd_by_name(const fs::path& p) {
+    const std::string n = p.filename().string();
+    return n.ends_with(".zst") || n.ends_with(".tzst") || n.ends_with(".zstd");
+}
+
+}  // namespace
+
+PackResult pack(const Context& ctx, const PackOptions& opt) {
+    const auto start = std::chrono::steady_clock::now();
+    if (opt.output.empty()) throw Error(ErrorCode::usage, "pack needs -o FILE");
+    fleet::Bundle bundle = fleet::current_bundle(ctx, opt.env);
+    ctx.progress->phase("Reading wheels", 0);
+    fleet::locate_wheels(ctx, bundle, ctx.jobs);
+    PackResult result;
+    result.output = fs::absolute(opt.output);
+    const bool zstd = opt.zstd.value_or(zstd_by_name(opt.output));
+    fs::path tmp = result.output;
+    tmp += ".tmp-" + std::to_string(::getpid());
+    ScopedRemove remove(tmp);
+    {
+        Writer w;
+        if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||
+            (zstd && archive_write_add_filter_zstd(w.a) != ARCHIVE_OK))
+            throw archive_error(w.a, "cannot write " + result.output.string());
+        if (archive_write_open_filename(w.a, tmp.c_str()) != ARCHIVE_OK)
+            throw archive_error(w.a, "cannot create " + tmp.string());
+        ctx.progress->phase("Packing", bundle.wheels.size() + 1);
+        add_member(
+            w.a, kLockMember, bundle.lock_text.size(),
+            [&](archive* a) {
+                write_data(a, bundle.lock_text.data(), bundle.lock_text.size(), kLockMember);
+            },
+            result.output);
+        std::set<std::string> seen;
+        std::string buf(kBlock, '\0');
+        for (const auto& wheel : bundle.wheels) {
+            if (!seen.insert(wheel.filename).second) continue;
+            if (wheel.refetched) result.refetched++;
+            add_member(
+                w.a, kWheelDir + wheel.filename, wheel.size,
+                [&](archive* a) {
+                    UniqueFd fd(::open(wheel.path.c_str(), O_RDONLY | O_CLOEXEC));
+                    if (!fd)
+                        throw Error(ErrorCode::generic, "cannot read " + wheel.path.string() +
+                                                            ": " + std::strerror(errno));
+                    std::uint64_t left = wheel.size;
+                    while (left > 0) {
+                        ssize_t n =
+                            ::read(fd.get(), buf.data(), std::min<std::uint64_t>(kBlock, left));
+                        if (n <= 0)
+                            throw Error(
+                                ErrorCode::generic,
+                                "cannot read " + wheel.path.string() + ": " +
+                                    (n < 0 ? std::strerror(errno) : "shorter than its size"));
+                        write_data(a, buf.data(), static_cast<std::size_t>(n), wheel.filename);
+                        left -= static_cast<std::uint64_t>(n);
+                    }
+                },
+                result.output);
+            ctx.progress->advance(1);
+        }
+        result.wheels = seen.size();
+        if (archive_write_close(w.a) != ARCHIVE_OK)
+            throw archive_error(w.a, "cannot finish " + tmp.string());
+    }
+    std::error_code ec;
+    fs::rename(tmp, result.output, ec);
+    if (ec)
+        throw Error(ErrorCode::generic, "cannot move " + tmp.string() + " to " +
+                                            result.output.string() + ": " + ec.message());
+    remove.release();
+    result.bytes = fs::file_size(result.output, ec);
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+namespace {
+
+// A member name pack writes: relative, no `.` or `..` component, no empty one.
+bool safe_name(const std::string& name) {
+    if (name.empty() || name.front() == '/' || name.find('\\') != std::string::npos) return false;
+    std::size_t start = 0;
+    while (start <= name.size()) {
+        auto end = name.find('/', start);
+        if (end == std::string::npos) end = name.size();
+        std::string_view c(name.data() + start, end - start);
+        if (c.empty() || c == "." || c == "..") return false;
+        start = end + 1;
+    }
+    return true;
+}
+
+// The member's data into memory, no more than `limit`.
+std::string read_member(archive* a, std::uint64_t limit, const std::string& what) {
+    std::string out, buf(kBlock, '\0');
+    for (;;) {
+        la_ssize_t n = archive_read_data(a, buf.data(), buf.size());
+        if (n < 0) throw archive_error(a, "cannot read " + what);
+        if (n == 0) return out;
+        if (out.size() + static_cast<std::uint64_t>(n) > limit)
+            throw Error(ErrorCode::integrity,
+                        what + " is larger than " + std::to_string(limit) + " bytes");
+        out.append(buf.data(), static_cast<std::size_t>(n));
+    }
+}
+
+// The member's data into `dest` (a temporary name beside it, renamed once its sha256 is
+// `sha256` and its size `size`); anything else is refused and nothing is left.
+void extract_wheel(archive* a, const fs::path& dest, const std::string& sha256, std::uint64_t size,
+                   const std::string& what) {
+    fs::path tmp = dest;
+    tmp += ".unpack-" + std::to_string(::getpid());
+    ScopedRemove remove(tmp);
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd)
+        throw Error(ErrorCode::generic,
+                    "cannot create " + tmp.string() + ": " + std::strerror(errno));
+    Sha256 hash;
+    std::uint64_t got = 0;
+    std::string buf(kBlock, '\0');
+    for (;;) {
+        la_ssize_t n = archive_read_data(a, buf.data(), buf.size());
+        if (n < 0) throw archive_error(a, "cannot read " + what);
+        if (n == 0) break;
+        got += static_cast<std::uint64_t>(n);
+        if (got > size)
+            throw Error(ErrorCode::integrity,
+                        what + " is larger than the lock's size " + std::to_string(size));
+        hash.update(buf.data(), static_cast<std::size_t>(n));
+        if (!write_all_fd(fd.get(), buf.data(), static_cast<std::size_t>(n)))
+            throw Error(ErrorCode::generic,
+                        "cannot write " + tmp.string() + ": " + std::strerror(errno));
+    }
+    const std::string actual = to_hex(hash.finish());
+    if (got != size || actual != sha256)
+        throw Error(ErrorCode::integrity, "hash mismatch for " + what + ": the lock says sha256 " +
+                                              sha256 + ", the member has " + actual + " (" +
+                                              std::to_string(got) + " bytes)");
+    fd.reset();
+    std::error_code ec;
+    fs::rename(tmp, dest, ec);
+    if (ec)
+        throw Error(ErrorCode::generic,
+                    "cannot move " + tmp.string() + " to " + dest.string() + ": " + ec.message());
+    remove.release();
+}
+
+}  // namespace
+
+ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
+    const auto start = std::chrono::steady_clock::now();
+    const fs::path file = fs::absolute(opt.archive);
+    const std::string shown = file.string();
+    ReceiveOptions receive = opt.receive;
+    std::string stem = file.filename().string();
+    stem = stem.substr(0, stem.find('.'));
+    receive.env = fleet::received_env_name(receive.env, stem);
+    ReceiveResult result;
+    try {
+        Reader r;
+        archive_read_support_format_tar(r.a);
+        archive_read_support_filter_zstd(r.a);
+        archive_read_support_filter_gzip(r.a);
+        if (archive_read_open_filename(r.a, file.c_str(), kBlock) != ARCHIVE_OK)
+            throw archive_error(r.a, "cannot open " + shown);
+        store::Store store(ctx.home);
+        const store::Home home(ctx.home);
+        std::error_code ec;
+        fs::create_directories(home.downloads(), ec);
+        std::string lock_text;
+        std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>> by_name;
+        std::set<std::string> seen;
+        archive_entry* e = nullptr;
+        for (int index = 0;; ++index) {
+            int rc = archive_read_next_header(r.a, &e);
+            if (rc == ARCHIVE_EOF) break;
+            if (rc != ARCHIVE_OK) throw archive_error(r.a, "cannot read " + shown);
+            const char* raw = archive_entry_pathname(e);
+            const std::string name = raw ? raw : "";
+            const std::string what =
+                shown + ": member " + (name.empty() ? "#" + std::to_string(index) : name);
+            auto refuse = [&](const std::string& why) {
+                return Error(ErrorCode::integrity, what + " " + why);
+            };
+            if (!safe_name(name)) throw refuse("has an absolute name, an empty or `..` component");
+            if (archive_entry_hardlink(e) || archive_entry_symlink(e) ||
+                archive_entry_filetype(e) != AE_IFREG)
+                throw refuse("is not a regular file (links and devices are refused)");
+            if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
+                throw refuse("has no size");
+            const auto size = static_cast<std::uint64_t>(archive_entry_size(e));
+            if (!seen.insert(name).second) throw refuse("appears twice");
+            if (index == 0) {
+                if (name != kLockMember) throw refuse("comes first where pylock.toml must");
+                if (size > kMaxLockBytes) throw refuse("is larger than 64 MiB");
+                lock_text = read_member(r.a, kMaxLockBytes, what);
+                auto pylock = lock::Pylock::parse(lock_text, shown + ":" + kLockMember);
+                if (!pylock) throw pylock.error();
+                for (const auto& [sha, f] : fleet::locked_files(*pylock))
+                    by_name[f.filename] = {sha, f.size};
+                continue;
+            }
+            if (!name.starts_with(kWheelDir))
+                throw refuse("is neither pylock.toml nor under wheels/");
+            auto it = by_name.find(name.substr(std::string_view(kWheelDir).size()));
+            if (it == by_name.end()) throw refuse("is not a file the lock names");
+            const auto& [sha, locked_size] = it->second;
+            if (locked_size && size != *locked_size)
+                throw refuse("is " + std::to_string(size) + " bytes; the lock says " +
+                             std::to_string(*locked_size));
+            if (size > index::kMaxDownloadBytes) throw refuse("is larger than the download limit");
+            result.wheels++;
+            if (store.load_wheel(sha)) {
+                result.present++;
+                archive_read_data_skip(r.a);
+                continue;
+            }
+            extract_wheel(r.a, index::download_path(home.downloads(), sha), sha, size, what);
+            result.fetched++;
+            result.bytes += size;
+        }
+        if (lock_text.empty()) throw Error(ErrorCode::integrity, shown + " holds no pylock.toml");
+        fleet::build_received(ctx, receive, lock_text, result);
+    } catch (Error& e) {
+        e.add_context("unpacking " + shown);
+        throw;
+    }
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+}  // namespace envbox::ops

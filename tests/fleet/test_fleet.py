@@ -1,0 +1,412 @@
+#!/usr/bin/env python3
+"""Black-box tests of moving environments between machines: `push` / `pull` through a real OCI
+registry (Debian's docker-registry, CNCF distribution 2.8, started here on 127.0.0.1: plain
+http, and htpasswd auth behind TLS with a CA made by the test) and `pack` / `unpack` through
+one tar file. Wheels are built by the test and served by a loopback index that is stopped
+before anything is received, so the receiving home reaches no index: pull and unpack build
+from the registry's blobs or the file alone, `verify --deep` is clean and `run` imports the
+packages. A second environment sharing wheels uploads only its new blobs (the rest are mounted
+from the first repository, counted in the registry's storage). Refused, naming the reference
+or the member, with nothing stored: a blob corrupted in the registry's storage (exit 5), a
+manifest of another artifact type or with a layer of an unknown media type, a layer the lock
+does not list or of another size, a missing tag (exit 4), a wrong password (exit 4), TLS
+without the registry's CA (exit 4); a pack with an absolute or `..` member, a link, a member
+the lock does not name, one larger than the lock says, a wheel whose bytes are not the lock's.
+
+    test_fleet.py ENVBOX_BINARY
+"""
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import envbox, keep_or_remove, manifest_text, sha256_file, write_manifest  # noqa: E402
+from httpserver import StaticServer, make_test_ca  # noqa: E402
+import registry  # noqa: E402
+from wheelgen import Wheel  # noqa: E402
+
+WHEELS = [Wheel("alpha", "1.0", {"alpha/__init__.py": "VALUE = 'alpha 1.0'\n"}),
+          Wheel("beta", "2.0", {"beta.py": "VALUE = 'beta 2.0'\n"}),
+          Wheel("gamma", "3.0", {"gamma.py": "VALUE = 'gamma 3.0'\n"})]
+
+
+def need_registry(cls):
+    if not registry.available():
+        raise unittest.SkipTest(f"{registry.BINARY} is absent (apt-get install docker-registry; "
+                                "scripts/install-deps installs it)")
+
+
+class World(unittest.TestCase):
+    """A loopback index holding WHEELS, and per test a build home (one: alpha, beta; two: alpha,
+    beta, gamma) and a receiving home."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix=f"envbox-fleet-{cls.__name__}-")
+        cls.www = os.path.join(cls.tmp, "www")
+        for w in WHEELS:
+            path = w.build(os.path.join(cls.www, "files"))
+            fn = os.path.basename(path)
+            os.makedirs(os.path.join(cls.www, "simple", w.name))
+            with open(os.path.join(cls.www, "simple", w.name, "index.html"), "w") as f:
+                f.write(f'<html><body><a href="/files/{fn}#sha256={sha256_file(path)}">{fn}</a></body></html>\n')
+
+    @classmethod
+    def tearDownClass(cls):
+        keep_or_remove(cls.tmp)
+
+    def setUp(self):
+        self.case = tempfile.mkdtemp(dir=self.tmp, prefix=self._testMethodName[:40] + "-")
+        self.index = StaticServer(self.www)
+        self.project = os.path.join(self.case, "build")
+        self.home = os.path.join(self.case, "home")
+        for env, names in (("one", ["alpha", "beta"]), ("two", ["alpha", "beta", "gamma"])):
+            write_manifest(self.project, env, manifest_text(names, indexes=[("loop", f"{self.index.url}/simple", "")]))
+        self.node = os.path.join(self.case, "node")
+        self.node_home = os.path.join(self.case, "node-home")
+        os.makedirs(self.node)
+
+    def tearDown(self):
+        self.index.close()
+
+    def build(self, env):
+        envbox("create", env, home=self.home, project=self.project)
+
+    def at_node(self, *args, check=True, env=None):
+        """envbox in the receiving node's home, from its (initially empty) working directory."""
+        return envbox(*args, home=self.node_home, check=check, env=env, cwd=self.node)
+
+    def node_wheels(self):
+        d = os.path.join(self.node_home, "store-v1", "wheels")
+        return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+    def assert_works(self, env, names):
+        self.at_node("verify", env, "--deep")
+        code = "; ".join(f"import {n}; print({n}.VALUE)" for n in names)
+        r = self.at_node("run", env, "--", "python", "-c", code)
+        self.assertEqual(r.stdout.split("\n")[:-1], [f"{w.name} {w.version}" for w in WHEELS if w.name in names])
+
+    def lock_text(self, env):
+        with open(os.path.join(self.project, "manifests", f"pylock.{env}.toml")) as f:
+            return f.read()
+
+
+class Push(World):
+    reg_args = {}
+
+    @classmethod
+    def setUpClass(cls):
+        need_registry(cls)
+        super().setUpClass()
+        cls.certs = os.path.join(cls.tmp, "certs")
+        os.makedirs(cls.certs)
+        if cls.reg_args:
+            make_test_ca(cls.certs)
+
+    def setUp(self):
+        super().setUp()
+        # A registry of its own per test: what one test stores (or corrupts) no other sees.
+        self.registry = registry.Registry(os.path.join(self.case, "registry"), certs=self.certs, **self.reg_args)
+
+    def tearDown(self):
+        self.registry.close()
+        super().tearDown()
+
+    def ref(self, repo, tag="v1"):
+        return f"{self.registry.host}/{repo}:{tag}"
+
+    def push(self, env, ref, check=True, env_vars=None, flags=None):
+        r = envbox("--json", "push", env, ref, *(self.registry.flags() if flags is None else flags),
+                   home=self.home, project=self.project, check=check,
+                   env=self.registry.credentials_env() if env_vars is None else env_vars)
+        return json.loads(r.stdout) if check else r
+
+    def pull(self, ref, *rest, check=True, env=None, flags=None):
+        return self.at_node("pull", ref, *rest, *(self.registry.flags() if flags is None else flags),
+                            check=check, env=self.registry.credentials_env() if env is None else env)
+
+    def repo(self):
+        return "team/" + self._testMethodName.replace("_", "-")[:40].strip("-")
+
+
+class PlainRegistry(Push):
+    def test_push_then_pull_with_the_index_stopped(self):
+        self.build("one")
+        ref = self.ref(self.repo())
+        before = self.registry.blobs()
+        report = self.push("one", ref)
+        # Two wheels, the lock and the empty config: four new blobs, each its sha256.
+        self.assertEqual((report["wheels"], report["uploaded"], report["present"]), (2, 4, 0))
+        self.assertEqual(len(self.registry.blobs() - before - {report["digest"]}), 4)  # the manifest aside
+        manifest = self.registry.get_manifest(self.repo(), "v1")
+        self.assertEqual(manifest["artifactType"], "application/vnd.envbox.environment.v1")
+        self.assertEqual(manifest["config"]["mediaType"], "application/vnd.oci.empty.v1+json")
+        titles = {l["annotations"]["org.opencontainers.image.title"]: l["digest"] for l in manifest["layers"]}
+        for fn in os.listdir(os.path.join(self.www, "files")):
+            if not fn.startswith("gamma"):
+                self.assertEqual(titles[fn], "sha256:" + sha256_file(os.path.join(self.www, "files", fn)))
+        self.assertEqual(manifest["annotations"]["dev.envbox.python"].rsplit(".", 1)[0], envboxtest.PYV)
+        self.assertEqual(manifest["annotations"]["dev.envbox.cuda"], "none")
+        self.index.close()
+        r = self.pull(ref)
+        self.assertIn("2 wheels (2 fetched, 0 already stored", r.stderr)
+        self.assert_works(self.repo().split("/")[-1], ["alpha", "beta"])
+        with open(os.path.join(self.node, "manifests", f"pylock.{self.repo().split('/')[-1]}.toml")) as f:
+            self.assertEqual(f.read(), self.lock_text("one"))
+
+    def test_pull_names_the_environment_and_diff_sees_the_lock(self):
+        self.build("one")
+        self.build("two")
+        self.push("one", self.ref(self.repo(), "one"))
+        self.push("two", self.ref(self.repo(), "two"))
+        self.index.close()
+        self.pull(self.ref(self.repo(), "one"), "e")
+        self.assertEqual(len(self.node_wheels()), 2)
+        r = self.pull(self.ref(self.repo(), "two"), "e")
+        # The store had alpha and beta: only gamma's blob was fetched.
+        self.assertIn("3 wheels (1 fetched, 2 already stored", r.stderr)
+        self.assert_works("e", ["alpha", "beta", "gamma"])
+        d = self.at_node("diff", "e#1", "e#2")
+        self.assertIn("gamma", d.stdout)
+        self.at_node("rollback", "e")
+        self.at_node("verify", "e")
+
+    def test_second_environment_uploads_only_its_new_blobs(self):
+        self.build("one")
+        self.build("two")
+        first = self.push("one", self.ref(self.repo() + "-a"))
+        self.assertEqual(first["uploaded"], 4)
+        again = self.push("one", self.ref(self.repo() + "-a"))
+        self.assertEqual((again["uploaded"], again["present"], again["mounted"]), (0, 4, 0))
+        before = self.registry.blobs()
+        second = self.push("two", self.ref(self.repo() + "-b"))
+        # alpha, beta and the config are mounted from -a; gamma and the lock are uploaded.
+        self.assertEqual((second["wheels"], second["uploaded"], second["mounted"]), (3, 2, 3))
+        self.assertEqual(len(self.registry.blobs() - before - {second["digest"]}), 2)
+
+    def test_push_refetches_a_wheel_the_store_keeps_no_archive_of_then_keeps_it(self):
+        self.build("one")
+        first = self.push("one", self.ref(self.repo()))
+        self.assertEqual(first["refetched"], 2)
+        archives = [os.path.join(self.home, "store-v1", "wheels", d, "archive")
+                    for d in os.listdir(os.path.join(self.home, "store-v1", "wheels"))]
+        self.assertTrue(all(os.path.exists(a) for a in archives))
+        self.index.close()
+        second = self.push("one", self.ref(self.repo(), "v2"))
+        self.assertEqual(second["refetched"], 0)
+
+    def test_a_blob_corrupted_in_storage_is_refused_and_nothing_is_stored(self):
+        self.build("one")
+        self.push("one", self.ref(self.repo()))
+        manifest = self.registry.get_manifest(self.repo(), "v1")
+        wheel = next(l for l in manifest["layers"] if l["mediaType"].endswith("wheel.v1+zip"))
+        path = self.registry.blob_data(wheel["digest"])
+        with open(path, "rb") as f:
+            data = bytearray(f.read())
+        data[len(data) // 2] ^= 0xFF
+        with open(path, "wb") as f:
+            f.write(data)
+        r = self.pull(self.ref(self.repo()), check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn(self.ref(self.repo()), r.stderr)
+        self.assertIn(wheel["digest"], r.stderr)
+        self.assertEqual(self.node_wheels(), [])
+        self.assertFalse(os.path.exists(os.path.join(self.node, "manifests")))
+
+    def hostile(self, edit):
+        """Pushes `one`, writes its manifest edited by `edit` under tag `bad`, pulls that."""
+        self.build("one")
+        self.push("one", self.ref(self.repo()))
+        m = self.registry.get_manifest(self.repo(), "v1")
+        edit(m)
+        self.registry.put_manifest(self.repo(), "bad", m)
+        r = self.pull(self.ref(self.repo(), "bad"), check=False)
+        self.assertIn(self.ref(self.repo(), "bad"), r.stderr)
+        self.assertEqual(self.node_wheels(), [])
+        return r
+
+    def test_a_manifest_of_another_artifact_type_is_refused(self):
+        r = self.hostile(lambda m: m.update(artifactType="application/vnd.example.other"))
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("not an envbox environment", r.stderr)
+
+    def test_a_layer_of_an_unknown_media_type_is_refused(self):
+        def edit(m):
+            m["layers"][1]["mediaType"] = "application/vnd.oci.image.layer.v1.tar+gzip"
+        r = self.hostile(edit)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("which envbox does not write", r.stderr)
+
+    def test_a_layer_the_lock_does_not_list_is_refused(self):
+        other = self.registry.put_blob(self.repo(), b"not a wheel of the lock")
+
+        def edit(m):
+            m["layers"][1]["digest"] = other
+            m["layers"][1]["size"] = len(b"not a wheel of the lock")
+        r = self.hostile(edit)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("is not a file of its lock", r.stderr)
+
+    def test_a_missing_tag_is_a_clear_network_error(self):
+        r = self.pull(self.ref(self.repo(), "nope"), check=False)
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("not found in the registry", r.stderr)
+
+    def test_a_bad_reference_is_a_usage_error(self):
+        r = self.pull("no-registry-here", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("is not a registry reference", r.stderr)
+
+    def test_chunked_upload(self):
+        self.build("one")
+        report = self.push("one", self.ref(self.repo()), env_vars={"ENVBOX_REGISTRY_CHUNK_BYTES": "100"})
+        self.assertEqual(report["uploaded"], 4)
+        self.index.close()
+        self.pull(self.ref(self.repo()), "c")
+        self.assert_works("c", ["alpha", "beta"])
+
+
+class TlsRegistry(Push):
+    reg_args = {"user": "builder", "password": "s3cret pass"}
+
+    def test_push_and_pull_with_basic_auth_over_tls(self):
+        self.build("one")
+        self.push("one", self.ref(self.repo()))
+        self.index.close()
+        self.pull(self.ref(self.repo()), "t")
+        self.assert_works("t", ["alpha", "beta"])
+
+    def test_credentials_from_the_docker_config(self):
+        self.build("one")
+        self.push("one", self.ref(self.repo()))
+        cfg = os.path.join(self.case, "docker")
+        os.makedirs(cfg)
+        token = __import__("base64").b64encode(b"builder:s3cret pass").decode()
+        with open(os.path.join(cfg, "config.json"), "w") as f:
+            json.dump({"auths": {self.registry.host: {"auth": token}}}, f)
+        self.index.close()
+        self.pull(self.ref(self.repo()), "d", env={"DOCKER_CONFIG": cfg})
+        self.assert_works("d", ["alpha", "beta"])
+
+    def test_a_wrong_password_is_refused_clearly(self):
+        self.build("one")
+        r = self.push("one", self.ref(self.repo()), check=False,
+                      env_vars={"ENVBOX_REGISTRY_USERNAME": "builder", "ENVBOX_REGISTRY_PASSWORD": "Xq9-not-it"})
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("authentication failed", r.stderr)
+        self.assertNotIn("Xq9-not-it", r.stderr)
+
+    def test_no_credentials_is_refused_clearly(self):
+        r = self.pull(self.ref(self.repo()), check=False, env={"HOME": self.case})
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("none is configured", r.stderr)
+
+    def test_tls_is_verified(self):
+        self.build("one")
+        r = self.push("one", self.ref(self.repo()), check=False, flags=[])
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn(self.registry.host, r.stderr)
+
+
+class Pack(World):
+    def members(self, path):
+        with tarfile.open(path) as t:
+            return [(m.name, m.size) for m in t.getmembers()]
+
+    def test_pack_and_unpack_round_trip_zstd(self):
+        self.build("one")
+        out = os.path.join(self.case, "one.tar.zst")
+        envbox("pack", "one", "-o", out, home=self.home, project=self.project)
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(4), b"\x28\xb5\x2f\xfd")  # zstd's magic number
+        self.index.close()
+        r = self.at_node("unpack", out)
+        self.assertIn("2 wheels (2 fetched, 0 already stored", r.stderr)
+        self.assert_works("one", ["alpha", "beta"])
+
+    def test_pack_is_a_plain_tar_of_the_lock_then_the_wheels(self):
+        self.build("two")
+        out = os.path.join(self.case, "two.tar")
+        envbox("pack", "two", "-o", out, home=self.home, project=self.project)
+        members = self.members(out)
+        self.assertEqual(members[0][0], "pylock.toml")
+        with tarfile.open(out) as t:
+            self.assertEqual(t.extractfile("pylock.toml").read().decode(), self.lock_text("two"))
+            for m in t.getmembers()[1:]:
+                self.assertTrue(m.name.startswith("wheels/") and m.isfile())
+                data = t.extractfile(m).read()
+                self.assertEqual(hashlib.sha256(data).hexdigest(),
+                                 sha256_file(os.path.join(self.www, "files", m.name[len("wheels/"):])))
+        self.assertEqual(len(members), 4)
+        self.index.close()
+        self.at_node("unpack", out, "renamed")
+        self.assert_works("renamed", ["alpha", "beta", "gamma"])
+
+    def tampered(self, name, lock, wheels, rewrite):
+        """Writes the members `rewrite(lock, wheels) -> [(TarInfo, bytes)]` as NAME.tar and
+        unpacks it into a fresh node: exit 5, naming the file, nothing stored."""
+        bad = os.path.join(self.case, name + ".tar")
+        with tarfile.open(bad, "w") as t:
+            for info, data in rewrite(lock, wheels):
+                t.addfile(info, io.BytesIO(data) if data is not None else None)
+        self.node_home = os.path.join(self.case, name + "-home")
+        self.node = os.path.join(self.case, name + "-node")
+        os.makedirs(self.node)
+        r = self.at_node("unpack", bad, "bad", check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn(bad, r.stderr)
+        self.assertEqual(self.node_wheels(), [])
+        self.assertFalse(os.path.exists(os.path.join(self.node, "manifests")))
+        return r
+
+    @staticmethod
+    def file(name, data):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        return info, data
+
+    def test_hostile_members_are_refused(self):
+        def link(kind, name, target):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, target
+            return info, None
+        cases = {
+            "absolute": lambda lock, w: [self.file("pylock.toml", lock), self.file("/" + w[0][0], w[0][1])],
+            "dotdot": lambda lock, w: [self.file("pylock.toml", lock), self.file("wheels/../" + w[0][0], w[0][1])],
+            "symlink": lambda lock, w: [self.file("pylock.toml", lock), link(tarfile.SYMTYPE, w[0][0], "/etc/passwd")],
+            "hardlink": lambda lock, w: [self.file("pylock.toml", lock), link(tarfile.LNKTYPE, w[0][0], "pylock.toml")],
+            "unnamed": lambda lock, w: [self.file("pylock.toml", lock), self.file("wheels/evil-1.0-py3-none-any.whl", b"x")],
+            "oversize": lambda lock, w: [self.file("pylock.toml", lock), self.file(w[0][0], w[0][1] + b"\0" * 100)],
+            "tampered": lambda lock, w: [self.file("pylock.toml", lock),
+                                         self.file(w[0][0], w[0][1][:-1] + bytes([w[0][1][-1] ^ 1]))],
+            "lock-not-first": lambda lock, w: [self.file(w[0][0], w[0][1]), self.file("pylock.toml", lock)],
+            "duplicate": lambda lock, w: [self.file("pylock.toml", lock), self.file(*w[0]), self.file(*w[0])],
+        }
+        expect = {"absolute": "absolute name", "dotdot": "`..`", "symlink": "not a regular file",
+                  "hardlink": "not a regular file", "unnamed": "not a file the lock names",
+                  "oversize": "the lock says", "tampered": "hash mismatch", "lock-not-first": "pylock.toml must",
+                  "duplicate": "appears twice"}
+        self.build("one")
+        out = os.path.join(self.case, "one.tar")
+        envbox("pack", "one", "-o", out, home=self.home, project=self.project)
+        with tarfile.open(out) as t:
+            lock = t.extractfile("pylock.toml").read()
+            wheels = [(m.name, t.extractfile(m).read()) for m in t.getmembers()[1:]]
+        self.index.close()
+        for name, rewrite in cases.items():
+            with self.subTest(name):
+                r = self.tampered(name, lock, wheels, rewrite)
+                self.assertIn(expect[name], r.stderr)
+
+
+if __name__ == "__main__":
+    envboxtest.take_binary()
+    unittest.main()

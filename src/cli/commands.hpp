@@ -66,6 +66,16 @@ void print_changes(const GlobalOptions& global, const std::vector<ops::VersionCh
 /// The change list as JSON: `[{"name", "old", "new"}]`, null where absent.
 Json changes_json(const std::vector<ops::VersionChange>& changes);
 
+/// `create ENV --from REF`: what `pull REF ENV` does, with create's link mode and bytecode
+/// flags (fleet.cpp).
+struct CreateFrom {
+    std::string ref, env;
+    bool plain_http = false;
+    std::string ca, link_mode;
+    bool no_compile = false;
+};
+void create_from_registry(const GlobalOptions& global, const CreateFrom& from);
+
 /// Runs `cmd` in place of envbox (exec); returns only by throwing.
 [[noreturn]] void run_run(const GlobalOptions& global, const RunCommand& cmd);
 

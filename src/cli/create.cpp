@@ -20,6 +20,7 @@ struct CreateCommand {
     bool force = false;       ///< --force / --reinstall
     bool no_compile = false;  ///< --no-compile
     std::string target;       ///< --target, may be empty
+    CreateFrom from;          ///< --from REF (with --plain-http, --ca): pull instead
 };
 
 void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
@@ -87,6 +88,13 @@ void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
         throw Error(ErrorCode::usage,
                     "--locked (refuse a stale lock) and --frozen (do not check the lock) "
                     "contradict each other: give one");
+    if (!cmd.from.ref.empty()) {
+        CreateFrom from = cmd.from;
+        from.env = cmd.env;
+        from.link_mode = cmd.link_mode;
+        from.no_compile = cmd.no_compile;
+        return create_from_registry(global, from);
+    }
     ConsoleProgress progress(global.verbosity, stderr_is_tty());
     ops::Context ctx = make_context(global, progress);
     ops::CreateOptions opt;
@@ -138,6 +146,11 @@ void register_create(CLI::App& app, GlobalOptions& global) {
     c->add_option("--target", cmd->target,
                   "Build for this platform of the manifest's `platforms` (a tag, or its "
                   "machine: aarch64) instead of this machine's");
+    c->add_option("--from", cmd->from.ref,
+                  "Build from an OCI registry's artifact (REGISTRY/REPOSITORY:TAG) as `envbox "
+                  "pull REF ENV` does, with no index asked");
+    c->add_flag("--plain-http", cmd->from.plain_http, "With --from: the registry over http://");
+    c->add_option("--ca", cmd->from.ca, "With --from: CA bundle for the registry's TLS");
     c->callback([&global, cmd] { run_create(global, *cmd); });
 }
 

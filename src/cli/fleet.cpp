@@ -204,6 +204,15 @@ void run_unpack(const GlobalOptions& global, const UnpackCommand& cmd) {
 
 }  // namespace
 
+void create_from_registry(const GlobalOptions& global, const CreateFrom& from) {
+    PullCommand cmd;
+    cmd.ref = from.ref;
+    cmd.env = from.env;
+    cmd.registry = {from.plain_http, from.ca};
+    cmd.receive = {from.link_mode, from.no_compile};
+    run_pull(global, cmd);
+}
+
 void register_push(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<PushCommand>();
     CLI::App* c = app.add_subcommand(

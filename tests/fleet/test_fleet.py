@@ -170,7 +170,7 @@ class PlainRegistry(Push):
         self.index.close()
         self.pull(self.ref(self.repo(), "one"), "e")
         self.assertEqual(len(self.node_wheels()), 2)
-        r = self.pull(self.ref(self.repo(), "two"), "e")
+        r = self.at_node("create", "e", "--from", self.ref(self.repo(), "two"), "--plain-http")
         # The store had alpha and beta: only gamma's blob was fetched.
         self.assertIn("3 wheels (1 fetched, 2 already stored", r.stderr)
         self.assert_works("e", ["alpha", "beta", "gamma"])
@@ -314,6 +314,41 @@ class TlsRegistry(Push):
         r = self.push("one", self.ref(self.repo()), check=False, flags=[])
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertIn(self.registry.host, r.stderr)
+
+
+class TokenRegistry(Push):
+    """distribution's token auth: the registry answers 401 with a Bearer challenge naming a
+    token service on another origin (https, the test's CA), which envbox asks with the
+    credentials and then sends the token to the registry."""
+    reg_args = {"user": "builder", "password": "t0ken pass"}
+
+    def setUp(self):
+        World.setUp(self)
+        self.tokens = registry.TokenService(self.case, self.certs, **self.reg_args)
+        self.registry = registry.Registry(os.path.join(self.case, "registry"), certs=self.certs,
+                                          token=self.tokens, **self.reg_args)
+
+    def tearDown(self):
+        super().tearDown()
+        self.tokens.close()
+
+    def test_push_and_pull_through_the_token_flow(self):
+        self.build("one")
+        report = self.push("one", self.ref(self.repo()))
+        self.assertEqual(report["uploaded"], 4)
+        self.assertTrue(self.tokens.requests and all(auth for _, auth in self.tokens.requests))
+        self.assertTrue(any("scope=repository%3A" + self.repo().replace("/", "%2F") in p
+                            for p, _ in self.tokens.requests), self.tokens.requests)
+        self.index.close()
+        self.pull(self.ref(self.repo()), "b")
+        self.assert_works("b", ["alpha", "beta"])
+
+    def test_a_token_refused_is_a_clear_error(self):
+        r = self.pull(self.ref(self.repo()), check=False,
+                      env={"ENVBOX_REGISTRY_USERNAME": "builder", "ENVBOX_REGISTRY_PASSWORD": "nope-Zz1"})
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("authentication failed (the token service", r.stderr)
+        self.assertNotIn("nope-Zz1", r.stderr)
 
 
 class Pack(World):

@@ -14,6 +14,7 @@ import ssl
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from httpserver import free_port, make_test_ca
@@ -41,9 +42,76 @@ def bcrypt(password):
     return out.stdout.strip().split(":", 1)[1]
 
 
+def _b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class TokenService:
+    """A token service of distribution's token auth (the Bearer flow docker uses): GET
+    /token?service=…&scope=… with basic auth answers a JWT (RS256, signed with openssl, its
+    certificate in `x5c`) granting what the scopes ask for. `requests` records (path, whether
+    an Authorization header came). Served over https with `certs`' certificate."""
+
+    def __init__(self, tmp, certs, user, password, service="envbox-registry", issuer="envbox-test-issuer"):
+        import http.server
+        from httpserver import HttpServer
+        self.service, self.issuer = service, issuer
+        self.key, self.cert = os.path.join(tmp, "token.key"), os.path.join(tmp, "token.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                        "/CN=envbox token signer", "-keyout", self.key, "-out", self.cert],
+                       check=True, capture_output=True)
+        der = subprocess.run(["openssl", "x509", "-in", self.cert, "-outform", "DER"], check=True,
+                             capture_output=True).stdout
+        x5c = base64.b64encode(der).decode()
+        expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        service_ = self
+        self.requests = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                import time as _time
+                import urllib.parse
+                url = urllib.parse.urlparse(self.path)
+                auth = self.headers.get("Authorization")
+                service_.requests.append((self.path, auth is not None))
+                if auth != expected:
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                query = urllib.parse.parse_qs(url.query)
+                access = []
+                for scope in " ".join(query.get("scope", [])).split():
+                    kind, name, actions = scope.split(":")[0], ":".join(scope.split(":")[1:-1]), scope.split(":")[-1]
+                    access.append({"type": kind, "name": name, "actions": actions.split(",")})
+                now = int(_time.time())
+                header = {"typ": "JWT", "alg": "RS256", "x5c": [x5c]}
+                claims = {"iss": service_.issuer, "sub": user, "aud": service_.service, "exp": now + 300,
+                          "nbf": now - 10, "iat": now, "jti": os.urandom(8).hex(), "access": access}
+                signing = _b64url(json.dumps(header).encode()) + "." + _b64url(json.dumps(claims).encode())
+                sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", service_.key], input=signing.encode(),
+                                     check=True, capture_output=True).stdout
+                body = json.dumps({"token": signing + "." + _b64url(sig)}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HttpServer(Handler, tls=(os.path.join(certs, "server.pem"), os.path.join(certs, "server.key")))
+        self.realm = self.server.url + "/token"
+
+    def close(self):
+        self.server.close()
+
+
 class Registry:
-    def __init__(self, tmp, user=None, password=None, certs=None):
-        """`certs`: a folder where `make_test_ca` already ran (else it runs in `tmp`)."""
+    def __init__(self, tmp, user=None, password=None, certs=None, token=None):
+        """`certs`: a folder where `make_test_ca` already ran (else it runs in `tmp`). `token`:
+        a TokenService: token auth (Bearer) instead of htpasswd."""
         self.tmp = tmp
         os.makedirs(tmp, exist_ok=True)
         self.storage = os.path.join(tmp, "storage")
@@ -62,8 +130,13 @@ class Registry:
             self.ca = os.path.join(certs, "ca.pem")
             with open(os.path.join(tmp, "htpasswd"), "w") as f:
                 f.write(f"{user}:{bcrypt(password)}\n")
-            lines += ["  tls:", f"    certificate: {certs}/server.pem", f"    key: {certs}/server.key",
-                      "auth:", "  htpasswd:", "    realm: envbox-test", f"    path: {tmp}/htpasswd"]
+            lines += ["  tls:", f"    certificate: {certs}/server.pem", f"    key: {certs}/server.key", "auth:"]
+            if token:
+                lines += ["  token:", f"    realm: {token.realm}", f"    service: {token.service}",
+                          f"    issuer: {token.issuer}", f"    rootcertbundle: {token.cert}"]
+            else:
+                lines += ["  htpasswd:", "    realm: envbox-test", f"    path: {tmp}/htpasswd"]
+        self.token = token
         config = os.path.join(tmp, "config.yml")
         with open(config, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -110,10 +183,19 @@ class Registry:
     def api(self, method, path, body=None, headers=None):
         """(status, headers, body) of one request to the registry's API."""
         req = urllib.request.Request(self.url + path, data=body, method=method, headers=dict(headers or {}))
-        if self.tls:
+        ctx = ssl.create_default_context(cafile=self.ca) if self.tls else None
+        if self.token:
+            repo = path.split("/v2/", 1)[1].rsplit("/", 2)[0] if "/v2/" in path else ""
+            if "/blobs/uploads" in path:
+                repo = path.split("/v2/", 1)[1].split("/blobs/uploads")[0]
+            treq = urllib.request.Request(self.token.realm + "?" + urllib.parse.urlencode(
+                {"service": self.token.service, "scope": f"repository:{repo}:pull,push"}))
+            treq.add_header("Authorization", "Basic " + base64.b64encode(f"{self.user}:{self.password}".encode()).decode())
+            with urllib.request.urlopen(treq, context=ctx) as r:
+                req.add_header("Authorization", "Bearer " + json.loads(r.read())["token"])
+        elif self.tls:
             token = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
             req.add_header("Authorization", "Basic " + token)
-        ctx = ssl.create_default_context(cafile=self.ca) if self.tls else None
         try:
             with urllib.request.urlopen(req, context=ctx) as r:
                 return r.status, dict(r.headers), r.read()

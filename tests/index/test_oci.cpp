@@ -1,0 +1,191 @@
+// The OCI client's pure parts as tables (references, manifests, docker config entries) and its
+// transfers against local servers: a blob redirect followed without the registry's
+// credentials, a blob that is not its digest refused and removed.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "envbox/index/oci.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+#include "local_server.hpp"
+#include "temp_dir.hpp"
+
+using namespace envbox;
+namespace oci = envbox::index::oci;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir : envboxtest::TempDir {
+    TempDir() : envboxtest::TempDir("envbox-oci") {}
+};
+
+std::string response(const std::string& status, const std::string& headers,
+                     const std::string& body) {
+    return "HTTP/1.1 " + status + "\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\nConnection: close\r\n" + headers + "\r\n" + body;
+}
+
+std::optional<ErrorCode> code_of(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        return e.code();
+    }
+    return std::nullopt;
+}
+
+oci::ArtifactManifest good_manifest() {
+    oci::ArtifactManifest m;
+    m.artifact_type = oci::kArtifactType;
+    m.config = {std::string(oci::kEmptyMediaType), std::string(oci::kEmptyDigest), 2, {}};
+    m.layers.push_back({std::string(oci::kLockMediaType),
+                        "sha256:" + std::string(64, 'a'),
+                        10,
+                        {{std::string(oci::kTitleAnnotation), "pylock.e.toml"}}});
+    m.layers.push_back({std::string(oci::kWheelMediaType),
+                        "sha256:" + std::string(64, 'b'),
+                        20,
+                        {{std::string(oci::kTitleAnnotation), "alpha-1.0-py3-none-any.whl"}}});
+    m.annotations = {{"dev.envbox.python", "3.11.2"}};
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("registry references", "[index][oci]") {
+    struct Case {
+        const char* text;
+        const char* registry;
+        const char* repository;
+        const char* tag;
+        const char* digest;
+    };
+    const std::string d = "sha256:" + std::string(64, '0');
+    for (const Case& c : std::initializer_list<Case>{
+             {"localhost:5000/team/train:v1", "localhost:5000", "team/train", "v1", ""},
+             {"registry.example/team/train-cu128", "registry.example", "team/train-cu128", "", ""},
+             {"127.0.0.1:5000/a/b/c:gen-3_x.y", "127.0.0.1:5000", "a/b/c", "gen-3_x.y", ""},
+             {"oci://localhost/x:t", "localhost", "x", "t", ""},
+         }) {
+        oci::Reference r = oci::Reference::parse(c.text);
+        CHECK(r.registry == c.registry);
+        CHECK(r.repository == c.repository);
+        CHECK(r.tag == c.tag);
+        CHECK(r.digest == c.digest);
+    }
+    oci::Reference by_digest = oci::Reference::parse("localhost:5000/team/x@" + d);
+    CHECK(by_digest.digest == d);
+    CHECK(by_digest.reference() == d);
+    CHECK(by_digest.str() == "localhost:5000/team/x@" + d);
+    for (const char* bad : {"train", "team/train:v1", "localhost:5000/Team/x", "localhost:5000/",
+                            "localhost:5000/x:", "localhost:5000/x:-t", "localhost:5000/a//b",
+                            "localhost:5000/x@sha256:abc", "local host:5000/x"})
+        CHECK(code_of([&] { oci::Reference::parse(bad); }) == ErrorCode::usage);
+}
+
+TEST_CASE("an artifact manifest reads back as written, and others are refused", "[index][oci]") {
+    const oci::ArtifactManifest m = good_manifest();
+    oci::ArtifactManifest back = oci::ArtifactManifest::parse(m.to_json(), "r");
+    REQUIRE(back.layers.size() == 2);
+    CHECK(back.layers[1].digest == m.layers[1].digest);
+    CHECK(back.layers[1].size == 20);
+    CHECK(back.annotations.at("dev.envbox.python") == "3.11.2");
+
+    struct Bad {
+        const char* what;
+        std::function<void(oci::ArtifactManifest&)> edit;
+    };
+    for (const Bad& b : std::initializer_list<Bad>{
+             {"artifact type", [](auto& x) { x.artifact_type = "application/x"; }},
+             {"config", [](auto& x) { x.config.digest = "sha256:" + std::string(64, 'c'); }},
+             {"layer media type",
+              [](auto& x) { x.layers[1].media_type = "application/vnd.oci.image.layer.v1.tar"; }},
+             {"digest", [](auto& x) { x.layers[1].digest = "sha512:" + std::string(64, 'b'); }},
+             {"upper-case digest",
+              [](auto& x) { x.layers[1].digest = "sha256:" + std::string(64, 'B'); }},
+             {"title with a slash",
+              [](auto& x) {
+                  x.layers[1].annotations[std::string(oci::kTitleAnnotation)] =
+                      "../a-1-py3-none-any.whl";
+              }},
+             {"no lock", [](auto& x) { x.layers.erase(x.layers.begin()); }},
+             {"two locks", [](auto& x) { x.layers.push_back(x.layers[0]); }},
+         }) {
+        INFO(b.what);
+        oci::ArtifactManifest edited = good_manifest();
+        b.edit(edited);
+        CHECK(code_of([&] { oci::ArtifactManifest::parse(edited.to_json(), "r"); }) ==
+              ErrorCode::integrity);
+    }
+    for (const char* text : {"", "[]", "{\"schemaVersion\": 2}", "not json"})
+        CHECK(code_of([&] { oci::ArtifactManifest::parse(text, "r"); }) == ErrorCode::integrity);
+}
+
+TEST_CASE("docker config entries", "[index][oci]") {
+    TempDir tmp;
+    const fs::path cfg = tmp.path / "config.json";
+    write_file_atomic(cfg,
+                      R"({"auths": {"https://reg.example:5000": {"auth": "dXNlcjpwYSA6c3M="},
+                                    "plain.example": {"username": "u2", "password": "p2"},
+                                    "empty.example": {}}})");
+    auto a = oci::docker_config_credentials(cfg, "reg.example:5000");
+    REQUIRE(a);
+    CHECK(a->username == "user");
+    CHECK(a->password == "pa :ss");
+    auto b = oci::docker_config_credentials(cfg, "plain.example");
+    REQUIRE(b);
+    CHECK(b->username == "u2");
+    CHECK_FALSE(oci::docker_config_credentials(cfg, "empty.example"));
+    CHECK_FALSE(oci::docker_config_credentials(cfg, "other.example"));
+    CHECK_FALSE(oci::docker_config_credentials(tmp.path / "absent.json", "reg.example:5000"));
+    write_file_atomic(cfg, "{not json");
+    CHECK(code_of([&] { oci::docker_config_credentials(cfg, "x"); }) == ErrorCode::invalid_input);
+}
+
+TEST_CASE("a blob redirect is followed without the registry's credentials", "[index][oci]") {
+    TempDir tmp;
+    const std::string blob = "the wheel's bytes";
+    const std::string digest = "sha256:" + to_hex(sha256(blob));
+    std::mutex m;
+    std::string storage_auth = "unset", registry_auth;
+    envbox::test::LocalServer storage([&](const std::string& head) {
+        std::lock_guard<std::mutex> g(m);
+        storage_auth = envbox::test::LocalServer::header(head, "authorization");
+        return response("200 OK", "",
+                        head.find("/corrupt") != std::string::npos ? "other bytes!!" : blob);
+    });
+    envbox::test::LocalServer registry([&](const std::string& head) {
+        std::string auth = envbox::test::LocalServer::header(head, "authorization");
+        if (auth.empty())
+            return response("401 Unauthorized", "WWW-Authenticate: Basic realm=\"test\"\r\n", "");
+        std::lock_guard<std::mutex> g(m);
+        registry_auth = auth;
+        const bool corrupt = head.find("/corrupt/") != std::string::npos;
+        return response("307 Temporary Redirect",
+                        "Location: " + storage.url(corrupt ? "/corrupt" : "/object") + "\r\n", "");
+    });
+    index::HttpClient http({.cache_dir = tmp.path / "cache", .timeout_s = 5});
+    oci::RegistryOptions opt;
+    opt.plain_http = true;
+    opt.credentials = oci::RegistryCredentials{"user", "secret"};
+    const std::string host =
+        "127.0.0.1:" + registry.url("").substr(std::string("http://127.0.0.1:").size());
+    oci::RegistryClient client(http, oci::Reference::parse(host + "/team/x:t"), opt);
+    const fs::path dest = tmp.path / "blob";
+    client.download_blob(digest, blob.size(), dest);
+    CHECK(read_file(dest) == blob);
+    CHECK(registry_auth == "Basic dXNlcjpzZWNyZXQ=");
+    CHECK(storage_auth.empty());
+
+    oci::RegistryClient corrupt(http, oci::Reference::parse(host + "/corrupt/x:t"), opt);
+    const fs::path dest2 = tmp.path / "blob2";
+    CHECK(code_of([&] { corrupt.download_blob(digest, blob.size(), dest2); }) ==
+          ErrorCode::integrity);
+    CHECK_FALSE(fs::exists(dest2));
+}

@@ -14,6 +14,7 @@ namespace {
 
 struct ExportCommand {
     std::string env, format = "requirements-txt", output;
+    std::string target;  ///< --target, may be empty
 };
 
 void run_export(const GlobalOptions& global, const ExportCommand& cmd) {
@@ -22,7 +23,7 @@ void run_export(const GlobalOptions& global, const ExportCommand& cmd) {
     auto format =
         cmd.format == "pylock" ? ops::ExportFormat::pylock : ops::ExportFormat::requirements_txt;
     ops::require_environment_files(ctx, cmd.env);
-    ops::ExportResult r = ops::export_lock(ctx, cmd.env, format);
+    ops::ExportResult r = ops::export_lock(ctx, cmd.env, format, cmd.target);
     if (cmd.output.empty() || cmd.output == "-") {
         if (std::fwrite(r.text.data(), 1, r.text.size(), stdout) != r.text.size() ||
             std::fflush(stdout) != 0)
@@ -47,6 +48,9 @@ void register_export(CLI::App& app, GlobalOptions& global) {
         ->check(CLI::IsMember({"requirements-txt", "pylock"}))
         ->capture_default_str();
     c->add_option("-o,--output", cmd->output, "Write to FILE (atomically) instead of stdout");
+    c->add_option("--target", cmd->target,
+                  "Of a lock for several platforms, the requirements of this one (a platform "
+                  "or its machine: aarch64)");
     c->callback([&global, cmd] { run_export(global, *cmd); });
 }
 

@@ -14,11 +14,13 @@ namespace {
 
 struct TreeCommand {
     std::string env, invert;
+    std::string target;  ///< --target, may be empty
     std::optional<std::size_t> depth;
 };
 
 struct WhyCommand {
     std::string env, package;
+    std::string target;  ///< --target, may be empty
 };
 
 void print(const std::string& text) {
@@ -30,7 +32,7 @@ void run_tree(const GlobalOptions& global, const TreeCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::require_environment_files(ctx, cmd.env);
-    const ops::DependencyGraph g = ops::read_dependency_graph(ctx, cmd.env);
+    const ops::DependencyGraph g = ops::read_dependency_graph(ctx, cmd.env, cmd.target);
     ops::TreeOptions options;
     if (!cmd.invert.empty()) options.invert = ops::package_node(g, cmd.invert);
     options.depth = cmd.depth;
@@ -45,7 +47,7 @@ void run_why(const GlobalOptions& global, const WhyCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::require_environment_files(ctx, cmd.env);
-    const ops::DependencyGraph g = ops::read_dependency_graph(ctx, cmd.env);
+    const ops::DependencyGraph g = ops::read_dependency_graph(ctx, cmd.env, cmd.target);
     const std::size_t target = ops::package_node(g, cmd.package);
     const ops::WhyPaths why = ops::why_paths(g, target);
     if (global.json)
@@ -67,6 +69,9 @@ void register_tree(CLI::App& app, GlobalOptions& global) {
     c->add_option("--depth", cmd->depth, "Show N levels below the top (default: 255, as uv tree)")
         ->option_text("N")
         ->check(CLI::NonNegativeNumber);
+    c->add_option("--target", cmd->target,
+                  "Of a lock for several platforms, the tree of this one (a platform or its "
+                  "machine: aarch64)");
     c->callback([&global, cmd] { run_tree(global, *cmd); });
 }
 
@@ -76,6 +81,9 @@ void register_why(CLI::App& app, GlobalOptions& global) {
         "why", "Show each path from the manifest's requirements to PKG in ENV's lock");
     c->add_option("ENV", cmd->env, "Environment")->required();
     c->add_option("PKG", cmd->package, "Package")->required();
+    c->add_option("--target", cmd->target,
+                  "Of a lock for several platforms, the paths on this one (a platform or its "
+                  "machine: aarch64)");
     c->callback([&global, cmd] { run_why(global, *cmd); });
 }
 

@@ -1,4 +1,5 @@
 #include <map>
+#include <optional>
 
 #include "envbox/lock/pylock.hpp"
 #include "envbox/pep/name.hpp"
@@ -143,6 +144,40 @@ Result<std::vector<Selection>> select(const Pylock& lock, const SelectTarget& ta
         auto s = choose_artifact(p, k, target, where);
         if (!s) return s.error();
         out.push_back(*s);
+    }
+    return out;
+}
+
+Result<Pylock> for_target(const Pylock& lock, const pep::MarkerEnvironment& environment) {
+    SelectTarget target;
+    target.environment = environment;
+    const pep::MarkerEnvironment env = marker_environment(lock, target);
+    Pylock out = lock;
+    out.environments.reset();
+    out.packages.clear();
+    std::vector<std::optional<std::size_t>> renumbered(lock.packages.size());
+    for (std::size_t k = 0; k < lock.packages.size(); ++k) {
+        const Package& p = lock.packages[k];
+        if (p.marker) {
+            auto r = p.marker->evaluate(env, pep::MarkerContext::lock_file);
+            if (!r) return r.error();
+            if (!*r) continue;
+        }
+        renumbered[k] = out.packages.size();
+        out.packages.push_back(p);
+    }
+    for (auto& p : out.packages) {
+        if (!p.dependencies) continue;
+        std::vector<DependencyRef> kept;
+        for (auto d : *p.dependencies) {
+            std::vector<std::size_t> positions;
+            for (std::size_t old : d.packages)
+                if (renumbered[old]) positions.push_back(*renumbered[old]);
+            if (positions.empty()) continue;
+            d.packages = std::move(positions);
+            kept.push_back(std::move(d));
+        }
+        p.dependencies = std::move(kept);
     }
     return out;
 }

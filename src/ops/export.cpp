@@ -4,6 +4,7 @@
 #include <set>
 
 #include "envbox/index/http.hpp"
+#include "envbox/ops/target.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -129,8 +130,14 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
     return head + body;
 }
 
-ExportResult export_lock(const Context& ctx, const std::string& env, ExportFormat format) {
+ExportResult export_lock(const Context& ctx, const std::string& env, ExportFormat format,
+                         const std::string& target) {
     check_env_name(env);
+    if (!target.empty() && format == ExportFormat::pylock)
+        throw Error(ErrorCode::usage,
+                    "--target " + target +
+                        ": the pylock format is the one lock of every target; export "
+                        "requirements-txt for one target");
     if (ctx.project_root.empty())
         throw Error(ErrorCode::invalid_input,
                     "no project here (no manifests/ directory in this directory or above)");
@@ -143,6 +150,7 @@ ExportResult export_lock(const Context& ctx, const std::string& env, ExportForma
     const std::string text = read_file(r.lock);
     auto parsed = lock::Pylock::parse(text, r.lock.string());
     if (!parsed) throw parsed.error();
+    if (!target.empty()) *parsed = lock_for_target(*parsed, text, r.lock, target);
     r.packages = parsed->packages.size();
     r.text = format == ExportFormat::pylock
                  ? text

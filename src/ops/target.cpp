@@ -1,5 +1,6 @@
 #include "envbox/ops/target.hpp"
 
+#include "envbox/lock/writer.hpp"
 #include "envbox/util/error.hpp"
 
 namespace envbox::ops {
@@ -85,6 +86,28 @@ Target target_of_interpreter(env::Interpreter interpreter, const std::string& pl
     t.markers = interpreter.markers;
     t.interpreter = std::move(interpreter);
     return t;
+}
+
+lock::Pylock lock_for_target(const lock::Pylock& lock, const std::string& text,
+                             const std::filesystem::path& path, const std::string& target) {
+    auto tool = lock::read_tool_table(text, path.string());
+    if (!tool) throw tool.error();
+    std::vector<std::string> platforms = tool->lists["platforms"];
+    if (platforms.empty() && !tool->values["platform"].empty())
+        platforms.push_back(tool->values["platform"]);
+    auto named = platform_named(platforms, target);
+    if (!named)
+        throw Error(ErrorCode::usage,
+                    "--target " + target + ": " + path.string() +
+                        (platforms.empty() ? " records no targets (it was not written by envbox)"
+                                           : " is locked for " + joined(platforms) + " only"));
+    Target t;
+    t.platform = *named;
+    const std::string python = tool->values["python"].empty() ? "3.0" : tool->values["python"];
+    auto filtered =
+        lock::for_target(lock, pep::MarkerEnvironment::linux_cpython(python + ".0", t.machine()));
+    if (!filtered) throw filtered.error();
+    return std::move(*filtered);
 }
 
 std::string platform_for_host(const lock::Manifest& manifest, const std::string& host,

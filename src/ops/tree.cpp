@@ -5,6 +5,7 @@
 #include <map>
 
 #include "envbox/lock/writer.hpp"
+#include "envbox/ops/target.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/pep/requirement.hpp"
 #include "envbox/util/error.hpp"
@@ -164,7 +165,8 @@ DependencyGraph dependency_graph(const lock::Pylock& lock,
     return g;
 }
 
-DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env) {
+DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env,
+                                      const std::string& target) {
     check_env_name(env);
     if (ctx.project_root.empty())
         throw Error(ErrorCode::invalid_input,
@@ -185,6 +187,7 @@ DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env
                         " has no dependency edges (it was written by an older envbox or by "
                         "another tool); run `envbox lock " +
                         env + "` again to record them");
+    if (!target.empty()) *parsed = lock_for_target(*parsed, text, path, target);
     return dependency_graph(*parsed, tool->lists["requirements"], path);
 }
 

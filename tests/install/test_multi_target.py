@@ -218,6 +218,35 @@ class MultiTarget(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn(f"locks for {X86}, {ARM} only", r.stderr)
 
+    def test_tree_why_and_export_per_target(self):
+        def run(*args, check=True):
+            return envbox(*args, home=self.home, project=self.project, check=check)
+        arm_tree = run("tree", "train", "--target", "aarch64").stdout
+        x86_tree = run("tree", "train", "--target", X86).stdout
+        self.assertIn("bitsandbytes 0.47.0\n", arm_tree)
+        self.assertNotIn("triton", arm_tree)
+        self.assertIn("bitsandbytes 0.48.1\n", x86_tree)
+        self.assertIn("── triton 3.5.0\n", x86_tree)
+        self.assertEqual(run("why", "train", "triton", "--target", "x86_64").stdout,
+                         "bitsandbytes 0.48.1 → torch 2.11.0+cu128 → triton 3.5.0\n"
+                         "torch 2.11.0+cu128 → triton 3.5.0\n"
+                         "torchvision 0.25.0+cu128 → torch 2.11.0+cu128 → triton 3.5.0\n")
+        r = run("why", "train", "triton", "--target", "aarch64", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        # export: every entry with its marker (pip picks per machine), or one target's alone.
+        everything = run("export", "train").stdout
+        self.assertIn("bitsandbytes==0.47.0 ; platform_machine == \"aarch64\"", everything)
+        self.assertIn("bitsandbytes==0.48.1 ; platform_machine == \"x86_64\"", everything)
+        arm = run("export", "train", "--target", "aarch64").stdout
+        self.assertIn("bitsandbytes==0.47.0", arm)
+        self.assertNotIn("0.48.1", arm)
+        self.assertNotIn("triton", arm)
+        r = run("export", "train", "--target", "riscv64", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"is locked for {X86}, {ARM} only", r.stderr)
+        r = run("export", "train", "--format", "pylock", "--target", "aarch64", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+
     def test_a_lock_for_other_machines_is_refused_naming_its_targets(self):
         # A bare --lock of aarch64 alone, on this (x86_64) machine: refused by its environments.
         project = self.new_project("arm-alone", ARM)

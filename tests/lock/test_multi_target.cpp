@@ -238,3 +238,25 @@ TEST_CASE("a lock's text names every target in environments and the entries' mar
     t.tags = &*tags;
     CHECK_FALSE(lock::select(*lock, t).ok());
 }
+
+TEST_CASE("one target's view of a lock keeps its entries and renumbers their edges",
+          "[lock][multi-target]") {
+    const std::vector<lock::TargetPackages> targets = {
+        target(kX86, {pkg("a", "1.0", "any", {{"b", "2.0"}, {"t", "1.0"}}),
+                      pkg("b", "2.0", "x86_64"), pkg("t", "1.0", "x86_64")}),
+        target(kArm, {pkg("a", "1.0", "any", {{"b", "1.0"}}), pkg("b", "1.0", "aarch64")})};
+    auto lock = lock::Pylock::parse(lock_text(targets, {kX86, kArm}), "pylock.toml");
+    REQUIRE(lock.ok());
+    auto arm = lock::for_target(*lock, pep::MarkerEnvironment::linux_cpython("3.12.0", "aarch64"));
+    REQUIRE(arm.ok());
+    CHECK_FALSE(arm->environments);
+    REQUIRE(arm->packages.size() == 2);
+    CHECK(arm->packages[0].name == "a");
+    REQUIRE(arm->packages[0].dependencies->size() == 1);  // t and b 2.0 are x86_64's
+    const auto& edge = arm->packages[0].dependencies->front();
+    REQUIRE(edge.packages.size() == 1);
+    CHECK(arm->packages[edge.packages[0]].version->str() == "1.0");
+    auto x86 = lock::for_target(*lock, pep::MarkerEnvironment::linux_cpython("3.12.0", "x86_64"));
+    REQUIRE(x86.ok());
+    CHECK(x86->packages.size() == 3);
+}

@@ -156,4 +156,10 @@ struct SelectTarget {
 /// the package and its position.
 Result<std::vector<Selection>> select(const Pylock& lock, const SelectTarget& target);
 
+/// The lock as one target of a multi-target lock sees it: the packages whose `marker` holds in
+/// `environment` (no extras, the lock's default groups), with the edges to packages left out
+/// removed and the positions of the others renumbered; `environments` dropped. A marker that
+/// cannot be evaluated is the error.
+Result<Pylock> for_target(const Pylock& lock, const pep::MarkerEnvironment& environment);
+
 }  // namespace envbox::lock

@@ -36,6 +36,10 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
 
 /// Reads ENV's lock (`manifests/pylock.ENV.toml`; missing: invalid_input with the command that
 /// writes it), validates it, and renders it in `format` (the pylock format is the file's bytes).
-ExportResult export_lock(const Context& ctx, const std::string& env, ExportFormat format);
+/// `target` (`--target`), when not empty: of a multi-target lock, the requirements of that
+/// target alone (`lock_for_target`); with the pylock format a usage error (the lock is one
+/// file for all its targets).
+ExportResult export_lock(const Context& ctx, const std::string& env, ExportFormat format,
+                         const std::string& target = "");
 
 }  // namespace envbox::ops

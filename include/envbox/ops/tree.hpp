@@ -54,7 +54,10 @@ DependencyGraph dependency_graph(const lock::Pylock& lock,
 
 /// Reads ENV's lock (`manifests/pylock.ENV.toml`; missing: invalid_input with the command
 /// that writes it), validates it, and builds its graph.
-DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env);
+/// `target` (`--target`), when not empty: the graph of that target of a multi-target lock
+/// (`lock_for_target`).
+DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env,
+                                      const std::string& target = "");
 
 /// The node `package` names: a usage error (exit 2) naming it and the lock when the lock has
 /// no package of that name, or the name is not a valid one.

@@ -21,12 +21,14 @@ PackageId Solver::package(const std::string& base, const std::string& extra) {
         const Package& of = package_at(package(base, ""));
         p.candidates = of.candidates;
         p.direct = of.direct;
+        p.origin = of.origin;
     } else if (auto d = options_.direct.find(base); d != options_.direct.end()) {
         // A direct reference: its wheel's version is the only candidate; no index is asked.
         p.direct = &d->second;
         p.candidates.push_back(Candidate{d->second.version, false, {}});
     } else {
         p.candidates = source_.versions(base);
+        p.origin = source_.origin(base);
         std::sort(p.candidates.begin(), p.candidates.end(),
                   [](const Candidate& a, const Candidate& b) { return a.version < b.version; });
     }

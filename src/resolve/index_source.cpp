@@ -17,6 +17,8 @@ namespace fs = std::filesystem;
 namespace envbox::resolve {
 namespace {
 
+constexpr std::size_t kMaxTagsShown = 6;
+
 constexpr const char* kAccept =
     "Accept: application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
     "text/html;q=0.01";
@@ -240,9 +242,26 @@ std::vector<IndexSource::VersionInfo> IndexSource::versions_on(index::ProjectPag
         VersionInfo& info = it->second;
         if (fresh) info.version = *v;
         info.all_yanked = info.all_yanked && f.yanked;
-        if (is_wheel)
+        if (is_wheel) {
             info.any_wheel = true;
-        else
+            if (!rank) {
+                // The file name's tag part: name-version[-build]-PY-ABI-PLATFORM.whl.
+                std::string_view tag(f.filename);
+                tag.remove_suffix(4);
+                std::size_t cut = tag.size();
+                for (int dashes = 0; dashes < 3 && cut != std::string_view::npos; ++dashes)
+                    cut = cut == 0 ? std::string_view::npos : tag.rfind('-', cut - 1);
+                if (cut != std::string_view::npos) {
+                    std::string t(tag.substr(cut + 1));
+                    if (std::find(info.other_tags.begin(), info.other_tags.end(), t) ==
+                        info.other_tags.end()) {
+                        ++info.other_tag_count;
+                        if (info.other_tags.size() < kMaxTagsShown)
+                            info.other_tags.push_back(std::move(t));
+                    }
+                }
+            }
+        } else
             info.any_sdist = true;
         if (rank && (!best_rank.count(key) || *rank < best_rank[key])) {
             best_rank[key] = *rank;
@@ -273,17 +292,46 @@ void IndexSource::prefetch_likely(const std::string& name, const Project& projec
     if (!metadata_.count(key)) start_metadata(key, name, *likely, project, /*urgent=*/false);
 }
 
+Origin IndexSource::origin(const std::string& name) {
+    auto project = project_future(name).get();
+    Origin o;
+    const auto pin = pins_.find(name);
+    o.pinned = pin != pins_.end();
+    if (project->found) {
+        o.where = "index " + project->index_name;
+    } else if (o.pinned) {
+        o.where = "index " + pin->second;
+    } else {
+        const auto order = index_order(name);
+        for (const IndexConfig* ix : order)
+            o.where += (o.where.empty() ? "" : ", ") + ix->name;
+        if (!order.empty()) o.where = (order.size() == 1 ? "index " : "indexes ") + o.where;
+    }
+    return o;
+}
+
 std::vector<Candidate> IndexSource::versions(const std::string& name) {
     auto project = project_future(name).get();
+    // "; its wheels are for cp311-cp311-macosx_11_0_arm64, …": what a version does offer.
+    auto other_tags_text = [](const VersionInfo& v) {
+        if (v.other_tags.empty()) return std::string();
+        std::string out = "; its wheels are for ";  // inside the "(CPython …)" of the caller
+        for (std::size_t i = 0; i < v.other_tags.size(); ++i)
+            out += (i ? ", " : "") + v.other_tags[i];
+        if (v.other_tag_count > v.other_tags.size())
+            out += " and " + std::to_string(v.other_tag_count - v.other_tags.size()) + " more";
+        return out;
+    };
     std::vector<Candidate> out;
     for (const auto& v : project->versions) {
         Candidate c;
         c.version = v.version;
         c.yanked = v.all_yanked;
         if (!v.wheel) {
-            c.unusable = v.any_wheel ? "has no wheel for the target (CPython " + python_full_ +
-                                           ", " + tags_.tags().front().str() + ")"
-                                     : "has only a source distribution (envbox installs wheels)";
+            c.unusable = v.any_wheel
+                             ? "has no wheel for the target (CPython " + python_full_ + ", " +
+                                   tags_.tags().front().str() + other_tags_text(v) + ")"
+                             : "has only a source distribution (envbox installs wheels)";
         } else if (v.requires_python) {
             auto spec = pep::SpecifierSet::parse(*v.requires_python);
             if (spec && !spec->contains(python_version_, true))

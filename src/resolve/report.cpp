@@ -36,10 +36,33 @@ std::string describe_set(const std::deque<Package>& packages, PackageId id, cons
     return out + ")";
 }
 
+// "not found on any index", or on the ones asked ("not found on index other, to which
+// [sources] pins it").
+std::string not_found(const Package& p) {
+    if (p.origin.where.empty()) return "not found on any index";
+    return "not found on " + p.origin.where +
+           (p.origin.pinned ? ", to which [sources] pins it" : "");
+}
+
+// "; index main has 1.1, 1.0" (or "; gamma is pinned to index other in [sources], which has
+// 3.0"): what there is, newest first, so a typo or a version the index lacks is plain.
+std::string what_there_is(const Package& p) {
+    constexpr std::size_t kShown = 8;
+    const auto& c = p.candidates;
+    const std::string where = p.origin.where.empty() ? "the index" : p.origin.where;
+    std::string out = p.origin.pinned
+                          ? "; " + p.name + " is pinned to " + where + " in [sources], which has "
+                          : "; " + where + " has ";
+    for (std::size_t k = 0; k < c.size() && k < kShown; ++k)
+        out += (k ? ", " : "") + c[c.size() - 1 - k].version.str();
+    if (c.size() > kShown) out += " and " + std::to_string(c.size() - kShown) + " older";
+    return out;
+}
+
 std::string describe_no_versions(const std::deque<Package>& packages, const Incompat& inc) {
     const Term& t = inc.terms[0];
     const Package& p = packages[static_cast<std::size_t>(t.pkg)];
-    if (p.candidates.empty()) return p.name + " was not found on any index";
+    if (p.candidates.empty()) return p.name + " was " + not_found(p);
     bool only_pre = true;
     for (std::size_t i = 0; i < p.candidates.size(); ++i)
         if (t.set.has(i) && !p.candidates[i].version.is_prerelease()) only_pre = false;
@@ -47,6 +70,7 @@ std::string describe_no_versions(const std::deque<Package>& packages, const Inco
         return "only pre-releases of " + describe_set(packages, t.pkg, t.set) +
                " exist, and pre-releases are used only when asked for (e.g. " + p.name +
                ">=" + p.candidates.back().version.str() + ")";
+    if (t.set.empty()) return "no version of " + p.name + " matches" + what_there_is(p);
     return "no usable version of " + describe_set(packages, t.pkg, t.set) + " exists";
 }
 
@@ -55,12 +79,12 @@ std::string describe_dependency(const std::deque<Package>& packages, const Incom
     const Package& tp = packages[static_cast<std::size_t>(inc.dep)];
     std::string target = inc.text;
     if (tp.candidates.empty())
-        target += " (not found on any index)";
+        target += " (" + not_found(tp) + ")";
     else if (inc.terms.size() == 1 && tp.direct)
         target += " (" + tp.base + " is " + tp.candidates.front().version.str() +
                   ", from the direct reference " + index::redact_url(tp.direct->url) + ")";
     else if (inc.terms.size() == 1)
-        target += " (no version of " + tp.name + " matches)";
+        target += " (no version of " + tp.name + " matches" + what_there_is(tp) + ")";
     if (from.pkg == kRoot) return "you require " + target;
     return describe_set(packages, from.pkg, from.set) + " depends on " + target;
 }

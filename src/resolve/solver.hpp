@@ -43,6 +43,7 @@ struct Package {
     bool explicit_prerelease = false;         // some requirement names a pre-release
     std::optional<std::size_t> pinned_exact;  // `==V` from the root: V may be yanked
     const DirectPackage* direct = nullptr;    // fixed by `name @ URL`: its only candidate
+    Origin origin;                            // PackageSource::origin, for messages
 };
 
 class Solver {

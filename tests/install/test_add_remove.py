@@ -22,7 +22,10 @@ from wheelgen import Wheel, normalize  # noqa: E402
 WORLD = {
     "main": [("alpha", "1.0", []), ("alpha", "1.1", []), ("beta", "2.0", []),
              ("tqdm", "4.67.0", []), ("tqdm", "4.68.0", ["colorama"]), ("colorama", "0.4.6", []),
-             ("gamma", "2.0", []), ("torch", "2.11.0+cu130", [])],
+             ("gamma", "2.0", []), ("torch", "2.11.0+cu130", []),
+             # wheels for other targets only: "no wheel for the target" lists their tags
+             ("maconly", "1.0", [], "cp311-cp311-macosx_11_0_arm64"),
+             ("maconly", "1.0", [], "cp39-cp39-win_amd64")],
     "other": [("gamma", "3.0", [])],
 }
 
@@ -49,9 +52,9 @@ def build_indexes(root):
     """PEP 503 pages under root/INDEX/PROJECT/index.html, wheels under root/files/."""
     for index, entries in WORLD.items():
         pages = {}
-        for name, version, requires in entries:
+        for name, version, requires, *tag in entries:
             w = Wheel(name, version, {f"{name}/__init__.py": f"__version__ = {version!r}\n"},
-                      requires=requires)
+                      requires=requires, **({"tag": tag[0]} if tag else {}))
             path = w.build(os.path.join(root, "files", index))
             fn = os.path.basename(path)
             pages.setdefault(normalize(name), []).append(
@@ -175,6 +178,27 @@ class AddRemove(unittest.TestCase):
         self.assertIn("--index pypi", r.stderr)
         self.assertIn("its indexes are main, other", r.stderr)
         self.assertEqual(self.manifest(), before)
+
+    def test_a_failed_resolution_says_what_the_index_has(self):
+        """No version matching: the index (and the [sources] pin) named, with the versions it
+        has; no wheel for the target: the tags its wheels do have."""
+        def fails(*reqs):
+            r = self.run_envbox("add", "env", *reqs, check=False)
+            self.assertEqual(r.returncode, 3, r.stderr)
+            self.assertEqual(self.manifest(), self.original)  # put back
+            return r.stderr
+        err = fails("gamma==2.0", "--index", "other")
+        self.assertIn("you require gamma==2.0 (no version of gamma matches; gamma is pinned to "
+                      "index other in [sources], which has 3.0)", err)
+        err = fails("alpha>=5")
+        self.assertIn("(no version of alpha matches; index main has 1.1, 1.0)", err)
+        err = fails("nothere")
+        self.assertIn("you require nothere (not found on index main)", err)
+        err = fails("maconly")
+        cp = "cp" + PYV.replace(".", "")
+        self.assertIn(f"maconly has no wheel for the target (CPython {PYV}", err)
+        self.assertIn(f"{cp}-{cp}-manylinux_2_28_x86_64; its wheels are for "
+                      "cp311-cp311-macosx_11_0_arm64, cp39-cp39-win_amd64)", err)
 
     def test_refusals_write_nothing(self):
         self.run_envbox("lock", "env")

@@ -60,6 +60,8 @@ class IndexSource : public PackageSource {
     std::vector<Candidate> versions(const std::string& name) override;
     Dependencies dependencies(const std::string& name, const pep::Version& version) override;
     void prefetch_versions(const std::vector<std::string>& names) override;
+    /// The index `name`'s versions came from, or for a package no index has, the ones asked.
+    Origin origin(const std::string& name) override;
     /// Starts fetching the metadata of these versions (of packages whose pages are known).
     void prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) override;
     /// Once the resolution is done: speculative prefetches not yet sent are dropped (what
@@ -80,6 +82,10 @@ class IndexSource : public PackageSource {
         pep::Version version;
         std::optional<index::IndexFile> wheel;  ///< best-ranked compatible wheel
         bool any_wheel = false, any_sdist = false, all_yanked = true;
+        /// The tags (`cp312-cp312-macosx_11_0_arm64`) of its wheels the target cannot use,
+        /// each once, the first kMaxTagsShown: what "no wheel for the target" lists.
+        std::vector<std::string> other_tags;
+        std::size_t other_tag_count = 0;
         std::optional<std::string> requires_python;
     };
     struct Project {

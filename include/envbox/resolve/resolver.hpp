@@ -45,6 +45,12 @@ struct Dependencies {
     std::string unusable;
 };
 
+/// Where a package's versions come from, as a failure explains it.
+struct Origin {
+    std::string where;    ///< "index main", or for a package no index has "indexes main, pypi"
+    bool pinned = false;  ///< `[sources]` pins the package to that index
+};
+
 /// Where versions and metadata come from (an index client, a test's in-memory world).
 class PackageSource {
   public:
@@ -58,6 +64,12 @@ class PackageSource {
         (void)wanted;
     }
     virtual void prefetch_versions(const std::vector<std::string>& names) { (void)names; }
+    /// Where the versions of `name` come from, for messages; empty when the source has
+    /// nothing to say. Called after `versions`.
+    virtual Origin origin(const std::string& name) {
+        (void)name;
+        return {};
+    }
 };
 
 /// A package fixed by a direct reference of the user's (`name @ URL`): the one version the

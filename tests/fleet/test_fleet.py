@@ -19,6 +19,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -264,6 +265,45 @@ class PlainRegistry(Push):
         r = self.pull("no-registry-here", check=False)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("is not a registry reference", r.stderr)
+
+    def test_a_standard_client_reads_what_envbox_pushed(self):
+        if not shutil.which("skopeo"):
+            self.skipTest("skopeo is absent (scripts/install-deps installs it)")
+        self.build("one")
+        ref = self.ref(self.repo())
+        self.push("one", ref)
+        raw = subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false", "docker://" + ref],
+                             check=True, capture_output=True, text=True).stdout
+        manifest = json.loads(raw)
+        self.assertEqual(manifest["artifactType"], "application/vnd.envbox.environment.v1")
+        out = os.path.join(self.case, "copied")
+        subprocess.run(["skopeo", "copy", "--src-tls-verify=false", "docker://" + ref, "dir:" + out],
+                       check=True, capture_output=True)
+        wheels = [l for l in manifest["layers"] if l["mediaType"].endswith("wheel.v1+zip")]
+        self.assertEqual(len(wheels), 2)
+        for layer in wheels:
+            title = layer["annotations"]["org.opencontainers.image.title"]
+            with open(os.path.join(out, layer["digest"].split(":")[1]), "rb") as got, \
+                    open(os.path.join(self.www, "files", title), "rb") as want:
+                self.assertEqual(got.read(), want.read(), title)
+
+    def test_a_pull_cut_short_resumes_its_part(self):
+        self.build("one")
+        ref = self.ref(self.repo())
+        self.push("one", ref)
+        manifest = self.registry.get_manifest(self.repo(), "v1")
+        layer = next(l for l in manifest["layers"] if l["mediaType"].endswith("wheel.v1+zip"))
+        with open(self.registry.blob_data(layer["digest"]), "rb") as f:
+            data = f.read()
+        # What a pull killed mid-download leaves: the first half of the blob in its part.
+        downloads = os.path.join(self.node_home, "cache", "downloads")
+        os.makedirs(downloads)
+        with open(os.path.join(downloads, layer["digest"].split(":")[1] + ".whl.part"), "wb") as f:
+            f.write(data[:len(data) // 2])
+        self.index.close()
+        self.pull(ref, "r")
+        self.assert_works("r", ["alpha", "beta"])
+        self.assertEqual([f for f in os.listdir(downloads) if f.endswith(".part")], [])
 
     def test_chunked_upload(self):
         self.build("one")

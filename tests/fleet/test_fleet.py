@@ -256,6 +256,26 @@ class PlainRegistry(Push):
         self.assertEqual(r.returncode, 5, r.stderr)
         self.assertIn("is not a file of its lock", r.stderr)
 
+    def test_a_layer_of_another_size_than_the_lock_is_refused(self):
+        def edit(m):
+            m["layers"][1]["size"] += 1000
+        r = self.hostile(edit)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("in its lock", r.stderr)
+
+    def test_a_blob_longer_than_its_size_is_stopped_there(self):
+        self.build("one")
+        self.push("one", self.ref(self.repo()))
+        manifest = self.registry.get_manifest(self.repo(), "v1")
+        wheel = next(l for l in manifest["layers"] if l["mediaType"].endswith("wheel.v1+zip"))
+        with open(self.registry.blob_data(wheel["digest"]), "ab") as f:
+            f.write(b"\0" * 4096)
+        r = self.pull(self.ref(self.repo()), check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("larger than the size the manifest gives", r.stderr)
+        self.assertIn(self.ref(self.repo()), r.stderr)
+        self.assertEqual(self.node_wheels(), [])
+
     def test_a_missing_tag_is_a_clear_network_error(self):
         r = self.pull(self.ref(self.repo(), "nope"), check=False)
         self.assertEqual(r.returncode, 4, r.stderr)

@@ -1,4 +1,4 @@
-// envbox init ENV [--python X.Y] [--cuda 12.8|13.0|none]
+// envbox init ENV [--python X.Y] [--cuda 12.8|13.0|none] [--default-index URL] [--cuda-index URL]
 #include "envbox/ops/init.hpp"
 
 #include <cstdio>
@@ -12,7 +12,7 @@ namespace envbox::cli {
 namespace {
 
 struct InitCommand {
-    std::string env, python, cuda = "none";
+    std::string env, python, cuda = "none", default_index, cuda_index;
 };
 
 void run_init(const GlobalOptions& global, const InitCommand& cmd) {
@@ -26,6 +26,8 @@ void run_init(const GlobalOptions& global, const InitCommand& cmd) {
     opt.env = cmd.env;
     if (!cmd.python.empty()) opt.python = cmd.python;
     if (cmd.cuda != "none") opt.cuda = cmd.cuda;
+    if (!cmd.default_index.empty()) opt.default_index = cmd.default_index;
+    if (!cmd.cuda_index.empty()) opt.cuda_index = cmd.cuda_index;
     ops::InitResult r = ops::init(ctx, opt);
     if (global.verbosity < 0) return;
     std::fprintf(stderr, "Detected CPython %s (%s) on %s\n", r.interpreter.full_version.c_str(),
@@ -58,6 +60,10 @@ void register_init(CLI::App& app, GlobalOptions& global) {
                   "CUDA line whose PyTorch index serves the torch family: 12.8, 13.0 or none")
         ->check(CLI::IsMember({"12.8", "13.0", "none"}))
         ->capture_default_str();
+    c->add_option("--default-index", cmd->default_index,
+                  "URL of the index named pypi, instead of https://pypi.org/simple (a mirror)");
+    c->add_option("--cuda-index", cmd->cuda_index,
+                  "URL of --cuda's PyTorch index, instead of download.pytorch.org/whl/cuXXX");
     c->callback([&global, cmd] { run_init(global, *cmd); });
 }
 

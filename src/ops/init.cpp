@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "envbox/lock/writer.hpp"
 #include "envbox/ops/target.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
@@ -59,7 +60,8 @@ void write_new_file(const fs::path& path, const std::string& text) {
 
 std::string initial_manifest(const std::string& python_xy, const std::string& platform,
                              const std::optional<std::string>& cuda, const std::string& comment,
-                             const std::vector<std::string>& shared_indexes) {
+                             const std::vector<std::string>& shared_indexes,
+                             const std::string& default_index, const std::string& cuda_index) {
     std::string t = "# " + comment + "\n";
     t += "[environment]\n";
     t += "python = \"" + python_xy + "\"\n";
@@ -71,11 +73,14 @@ std::string initial_manifest(const std::string& python_xy, const std::string& pl
         cu = "pytorch-cu";
         for (char c : *cuda)
             if (c != '.') cu += c;
-        t += "\n[[index]]\nname = \"" + cu + "\"\nurl = \"" + pytorch_index_url(*cuda) + "\"\n";
+        t += "\n[[index]]\nname = \"" + cu + "\"\nurl = " +
+             lock::toml_string(cuda_index.empty() ? pytorch_index_url(*cuda) : cuda_index) + "\n";
         t += "explicit = true  # serves only the packages pinned to it in [sources]\n";
     }
-    if (shared_indexes.empty()) {
-        t += "\n[[index]]\nname = \"pypi\"\nurl = \"https://pypi.org/simple\"\n";
+    if (shared_indexes.empty() || !default_index.empty()) {
+        t += "\n[[index]]\nname = \"pypi\"\nurl = " +
+             lock::toml_string(default_index.empty() ? "https://pypi.org/simple" : default_index) +
+             "\n";
     } else {
         std::string names;
         for (const auto& n : shared_indexes)
@@ -98,6 +103,14 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
                                           ": envbox knows the PyTorch indexes of 12.8 and 13.0 "
                                           "(or none)");
     if (ctx.project_root.empty()) throw Error(ErrorCode::usage, "init: no project directory");
+    if (opt.cuda_index && !opt.cuda)
+        throw Error(ErrorCode::usage, "--cuda-index needs --cuda (the CUDA line it serves)");
+    for (const auto* url : {&opt.default_index, &opt.cuda_index})
+        if (*url && !url->value().starts_with("https://") && !url->value().starts_with("http://") &&
+            !url->value().starts_with("file://"))
+            throw Error(ErrorCode::usage,
+                        (url == &opt.default_index ? "--default-index " : "--cuda-index ") +
+                            url->value() + ": expected an http(s):// or file:// URL");
     const fs::path dir = ctx.project_root / "manifests";
     InitResult r;
     r.manifest = dir / (opt.env + ".toml");
@@ -121,15 +134,15 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     }
     r.platform = interpreter_platform(r.interpreter, opt.env);
     r.cuda = opt.cuda;
-    if (r.cuda) r.cuda_index = pytorch_index_url(*r.cuda);
+    if (r.cuda) r.cuda_index = opt.cuda_index.value_or(pytorch_index_url(*r.cuda));
     if (auto project = read_project_file(ctx.project_root))
         for (const auto& i : project->indexes)
             r.shared_indexes.push_back(i.name);
-    r.text = initial_manifest(r.interpreter.version_xy(), r.platform, r.cuda,
-                              "Written by `envbox init` for CPython " + r.interpreter.full_version +
-                                  " on " + r.platform + "; add requirements, then `envbox create " +
-                                  opt.env + "`.",
-                              r.shared_indexes);
+    r.text = initial_manifest(
+        r.interpreter.version_xy(), r.platform, r.cuda,
+        "Written by `envbox init` for CPython " + r.interpreter.full_version + " on " + r.platform +
+            "; add requirements, then `envbox create " + opt.env + "`.",
+        r.shared_indexes, opt.default_index.value_or(""), opt.cuda_index.value_or(""));
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create " + dir.string() + ": " + ec.message());
     write_new_file(r.manifest, r.text);

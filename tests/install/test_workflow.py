@@ -644,6 +644,81 @@ class DoctorJson(unittest.TestCase):
         self.assertNotIn("s3cret", r.stdout + r.stderr)
 
 
+class DayOne(unittest.TestCase):
+    """From an empty folder to train-cu128 and infer-cu130 over the PyTorch-shaped loopback
+    world (tests/lock/indexworld.py) with init, add, run, tree, why, export, remove and delete:
+    every file under manifests/ is one envbox wrote."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(HERE, "..", "lock"))
+        import indexworld
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-day1-")
+        indexworld.build(os.path.join(cls.tmp, "www"))
+        cls.server = indexworld.Server(os.path.join(cls.tmp, "www"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        keep_or_remove(cls.tmp)
+
+    def test_two_environments_without_writing_toml(self):
+        proj = os.path.join(self.tmp, "empty")
+        home = os.path.join(self.tmp, "home")
+        os.makedirs(proj)
+        url = self.server.url
+
+        def e(*args, check=True):
+            return envbox(*args, home=home, cwd=proj, check=check)
+
+        def lines(r):
+            return r.stderr.splitlines()
+
+        for env, line, cu in (("train-cu128", "12.8", "cu128"), ("infer-cu130", "13.0", "cu130")):
+            r = e("init", env, "--cuda", line, "--default-index", url + "/pypi",
+                  "--cuda-index", f"{url}/pytorch-{cu}")
+            self.assertIn(f"come from {url}/pytorch-{cu} only", r.stderr)
+        r = e("add", "train-cu128", "torch==2.11.0+cu128", "transformers")
+        for change in ("+ torch 2.11.0+cu128", "+ nvidia-cublas-cu12 12.8.4.1", "+ transformers 4.57.0"):
+            self.assertIn(change, lines(r))
+        r = e("add", "infer-cu130", "torch==2.11.0+cu130", "sglang")
+        for change in ("+ torch 2.11.0+cu130", "+ nvidia-cublas 13.0.0.19", "+ sglang 0.5.3"):
+            self.assertIn(change, lines(r))
+        self.assertFalse(any("cu12" in l for l in lines(r) if l.startswith("+ ")), r.stderr)
+
+        probe = ("import torch, importlib.metadata as m; print(torch.__version__, ' '.join(sorted("
+                 "d.metadata['Name'] for d in m.distributions() if d.metadata['Name'].startswith('nvidia'))))")
+        self.assertEqual(e("run", "train-cu128", "--", "python", "-c", probe).stdout,
+                         "2.11.0+cu128 nvidia-cublas-cu12 nvidia-cudnn-cu12 nvidia-nccl-cu12\n")
+        self.assertEqual(e("run", "infer-cu130", "--", "python", "-c", probe).stdout,
+                         "2.11.0+cu130 nvidia-cublas nvidia-cudnn-cu13 nvidia-nccl-cu13\n")
+
+        tree = e("tree", "infer-cu130").stdout
+        self.assertIn("torch 2.11.0+cu130\n", tree)
+        why = e("why", "infer-cu130", "nvidia-cublas").stdout
+        self.assertIn("torch 2.11.0+cu130 → nvidia-cublas 13.0.0.19", why)
+        exported = e("export", "train-cu128").stdout
+        self.assertIn("torch==2.11.0+cu128 \\\n    --hash=sha256:", exported)
+        self.assertIn(f"{url}/pytorch-cu128\n", exported)
+        self.assertIn(f"{url}/pypi\n", exported)
+
+        r = e("remove", "train-cu128", "transformers")
+        self.assertIn("- transformers 4.57.0", lines(r))
+        self.assertEqual(e("run", "train-cu128", "--", "python", "-c",
+                           "import importlib.util as u; print(u.find_spec('transformers'))").stdout, "None\n")
+        e("delete", "infer-cu130")
+        self.assertNotIn("infer-cu130", e("list").stdout)
+        self.assertEqual(sorted(os.listdir(os.path.join(proj, "manifests"))),
+                         ["infer-cu130.toml", "pylock.infer-cu130.toml", "pylock.train-cu128.toml",
+                          "train-cu128.toml"])
+        # Mirrors given by flags are refused when they are not URLs, before anything is written.
+        r = e("init", "x", "--default-index", "pypi.example/simple", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        r = e("init", "x", "--cuda-index", url + "/pytorch-cu128", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(proj, "manifests", "x.toml")))
+
+
 if __name__ == "__main__":
     ENVBOX = envboxtest.take_binary()
     unittest.main()

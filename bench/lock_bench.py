@@ -3,9 +3,13 @@
 server) and warm re-lock (cache valid, nothing changed), against a real HTTP server on
 127.0.0.1 (tests/lock/indexworld.py) with about 200 packages in the resolution.
 
-    bench/lock_bench.py [--envbox build/envbox] [--synthetic 180] [--repeat 5]
+    bench/lock_bench.py [--envbox build/envbox] [--synthetic 180] [--repeat 5] [--two-targets]
+
+--two-targets gives every x86_64 wheel of the world an aarch64 twin and measures the same
+manifest locked for x86_64 alone and for `platforms = [x86_64, aarch64]`, cold and warm.
 """
 import argparse
+import copy
 import json
 import os
 import shutil
@@ -25,8 +29,12 @@ def main():
     ap.add_argument("--envbox", default=os.path.join(HERE, "..", "build", "envbox"))
     ap.add_argument("--synthetic", type=int, default=180)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--two-targets", action="store_true",
+                    help="x86_64 alone against x86_64 + aarch64, over a world with both")
     args = ap.parse_args()
     envbox = os.path.abspath(args.envbox)
+    if args.two_targets:
+        return two_targets(envbox, args)
     tmp = tempfile.mkdtemp(prefix="envbox-lockbench-")
     try:
         extra, roots = indexworld.synthetic(args.synthetic)
@@ -80,6 +88,79 @@ triton = "pytorch-cu128"
               f"(--upgrade) {w['requests']} requests ({w['cache_hits']} answered 304 or from the cache), "
               f"up to {w['peak_in_flight']} in flight")
         print(f"server requests      {server.requests}")
+        server.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def both_machines(world):
+    """The world with an aarch64 twin of every x86_64 wheel."""
+    out = {}
+    for index, wheels in world.items():
+        out[index] = list(wheels)
+        for w in wheels:
+            if w.tag.endswith("_x86_64"):
+                twin = copy.copy(w)
+                twin.tag = w.tag[:-len("x86_64")] + "aarch64"
+                out[index].append(twin)
+    return out
+
+
+def two_targets(envbox, args):
+    tmp = tempfile.mkdtemp(prefix="envbox-lockbench2-")
+    try:
+        extra, roots = indexworld.synthetic(args.synthetic)
+        world = indexworld.world()
+        world["pypi"] = world["pypi"] + list(extra)
+        indexworld.write_indexes(os.path.join(tmp, "www"), both_machines(world),
+                                 html_only=("pytorch-cu128", "pytorch-cu130"))
+        server = indexworld.Server(os.path.join(tmp, "www"))
+        reqs = ", ".join(f'"{r}"' for r in ["torch==2.11.0+cu128", "transformers>=4.56", "datasets", "wandb"] + roots)
+        rows = []
+        for label, platforms in (("one target (x86_64)", '"manylinux_2_28_x86_64"'),
+                                 ("two targets (x86_64 + aarch64)",
+                                  '"manylinux_2_28_x86_64", "manylinux_2_28_aarch64"')):
+            project = os.path.join(tmp, "proj-" + str(len(rows)))
+            os.makedirs(os.path.join(project, "manifests"))
+            with open(os.path.join(project, "manifests", "train.toml"), "w") as f:
+                f.write(f"""[environment]
+python = "{sys.version_info[0]}.{sys.version_info[1]}"
+platforms = [{platforms}]
+requirements = [{reqs}]
+[[index]]
+name = "pytorch-cu128"
+url = "{server.url}/pytorch-cu128"
+explicit = true
+[[index]]
+name = "pypi"
+url = "{server.url}/pypi"
+[sources]
+torch = "pytorch-cu128"
+triton = "pytorch-cu128"
+""")
+            lock_path = os.path.join(project, "manifests", "pylock.train.toml")
+
+            def lock(home, *extra_args):
+                start = time.perf_counter()
+                r = subprocess.run([envbox, "--home", home, "--project", project, "--json", "lock", "train",
+                                    *extra_args], capture_output=True, text=True)
+                if r.returncode != 0:
+                    sys.exit(r.stderr)
+                return time.perf_counter() - start, json.loads(r.stdout)
+
+            cold = []
+            for i in range(max(1, args.repeat // 2)):
+                if os.path.exists(lock_path):
+                    os.remove(lock_path)
+                cold.append(lock(os.path.join(project, f"home-{i}")))
+            warm = [lock(os.path.join(project, "home-0"), "--upgrade") for _ in range(args.repeat)]
+            rows.append((label, cold, warm))
+        for label, cold, warm in rows:
+            c, w = cold[0][1], warm[0][1]
+            print(f"{label:32s} cold {statistics.median(x for x, _ in cold) * 1000:6.0f} ms "
+                  f"({c['requests']} requests, {c['packages']} entries)   "
+                  f"warm --upgrade {statistics.median(x for x, _ in warm) * 1000:6.0f} ms "
+                  f"({w['requests']} requests)")
         server.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -361,11 +361,13 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     if (std::any_of(m.requirements.begin(), m.requirements.end(),
                     [](const pep::Requirement& r) { return r.url.has_value(); }))
         ctx.progress->phase("Reading direct references", 0);
+    // Pages and pure wheels' METADATA are fetched once for every target.
+    auto shared = targets.size() > 1 ? std::make_shared<resolve::SharedFetches>() : nullptr;
     for (auto& t : targets) {
         t.direct = direct_wheels(m, manifest_path, t.target, http, store::Home(ctx.home));
         t.source = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, t.target.tags,
                                                           t.target.python_full_version,
-                                                          store::Home(ctx.home));
+                                                          store::Home(ctx.home), shared);
     }
     ctx.progress->phase("Resolving", 0);
     resolve_targets(targets, m.requirements, ropt, opt.env, m.python);

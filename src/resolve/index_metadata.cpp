@@ -92,7 +92,8 @@ Dependencies IndexSource::fetch_dependencies(const std::string& name, const Vers
         text = read_file(*cached);
     } else {
         try {
-            text = fetch_metadata(wheel, index_named(p.index_name), sha);
+            auto fetch = [&] { return fetch_metadata(wheel, index_named(p.index_name), sha); };
+            text = shared_ ? shared_->metadata(wheel.url, fetch) : fetch();
             if (cached) {
                 fs::create_directories(cached->parent_path(), ec);
                 try {

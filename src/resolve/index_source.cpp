@@ -97,8 +97,10 @@ index::HttpRequest IndexSource::request_for(const IndexConfig* ix, std::string u
 
 IndexSource::IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
                          std::map<std::string, std::string> pins, const pep::TargetTags& tags,
-                         std::string python_full_version, const store::Home& home)
+                         std::string python_full_version, const store::Home& home,
+                         std::shared_ptr<SharedFetches> shared)
     : http_(http),
+      shared_(std::move(shared)),
       indexes_(std::move(indexes)),
       pins_(std::move(pins)),
       tags_(tags),
@@ -180,10 +182,50 @@ std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::stri
     return project;
 }
 
+template <class T>
+T SharedFetches::once(std::map<std::string, std::shared_future<T>>& done, const std::string& key,
+                      const std::function<T()>& fetch) {
+    std::promise<T> promise;
+    std::shared_future<T> answer;
+    bool first = false;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = done.find(key);
+        first = it == done.end();
+        if (first)
+            answer = done.emplace(key, promise.get_future().share()).first->second;
+        else
+            answer = it->second;
+    }
+    if (!first) return answer.get();  // waits for the first asker's fetch, outside the lock
+    try {
+        T value = fetch();
+        promise.set_value(value);
+        return value;
+    } catch (...) {
+        promise.set_exception(std::current_exception());
+        throw;
+    }
+}
+
+SharedFetches::Page SharedFetches::page(const std::string& url,
+                                        const std::function<Page()>& fetch) {
+    return once(pages_, url, fetch);
+}
+
+std::string SharedFetches::metadata(const std::string& url,
+                                    const std::function<std::string()>& fetch) {
+    return once(metadata_, url, fetch);
+}
+
 std::optional<Result<index::ProjectPage>> IndexSource::read_page(const IndexConfig& ix,
                                                                  const std::string& name) {
-    if (ix.url.starts_with("file:")) return read_file_index(ix, name);
-    return fetch_http_page(ix, name);
+    auto fetch = [&]() -> SharedFetches::Page {
+        if (ix.url.starts_with("file:")) return read_file_index(ix, name);
+        return fetch_http_page(ix, name);
+    };
+    if (!shared_) return fetch();
+    return shared_->page(ix.url + "/" + name + "/", fetch);
 }
 
 std::optional<Result<index::ProjectPage>> IndexSource::fetch_http_page(const IndexConfig& ix,

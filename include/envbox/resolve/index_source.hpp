@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -48,13 +49,36 @@ struct ChosenWheel {
     std::string index_url;
 };
 
+/// What the sources of one lock's targets fetch once for all of them: index pages (each
+/// target reads its own wheels from the same page) and the METADATA of a wheel (a pure wheel
+/// is every target's). The first to ask fetches; the others wait for its answer, or its error.
+/// Thread-safe.
+class SharedFetches {
+  public:
+    using Page = std::optional<Result<index::ProjectPage>>;
+    /// The page at `url`, from `fetch` the first time it is asked for.
+    Page page(const std::string& url, const std::function<Page()>& fetch);
+    /// The METADATA of the wheel at `url`, from `fetch` the first time.
+    std::string metadata(const std::string& url, const std::function<std::string()>& fetch);
+
+  private:
+    template <class T>
+    T once(std::map<std::string, std::shared_future<T>>& done, const std::string& key,
+           const std::function<T()>& fetch);
+    std::mutex mutex_;
+    std::map<std::string, std::shared_future<Page>> pages_;
+    std::map<std::string, std::shared_future<std::string>> metadata_;
+};
+
 class IndexSource : public PackageSource {
   public:
     /// Caches metadata under `home.metadata_cache()`, keeps wheels it fetches whole in
-    /// `home.downloads()` (where `create` looks), stages files in `home.tmp()`.
+    /// `home.downloads()` (where `create` looks), stages files in `home.tmp()`. `shared`, when
+    /// given, is shared with the sources of the lock's other targets.
     IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
                 std::map<std::string, std::string> pins, const pep::TargetTags& tags,
-                std::string python_full_version, const store::Home& home);
+                std::string python_full_version, const store::Home& home,
+                std::shared_ptr<SharedFetches> shared = nullptr);
     ~IndexSource() override;
 
     std::vector<Candidate> versions(const std::string& name) override;
@@ -159,6 +183,7 @@ class IndexSource : public PackageSource {
     std::filesystem::path size_cache(const std::string& sha256) const;
 
     index::HttpClient& http_;
+    std::shared_ptr<SharedFetches> shared_;
     std::vector<IndexConfig> indexes_;
     std::map<std::string, std::string> pins_;
     const pep::TargetTags& tags_;

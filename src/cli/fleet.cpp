@@ -121,11 +121,11 @@ void run_push(const GlobalOptions& global, const PushCommand& cmd) {
     ops::PushResult r = ops::push(ctx, o);
     progress.clear();
     if (global.json) {
-        Json report = {{"environment", cmd.env},      {"ref", r.ref},
-                       {"digest", r.manifest_digest}, {"wheels", r.wheels},
-                       {"uploaded", r.uploaded},      {"present", r.present},
-                       {"mounted", r.mounted},        {"refetched", r.refetched},
-                       {"bytes", r.bytes_uploaded},   {"seconds", r.seconds}};
+        Json report = {
+            {"environment", cmd.env},    {"ref", r.ref},           {"digest", r.manifest_digest},
+            {"wheels", r.wheels},        {"uploaded", r.uploaded}, {"present", r.present},
+            {"mounted", r.mounted},      {"resumed", r.resumed},   {"refetched", r.refetched},
+            {"bytes", r.bytes_uploaded}, {"seconds", r.seconds}};
         std::printf("%s\n", json_line(report).c_str());
     } else if (global.verbosity >= 0) {
         std::fprintf(stderr,

@@ -467,25 +467,63 @@ bool RegistryClient::mount_blob(const std::string& digest, const std::string& fr
     throw http_error(what, resp, ErrorCode::network);
 }
 
-void RegistryClient::upload_blob(const std::string& digest, const fs::path& file,
-                                 std::uint64_t size,
-                                 const std::function<void(std::uint64_t)>& on_bytes) {
+std::string RegistryClient::upload_location(const HttpResponse& r, const std::string& what) const {
+    std::string loc = header(r, "location");
+    auto url = loc.empty() ? std::nullopt : resolve_url(base() + "/", loc);
+    if (!url || url_origin(*url) != origin_)
+        throw Error(ErrorCode::network,
+                    what + ": the registry's upload location is missing or on another host");
+    return *url;
+}
+
+// A chunked upload's session, as the last completed PATCH left it: "<offset>\n<location>".
+// The registry confirms it (GET of the location: 204 with `Range: 0-<offset - 1>`) before
+// anything is sent on it; anything else starts a new upload.
+std::optional<std::pair<std::uint64_t, std::string>> RegistryClient::resume_session(
+    const fs::path& session, const std::string& what) {
+    std::error_code ec;
+    if (session.empty() || !fs::exists(session, ec)) return std::nullopt;
+    std::string text;
+    try {
+        text = read_file(session);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    const auto nl = text.find('\n');
+    if (nl == std::string::npos || text.find_first_not_of("0123456789") != nl || nl == 0)
+        return std::nullopt;
+    const std::uint64_t offset = std::strtoull(text.c_str(), nullptr, 10);
+    const std::string url = text.substr(nl + 1);
+    if (url_origin(url) != origin_) return std::nullopt;
+    HttpRequest status = request(url);
+    HttpResponse r = send(status, push_scope(ref_), what);
+    if (r.status != 204 || header(r, "range") != "0-" + std::to_string(offset - 1))
+        return std::nullopt;
+    return std::make_pair(offset, upload_location(r, what));
+}
+
+std::uint64_t RegistryClient::upload_blob(const std::string& digest, const fs::path& file,
+                                          std::uint64_t size,
+                                          const std::function<void(std::uint64_t)>& on_bytes,
+                                          const fs::path& session) {
     const std::string what = ref_.str() + ": uploading " + digest;
-    HttpRequest start = request(base() + "/v2/" + ref_.repository + "/blobs/uploads/");
-    start.method = "POST";
-    HttpResponse resp = send(start, push_scope(ref_), what);
-    if (resp.status != 202) throw http_error(what, resp, ErrorCode::network);
-    auto location = [&](const HttpResponse& r) {
-        std::string loc = header(r, "location");
-        auto url = loc.empty() ? std::nullopt : resolve_url(base() + "/", loc);
-        if (!url || url_origin(*url) != origin_)
-            throw Error(ErrorCode::network,
-                        what + ": the registry's upload location is missing or on another host");
-        return *url;
-    };
-    std::string url = location(resp);
-    std::uint64_t sent = 0;
-    if (size > options_.chunk_bytes) {
+    const bool chunked = size > options_.chunk_bytes;
+    std::string url;
+    std::uint64_t sent = 0, resumed = 0;
+    if (auto s = chunked ? resume_session(session, what) : std::nullopt) {
+        std::tie(sent, url) = *s;
+        resumed = sent;
+        if (on_bytes) on_bytes(sent);
+    } else {
+        HttpRequest start = request(base() + "/v2/" + ref_.repository + "/blobs/uploads/");
+        start.method = "POST";
+        HttpResponse resp = send(start, push_scope(ref_), what);
+        if (resp.status != 202) throw http_error(what, resp, ErrorCode::network);
+        url = upload_location(resp, what);
+    }
+    if (chunked) {
+        std::error_code ec;
+        if (!session.empty()) fs::create_directories(session.parent_path(), ec);
         while (sent < size) {
             const std::uint64_t n = std::min(options_.chunk_bytes, size - sent);
             HttpRequest patch = request(url);
@@ -498,8 +536,12 @@ void RegistryClient::upload_blob(const std::string& digest, const fs::path& file
                 "Content-Range: " + std::to_string(sent) + "-" + std::to_string(sent + n - 1)};
             HttpResponse p = send(patch, push_scope(ref_), what);
             if (p.status != 202) throw http_error(what, p, ErrorCode::network);
-            url = location(p);
+            url = upload_location(p, what);
             sent += n;
+            // Where a push killed from here on continues (one small write per chunk).
+            if (!session.empty())
+                write_file_atomic(session, std::to_string(sent) + "\n" + url, 0600,
+                                  Durability::none);
             if (on_bytes) on_bytes(n);
         }
     }
@@ -507,16 +549,19 @@ void RegistryClient::upload_blob(const std::string& digest, const fs::path& file
                               "digest=" + escape(digest));
     put.method = "PUT";
     put.headers = {"Content-Type: application/octet-stream"};
-    if (sent < size) {
+    if (!chunked) {
         put.upload_file = file;
         put.upload_offset = 0;
         put.upload_length = size;
     }
     HttpResponse done = send(put, push_scope(ref_), what);
+    std::error_code ec;
+    if (!session.empty()) fs::remove(session, ec);
     if (done.status != 201)
         throw http_error(what, done,
                          done.status == 400 ? ErrorCode::integrity : ErrorCode::network);
-    if (sent < size && on_bytes) on_bytes(size);
+    if (!chunked && on_bytes) on_bytes(size);
+    return resumed;
 }
 
 void RegistryClient::upload_blob(const std::string& digest, const std::string& content) {

@@ -11,6 +11,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/parallel.hpp"
+#include "envbox/util/sha256.hpp"
 #include "fleet_steps.hpp"
 #include "settings.hpp"
 
@@ -64,6 +65,16 @@ void remember_repository(const fs::path& list, const std::string& repository) {
     std::error_code ec;
     fs::create_directories(list.parent_path(), ec);
     write_file_atomic(list, text);
+}
+
+// `cache/oci/uploads/<registry>-<16 hex of the repository>-<digest hex>`: where a chunked
+// upload of that blob to that repository records how far it got.
+fs::path upload_session(const Context& ctx, const oci::Reference& ref, const std::string& digest) {
+    std::string name;
+    for (char c : ref.registry)
+        name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+    return store::Home(ctx.home).oci_cache() / "uploads" /
+           (name + "-" + to_hex(sha256(ref.repository)).substr(0, 16) + "-" + digest.substr(7));
 }
 
 oci::ArtifactManifest manifest_of(const fleet::Bundle& b, const std::vector<Blob>& wheels,
@@ -127,7 +138,7 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
         total += b->size;
     ctx.progress->phase("Pushing", blobs.size());
     ctx.progress->download_total(total);
-    std::atomic<std::size_t> uploaded{0}, present{0}, mounted{0};
+    std::atomic<std::size_t> uploaded{0}, present{0}, mounted{0}, resumed{0};
     std::atomic<std::uint64_t> bytes{0};
     // Blobs first, concurrently (each HEAD, then mount, then upload); the manifest last, so
     // the tag never names a blob the registry lacks.
@@ -139,9 +150,11 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
             } else if (!mount_from.empty() && client.mount_blob(b.digest, mount_from)) {
                 mounted++;
             } else if (!b.file.empty()) {
-                client.upload_blob(b.digest, b.file, b.size,
-                                   [&](std::uint64_t n) { ctx.progress->downloaded(n); });
-                bytes += b.size;
+                const std::uint64_t from = client.upload_blob(
+                    b.digest, b.file, b.size, [&](std::uint64_t n) { ctx.progress->downloaded(n); },
+                    upload_session(ctx, ref, b.digest));
+                if (from > 0) resumed++;
+                bytes += b.size - from;
                 uploaded++;
             } else {
                 client.upload_blob(b.digest, b.content);
@@ -166,6 +179,7 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
     result.uploaded = uploaded;
     result.present = present;
     result.mounted = mounted;
+    result.resumed = resumed;
     result.bytes_uploaded = bytes;
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

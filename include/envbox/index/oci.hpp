@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "envbox/index/http.hpp"
@@ -112,8 +113,14 @@ class RegistryClient {
     bool mount_blob(const std::string& digest, const std::string& from_repository);
     /// Uploads `size` bytes of `file` as `digest`: one PUT up to `chunk_bytes`, else PATCH
     /// chunks then the closing PUT. The registry checks the digest; `on_bytes` gets each part.
-    void upload_blob(const std::string& digest, const std::filesystem::path& file,
-                     std::uint64_t size, const std::function<void(std::uint64_t)>& on_bytes = {});
+    /// With `session`, a chunked upload records its offset and location there after every
+    /// chunk, and an upload that finds one (a push killed mid-blob) continues it once the
+    /// registry confirms the offset; the file goes when the blob is complete. Returns the
+    /// offset it resumed from (0: from the start).
+    std::uint64_t upload_blob(const std::string& digest, const std::filesystem::path& file,
+                              std::uint64_t size,
+                              const std::function<void(std::uint64_t)>& on_bytes = {},
+                              const std::filesystem::path& session = {});
     /// Uploads a small blob held in memory (the lock, the empty config).
     void upload_blob(const std::string& digest, const std::string& content);
     /// PUTs the manifest under `ref().reference()`; returns its digest.
@@ -137,6 +144,11 @@ class RegistryClient {
     HttpResponse send(HttpRequest req, const std::string& scope, const std::string& what);
     HttpRequest request(const std::string& url) const;
     std::string authorization(const std::string& scope);
+    /// The absolute upload URL a 202 names (on the registry's origin, else refused).
+    std::string upload_location(const HttpResponse& r, const std::string& what) const;
+    /// The (offset, location) of `session` when the registry confirms it, else nullopt.
+    std::optional<std::pair<std::uint64_t, std::string>> resume_session(
+        const std::filesystem::path& session, const std::string& what);
     void answer_challenge(const std::string& challenge, const std::string& scope,
                           const std::string& what);
 

@@ -39,6 +39,7 @@ struct PushResult {
     std::size_t uploaded = 0;     ///< blobs sent (wheels, the lock, the config)
     std::size_t present = 0;      ///< blobs the repository already had (HEAD)
     std::size_t mounted = 0;      ///< blobs mounted from another repository of the registry
+    std::size_t resumed = 0;      ///< uploads continued where a killed push left them
     std::size_t refetched = 0;    ///< wheels fetched again by the lock's URL (then kept)
     std::uint64_t bytes_uploaded = 0;
     double seconds = 0;

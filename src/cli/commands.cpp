@@ -10,19 +10,21 @@ namespace envbox::cli {
 void add_global_options(CLI::App& app, GlobalOptions& o, bool on_subcommand) {
     if (!on_subcommand)
         app.fallthrough();  // global options are accepted after the command name too
-    auto* home = app.add_option("--home", o.home,
-                                "Store and environments root (default: $ENVBOX_HOME, "
-                                "else $XDG_DATA_HOME/envbox)");
+    // On a command they are its own options too, in their own group, so its --help lists them.
+    CLI::App& group = on_subcommand ? *app.add_option_group("Global options") : app;
+    auto* home = group.add_option("--home", o.home,
+                                  "Store and environments root (default: $ENVBOX_HOME, "
+                                  "else $XDG_DATA_HOME/envbox)");
     if (!on_subcommand) home->envname("ENVBOX_HOME");
-    app.add_option("--project", o.project,
-                   "Project root (default: nearest directory upward holding manifests/)");
-    app.add_flag_function(
+    group.add_option("--project", o.project,
+                     "Project root (default: nearest directory upward holding manifests/)");
+    group.add_flag_function(
         "-v,--verbose", [&o](std::int64_t n) { o.verbosity += static_cast<int>(n); },
         "More output (repeatable)");
-    app.add_flag_function(
+    group.add_flag_function(
         "-q,--quiet", [&o](std::int64_t n) { o.verbosity -= static_cast<int>(n); }, "Less output");
-    app.add_flag("--json", o.json, "Machine-readable output where a command reports something");
-    app.add_option("--color", o.color, "Colour: auto, always or never (NO_COLOR is honoured)")
+    group.add_flag("--json", o.json, "Machine-readable output where a command reports something");
+    group.add_option("--color", o.color, "Colour: auto, always or never (NO_COLOR is honoured)")
         ->check(CLI::IsMember({"auto", "always", "never"}));
 }
 
@@ -37,6 +39,18 @@ void add_commands(CLI::App& app, GlobalOptions& global) {
           register_push,      register_pull,   register_pack,   register_unpack,
           register_completion})
         register_command(app, global);
+    // Every command's --help is whole: the global options, and the exit statuses after a
+    // command's own footer.
+    auto complete_help = [&](CLI::App& c) {
+        if (!c.get_option_no_throw("--home")) add_global_options(c, global, true);
+        if (c.get_footer().find("Exit status") == std::string::npos)
+            c.footer(c.get_footer() + "\n\n" + app.get_footer());
+    };
+    for (CLI::App* sub : app.get_subcommands({})) {
+        complete_help(*sub);
+        for (CLI::App* nested : sub->get_subcommands({}))  // `cache clean`
+            if (!nested->get_name().empty()) complete_help(*nested);
+    }
     app.require_subcommand(0, 1);
 }
 

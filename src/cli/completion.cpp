@@ -308,6 +308,7 @@ void run_completion(const CLI::App& root_app, const CompletionCommand& cmd) {
         // A command of commands (`cache clean|prune`): its words complete as the first
         // positional, their options beside its own.
         for (const CLI::App* nested : sub->get_subcommands({})) {
+            if (nested->get_name().empty()) continue;  // an option group (the global options)
             m.positional_choices.push_back(nested->get_name());
             for (auto& o : model_of(*nested).options)
                 if (std::none_of(m.options.begin(), m.options.end(),

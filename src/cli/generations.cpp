@@ -262,7 +262,7 @@ void register_rollback(CLI::App& app, GlobalOptions& global) {
     CLI::App* c =
         app.add_subcommand("rollback", "Switch ENV back to an earlier generation, atomically");
     c->add_option("ENV", cmd->env, "Environment")->required();
-    c->add_option("--to", cmd->to, "Generation number (default: the previous one)");
+    c->add_option("--to", cmd->to, "Generation number (default: the previous one)")->type_name("N");
     c->callback([&global, cmd] { run_rollback(global, *cmd); });
 }
 

@@ -644,6 +644,24 @@ class DoctorJson(unittest.TestCase):
         self.assertNotIn("s3cret", r.stdout + r.stderr)
 
 
+class Help(unittest.TestCase):
+    """Every command's --help is complete: its own options, the global ones (--json among
+    them, accepted after the command), the exit statuses; numbers typed as numbers."""
+
+    def test_every_command_lists_the_global_options(self):
+        top = envbox("--help", home=tempfile.gettempdir()).stdout
+        commands = [line.split()[0] for line in top.split("Subcommands:\n", 1)[1].splitlines()
+                    if line.startswith("  ") and not line.startswith("   ")]
+        self.assertIn("verify", commands)
+        self.assertGreater(len(commands), 20)
+        for cmd in commands + ["cache clean", "cache prune"]:
+            text = envbox(*cmd.split(), "--help", home=tempfile.gettempdir()).stdout
+            for option in ("--json", "--home", "--project", "-v,--verbose", "Exit status: 0 ok"):
+                self.assertIn(option, text, f"envbox {cmd} --help")
+        self.assertIn("--to N ", envbox("rollback", "--help", home=tempfile.gettempdir()).stdout)
+        self.assertIn("--keep INT ", envbox("gc", "--help", home=tempfile.gettempdir()).stdout)
+
+
 class DayOne(unittest.TestCase):
     """From an empty folder to train-cu128 and infer-cu130 over the PyTorch-shaped loopback
     world (tests/lock/indexworld.py) with init, add, run, tree, why, export, remove and delete:

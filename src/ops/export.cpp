@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "envbox/index/fetch.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/ops/target.hpp"
 #include "envbox/util/error.hpp"
@@ -79,6 +80,14 @@ std::string local_archive(const std::string& path, const std::string& source,
     return out;
 }
 
+// A `file://` index that is a flat directory of wheels (pip's --find-links), not a simple-API
+// tree: it has no page for `name`, as envbox's own reader decides.
+bool is_flat_directory(const std::string& url, const std::string& name) {
+    if (!url.starts_with("file://")) return false;
+    std::error_code ec;
+    return !fs::exists(index::file_url_path(url + "/" + name + "/") / "index.html", ec);
+}
+
 // `name==version`, `name @ URL` for a direct archive, or the path of a local one.
 std::string requirement_of(const lock::Package& p, const std::string& source,
                            const fs::path& base) {
@@ -111,13 +120,13 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
     // with the checkout's path.
     std::string head = "# Exported by envbox from " + fs::path(source).filename().string() +
                        "; install with pip install --require-hashes -r FILE\n";
-    std::vector<std::string> indexes;
+    std::vector<std::string> indexes, find_links;
     std::string body;
     for (const auto& p : lock.packages) {
         if (p.index) {
             std::string url = clean_url(*p.index, source, p, "index URL");
-            if (std::find(indexes.begin(), indexes.end(), url) == indexes.end())
-                indexes.push_back(url);
+            auto& list = is_flat_directory(url, p.name) ? find_links : indexes;
+            if (std::find(list.begin(), list.end(), url) == list.end()) list.push_back(url);
         }
         body += requirement_of(p, source, base);
         if (p.marker) body += " ; " + one_line(p.marker->str(), source, p, "marker");
@@ -127,6 +136,9 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
     }
     for (std::size_t i = 0; i < indexes.size(); ++i)
         head += (i == 0 ? "--index-url " : "--extra-index-url ") + indexes[i] + "\n";
+    if (indexes.empty() && !find_links.empty()) head += "--no-index\n";
+    for (const auto& url : find_links)
+        head += "--find-links " + url + "\n";
     return head + body;
 }
 

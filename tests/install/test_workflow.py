@@ -151,6 +151,22 @@ class Export(unittest.TestCase):
         # stdout is the default and gives the same text.
         self.assertEqual(envbox("export", "env", home=self.home, project=self.proj).stdout, text)
 
+    def test_a_flat_directory_index_is_find_links(self):
+        url = "file://" + self.wheels
+        add_index(self.lock, url)
+        text = envbox("export", "env", home=self.home, project=self.proj).stdout
+        self.assertIn(f"--no-index\n--find-links {url}\n", text)
+        self.assertNotIn("--index-url", text)
+        req = os.path.join(self.tmp, "requirements.txt")
+        with open(req, "w") as f:
+            f.write(text)
+        target = os.path.join(self.tmp, "target")
+        r = subprocess.run(["/usr/bin/python3", "-m", "pip", "install", "--disable-pip-version-check",
+                            "--no-deps", "--require-hashes", "-r", req, "--target", target],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(target, "beta_pkg.py")))
+
     def test_a_tampered_hash_fails_in_pip(self):
         req = os.path.join(self.tmp, "requirements.txt")
         envbox("export", "env", "-o", req, home=self.home, project=self.proj)

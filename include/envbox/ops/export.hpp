@@ -22,15 +22,16 @@ struct ExportResult {
 };
 
 /// The requirements file of `lock`: its package indexes as `--index-url` (the first) and
-/// `--extra-index-url` lines, userinfo stripped (credentials belong in pip's own config, never
-/// in a file that is committed or baked into an image); then per package, by name,
-/// `name==version [; marker] \` and one `    --hash=sha256:…` line per wheel (and sdist) the lock
-/// lists, so pip picks the file for its own target and checks it. A wheel locked by direct
-/// URL (a PEP 751 `archive`) is `name @ URL`; one locked by `path` is that path, as pip reads a
-/// path line: `./…` relative to `base` (the project root, where pip is to run) when the file
-/// lies under it, else absolute. Throws (invalid_input, naming `source` and the
-/// package) for a package pip cannot pin by hash (a directory, a VCS checkout, no sha256) and
-/// for a value that would break out of its line.
+/// `--extra-index-url` lines (a `file://` index that is a flat directory of wheels as
+/// `--find-links`, with `--no-index` when there is no other), userinfo stripped (credentials belong
+/// in pip's own config, never in a file that is committed or baked into an image); then per
+/// package, by name, `name==version [; marker] \` and one `    --hash=sha256:…` line per wheel (and
+/// sdist) the lock lists, so pip picks the file for its own target and checks it. A wheel locked by
+/// direct URL (a PEP 751 `archive`) is `name @ URL`; one locked by `path` is that path, as pip
+/// reads a path line: `./…` relative to `base` (the project root, where pip is to run) when the
+/// file lies under it, else absolute. Throws (invalid_input, naming `source` and the package) for a
+/// package pip cannot pin by hash (a directory, a VCS checkout, no sha256) and for a value that
+/// would break out of its line.
 std::string requirements_txt(const lock::Pylock& lock, const std::string& source,
                              const std::filesystem::path& base = {});
 

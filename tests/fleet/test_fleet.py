@@ -282,6 +282,14 @@ class PlainRegistry(Push):
         self.assertIn(self.ref(self.repo()), r.stderr)
         self.assertEqual(self.node_wheels(), [])
 
+    def test_pull_by_digest(self):
+        self.build("one")
+        report = self.push("one", self.ref(self.repo()))
+        self.index.close()
+        r = self.pull(f"{self.registry.host}/{self.repo()}@{report['digest']}", "d")
+        self.assertIn("2 wheels (2 fetched", r.stderr)
+        self.assert_works("d", ["alpha", "beta"])
+
     def test_a_missing_tag_is_a_clear_network_error(self):
         r = self.pull(self.ref(self.repo(), "nope"), check=False)
         self.assertEqual(r.returncode, 4, r.stderr)

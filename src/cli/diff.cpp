@@ -17,6 +17,7 @@ namespace {
 struct DiffCommand {
     std::string a, b;             ///< the old and the new side; b may be empty (see its help)
     std::string format = "text";  ///< --format text|markdown|json (--json: json)
+    std::string target;           ///< --target, may be empty
     std::string textconv_file;    ///< --textconv FILE
 };
 
@@ -29,9 +30,10 @@ void run_diff(const GlobalOptions& global, const DiffCommand& cmd) {
         throw Error(ErrorCode::usage, "envbox diff needs A (and optionally B), or --textconv FILE");
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    auto [old_side, new_side] = cmd.b.empty() ? ops::load_sides(ctx, cmd.a)
-                                              : std::pair{ops::load_side(ctx, cmd.a, false),
-                                                          ops::load_side(ctx, cmd.b, false)};
+    auto [old_side, new_side] = cmd.b.empty()
+                                    ? ops::load_sides(ctx, cmd.a, cmd.target)
+                                    : std::pair{ops::load_side(ctx, cmd.a, false, cmd.target),
+                                                ops::load_side(ctx, cmd.b, false, cmd.target)};
     ops::Diff d = ops::diff(old_side, new_side);
     std::string out;
     if (cmd.format == "json" || global.json)
@@ -59,6 +61,9 @@ void register_diff(CLI::App& app, GlobalOptions& global) {
         ->check(CLI::IsMember({"text", "markdown", "json"}));
     c->add_option("--textconv", cmd->textconv_file,
                   "Print FILE (a lock) as git's diff driver should show it");
+    c->add_option("--target", cmd->target,
+                  "Of locks for several platforms, what this one installs (a platform or its "
+                  "machine: aarch64)");
     c->callback([&global, cmd] { run_diff(global, *cmd); });
 }
 

@@ -19,6 +19,7 @@ struct LockCommand {
     std::vector<std::string> upgrade_packages;
     bool offline = false;
     bool allow_mixed_cuda = false;
+    std::string target;  ///< --target (with --check), may be empty
 };
 
 // --check: says whether the lock is stale; true when it is.
@@ -38,8 +39,10 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
     ops::Context ctx = make_context(global, progress);
     std::vector<std::string> stale;
     for (const auto& env : cmd.envs) {
-        ops::LockOptions opt{env,         cmd.check,           cmd.upgrade, cmd.upgrade_packages,
-                             cmd.offline, cmd.allow_mixed_cuda};
+        ops::LockOptions opt{env,         cmd.check,
+                             cmd.upgrade, cmd.upgrade_packages,
+                             cmd.offline, cmd.allow_mixed_cuda,
+                             cmd.target};
         ops::require_environment_files(ctx, env);
         ops::LockResult r = ops::lock(ctx, opt);
         progress.clear();
@@ -120,6 +123,9 @@ void register_lock(CLI::App& app, GlobalOptions& global) {
     c->add_flag("--offline", cmd->offline, "Use only cached index pages");
     c->add_flag("--allow-mixed-cuda", cmd->allow_mixed_cuda,
                 "Write a lock that mixes CUDA lines (recorded in the lock)");
+    c->add_option("--target", cmd->target,
+                  "With --check: also that the lock covers this platform of the manifest's "
+                  "`platforms` (a tag or its machine: aarch64)");
     c->callback([&global, cmd] { run_lock(global, *cmd); });
 }
 

@@ -8,6 +8,7 @@
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/lock/pylock.hpp"
+#include "envbox/ops/target.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
@@ -21,7 +22,26 @@ namespace fs = std::filesystem;
 namespace envbox::ops {
 namespace {
 
-LockView view_of(const std::string& text, const std::string& label, const fs::path& home) {
+// The entry of one package with `wheel` (null: none), its installed size when the store has it.
+LockView::Entry entry_of(const lock::Package& p, const lock::FileRef* wheel,
+                         const std::optional<store::Store>& store) {
+    LockView::Entry e;
+    e.name = p.name;
+    e.version = p.version ? p.version->str() : "";
+    e.index = p.index.value_or("");
+    if (wheel) {
+        e.filename = wheel->filename();
+        e.sha256 = wheel->sha256().value_or("");
+        e.size = wheel->size;
+        if (store)
+            if (auto sha = wheel->sha256())
+                if (auto files = store->load_wheel(*sha)) e.installed = files->total_size();
+    }
+    return e;
+}
+
+LockView view_of(const std::string& text, const std::string& label, const fs::path& home,
+                 const std::string& target = "") {
     auto lock = lock::Pylock::parse(text, label);
     if (!lock) throw lock.error();
     LockView v;
@@ -29,21 +49,26 @@ LockView view_of(const std::string& text, const std::string& label, const fs::pa
     std::optional<store::Store> store;
     std::error_code ec;
     if (fs::exists(store::Home(home).store(), ec)) store.emplace(home);
-    for (const auto& p : lock->packages) {
-        LockView::Entry e;
-        e.name = p.name;
-        e.version = p.version ? p.version->str() : "";
-        e.index = p.index.value_or("");
-        if (!p.wheels.empty()) {
-            const auto& w = p.wheels.front();
-            e.filename = w.filename();
-            e.sha256 = w.sha256().value_or("");
-            e.size = w.size;
-            if (store)
-                if (auto sha = w.sha256())
-                    if (auto files = store->load_wheel(*sha)) e.installed = files->total_size();
+    if (!target.empty()) {  // what that target installs
+        const Target t = lock_target(text, label, target);
+        lock::SelectTarget select_target;
+        select_target.environment = t.markers;
+        select_target.tags = &t.tags;
+        auto chosen = lock::select(*lock, select_target);
+        if (!chosen) throw Error(chosen.error()).add_context("reading " + label + " for " + target);
+        for (const auto& s : *chosen)
+            v.packages.push_back(entry_of(*s.package, s.file, store));
+    } else {
+        std::map<std::string, int> count;
+        for (const auto& p : lock->packages)
+            ++count[p.name];
+        for (const auto& p : lock->packages) {
+            v.packages.push_back(
+                entry_of(p, p.wheels.empty() ? nullptr : &p.wheels.front(), store));
+            // Targets that differ hold a name twice: each entry is its own line of the diff.
+            if (count[p.name] > 1 && p.marker)
+                v.packages.back().name += " [" + p.marker->str() + "]";
         }
-        v.packages.push_back(std::move(e));
     }
     std::sort(v.packages.begin(), v.packages.end(),
               [](const auto& x, const auto& y) { return x.name < y.name; });
@@ -115,7 +140,8 @@ std::string change_words(const DiffEntry& e) {
 
 }  // namespace
 
-LockView load_side(const Context& ctx, const std::string& spec, bool current_generation) {
+LockView load_side(const Context& ctx, const std::string& spec, bool current_generation,
+                   const std::string& target) {
     std::error_code ec;
     const auto at_sign = spec.find('@');
     const bool git_rev = at_sign != std::string::npos &&
@@ -123,7 +149,7 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
                          !fs::exists(spec, ec);  // ENV@origin/main is a revision, not a path
     if (!git_rev && (spec.find('/') != std::string::npos || spec.ends_with(".toml"))) {
         if (!fs::exists(spec, ec)) throw Error(ErrorCode::usage, "no lock file " + spec);
-        return view_of(read_file(spec), spec, ctx.home);
+        return view_of(read_file(spec), spec, ctx.home, target);
     }
     if (auto at = spec.find('@'); at != std::string::npos) {
         std::string env = spec.substr(0, at), rev = spec.substr(at + 1);
@@ -135,7 +161,7 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
         if (r.status != 0)
             throw Error(ErrorCode::usage,
                         "cannot read manifests/pylock." + env + ".toml at " + rev + ": " + r.err);
-        return view_of(r.out, spec, ctx.home);
+        return view_of(r.out, spec, ctx.home, target);
     }
     if (auto hash = spec.find('#'); hash != std::string::npos) {
         std::string env = spec.substr(0, hash);
@@ -145,7 +171,7 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
         if (!fs::exists(gen / ".envbox" / "pylock.toml", ec))
             throw Error(ErrorCode::usage,
                         spec + ": no such generation (see `envbox history " + env + "`)");
-        return view_of(read_file(gen / ".envbox" / "pylock.toml"), spec, ctx.home);
+        return view_of(read_file(gen / ".envbox" / "pylock.toml"), spec, ctx.home, target);
     }
     check_env_name(spec);
     if (current_generation) {
@@ -158,15 +184,17 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
                                               : " for project " + ctx.project_root.string()) +
                     "; run `envbox create " + spec + "` first, or name two locks");
         return view_of(read_file(gen->path / ".envbox" / "pylock.toml"),
-                       spec + "#" + std::to_string(gen->number), ctx.home);
+                       spec + "#" + std::to_string(gen->number), ctx.home, target);
     }
     fs::path lock = ctx.project_root / "manifests" / ("pylock." + spec + ".toml");
     if (ctx.project_root.empty() || !fs::exists(lock, ec))
         throw Error(ErrorCode::usage, "no lock for " + spec);
-    return view_of(read_file(lock), (fs::path("manifests") / lock.filename()).string(), ctx.home);
+    return view_of(read_file(lock), (fs::path("manifests") / lock.filename()).string(), ctx.home,
+                   target);
 }
 
-std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a) {
+std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a,
+                                         const std::string& target) {
     const auto at = a.find('@'), hash = a.find('#');
     // As `load_side` reads it: a '/' outside a revision, or a .toml name, is a lock path.
     const bool path =
@@ -177,10 +205,10 @@ std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& 
         throw Error(ErrorCode::usage,
                     "envbox diff " + a + ": a lock file needs a second lock to compare with");
     if (at != std::string::npos)
-        return {load_side(ctx, a, false), load_side(ctx, a.substr(0, at), false)};
+        return {load_side(ctx, a, false, target), load_side(ctx, a.substr(0, at), false, target)};
     if (hash != std::string::npos)
-        return {load_side(ctx, a, false), load_side(ctx, a.substr(0, hash), true)};
-    return {load_side(ctx, a, true), load_side(ctx, a, false)};
+        return {load_side(ctx, a, false, target), load_side(ctx, a.substr(0, hash), true, target)};
+    return {load_side(ctx, a, true, target), load_side(ctx, a, false, target)};
 }
 
 Diff diff(const LockView& a, const LockView& b) {

@@ -317,8 +317,28 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     LockResult result;
     const fs::path manifest_path = ctx.project_root / "manifests" / (opt.env + ".toml");
     result.lock_path = ctx.project_root / "manifests" / ("pylock." + opt.env + ".toml");
+    if (!opt.target.empty() && !opt.check)
+        throw Error(ErrorCode::usage,
+                    "--target goes with --check (a lock is for every platform "
+                    "of its manifest)");
     if (opt.check) {
-        result.reasons = lock_staleness(manifest_path, result.lock_path);
+        if (!opt.target.empty()) {
+            const lock::Manifest m = read_manifest(manifest_path);
+            auto named = platform_named(m.platforms, opt.target);
+            if (!named)
+                throw Error(ErrorCode::usage, "--target " + opt.target + ": " +
+                                                  manifest_path.string() +
+                                                  " names no such platform");
+            std::error_code ec;
+            if (fs::exists(result.lock_path, ec)) try {
+                    lock_target(read_file(result.lock_path), result.lock_path, *named);
+                } catch (const Error&) {
+                    result.reasons.push_back(result.lock_path.string() + " does not cover " +
+                                             *named);
+                }
+        }
+        for (auto& why : lock_staleness(manifest_path, result.lock_path))
+            result.reasons.push_back(std::move(why));
         result.stale = !result.reasons.empty();
         return result;
     }

@@ -88,8 +88,8 @@ Target target_of_interpreter(env::Interpreter interpreter, const std::string& pl
     return t;
 }
 
-lock::Pylock lock_for_target(const lock::Pylock& lock, const std::string& text,
-                             const std::filesystem::path& path, const std::string& target) {
+Target lock_target(const std::string& text, const std::filesystem::path& path,
+                   const std::string& target) {
     auto tool = lock::read_tool_table(text, path.string());
     if (!tool) throw tool.error();
     std::vector<std::string> platforms = tool->lists["platforms"];
@@ -101,11 +101,23 @@ lock::Pylock lock_for_target(const lock::Pylock& lock, const std::string& text,
                     "--target " + target + ": " + path.string() +
                         (platforms.empty() ? " records no targets (it was not written by envbox)"
                                            : " is locked for " + joined(platforms) + " only"));
-    Target t;
-    t.platform = *named;
-    const std::string python = tool->values["python"].empty() ? "3.0" : tool->values["python"];
-    auto filtered =
-        lock::for_target(lock, pep::MarkerEnvironment::linux_cpython(python + ".0", t.machine()));
+    lock::Manifest m;  // the python line alone: "3.12"
+    const std::string& python = tool->values["python"];
+    const auto dot = python.find('.');
+    try {
+        m.python_major = std::stoi(python.substr(0, dot));
+        m.python_minor = std::stoi(python.substr(dot + 1));
+    } catch (const std::exception&) {
+        throw Error(ErrorCode::invalid_input, path.string() + ": [tool.envbox] python '" + python +
+                                                  "' is not a CPython line such as 3.12");
+    }
+    return manifest_target(m, *named);
+}
+
+lock::Pylock lock_for_target(const lock::Pylock& lock, const std::string& text,
+                             const std::filesystem::path& path, const std::string& target) {
+    const Target t = lock_target(text, path, target);
+    auto filtered = lock::for_target(lock, t.markers);
     if (!filtered) throw filtered.error();
     return std::move(*filtered);
 }

@@ -212,6 +212,20 @@ class MultiTarget(unittest.TestCase):
     def test_export_and_check_per_target(self):
         r = envbox("lock", "train", "--check", home=self.home, project=self.project)
         self.assertEqual(r.returncode, 0)
+        for target in ("aarch64", X86):
+            envbox("lock", "train", "--check", "--target", target, home=self.home, project=self.project)
+        r = envbox("lock", "train", "--check", "--target", "ppc64le", home=self.home, project=self.project,
+                   check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("names no such platform", r.stderr)
+        # A manifest that gained a platform its lock lacks: stale for that target (exit 3).
+        project = self.new_project("grown", BOTH, seed_lock=None)
+        with open(self.lock_path(project), "w") as f:
+            f.write(self.lock.replace("platforms = [", "platforms_was = ["))
+        r = envbox("lock", "train", "--check", "--target", "aarch64", home=self.home, project=project,
+                   check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn(f"does not cover {ARM}", r.stderr)
         # A target the manifest does not name is refused, naming those it does.
         r = envbox("create", "train", "--target", "ppc64le", home=self.home, project=self.project,
                    check=False)
@@ -246,6 +260,21 @@ class MultiTarget(unittest.TestCase):
         self.assertIn(f"is locked for {X86}, {ARM} only", r.stderr)
         r = run("export", "train", "--format", "pylock", "--target", "aarch64", check=False)
         self.assertEqual(r.returncode, 2, r.stderr)
+
+    def test_diff_per_target(self):
+        project = self.new_project("diffed", BOTH, seed_lock=self.lock)
+        old = os.path.join(self.tmp, "old.pylock.toml")
+        with open(old, "w") as f:
+            f.write(self.lock)
+        new = self.lock_path(project)
+        with open(new, "w") as f:  # the aarch64 bitsandbytes entry gone: one target changed
+            f.write(re.sub(r'\n\[\[packages\]\]\nname = "bitsandbytes"\nversion = "0.47.0"\n.*?(?=\n\[\[packages\]\])',
+                           "", self.lock, flags=re.S))
+        def diff(*extra):
+            return envbox("diff", old, new, *extra, home=self.home, project=project).stdout
+        self.assertIn("- bitsandbytes 0.47.0", diff("--target", "aarch64"))
+        self.assertIn("no changes", diff("--target", "x86_64"))
+        self.assertIn("- bitsandbytes [platform_machine == \"aarch64\"] 0.47.0", diff())
 
     def test_a_lock_for_other_machines_is_refused_naming_its_targets(self):
         # A bare --lock of aarch64 alone, on this (x86_64) machine: refused by its environments.

@@ -26,12 +26,17 @@ struct LockView {
 /// Resolves a diff operand: a lock file path, `ENV` (its lock), `ENV#N` (generation N's lock),
 /// `ENV@REV` (the lock at a git revision of the project), or `ENV` current generation when
 /// `current_generation` is set.
-LockView load_side(const Context& ctx, const std::string& spec, bool current_generation);
+/// `target` (`--target`), when not empty: of a multi-target lock, the packages and wheels that
+/// target installs (`lock::select` for `lock_target`). Without it, an entry of a name the lock
+/// holds more than once (targets that differ) is named `name [marker]`.
+LockView load_side(const Context& ctx, const std::string& spec, bool current_generation,
+                   const std::string& target = "");
 
 /// The two sides `envbox diff A` compares when B is not given, as `git diff` does: `ENV` is its
 /// current generation against its lock, `ENV@REV` the lock at REV against the working lock,
 /// `ENV#N` generation N against the current generation. A lock path alone is a usage error.
-std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a);
+std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a,
+                                         const std::string& target = "");
 
 struct DiffEntry {
     /// What changed, the most telling first: a version, its local label (`+cu128` → `+cu130`),

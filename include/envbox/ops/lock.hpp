@@ -20,6 +20,9 @@ struct LockOptions {
     std::vector<std::string> upgrade_packages;  ///< ignore the locked version of these
     bool offline = false;
     bool allow_mixed_cuda = false;  ///< write a lock that mixes CUDA lines (recorded)
+    /// With `check`: a platform of the manifest (a tag or its machine; another is a usage
+    /// error) that the lock must also cover, else it is stale; only with `check`.
+    std::string target;
 };
 
 struct LockResult {

@@ -79,6 +79,13 @@ Target create_target(const lock::Manifest* manifest, const std::filesystem::path
 std::string platform_for_host(const lock::Manifest& manifest, const std::string& host,
                               const std::string& wanted, const std::string& env);
 
+/// The target `target` of the lock whose text is `text` (at `path`): a platform its
+/// `[tool.envbox]` records (`platforms`, or `platform`), whole or by machine ("aarch64"), as
+/// CPython `python`.0 there (tags and markers, no interpreter). A target the lock does not
+/// record is a usage error naming those it does.
+Target lock_target(const std::string& text, const std::filesystem::path& path,
+                   const std::string& target);
+
 /// The lock `lock` (read from `text` at `path`) as its target `target` sees it (`--target` of
 /// tree, why, export, diff): `target` names a platform its `[tool.envbox]` records
 /// (`platforms`, or `platform`), whole or by machine ("aarch64"); the packages kept are those

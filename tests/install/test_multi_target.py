@@ -276,6 +276,25 @@ class MultiTarget(unittest.TestCase):
         self.assertIn("no changes", diff("--target", "x86_64"))
         self.assertIn("- bitsandbytes [platform_machine == \"aarch64\"] 0.47.0", diff())
 
+    def test_a_universal_lock_of_another_tool_installs_per_machine(self):
+        # The lock as a `--universal`-style tool writes one: markers of its own spelling, one
+        # environment for Linux, no [tool.envbox]; installed with create --lock alone.
+        text = self.lock.split("\n[tool.envbox]\n")[0] + "\n"
+        text = text.replace('created-by = "envbox"', 'created-by = "uv"')
+        text = re.sub(r"^environments = .*$", "environments = [\"sys_platform == 'linux'\"]", text, flags=re.M)
+        text = re.sub(r"^marker = \"platform_machine == '(\w+)'\"$",
+                      "marker = \"sys_platform == 'linux' and platform_machine == '\\1'\"", text, flags=re.M)
+        path = os.path.join(self.tmp, "pylock.universal.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        for platform in BOTH:
+            with self.subTest(platform=platform):
+                expected = {n: (v, tag_of(w)) for n, (v, w) in self.own_resolution(platform).items()}
+                envbox("create", "universal", "--lock", path, "--target", platform, home=self.home,
+                       project=self.project)
+                gen = os.path.join(self.project, ".envbox", "universal")
+                self.assertEqual(installed(gen), expected)
+
     def test_a_lock_for_other_machines_is_refused_naming_its_targets(self):
         # A bare --lock of aarch64 alone, on this (x86_64) machine: refused by its environments.
         project = self.new_project("arm-alone", ARM)

@@ -65,7 +65,9 @@ def build_indexes(root):
                 f.write("<!DOCTYPE html>\n<html><body>\n" + "\n".join(anchors) + "\n</body></html>\n")
 
 
-class AddRemove(unittest.TestCase):
+class World(unittest.TestCase):
+    """WORLD served from 127.0.0.1 for the class; per test an empty project and home."""
+
     @classmethod
     def setUpClass(cls):
         cls.www = tempfile.mkdtemp(prefix="envbox-add-www-")
@@ -82,13 +84,18 @@ class AddRemove(unittest.TestCase):
         self.home = os.path.join(self.tmp, "home")
         self.proj = os.path.join(self.tmp, "proj")
         os.makedirs(os.path.join(self.proj, "manifests"))
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+
+class AddRemove(World):
+    def setUp(self):
+        super().setUp()
         self.manifest_path = os.path.join(self.proj, "manifests", "env.toml")
         self.lock_path = os.path.join(self.proj, "manifests", "pylock.env.toml")
         self.original = MANIFEST.format(pyv=PYV, url=self.server.url)
         self.write(self.original)
-
-    def tearDown(self):
-        keep_or_remove(self.tmp)
 
     def write(self, text):
         with open(self.manifest_path, "w") as f:
@@ -313,33 +320,16 @@ requirements = {reqs}
 """
 
 
-class ProjectFile(unittest.TestCase):
+class ProjectFile(World):
     """`envbox.toml` at the project root: indexes, [sources], [run].env and default-env shared
     by manifests that do not repeat them."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.www = tempfile.mkdtemp(prefix="envbox-proj-www-")
-        build_indexes(cls.www)
-        cls.server = StaticServer(cls.www)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-        keep_or_remove(cls.www)
-
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="envbox-proj-")
-        self.home = os.path.join(self.tmp, "home")
-        self.proj = os.path.join(self.tmp, "proj")
-        os.makedirs(os.path.join(self.proj, "manifests"))
+        super().setUp()
         self.shared = os.path.join(self.proj, "envbox.toml")
         self.write_file(self.shared, PROJECT_FILE.format(url=self.server.url))
         self.write_env("a", '["alpha"]', '\n[run]\nenv = { WHO = "a" }\n')
         self.write_env("b", '["gamma"]')
-
-    def tearDown(self):
-        keep_or_remove(self.tmp)
 
     def write_file(self, path, text):
         with open(path, "w") as f:

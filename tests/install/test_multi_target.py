@@ -63,7 +63,10 @@ def world():
                  pkg("nvidia-nccl-cu12", "2.27.3", tag=f"py3-none-manylinux_2_18_{m}"),
                  pkg("numpy", "2.3.3", tag=binary(m))]
     pypi += [pkg("bitsandbytes", "0.48.1", ["torch", "numpy"], tag=binary("x86_64")),
-             pkg("bitsandbytes", "0.47.0", ["torch", "numpy"], tag=binary("aarch64"))]
+             pkg("bitsandbytes", "0.47.0", ["torch", "numpy"], tag=binary("aarch64")),
+             # CUDA 13 on aarch64 alone: a lock of the 12.8 line is incoherent there only.
+             pkg("gh-kernels", "1.0", ["nvidia-cublas==13.0.0.19; platform_machine == 'aarch64'"])]
+    pypi += [pkg("nvidia-cublas", "13.0.0.19", tag=cuda(m)) for m in ("x86_64", "aarch64")]
     return {"pytorch-cu128": torch, "pypi": pypi}
 
 
@@ -294,6 +297,23 @@ class MultiTarget(unittest.TestCase):
                        project=self.project)
                 gen = os.path.join(self.project, ".envbox", "universal")
                 self.assertEqual(installed(gen), expected)
+
+    def test_cuda_coherence_and_the_driver_per_target(self):
+        project = self.new_project("mixed", BOTH)
+        path = os.path.join(project, "manifests", "train.toml")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('"numpy"]', '"numpy", "gh-kernels"]'))
+        r = envbox("lock", "train", home=self.home, project=project, check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("nvidia-cublas", r.stderr)
+        self.assertIn(f"on {ARM}", r.stderr)
+        self.assertFalse(os.path.exists(self.lock_path(project)))
+        # The driver is checked for the CUDA line of the target being built (cu128 needs 525.60.13).
+        r = envbox("create", "train", "--target", "aarch64", home=self.home, project=self.project,
+                   env={"ENVBOX_CUDA_DRIVER": "520.0"}, check=False)
+        self.assertEqual(r.returncode, 6, r.stderr)
 
     def test_a_lock_for_other_machines_is_refused_naming_its_targets(self):
         # A bare --lock of aarch64 alone, on this (x86_64) machine: refused by its environments.

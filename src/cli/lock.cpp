@@ -97,7 +97,8 @@ void report_lock(const GlobalOptions& global, const std::string& env, const ops:
                        {"requests", r.requests},
                        {"cache_hits", r.cache_hits},
                        {"peak_in_flight", r.peak_in_flight},
-                       {"changes", changes_json(r.changes)}};
+                       {"changes", changes_json(r.changes)},
+                       {"targets_differ", r.target_notes}};
         std::printf("%s\n", json_line(report).c_str());
     } else if (global.verbosity >= 0) {
         std::fprintf(stderr,

@@ -329,7 +329,9 @@ class MultiTarget(unittest.TestCase):
 
     def test_relock_is_byte_identical_and_an_upgrade_a_small_diff(self):
         project = self.new_project("relock", BOTH, seed_lock=self.lock)
-        envbox("lock", "train", "--upgrade", home=self.home, project=project)
+        r = envbox("--json", "lock", "train", "--upgrade", home=self.home, project=project)
+        self.assertEqual([n.split(":")[0] for n in json.loads(r.stdout)["targets_differ"]],
+                         ["bitsandbytes", "triton"])
         with open(self.lock_path(project)) as f:
             self.assertEqual(f.read(), self.lock)
         # A cold lock (a new home, nothing cached) writes the same bytes.

@@ -209,6 +209,10 @@ class PlainRegistry(Push):
         self.index.close()
         second = self.push("one", self.ref(self.repo(), "v2"))
         self.assertEqual(second["refetched"], 0)
+        # gc sweeps a kept archive with its wheel.
+        envbox("delete", "one", home=self.home, project=self.project)
+        envbox("gc", home=self.home, project=self.project)
+        self.assertFalse(any(os.path.exists(a) for a in archives))
 
     def test_a_blob_corrupted_in_storage_is_refused_and_nothing_is_stored(self):
         self.build("one")

@@ -234,8 +234,8 @@ lock::TargetPackages target_packages(TargetResolution& t) {
         if (auto d = t.direct.find(pin.name); d != t.direct.end()) {
             p.archive = d->second.archive;  // a direct reference: no index
         } else {
-            auto chosen = t.source->chosen(pin.name, pin.version);
-            auto [digest, size] = t.source->digest_and_size(pin.name, pin.version);
+            auto chosen = t.index->chosen(pin.name, pin.version);
+            auto [digest, size] = t.index->digest_and_size(pin.name, pin.version);
             p.index = chosen.index_url;
             lock::LockedWheel w;
             w.filename = chosen.file.filename;
@@ -354,7 +354,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     const lock::Manifest m = read_manifest(manifest_path);
     std::vector<TargetResolution> targets;
     for (Target& t : targets_of_manifest(m))
-        targets.push_back(TargetResolution{std::move(t), nullptr, {}, {}});
+        targets.push_back(TargetResolution{std::move(t), nullptr, nullptr, {}, {}});
     if (targets.size() > 1)
         for (const auto& t : targets)
             if (t.target.machine().empty())
@@ -385,14 +385,15 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     auto shared = targets.size() > 1 ? std::make_shared<resolve::SharedFetches>() : nullptr;
     for (auto& t : targets) {
         t.direct = direct_wheels(m, manifest_path, t.target, http, store::Home(ctx.home));
-        t.source = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, t.target.tags,
-                                                          t.target.python_full_version,
-                                                          store::Home(ctx.home), shared);
+        t.index = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, t.target.tags,
+                                                         t.target.python_full_version,
+                                                         store::Home(ctx.home), shared);
+        t.source = t.index.get();
     }
     ctx.progress->phase("Resolving", 0);
     resolve_targets(targets, m.requirements, ropt, opt.env, m.python);
     for (auto& t : targets)
-        t.source->stop_prefetching();
+        t.index->stop_prefetching();
     for (const auto& t : targets) {
         try {
             check_pins(t.pins, m, opt, manifest_path, result.lock_path);

@@ -19,9 +19,11 @@ namespace envbox::ops {
 /// One target of a lock being written.
 struct TargetResolution {
     Target target;
-    std::unique_ptr<resolve::IndexSource> source;  ///< this target's view of the indexes
-    std::map<std::string, DirectWheel> direct;     ///< the manifest's direct wheels, checked
-    std::vector<resolve::Pinned> pins;             ///< set by `resolve_targets`
+    std::unique_ptr<resolve::IndexSource> index;  ///< this target's view of the indexes
+    /// What the solver asks (`index`, or a test's world); never null for `resolve_targets`.
+    resolve::PackageSource* source = nullptr;
+    std::map<std::string, DirectWheel> direct;  ///< the manifest's direct wheels, checked
+    std::vector<resolve::Pinned> pins;          ///< set by `resolve_targets`
 };
 
 /// Resolves `root` for every target side by side (`options` with each target's markers and

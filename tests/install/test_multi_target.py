@@ -206,6 +206,12 @@ class MultiTarget(unittest.TestCase):
             with self.subTest(platform=platform):
                 expected = {n: (v, tag_of(w)) for n, (v, w) in self.own_resolution(platform).items()}
                 self.assertEqual(installed(self.create_on(platform)), expected)
+        # Without --target: this machine's target.
+        host = {"x86_64": X86, "aarch64": ARM}.get(os.uname().machine)
+        if host:
+            envbox("create", "train", home=self.home, project=self.project)
+            expected = {n: (v, tag_of(w)) for n, (v, w) in self.own_resolution(host).items()}
+            self.assertEqual(installed(os.path.join(self.project, ".envbox", "train")), expected)
         # By machine name too, and the lock is not rewritten by creating.
         self.assertEqual(installed(self.create_on("aarch64"))["bitsandbytes"],
                          ("0.47.0", binary("aarch64")))

@@ -154,7 +154,15 @@ class FetchPool {
             // Local or downloaded, the archive is hashed by one of the ingest's own tasks,
             // beside the others, and nothing is stored unless it matches the lock.
             fs::path archive;
-            if (auto local = index::local_artifact_path(req, plan_.lock_dir)) {
+            const auto local = index::local_artifact_path(req, plan_.lock_dir);
+            const fs::path received = index::download_path(plan_.downloads, req.sha256);
+            std::error_code ec;
+            if (local && !fs::exists(*local, ec) && fs::exists(received, ec)) {
+                // A lock's local path that is not on this machine, and the wheel that pull or
+                // unpack put where a download goes: that (the ingest checks its sha256).
+                p.downloaded = received;
+                archive = received;
+            } else if (local) {
                 archive = *local;
             } else {
                 p.downloaded = index::download_path(plan_.downloads, req.sha256);

@@ -35,7 +35,7 @@ import envboxtest  # noqa: E402
 from envboxtest import envbox, keep_or_remove, manifest_text, sha256_file, write_manifest  # noqa: E402
 from httpserver import StaticServer, make_test_ca  # noqa: E402
 import registry  # noqa: E402
-from wheelgen import Wheel  # noqa: E402
+from wheelgen import Wheel, write_lock  # noqa: E402
 
 WHEELS = [Wheel("alpha", "1.0", {"alpha/__init__.py": "VALUE = 'alpha 1.0'\n"}),
           Wheel("beta", "2.0", {"beta.py": "VALUE = 'beta 2.0'\n"}),
@@ -516,6 +516,23 @@ class Pack(World):
         self.index.close()
         self.at_node("unpack", out, "renamed")
         self.assert_works("renamed", ["alpha", "beta", "gamma"])
+
+    def test_a_lock_of_local_paths_unpacks_where_those_paths_are_not(self):
+        """A lock naming its wheels by `path` (a wheel folder beside the project, as
+        examples/offline has): on the node those paths do not exist, and the wheels come from
+        the pack."""
+        project = os.path.join(self.case, "local")
+        os.makedirs(os.path.join(project, "manifests"))
+        files = [os.path.join(self.www, "files", f) for f in sorted(os.listdir(os.path.join(self.www, "files")))
+                 if f.startswith(("alpha", "beta"))]
+        write_lock(os.path.join(project, "manifests", "pylock.paths.toml"), files)
+        envbox("create", "paths", home=self.home, project=project)
+        out = os.path.join(self.case, "paths.tar")
+        envbox("pack", "paths", "-o", out, home=self.home, project=project)
+        self.node = os.path.join(self.case, "far", "away", "node")  # the lock's relative paths miss
+        os.makedirs(self.node)
+        self.at_node("unpack", out)
+        self.assert_works("paths", ["alpha", "beta"])
 
     def tampered(self, name, lock, wheels, rewrite):
         """Writes the members `rewrite(lock, wheels) -> [(TarInfo, bytes)]` as NAME.tar and

@@ -499,6 +499,16 @@ class Pack(World):
         self.assertIn("2 wheels (2 fetched, 0 already stored", r.stderr)
         self.assert_works("one", ["alpha", "beta"])
 
+    def test_zstd_by_flag_and_never_by_flag(self):
+        self.build("one")
+        forced = os.path.join(self.case, "forced.tar")
+        envbox("pack", "one", "-o", forced, "--zstd", home=self.home, project=self.project)
+        plain = os.path.join(self.case, "plain.tar.zst")
+        envbox("pack", "one", "-o", plain, "--no-zstd", home=self.home, project=self.project)
+        with open(forced, "rb") as f:
+            self.assertEqual(f.read(4), b"\x28\xb5\x2f\xfd")
+        self.assertEqual(self.members(plain)[0][0], "pylock.toml")
+
     def test_pack_is_a_plain_tar_of_the_lock_then_the_wheels(self):
         self.build("two")
         out = os.path.join(self.case, "two.tar")

@@ -73,7 +73,9 @@ def main():
         results["registry_bytes"] = du(reg.storage)
         results["registry_blobs"] = len(reg.blobs())
 
-        node = os.path.join(runs, "node-1")
+        # Nodes one folder deeper than the project: the lock's relative wheel paths lead nowhere
+        # there, so every wheel comes from the registry's blobs.
+        node = os.path.join(runs, "nodes", "node-1")
         os.makedirs(node)
         subprocess.run(["sync"])
         results["pull_s"] = envbox(os.path.join(node, "home"), "pull", ref, "t", "--plain-http", "--no-compile",
@@ -81,7 +83,7 @@ def main():
 
         nodes = []
         for i in range(args.nodes):
-            d = os.path.join(runs, f"fleet-{i}")
+            d = os.path.join(runs, "nodes", f"fleet-{i}")
             os.makedirs(d)
             nodes.append(d)
         subprocess.run(["sync"])

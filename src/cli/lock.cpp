@@ -22,9 +22,19 @@ struct LockCommand {
     std::string target;  ///< --target (with --check), may be empty
 };
 
-// --check: says whether the lock is stale; true when it is.
+// --check: says whether the lock is stale (with --json: one line
+// {"environment", "lock", "stale", "reasons"}); true when it is.
 bool report_check(const GlobalOptions& global, const std::string& env, const ops::LockResult& r) {
-    if (r.stale) {
+    if (global.json) {
+        Json reasons = Json::array();
+        for (const auto& why : r.reasons)
+            reasons.push_back(why);
+        std::printf("%s\n", json_line(Json{{"environment", env},
+                                           {"lock", r.lock_path.string()},
+                                           {"stale", r.stale},
+                                           {"reasons", reasons}})
+                                .c_str());
+    } else if (r.stale) {
         std::fprintf(stderr, "%s: the lock is stale:\n", env.c_str());
         for (const auto& why : r.reasons)
             std::fprintf(stderr, "  %s\n", why.c_str());

@@ -224,8 +224,20 @@ void run_run(const GlobalOptions& global, const RunCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::SandboxMode mode = sandbox_mode(args);
+    std::vector<std::string> argv = command_of(args.rest);  // usage errors first
+    if (!cmd.env.empty()) {
+        // The first word was taken as ENV (no `--` before it): when no environment has that
+        // name, it may have been meant as the command, as `uv run python` means.
+        try {
+            ops::require_known_environment(ctx, args.env);
+        } catch (const Error& e) {
+            throw Error(e.code(), e.message() + "\n  if " + args.env +
+                                      " is the command, put -- before it: `envbox run -- " +
+                                      args.env + (args.rest.empty() ? "" : " …") + "`");
+        }
+    }
     sync_first(ctx, args);
-    ops::RunPlan plan = ops::plan_run(ctx, args.env, command_of(args.rest), current_environment());
+    ops::RunPlan plan = ops::plan_run(ctx, args.env, std::move(argv), current_environment());
     for (const auto& [k, v] : args.environment)
         plan.environment[k] = v;
     env::SandboxOutcome sandbox = ops::enter_run_sandbox(ctx, plan, mode);
@@ -243,8 +255,8 @@ void register_run(CLI::App& app, GlobalOptions& global) {
     // `--` reaches this check while the `--` is already among what was not parsed.
     auto after_marker = std::make_shared<std::optional<bool>>();  // decided once, at the parse
     c->add_option("ENV", cmd->env,
-                  "Environment (default, when -- comes first: $ENVBOX_ENV, else "
-                  "the project's only manifest)")
+                  "Environment (default, when -- comes first: $ENVBOX_ENV, else default-env "
+                  "of envbox.toml, else the project's only manifest)")
         ->check([c, after_marker](const std::string&) {
             if (!*after_marker) {
                 auto seen = c->remaining();

@@ -79,7 +79,8 @@ void register_shell(CLI::App& app, GlobalOptions& global) {
                            "An interactive $SHELL inside ENV and its sandbox (as `run ENV -- "
                            "$SHELL -i`)");
     c->add_option("ENV", cmd->env,
-                  "Environment (default: $ENVBOX_ENV, else the project's only manifest)");
+                  "Environment (default: $ENVBOX_ENV, else default-env of envbox.toml, else "
+                  "the project's only manifest)");
     auto* locked =
         c->add_flag("--locked", cmd->locked, "Fail (exit 3) if the lock is stale, as for `run`");
     c->add_flag("--frozen", cmd->frozen, "Use the current generation as it is, as for `run`")

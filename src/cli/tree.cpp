@@ -68,7 +68,7 @@ void register_tree(CLI::App& app, GlobalOptions& global) {
         ->option_text("PKG");
     c->add_option("--depth", cmd->depth, "Show N levels below the top (default: 255, as uv tree)")
         ->option_text("N")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, 255).description(""));
     c->add_option("--target", cmd->target,
                   "Of a lock for several platforms, the tree of this one (a platform or its "
                   "machine: aarch64)");

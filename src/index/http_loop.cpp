@@ -43,6 +43,8 @@ CURLcode HttpClient::Shared::perform(CURL* easy) {
     auto result = done.get_future();
     {
         std::lock_guard guard(mutex);
+        // The loop is ending (or gone): a transfer handed to it now would never be answered.
+        if (stop) return CURLE_ABORTED_BY_CALLBACK;
         if (!started) {
             loop = std::thread([this] { run(); });
             started = true;

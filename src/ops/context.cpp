@@ -95,6 +95,13 @@ void require_environment_files(const Context& ctx, const std::string& env) {
                                               "; `envbox init " + env + "` writes one)");
 }
 
+void require_known_environment(const Context& ctx, const std::string& env) {
+    check_env_name(env);
+    std::error_code ec;
+    if (!ctx.project_root.empty() && !fs::exists(env_dir(ctx, env), ec))
+        require_environment_files(ctx, env);
+}
+
 std::string project_key(const fs::path& root) {
     std::string name = root.filename().string();
     if (name.empty()) name = "root";

@@ -68,6 +68,7 @@ DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
     const fs::path caches = home.compile_cache(project_key(ctx.project_root), opt.env);
     const fs::path lock_path = env_lock_path(ctx, opt.env);
     std::error_code ec;
+    if (!fs::exists(caches, ec)) require_known_environment(ctx, opt.env);
     if (!fs::exists(edir, ec) && !fs::exists(caches, ec))
         throw Error(ErrorCode::generic,
                     "environment '" + opt.env + "' has not been created" +

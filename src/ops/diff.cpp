@@ -175,6 +175,7 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
     }
     check_env_name(spec);
     if (current_generation) {
+        require_known_environment(ctx, spec);
         auto gen = env::current_generation(env_dir(ctx, spec));
         if (!gen)
             throw Error(

@@ -26,7 +26,7 @@ double since(std::chrono::steady_clock::time_point t) {
 }
 
 env::Generation require_current(const Context& ctx, const std::string& env) {
-    check_env_name(env);
+    require_known_environment(ctx, env);
     auto gen = env::current_generation(env_dir(ctx, env));
     if (!gen)
         throw Error(ErrorCode::generic, "environment '" + env +
@@ -147,7 +147,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
 }
 
 std::vector<HistoryEntry> history(const Context& ctx, const std::string& env) {
-    check_env_name(env);
+    require_known_environment(ctx, env);
     fs::path edir = env_dir(ctx, env);
     std::error_code ec;
     if (!fs::is_directory(edir, ec))
@@ -185,7 +185,7 @@ std::vector<HistoryEntry> history(const Context& ctx, const std::string& env) {
 
 RollbackResult rollback(const Context& ctx, const std::string& env, std::optional<int> to) {
     auto started = std::chrono::steady_clock::now();
-    check_env_name(env);
+    require_known_environment(ctx, env);
     fs::path edir = env_dir(ctx, env);
     fs::create_directories(store::Home(ctx.home).locks());
     FileLock lock(env_lock_path(ctx, env));

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -58,9 +59,49 @@ void write_new_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// The name init gives the PyTorch index of a CUDA line ("12.8" → pytorch-cu128).
+std::string pytorch_index_name(const std::string& cuda) {
+    std::string cu = "pytorch-cu";
+    for (char c : cuda)
+        if (c != '.') cu += c;
+    return cu;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Whether the manifest writes its own PyTorch index / PyPI entry: not when the project file
+// has an index of that name and no flag gives a URL (a same-named manifest index would hide
+// the project's mirror); PyPI not when the project gives any index.
+bool own_cuda_index(const std::vector<std::string>& project, const std::optional<std::string>& cuda,
+                    const std::string& cuda_index) {
+    return cuda && (!cuda_index.empty() || !has(project, pytorch_index_name(*cuda)));
+}
+bool own_default_index(const std::vector<std::string>& project, const std::string& default_index) {
+    return project.empty() || !default_index.empty();
+}
+
+}  // namespace
+
+std::vector<std::string> project_indexes_used(const std::vector<std::string>& project,
+                                              const std::optional<std::string>& cuda,
+                                              const std::string& default_index,
+                                              const std::string& cuda_index) {
+    std::vector<std::string> used;
+    for (const auto& n : project) {
+        if (own_cuda_index(project, cuda, cuda_index) && n == pytorch_index_name(*cuda)) continue;
+        if (own_default_index(project, default_index) && n == "pypi") continue;
+        used.push_back(n);
+    }
+    return used;
+}
+
 std::string initial_manifest(const std::string& python_xy, const std::string& platform,
                              const std::optional<std::string>& cuda, const std::string& comment,
-                             const std::vector<std::string>& shared_indexes,
+                             const std::vector<std::string>& project_indexes,
                              const std::string& default_index, const std::string& cuda_index) {
     std::string t = "# " + comment + "\n";
     t += "[environment]\n";
@@ -68,30 +109,31 @@ std::string initial_manifest(const std::string& python_xy, const std::string& pl
     t += "platform = \"" + platform + "\"\n";
     if (cuda) t += "cuda = \"" + *cuda + "\"\n";
     t += "requirements = []\n";
-    std::string cu;
-    if (cuda) {
-        cu = "pytorch-cu";
-        for (char c : *cuda)
-            if (c != '.') cu += c;
-        t += "\n[[index]]\nname = \"" + cu + "\"\nurl = " +
+    bool own = false;
+    if (own_cuda_index(project_indexes, cuda, cuda_index)) {
+        t += "\n[[index]]\nname = \"" + pytorch_index_name(*cuda) + "\"\nurl = " +
              lock::toml_string(cuda_index.empty() ? pytorch_index_url(*cuda) : cuda_index) + "\n";
         t += "explicit = true  # serves only the packages pinned to it in [sources]\n";
+        own = true;
     }
-    if (shared_indexes.empty() || !default_index.empty()) {
+    if (own_default_index(project_indexes, default_index)) {
         t += "\n[[index]]\nname = \"pypi\"\nurl = " +
              lock::toml_string(default_index.empty() ? "https://pypi.org/simple" : default_index) +
              "\n";
-    } else {
+        own = true;
+    }
+    const auto used = project_indexes_used(project_indexes, cuda, default_index, cuda_index);
+    if (!used.empty()) {
         std::string names;
-        for (const auto& n : shared_indexes)
+        for (const auto& n : used)
             names += (names.empty() ? "" : ", ") + n;
-        t += std::string(cuda ? "\n# Then the project's indexes" : "\n# Indexes: the project's") +
+        t += std::string(own ? "\n# Then the project's indexes" : "\n# Indexes: the project's") +
              " (" + names + "), from ../envbox.toml\n";
     }
     if (cuda) {
         t += "\n[sources]\n";
         for (const char* p : {"torch", "torchvision", "torchaudio", "triton"})
-            t += std::string(p) + " = \"" + cu + "\"\n";
+            t += std::string(p) + " = \"" + pytorch_index_name(*cuda) + "\"\n";
     }
     return t;
 }
@@ -135,14 +177,20 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     r.platform = interpreter_platform(r.interpreter, opt.env);
     r.cuda = opt.cuda;
     if (r.cuda) r.cuda_index = opt.cuda_index.value_or(pytorch_index_url(*r.cuda));
+    std::vector<std::string> project_indexes;
     if (auto project = read_project_file(ctx.project_root))
         for (const auto& i : project->indexes)
-            r.shared_indexes.push_back(i.name);
-    r.text = initial_manifest(
-        r.interpreter.version_xy(), r.platform, r.cuda,
-        "Written by `envbox init` for CPython " + r.interpreter.full_version + " on " + r.platform +
-            "; add requirements, then `envbox create " + opt.env + "`.",
-        r.shared_indexes, opt.default_index.value_or(""), opt.cuda_index.value_or(""));
+            project_indexes.push_back(i.name);
+    const std::string default_index = opt.default_index.value_or("");
+    const std::string cuda_index = opt.cuda_index.value_or("");
+    r.text = initial_manifest(r.interpreter.version_xy(), r.platform, r.cuda,
+                              "Written by `envbox init` for CPython " + r.interpreter.full_version +
+                                  " on " + r.platform + "; add requirements, then `envbox create " +
+                                  opt.env + "`.",
+                              project_indexes, default_index, cuda_index);
+    r.shared_indexes = project_indexes_used(project_indexes, r.cuda, default_index, cuda_index);
+    if (r.cuda && !own_cuda_index(project_indexes, r.cuda, cuda_index))
+        r.cuda_index = "index " + pytorch_index_name(*r.cuda) + " of envbox.toml";
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create " + dir.string() + ": " + ec.message());
     write_new_file(r.manifest, r.text);

@@ -93,7 +93,7 @@ std::map<std::string, std::vector<std::string>> generations_linking(
 }
 
 EnvDetails show_environment(const Context& ctx, const std::string& env) {
-    check_env_name(env);
+    require_known_environment(ctx, env);
     EnvDetails d;
     d.name = env;
     d.path = env_dir(ctx, env);

@@ -378,6 +378,17 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     // One client for every target: its connections, and the home's page and metadata caches,
     // are shared; each target has its own source, since its tags decide a version's wheel.
     index::HttpClient http(http_options(ctx, opt.offline));
+    // The sources go before `http`, however the lock ends (a failed resolution included):
+    // their destructors wait for prefetches still in flight, which only its loop completes.
+    struct ReleaseSources {
+        std::vector<TargetResolution>& targets;
+        ~ReleaseSources() {
+            for (auto& t : targets) {
+                t.source = nullptr;
+                t.index.reset();
+            }
+        }
+    } release_sources{targets};
     if (std::any_of(m.requirements.begin(), m.requirements.end(),
                     [](const pep::Requirement& r) { return r.url.has_value(); }))
         ctx.progress->phase("Reading direct references", 0);

@@ -102,6 +102,7 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
     check_env_name(env);
     if (argv.empty())
         throw Error(ErrorCode::usage, "no command given: envbox run " + env + " -- CMD [ARGS…]");
+    require_known_environment(ctx, env);
     // Held (a shared lock inherited across the exec) so that gc keeps it while the command lives.
     auto gen = env::hold_current_generation(env_dir(ctx, env));
     if (!gen)

@@ -33,19 +33,19 @@ check "doctor" 0 "$envbox" --home "$home" --project "$home" doctor
 check "run --locked with --frozen is a usage error" 2 "$envbox" --home "$home" --project "$home" run --locked --frozen env -- true
 check "diff without operands is a usage error" 2 "$envbox" --home "$home" diff
 check "rollback --to needs a number" 2 "$envbox" --home "$home" --project "$home" rollback env --to abc
-check "run of an environment never created" 1 "$envbox" --home "$home" --project "$home" run nothere -- true
+check "run of an environment with no manifest (a mistyped ENV)" 3 "$envbox" --home "$home" --project "$home" run nothere -- true
 check "lock outside a project" 3 "$envbox" --home "$home" --project "$home" lock env
 check "create --locked with --frozen is a usage error" 2 "$envbox" --home "$home" --project "$home" create env --locked --frozen
 check "a malformed ENVBOX_CUDA_DRIVER is a usage error" 2 env ENVBOX_CUDA_DRIVER=550. "$envbox" --home "$home" doctor
 check "run --sandbox takes auto, strict or off" 2 "$envbox" --home "$home" --project "$home" run --sandbox maybe env true
 check "run's unknown option before the command" 2 "$envbox" --home "$home" --project "$home" run env --frobnicate true
-check "run's -V after the command is the command's" 1 "$envbox" --home "$home" --project "$home" run nothere python -V
+check "run's -V after the command is the command's" 3 "$envbox" --home "$home" --project "$home" run nothere python -V
 "$envbox" --home "$home" --project "$home" doctor | grep -q '^run sandbox: ' || { echo "FAIL doctor reports the sandbox"; fail=1; }
 check "init --cuda takes 12.8, 13.0 or none" 2 "$envbox" --home "$home" --project "$home" init env --cuda 11.8
 check "export --format takes requirements-txt or pylock" 2 "$envbox" --home "$home" --project "$home" export env --format conda
 check "export without a lock" 3 "$envbox" --home "$home" --project "$home" export env
-check "delete of an environment never created" 1 "$envbox" --home "$home" --project "$home" delete nothere
-check "shell of an environment never created" 1 "$envbox" --home "$home" --project "$home" shell nothere </dev/null
+check "delete of an environment with no manifest" 3 "$envbox" --home "$home" --project "$home" delete nothere
+check "shell of an environment with no manifest" 3 "$envbox" --home "$home" --project "$home" shell nothere </dev/null
 check "shell --sandbox takes auto, strict or off" 2 "$envbox" --home "$home" --project "$home" shell env --sandbox maybe
 check "completion bash" 0 "$envbox" completion bash
 bash -c "source <(\"$envbox\" completion bash) && complete -p envbox" | grep -q '_envbox envbox' || { echo "FAIL bash completion registers"; fail=1; }

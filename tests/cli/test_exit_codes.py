@@ -108,8 +108,15 @@ class ExitCodes(unittest.TestCase):
         yield ("lock", "mixed"), "nvidia-cublas"
         yield ("lock", "env", "--check"), None  # a lock written by hand: no manifest digest
         # A mistyped ENV is a missing manifest, named with the environments there are.
-        for cmd in ("create", "lock", "tree", "export"):
-            yield (cmd, "nope"), "no manifest " + os.path.join(self.p.root, "manifests", "nope.toml") + " (the environments here are "
+        missing = "no manifest " + os.path.join(self.p.root, "manifests", "nope.toml") + " (the environments here are "
+        for cmd in ("create", "lock", "tree", "export", "verify", "show", "history", "rollback", "diff",
+                    "delete"):
+            yield (cmd, "nope"), missing
+        yield ("run", "nope", "--", "true"), missing
+        yield ("shell", "--frozen", "nope"), missing
+        # Requirements no version satisfies: the explained `no solution`.
+        self.index_manifest("unsolvable", ["alpha>=2"], self.server.url + "/simple")
+        yield ("lock", "unsolvable"), "no solution"
 
     def case_4(self):
         self.index_manifest("closed", ["alpha"], f"http://127.0.0.1:{free_port()}/simple")

@@ -385,6 +385,30 @@ class ProjectFile(World):
         self.assertIn("# Then the project's indexes (main, other), from ../envbox.toml", text)
         self.assertNotIn("pypi", text)
 
+    def test_init_never_hides_a_project_index_of_the_same_name(self):
+        self.write_file(self.shared, f"""[[index]]
+name = "pytorch-cu128"
+url = "{self.server.url}/main"
+explicit = true
+
+[[index]]
+name = "pypi"
+url = "{self.server.url}/main"
+""")
+        r = self.run_envbox("init", "g", "--cuda", "12.8", cwd=self.proj)
+        self.assertIn("come from index pytorch-cu128 of envbox.toml only", r.stderr)
+        self.assertIn(f"Indexes from {self.shared}: pytorch-cu128, pypi", r.stderr)
+        with open(os.path.join(self.proj, "manifests", "g.toml")) as f:
+            text = f.read()
+        self.assertNotIn("[[index]]", text)
+        self.assertIn('torch = "pytorch-cu128"', text)
+        # A mirror given by flag is the manifest's own, and the message no longer names the
+        # project's entry it replaces.
+        r = self.run_envbox("init", "h", "--default-index", self.server.url + "/other", cwd=self.proj)
+        self.assertIn(f"Indexes from {self.shared}: pytorch-cu128\n", r.stderr)
+        with open(os.path.join(self.proj, "manifests", "h.toml")) as f:
+            self.assertIn(f'name = "pypi"\nurl = "{self.server.url}/other"', f.read())
+
     def test_a_change_to_the_shared_file_makes_the_locks_stale(self):
         self.run_envbox("lock", "b")
         self.run_envbox("lock", "--check", "b")
@@ -395,6 +419,14 @@ class ProjectFile(World):
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         self.assertIn("source pin no longer in the manifest: gamma = other", r.stdout + r.stderr)
         self.assertIn("1 stale lock;", r.stderr)
+        r = self.run_envbox("lock", "--check", "b", "a", "--json", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        b, a = [json.loads(line) for line in r.stdout.splitlines()]
+        self.assertEqual((b["environment"], b["stale"]), ("b", True))
+        self.assertIn("source pin no longer in the manifest: gamma = other", b["reasons"])
+        self.assertEqual(b["lock"], os.path.join(self.proj, "manifests", "pylock.b.toml"))
+        self.assertEqual((a["environment"], a["stale"]), ("a", True))  # never locked
+        self.assertNotIn("stale:", r.stderr)
         r = self.run_envbox("run", "b", "--", "python", "-c", "import gamma; print(gamma.__version__)")
         self.assertEqual(r.stdout, "2.0\n")  # re-locked from main before running
         self.assertIn('version = "2.0"', self.lock_text("b"))

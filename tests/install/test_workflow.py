@@ -358,8 +358,8 @@ class Shell(Built):
         r = self.shell("/bin/sh", script="exit 3\n", check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
         r = self.run_envbox("shell", "nothere", check=False)
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("has not been created", r.stderr)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("no manifest " + os.path.join(self.proj, "manifests", "nothere.toml"), r.stderr)
 
     def test_the_shell_holds_its_generation(self):
         cmd = envbox_cmd(self.home, self.proj) + ["shell", "env"]
@@ -560,9 +560,10 @@ class DefaultEnvironment(unittest.TestCase):
 
     def test_without_dashes_the_first_word_is_env(self):
         r = self.run_envbox("run", "echo", "hi", check=False)
-        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.returncode, 3, r.stderr)
         self.assertEqual(r.stdout, "")
-        self.assertIn("environment 'echo'", r.stderr)
+        self.assertIn("no manifest " + os.path.join(self.proj, "manifests", "echo.toml"), r.stderr)
+        self.assertIn("if echo is the command, put -- before it: `envbox run -- echo …`", r.stderr)
         r = self.run_envbox("run", "e", "echo", "hi")
         self.assertEqual(r.stdout, "hi\n")
 

@@ -114,6 +114,7 @@ class Faults(Base):
         www = cls.www
         cls.seen = {}
         cls.headers_seen = []
+        cls.delay_files = False
         outer = cls
 
         class Handler(QuietFiles):
@@ -133,6 +134,8 @@ class Faults(Base):
                 self.close_connection = True
 
             def do_GET(self):
+                if outer.delay_files and self.path.startswith("/files/"):
+                    time.sleep(2)  # a metadata prefetch still in flight when the lock fails
                 outer.headers_seen.append((self.path, self.headers.get("Authorization")))
                 n = outer.seen.get(self.path, 0)
                 outer.seen[self.path] = n + 1
@@ -194,6 +197,21 @@ class Faults(Base):
 
     def single_index(self, name, path):
         return manifest_text(["transformers", "wandb"], indexes=[(name, f"{self.url}/{path}", "")])
+
+    def test_a_failed_resolution_ends_while_prefetches_are_in_flight(self):
+        """No solution while the metadata of a likely version is still being fetched: the
+        error, exit 3, once the prefetch has ended, never a wait on a client already gone."""
+        root = self.project("unsolvable", manifest_text(["transformers>=99"],
+                                                        indexes=[("pypi", f"{self.url}/pypi", "")]))
+        type(self).delay_files = True
+        try:
+            r = envbox("lock", "env", home=os.path.join(root, "home"), project=root, check=False,
+                       timeout=60)
+        finally:
+            type(self).delay_files = False
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("no solution", r.stderr)
+        self.assertIn("index pypi has 4.57.0, 4.56.2", r.stderr)
 
     def test_retries_through_5xx_429_resets_and_truncated_bodies(self):
         root = self.project("flaky", self.single_index("flaky", "flaky"))

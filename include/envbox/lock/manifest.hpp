@@ -35,7 +35,7 @@ struct PreferredPackage {
 /// `envbox.toml` at the project root (beside `manifests/`): what the project's environments
 /// share, so it is written once. Each manifest is read with it (`Manifest::parse`).
 struct ProjectFile {
-    /// `default-env`: the environment a command without ENV uses (after ENVBOX_ENV).
+    /// `default-env`: the environment `run` and `shell` use without ENV (after ENVBOX_ENV).
     std::optional<std::string> default_env;
     std::vector<IndexSpec> indexes;              ///< shared `[[index]]` entries, in order
     std::map<std::string, std::string> sources;  ///< shared `[sources]`: package → index name

@@ -99,6 +99,12 @@ std::string known_environments(const std::filesystem::path& project_root);
 /// a project root (a command given a lock path).
 void require_environment_files(const Context& ctx, const std::string& env);
 
+/// For commands on an existing environment (run, shell, verify, show, history, rollback, diff,
+/// delete): `require_environment_files` unless ENV has a folder under `envs/` (an environment
+/// created from `--lock FILE` has no manifest): a mistyped ENV is named as missing, with the
+/// environments there are, as `create` names it.
+void require_known_environment(const Context& ctx, const std::string& env);
+
 /// `PROJECT/envbox.toml`, the settings the project's environments share, parsed; nothing when
 /// the project has none (or there is no project). Throws invalid_input naming the file and
 /// line for a file that does not parse, or whose `default-env` is not an environment name.

@@ -26,24 +26,32 @@ struct InitResult {
     env::Interpreter interpreter;    ///< the interpreter found (its version is the manifest's)
     std::string platform;            ///< the platform tag written
     std::optional<std::string> cuda;
-    std::string cuda_index;  ///< the PyTorch index URL of `cuda`, when set
+    std::string cuda_index;  ///< the PyTorch index of `cuda` (its URL, or envbox.toml's entry)
     std::string text;        ///< what was written
-    /// The indexes the project's `envbox.toml` gives (then the manifest names no PyPI).
+    /// The indexes of the project's `envbox.toml` the manifest uses (not replaced by its own).
     std::vector<std::string> shared_indexes;
 };
 
-/// The manifest text `init` writes: the interpreter's X.Y and `platform`, PyPI as the index
-/// (or, when the project's `envbox.toml` gives indexes, named in `shared_indexes`, a comment
-/// naming them instead), and with `cuda` the PyTorch index for that line, `explicit`, as the
+/// The manifest text `init` writes: the interpreter's X.Y and `platform`, PyPI as the index,
+/// and with `cuda` the PyTorch index for that line (`pytorch-cuXYZ`), `explicit`, as the
 /// `[sources]` of torch, torchvision, torchaudio and triton. Every key is one
-/// `lock::Manifest::parse` knows.
-/// `default_index` and `cuda_index`, when not empty, replace the URLs of PyPI and of the
-/// PyTorch index (a mirror's); a default index is written even when the project gives some.
+/// `lock::Manifest::parse` knows. `project_indexes` names the indexes of the project's
+/// `envbox.toml`: when it has some, no PyPI entry is written, nor a PyTorch one when it has
+/// one of that name (a same-named entry would hide the project's); a comment names the
+/// project's indexes that apply. `default_index` and `cuda_index`, when not empty, are a
+/// mirror's URLs for PyPI and the PyTorch index, written even then.
 std::string initial_manifest(const std::string& python_xy, const std::string& platform,
                              const std::optional<std::string>& cuda, const std::string& comment,
-                             const std::vector<std::string>& shared_indexes = {},
+                             const std::vector<std::string>& project_indexes = {},
                              const std::string& default_index = {},
                              const std::string& cuda_index = {});
+
+/// Of `project_indexes`, the ones the manifest `initial_manifest` writes for these arguments
+/// does not replace with its own.
+std::vector<std::string> project_indexes_used(const std::vector<std::string>& project_indexes,
+                                              const std::optional<std::string>& cuda,
+                                              const std::string& default_index,
+                                              const std::string& cuda_index);
 
 /// Writes `ctx.project_root/manifests/ENV.toml` (creating `manifests/`), finding the interpreter
 /// as create does (`ENVBOX_PYTHON`, PATH, …). Never replaces a file: an existing manifest is

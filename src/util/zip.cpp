@@ -94,7 +94,10 @@ void decode_stream(const Member& m, Next&& next, const Sink& sink) {
         // Bytes after the end of the stream but inside the recorded compressed size are read
         // differently by other readers (libarchive refuses the member; a streaming reader that
         // trusts the local header or a data descriptor would look for the next member there).
-        if (s.state.avail_in != 0 || next(s.in.data(), s.in.size()) != 0)
+        // ISA-L reads its input eight bytes at a time: whole bytes still in its bit buffer
+        // (read_in) at the end of the stream are such bytes too.
+        if (s.state.avail_in != 0 || s.state.read_in_length >= 8 ||
+            next(s.in.data(), s.in.size()) != 0)
             bad(quoted(m) + "'s deflate stream ends before the " +
                 std::to_string(m.compressed_size) +
                 " bytes of compressed data the directory records");

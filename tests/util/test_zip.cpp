@@ -111,6 +111,10 @@ TEST_CASE("zip64 values near 2^64 are integrity errors, not wrapped bounds or fo
         // the directory records: libarchive refuses the member, CPython reads it.
         {"deflate-ends-before-compressed-size.zip",
          "deflate stream ends before the 414 bytes of compressed data"},
+        // The same with only 6 bytes after the stream, all of them read into ISA-L's bit
+        // buffer with its last bits: nothing was left in the input to show them.
+        {"deflate-ends-in-the-bit-buffer.zip",
+         "deflate stream ends before the 404 bytes of compressed data"},
         // A name flagged UTF-8 that is not (libarchive cannot convert it), and a UTF-8 name
         // without the flag (CPython reads "pkg/caf├⌐.py" where envbox would write "café").
         {"flagged-name-not-utf8.zip", "a zip member name is not valid UTF-8"},

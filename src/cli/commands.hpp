@@ -66,6 +66,11 @@ void print_changes(const GlobalOptions& global, const std::vector<ops::VersionCh
 /// The change list as JSON: `[{"name", "old", "new"}]`, null where absent.
 Json changes_json(const std::vector<ops::VersionChange>& changes);
 
+/// For commands that read ENV's lock as it is (tree, why, export): a note on stderr when the
+/// lock `envbox lock` wrote no longer fits the manifest (or envbox.toml), naming the first
+/// reason, so an answer from a stale lock is never taken for the manifest's (lock.cpp).
+void note_if_stale(const GlobalOptions& global, const ops::Context& ctx, const std::string& env);
+
 /// `create ENV --from REF`: what `pull REF ENV` does, with create's link mode and bytecode
 /// flags (fleet.cpp).
 struct CreateFrom {

@@ -23,6 +23,7 @@ void run_export(const GlobalOptions& global, const ExportCommand& cmd) {
     auto format =
         cmd.format == "pylock" ? ops::ExportFormat::pylock : ops::ExportFormat::requirements_txt;
     ops::require_environment_files(ctx, cmd.env);
+    note_if_stale(global, ctx, cmd.env);
     ops::ExportResult r = ops::export_lock(ctx, cmd.env, format, cmd.target);
     if (cmd.output.empty() || cmd.output == "-") {
         if (std::fwrite(r.text.data(), 1, r.text.size(), stdout) != r.text.size() ||

@@ -6,7 +6,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "envbox/lock/writer.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 #include "envbox/util/json.hpp"
 
 namespace envbox::cli {
@@ -87,6 +89,25 @@ void print_changes(const GlobalOptions& global, const std::vector<ops::VersionCh
         else
             std::fprintf(stderr, "~ %s %s → %s\n", c.name.c_str(), c.before.c_str(),
                          c.after.c_str());
+    }
+}
+
+void note_if_stale(const GlobalOptions& global, const ops::Context& ctx, const std::string& env) {
+    if (global.verbosity < 0 || ctx.project_root.empty()) return;
+    const auto manifest = ctx.project_root / "manifests" / (env + ".toml");
+    const auto lock = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
+    std::error_code ec;
+    if (!std::filesystem::exists(manifest, ec) || !std::filesystem::exists(lock, ec)) return;
+    try {
+        auto tool = lock::read_tool_table(read_file(lock), lock.string());
+        if (!tool || !tool->values.count("manifest-digest")) return;  // not written by lock
+        const auto reasons = ops::lock_staleness(manifest, lock);
+        if (!reasons.empty())
+            std::fprintf(stderr,
+                         "note: the lock of %s is stale (%s); `envbox lock %s` updates it\n",
+                         env.c_str(), reasons.front().c_str(), env.c_str());
+    } catch (const Error&) {
+        // the command itself reports what is wrong with the manifest or the lock
     }
 }
 

@@ -32,6 +32,7 @@ void run_tree(const GlobalOptions& global, const TreeCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::require_environment_files(ctx, cmd.env);
+    note_if_stale(global, ctx, cmd.env);
     const ops::DependencyGraph g = ops::read_dependency_graph(ctx, cmd.env, cmd.target);
     ops::TreeOptions options;
     if (!cmd.invert.empty()) options.invert = ops::package_node(g, cmd.invert);
@@ -47,6 +48,7 @@ void run_why(const GlobalOptions& global, const WhyCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::require_environment_files(ctx, cmd.env);
+    note_if_stale(global, ctx, cmd.env);
     const ops::DependencyGraph g = ops::read_dependency_graph(ctx, cmd.env, cmd.target);
     const std::size_t target = ops::package_node(g, cmd.package);
     const ops::WhyPaths why = ops::why_paths(g, target);

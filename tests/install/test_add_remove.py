@@ -419,6 +419,11 @@ url = "{self.server.url}/main"
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         self.assertIn("source pin no longer in the manifest: gamma = other", r.stdout + r.stderr)
         self.assertIn("1 stale lock;", r.stderr)
+        for cmd in (("tree", "b"), ("why", "b", "gamma"), ("export", "b")):
+            r = self.run_envbox(*cmd)  # the lock as it is, with a note that it is stale
+            self.assertIn("note: the lock of b is stale (source pin no longer in the manifest: "
+                          "gamma = other); `envbox lock b` updates it", r.stderr)
+            self.assertIn("gamma", r.stdout)
         r = self.run_envbox("lock", "--check", "b", "a", "--json", check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
         b, a = [json.loads(line) for line in r.stdout.splitlines()]

@@ -43,15 +43,17 @@ std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vecto
     return missing;
 }
 
-index::ArtifactRequest artifact_request(const Item& item,
+index::ArtifactRequest artifact_request(const std::string& display, const lock::FileRef& file,
+                                        const std::string& sha256,
+                                        const std::optional<std::string>& index,
                                         const std::vector<resolve::IndexConfig>& indexes) {
     index::ArtifactRequest req;
-    req.display = item.filename;
-    req.location = item.file->path ? *item.file->path : item.file->url.value_or("");
-    req.sha256 = item.sha256;
-    req.size = item.file->size;
-    if (item.package->index) {
-        std::string url = *item.package->index;
+    req.display = display;
+    req.location = file.path ? *file.path : file.url.value_or("");
+    req.sha256 = sha256;
+    req.size = file.size;
+    if (index) {
+        std::string url = *index;
         while (!url.empty() && url.back() == '/')
             url.pop_back();
         for (const auto& c : indexes)
@@ -63,6 +65,11 @@ index::ArtifactRequest artifact_request(const Item& item,
             }
     }
     return req;
+}
+
+index::ArtifactRequest artifact_request(const Item& item,
+                                        const std::vector<resolve::IndexConfig>& indexes) {
+    return artifact_request(item.filename, *item.file, item.sha256, item.package->index, indexes);
 }
 
 namespace {

@@ -196,8 +196,14 @@ class BytecodeTasks {
 std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vector<Item>& items,
                                            bool hash, unsigned jobs, Progress& progress);
 
-/// How to fetch `item`: its lock path or URL, digest and size, and, when its package names an
-/// index of the manifest (trailing slashes aside), that index's CA and credentials.
+/// How to fetch the lock's file entry `file` (shown as `display`): its path or URL, `sha256`
+/// and size, and, when `index` (its package's) is an index of the manifest (trailing slashes
+/// aside), that index's CA and credentials. Create's fetch and push's refetch both ask it.
+index::ArtifactRequest artifact_request(const std::string& display, const lock::FileRef& file,
+                                        const std::string& sha256,
+                                        const std::optional<std::string>& index,
+                                        const std::vector<resolve::IndexConfig>& indexes);
+/// The same for `item`.
 index::ArtifactRequest artifact_request(const Item& item,
                                         const std::vector<resolve::IndexConfig>& indexes);
 

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "create_steps.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/lock.hpp"
@@ -103,25 +104,10 @@ std::vector<resolve::IndexConfig> project_indexes(const Context& ctx, const std:
 index::ArtifactRequest refetch_request(const BundleWheel& w,
                                        const std::vector<resolve::IndexConfig>& indexes,
                                        const lock::Pylock& pylock) {
-    index::ArtifactRequest req;
-    req.display = w.filename;
-    req.location = w.file->path ? *w.file->path : w.file->url.value_or("");
-    req.sha256 = w.sha256;
-    req.size = w.file->size;
-    for (const auto& p : pylock.packages) {
-        if (p.name != w.name || !p.index) continue;
-        std::string url = *p.index;
-        while (!url.empty() && url.back() == '/')
-            url.pop_back();
-        for (const auto& c : indexes)
-            if (c.url == url) {
-                req.ca = c.ca;
-                req.username = c.username;
-                req.password = c.password;
-                req.index_url = c.url;
-            }
-    }
-    return req;
+    std::optional<std::string> index;  // the index of w's package, as the lock gives it
+    for (const auto& p : pylock.packages)
+        if (p.name == w.name && p.index) index = p.index;
+    return create_steps::artifact_request(w.filename, *w.file, w.sha256, index, indexes);
 }
 
 }  // namespace

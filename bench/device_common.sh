@@ -1,10 +1,27 @@
 # Sourced by the GPU-host benchmarks (bench/device_*.sh) after `bundle`, `repack` and `out` are
 # set: unpacks the portable envbox bundle into /tmp and, once per machine, repacks the host's
 # installed PyTorch stack into wheels in /tmp/wh (repack_wheels.py; one line per wheel in
-# /tmp/repack.txt). Sets E (envbox), PY (python3) and SP (the stack's site-packages).
+# /tmp/repack.txt). Sets E (envbox), PY (python3) and SP (the stack's site-packages), and
+# defines `timed`.
 mkdir -p "$out"
 tar -C /tmp -xzf "$bundle"
 E=$(ls -d /tmp/envbox-*/bin/envbox | head -1)
 PY=$(command -v python3)
 SP=$("$PY" -c "import site; print(site.getsitepackages()[0])")
 [ -s /tmp/repack.txt ] || "$PY" "$repack" "$SP" /tmp/wh --jobs "$(nproc)" > /tmp/repack.txt
+# timed LABEL CMD...: CMD's wall seconds (its stderr's tail when it fails), then the lines of
+# its output that match $keep, a Python regular expression the script sets.
+timed() {
+    label="$1"; shift
+    "$PY" - "$label" "${keep:-^$}" "$@" <<'PYEOF'
+import re, subprocess, sys, time
+label, keep, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+t = time.perf_counter()
+r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+dt = time.perf_counter() - t
+print(f"{label:48s} {dt:8.2f} s  rc={r.returncode}" + (f"\n{r.stderr[-2000:]}" if r.returncode else ""), flush=True)
+for line in (r.stdout + r.stderr).splitlines():
+    if re.search(keep, line):
+        print("   ", line.strip(), flush=True)
+PYEOF
+}

@@ -16,20 +16,7 @@ mkdir -p "$out"
 log="$out/device_fleet.txt"
 exec > "$log" 2>&1
 . bench/device_common.sh
-timed() { # timed LABEL CMD... : wall seconds of CMD
-    label="$1"; shift
-    "$PY" - "$label" "$@" <<'PYEOF'
-import subprocess, sys, time
-label, cmd = sys.argv[1], sys.argv[2:]
-t = time.perf_counter()
-r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-dt = time.perf_counter() - t
-print(f"{label:48s} {dt:8.2f} s  rc={r.returncode}" + (f"\n{r.stderr[-2000:]}" if r.returncode else ""), flush=True)
-for line in (r.stdout + r.stderr).splitlines():
-    if line.startswith(("Pushed", "Pulled", "Stored", "Installed", "Uploaded", "Compiled")):
-        print("   ", line.strip(), flush=True)
-PYEOF
-}
+keep='^(Pushed|Pulled|Stored|Installed|Uploaded|Compiled)'  # the output lines timed shows
 echo "== machine"; head -1 /etc/os-release; nproc; $E --version; uv --version
 chmod +x "$registry"
 mkdir -p /tmp/reg

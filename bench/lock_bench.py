@@ -24,6 +24,27 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "lock"))
 import indexworld  # noqa: E402
 
 
+
+def write_manifest(project, url, reqs, platform_line):
+    """manifests/train.toml of the benchmark: the cu128 torch family pinned to the PyTorch
+    index, the rest from PyPI, for the target(s) `platform_line` names."""
+    with open(os.path.join(project, "manifests", "train.toml"), "w") as f:
+        f.write(f"""[environment]
+python = "{sys.version_info[0]}.{sys.version_info[1]}"
+{platform_line}
+requirements = [{reqs}]
+[[index]]
+name = "pytorch-cu128"
+url = "{url}/pytorch-cu128"
+explicit = true
+[[index]]
+name = "pypi"
+url = "{url}/pypi"
+[sources]
+torch = "pytorch-cu128"
+triton = "pytorch-cu128"
+""")
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--envbox", default=os.path.join(HERE, "..", "build", "envbox"))
@@ -43,22 +64,7 @@ def main():
         project = os.path.join(tmp, "proj")
         os.makedirs(os.path.join(project, "manifests"))
         reqs = ", ".join(f'"{r}"' for r in ["torch==2.11.0+cu128", "transformers>=4.56", "datasets", "wandb"] + roots)
-        with open(os.path.join(project, "manifests", "train.toml"), "w") as f:
-            f.write(f"""[environment]
-python = "{sys.version_info[0]}.{sys.version_info[1]}"
-platform = "manylinux_2_28_x86_64"
-requirements = [{reqs}]
-[[index]]
-name = "pytorch-cu128"
-url = "{server.url}/pytorch-cu128"
-explicit = true
-[[index]]
-name = "pypi"
-url = "{server.url}/pypi"
-[sources]
-torch = "pytorch-cu128"
-triton = "pytorch-cu128"
-""")
+        write_manifest(project, server.url, reqs, 'platform = "manylinux_2_28_x86_64"')
 
         def lock(home, *extra_args):
             start = time.perf_counter()
@@ -122,22 +128,7 @@ def two_targets(envbox, args):
                                   '"manylinux_2_28_x86_64", "manylinux_2_28_aarch64"')):
             project = os.path.join(tmp, "proj-" + str(len(rows)))
             os.makedirs(os.path.join(project, "manifests"))
-            with open(os.path.join(project, "manifests", "train.toml"), "w") as f:
-                f.write(f"""[environment]
-python = "{sys.version_info[0]}.{sys.version_info[1]}"
-platforms = [{platforms}]
-requirements = [{reqs}]
-[[index]]
-name = "pytorch-cu128"
-url = "{server.url}/pytorch-cu128"
-explicit = true
-[[index]]
-name = "pypi"
-url = "{server.url}/pypi"
-[sources]
-torch = "pytorch-cu128"
-triton = "pytorch-cu128"
-""")
+            write_manifest(project, server.url, reqs, f"platforms = [{platforms}]")
             lock_path = os.path.join(project, "manifests", "pylock.train.toml")
 
             def lock(home, *extra_args):

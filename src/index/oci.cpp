@@ -324,7 +324,14 @@ std::uint64_t RegistryClient::upload_blob(const std::string& digest, const fs::p
     }
     HttpResponse done = send(put, push_scope(ref_), what);
     std::error_code ec;
-    if (!session.empty()) fs::remove(session, ec);
+    if (!session.empty()) {
+        // The record, and what a push killed while writing it left beside it
+        // (write_file_atomic's `<record>.tmp.<pid>.<n>`).
+        fs::remove(session, ec);
+        const std::string partial = session.filename().string() + ".tmp.";
+        for (const auto& e : fs::directory_iterator(session.parent_path(), ec))
+            if (e.path().filename().string().starts_with(partial)) fs::remove(e.path(), ec);
+    }
     if (done.status != 201)
         throw http_error(what, done,
                          done.status == 400 ? ErrorCode::integrity : ErrorCode::network);

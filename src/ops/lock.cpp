@@ -98,6 +98,24 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
                             "); give them in " + index_variable_name(i.name, "USERNAME") + " / " +
                             index_variable_name(i.name, "PASSWORD") + " or ~/.netrc instead");
         c.url = i.url;
+        // A mirror for this machine (a cluster's proxy of PyPI, a copy of the PyTorch index)
+        // replaces the URL without an edit to the manifest, which stays the reviewed record.
+        const std::string mirror_variable = index_variable_name(i.name, "URL");
+        if (auto mirror = index_variable(settings, i.name, "URL"); !mirror.empty()) {
+            if (!mirror.starts_with("https://") && !mirror.starts_with("http://") &&
+                !mirror.starts_with("file://"))
+                throw Error(ErrorCode::invalid_input,
+                            mirror_variable + " (the mirror of index " + i.name +
+                                "): expected an http(s):// or file:// URL, got '" +
+                                index::redact_url(mirror) + "'");
+            if (index::strip_userinfo(mirror) != mirror)
+                throw Error(ErrorCode::invalid_input,
+                            mirror_variable + " has credentials in its URL (" +
+                                index::redact_url(mirror) + "); give them in " +
+                                index_variable_name(i.name, "USERNAME") + " / " +
+                                index_variable_name(i.name, "PASSWORD") + " or ~/.netrc instead");
+            c.url = mirror;
+        }
         while (!c.url.empty() && c.url.back() == '/')
             c.url.pop_back();
         c.explicit_ = i.explicit_;

@@ -374,6 +374,133 @@ class MultiTarget(unittest.TestCase):
                         "\n".join(changed))
 
 
+MISSION_DIR = os.path.join(HERE, "..", "..", "manifests")
+MISSIONS = ("train-cu128", "infer-cu130")
+
+
+class MissionManifests(unittest.TestCase):
+    """The repository's own manifests (manifests/train-cu128.toml and infer-cu130.toml), copied
+    as they are, locked for both machines through mirrors (`ENVBOX_INDEX_<NAME>_URL`) of the
+    PyTorch-shaped world with an x86_64 and an aarch64 wheel of every binary package, for
+    CPython 3.12 as the manifests say. Each target of each lock selects what that target's own
+    resolution chose."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-mission-")
+        www = os.path.join(cls.tmp, "www")
+        indexworld.write_indexes(www, indexworld.world("cp312", ("x86_64", "aarch64")),
+                                 html_only=("pytorch-cu128", "pytorch-cu130"))
+        cls.server = indexworld.Server(www)
+        cls.mirrors = {"ENVBOX_INDEX_PYTORCH_CU128_URL": f"{cls.server.url}/pytorch-cu128",
+                       "ENVBOX_INDEX_PYTORCH_CU130_URL": f"{cls.server.url}/pytorch-cu130/",
+                       "ENVBOX_INDEX_PYPI_URL": f"{cls.server.url}/pypi"}
+        cls.home = os.path.join(cls.tmp, "home")
+        cls.project = os.path.join(cls.tmp, "mission")
+        os.makedirs(os.path.join(cls.project, "manifests"))
+        for env in MISSIONS:
+            shutil.copy(os.path.join(MISSION_DIR, env + ".toml"), os.path.join(cls.project, "manifests"))
+        cls.first = envbox("lock", *MISSIONS, home=cls.home, project=cls.project, env=cls.mirrors)
+        cls.locks = {}
+        for env in MISSIONS:
+            with open(os.path.join(cls.project, "manifests", f"pylock.{env}.toml")) as f:
+                cls.locks[env] = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        keep_or_remove(cls.tmp)
+
+    def test_each_lock_covers_both_machines_at_one_version(self):
+        for env, line in (("train-cu128", "cu128"), ("infer-cu130", "cu130")):
+            with self.subTest(env=env):
+                lock = self.locks[env]
+                self.assertIn("environments = [\"python_version == '3.12' and sys_platform == 'linux' and "
+                              "platform_machine == 'x86_64'\", \"python_version == '3.12' and "
+                              "sys_platform == 'linux' and platform_machine == 'aarch64'\"]\n", lock)
+                entries = locked_entries(lock)
+                # The real stack agrees on every machine: one entry a package, no markers.
+                self.assertEqual([(n, m) for n, _v, m, _w in entries if m], [])
+                self.assertEqual(len({n for n, *_ in entries}), len(entries))
+                by_name = {n: (v, w) for n, v, _m, w in entries}
+                self.assertEqual(by_name["torch"][0], f"2.11.0+{line}")
+                for name in ("torch", "triton", "numpy"):
+                    self.assertEqual(sorted(tag_of(w) for w in by_name[name][1]),
+                                     ["cp312-cp312-manylinux_2_28_aarch64", "cp312-cp312-manylinux_2_28_x86_64"])
+                cuda_libs = sorted(n for n in by_name if n.startswith("nvidia-"))
+                if line == "cu128":
+                    self.assertEqual(cuda_libs, ["nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-nccl-cu12"])
+                else:
+                    self.assertEqual(cuda_libs, ["nvidia-cublas", "nvidia-cudnn-cu13", "nvidia-nccl-cu13"])
+                    self.assertIn("sglang", by_name)
+                for name in cuda_libs:
+                    self.assertEqual(sorted(re.search(r"_(aarch64|x86_64)\.whl$", w).group(1)
+                                            for w in by_name[name][1]), ["aarch64", "x86_64"])
+                # Wheels come from the mirror; the lock records the manifest's own indexes.
+                self.assertIn(f'url = "{self.server.url}/files/pytorch-{line}/torch-2.11.0%2B{line}', lock)
+                self.assertIn(f'"pytorch-{line} https://download.pytorch.org/whl/{line} explicit"', lock)
+                self.assertNotIn("targets differ", self.first.stderr)
+
+    def own_resolution(self, env, platform):
+        """{name: (version, sha256)} of `env` locked for `platform` alone, from the mission lock's
+        versions as preferences."""
+        project = os.path.join(self.tmp, f"own-{env}-{platform}")
+        os.makedirs(os.path.join(project, "manifests"), exist_ok=True)
+        with open(os.path.join(MISSION_DIR, env + ".toml")) as f:
+            text = f.read()
+        alone = re.sub(r"^platforms = \[.*\]$", f'platform = "{platform}"', text, flags=re.M)
+        self.assertNotEqual(alone, text)
+        with open(os.path.join(project, "manifests", env + ".toml"), "w") as f:
+            f.write(alone)
+        with open(os.path.join(project, "manifests", f"pylock.{env}.toml"), "w") as f:
+            f.write(self.locks[env])
+        envbox("lock", env, home=self.home, project=project, env=self.mirrors)
+        with open(os.path.join(project, "manifests", f"pylock.{env}.toml")) as f:
+            single = f.read()
+        out = {}
+        for block in single.split("\n[[packages]]\n")[1:]:
+            name = re.search(r'^name = "([^"]+)"', block, re.M).group(1)
+            version = re.search(r'^version = "([^"]+)"', block, re.M).group(1)
+            out[name] = (version, re.findall(r'^hashes = \{ sha256 = "([0-9a-f]{64})" \}', block, re.M))
+        return out
+
+    def test_each_target_selects_its_own_resolution(self):
+        for env in MISSIONS:
+            for platform in BOTH:
+                with self.subTest(env=env, platform=platform):
+                    own = self.own_resolution(env, platform)
+                    exported = envbox("export", env, "--target", platform, home=self.home,
+                                      project=self.project).stdout
+                    pins = dict(re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", exported, re.M))
+                    self.assertEqual(pins, {n: v for n, (v, _h) in own.items()})
+                    # Each target's wheel is the one its own resolution locked.
+                    for name, (_v, hashes) in own.items():
+                        self.assertEqual(len(hashes), 1, name)
+                        self.assertIn(f"--hash=sha256:{hashes[0]}", exported, name)
+
+    def test_the_locks_are_fresh_without_the_mirrors(self):
+        for env in MISSIONS:
+            envbox("lock", env, "--check", home=self.home, project=self.project)
+            for target in ("x86_64", "aarch64"):
+                envbox("lock", env, "--check", "--target", target, home=self.home, project=self.project)
+
+    def test_a_bad_mirror_is_refused_naming_the_variable(self):
+        project = os.path.join(self.tmp, "bad-mirror")
+        os.makedirs(os.path.join(project, "manifests"))
+        shutil.copy(os.path.join(MISSION_DIR, "train-cu128.toml"), os.path.join(project, "manifests"))
+        for value, expect in (("ftp://127.0.0.1/pypi", "ENVBOX_INDEX_PYPI_URL (the mirror of index pypi): "
+                                                       "expected an http(s):// or file:// URL"),
+                              (f"http://user:s3cret@{self.server.url[7:]}/pypi",
+                               "ENVBOX_INDEX_PYPI_URL has credentials in its URL")):
+            with self.subTest(value=value):
+                r = envbox("lock", "train-cu128", home=self.home, project=project, check=False,
+                           env=dict(self.mirrors, ENVBOX_INDEX_PYPI_URL=value))
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertIn(expect, r.stderr)
+                self.assertNotIn("s3cret", r.stderr + r.stdout)
+                self.assertFalse(os.path.exists(os.path.join(project, "manifests", "pylock.train-cu128.toml")))
+
+
 if __name__ == "__main__":
     envboxtest.take_binary()
     unittest.main(verbosity=1)

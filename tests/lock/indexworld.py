@@ -35,43 +35,55 @@ def pkg(name, version, requires=(), tag="py3-none-any", files=None, requires_pyt
     return w
 
 
-def world():
-    """{index name: [Wheel]}"""
-    cu12 = [pkg("nvidia-cublas-cu12", "12.8.4.1", tag="py3-none-manylinux_2_27_x86_64"),
-            pkg("nvidia-cublas-cu12", "12.9.1.4", tag="py3-none-manylinux_2_27_x86_64"),
-            pkg("nvidia-cudnn-cu12", "9.10.2.21", ["nvidia-cublas-cu12"], tag="py3-none-manylinux_2_27_x86_64"),
-            pkg("nvidia-nccl-cu12", "2.27.3", tag="py3-none-manylinux_2_18_x86_64")]
-    cu13 = [pkg("nvidia-cublas", "13.0.0.19", tag="py3-none-manylinux_2_27_x86_64"),
-            pkg("nvidia-cudnn-cu13", "9.13.0.50", ["nvidia-cublas"], tag="py3-none-manylinux_2_27_x86_64"),
-            pkg("nvidia-nccl-cu13", "2.28.3", tag="py3-none-manylinux_2_18_x86_64"),
-            pkg("cuda-toolkit", "13.0.1", ["nvidia-cublas==13.0.0.19"])]
+def world(py=PY, machines=("x86_64",)):
+    """{index name: [Wheel]} for CPython `py` (cp312) and each of `machines`: every binary
+    package has one wheel per machine, tagged as its real wheels are."""
+    def each(make):
+        return [make(m) for m in machines]
+
+    def binary(m):
+        return f"{py}-{py}-manylinux_2_28_{m}"
+
+    def cuda(m):
+        return f"py3-none-manylinux_2_27_{m}"
+
+    cu12 = (each(lambda m: pkg("nvidia-cublas-cu12", "12.8.4.1", tag=cuda(m))) +
+            each(lambda m: pkg("nvidia-cublas-cu12", "12.9.1.4", tag=cuda(m))) +
+            each(lambda m: pkg("nvidia-cudnn-cu12", "9.10.2.21", ["nvidia-cublas-cu12"], tag=cuda(m))) +
+            each(lambda m: pkg("nvidia-nccl-cu12", "2.27.3", tag=f"py3-none-manylinux_2_18_{m}")))
+    cu13 = (each(lambda m: pkg("nvidia-cublas", "13.0.0.19", tag=cuda(m))) +
+            each(lambda m: pkg("nvidia-cudnn-cu13", "9.13.0.50", ["nvidia-cublas"], tag=cuda(m))) +
+            each(lambda m: pkg("nvidia-nccl-cu13", "2.28.3", tag=f"py3-none-manylinux_2_18_{m}")) +
+            [pkg("cuda-toolkit", "13.0.1", ["nvidia-cublas==13.0.0.19"])])
     generic = [pkg("typing-extensions", "4.12.2"), pkg("typing-extensions", "4.15.0"),
                pkg("requests", "2.32.5", ["urllib3>=1.21.1,<3", "idna>=2.5,<4", "certifi>=2017.4.17"]),
                pkg("urllib3", "2.5.0"), pkg("idna", "3.10"), pkg("certifi", "2025.8.3"),
-               pkg("filelock", "3.19.1"), pkg("sympy", "1.14.0", ["mpmath>=1.1.0,<1.4"]), pkg("mpmath", "1.3.0"),
-               pkg("numpy", "2.3.3", tag=TAG), pkg("numpy", "2.3.4rc1", tag=TAG),
-               pkg("safetensors", "0.6.2", tag=TAG),
-               pkg("huggingface-hub", "0.35.0", ["filelock", "requests", "typing-extensions>=3.7.4.3"]),
-               pkg("transformers", "4.56.2", ["huggingface-hub>=0.34.0,<1.0", "numpy>=1.17", "safetensors>=0.4.3",
-                                              "requests", "filelock"]),
-               pkg("transformers", "4.57.0", ["huggingface-hub>=0.34.0,<1.0", "numpy>=1.17", "safetensors>=0.4.3",
-                                              "requests", "filelock"]),
-               pkg("datasets", "4.1.1", ["numpy>=1.17", "requests>=2.32.2", "filelock", "huggingface-hub>=0.24"]),
-               pkg("wandb", "0.22.0", ["requests>=2.0.0,<3", "typing-extensions>=4.8,<5"]),
-               pkg("sglang", "0.5.3", ["torch==2.11.0", "transformers>=4.56", "requests", "numpy"]),
-               # A torch on PyPI too: without the source pin it would win for an unpinned lock.
-               pkg("torch", "2.11.0", ["typing-extensions>=4.10.0", "filelock", "sympy>=1.13.3"], tag=TAG)]
+               pkg("filelock", "3.19.1"), pkg("sympy", "1.14.0", ["mpmath>=1.1.0,<1.4"]), pkg("mpmath", "1.3.0")]
+    generic += (each(lambda m: pkg("numpy", "2.3.3", tag=binary(m))) +
+                each(lambda m: pkg("numpy", "2.3.4rc1", tag=binary(m))) +
+                each(lambda m: pkg("safetensors", "0.6.2", tag=binary(m))))
+    generic += [pkg("huggingface-hub", "0.35.0", ["filelock", "requests", "typing-extensions>=3.7.4.3"]),
+                pkg("transformers", "4.56.2", ["huggingface-hub>=0.34.0,<1.0", "numpy>=1.17", "safetensors>=0.4.3",
+                                               "requests", "filelock"]),
+                pkg("transformers", "4.57.0", ["huggingface-hub>=0.34.0,<1.0", "numpy>=1.17", "safetensors>=0.4.3",
+                                               "requests", "filelock"]),
+                pkg("datasets", "4.1.1", ["numpy>=1.17", "requests>=2.32.2", "filelock", "huggingface-hub>=0.24"]),
+                pkg("wandb", "0.22.0", ["requests>=2.0.0,<3", "typing-extensions>=4.8,<5"]),
+                pkg("sglang", "0.5.3", ["torch==2.11.0", "transformers>=4.56", "requests", "numpy"])]
+    # A torch on PyPI too: without the source pin it would win for an unpinned lock.
+    generic += each(lambda m: pkg("torch", "2.11.0", ["typing-extensions>=4.10.0", "filelock", "sympy>=1.13.3"],
+                                  tag=binary(m)))
 
     def torch_family(line, cuda_deps):
-        return [pkg("torch", f"2.11.0+{line}", ["typing-extensions>=4.10.0", "filelock", "sympy>=1.13.3",
-                                                 f"triton==3.5.0; platform_system == 'Linux'"] + cuda_deps, tag=TAG),
-                pkg("torch", f"2.10.0+{line}", ["typing-extensions>=4.10.0", "filelock", "sympy>=1.13.3"] + cuda_deps,
-                    tag=TAG),
-                pkg("torchvision", f"0.26.0+{line}", [f"torch==2.11.0", "numpy"], tag=TAG),
-                pkg("triton", "3.5.0", tag=TAG),
+        base = ["typing-extensions>=4.10.0", "filelock", "sympy>=1.13.3"]
+        return (each(lambda m: pkg("torch", f"2.11.0+{line}",
+                                   base + ["triton==3.5.0; platform_system == 'Linux'"] + cuda_deps, tag=binary(m))) +
+                each(lambda m: pkg("torch", f"2.10.0+{line}", base + cuda_deps, tag=binary(m))) +
+                each(lambda m: pkg("torchvision", f"0.26.0+{line}", ["torch==2.11.0", "numpy"], tag=binary(m))) +
+                each(lambda m: pkg("triton", "3.5.0", tag=binary(m))) +
                 # stale generic copies, as the real PyTorch indexes carry
-                pkg("typing-extensions", "4.2.0"), pkg("requests", "2.20.0", ["urllib3"]),
-                pkg("filelock", "3.13.1")]
+                [pkg("typing-extensions", "4.2.0"), pkg("requests", "2.20.0", ["urllib3"]),
+                 pkg("filelock", "3.13.1")])
 
     return {
         "pytorch-cu128": torch_family("cu128", ["nvidia-cublas-cu12==12.8.4.1", "nvidia-cudnn-cu12==9.10.2.21",

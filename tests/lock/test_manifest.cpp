@@ -17,7 +17,8 @@ TEST_CASE("the mission manifests parse") {
         auto m = lock::Manifest::parse(text.str(), std::string("manifests/") + name + ".toml");
         REQUIRE(m.ok());
         CHECK(m->python == "3.12");
-        CHECK(m->platform == "manylinux_2_28_x86_64");
+        CHECK(m->platforms ==
+              std::vector<std::string>{"manylinux_2_28_x86_64", "manylinux_2_28_aarch64"});
         REQUIRE(m->indexes.size() == 2);
         CHECK(m->indexes[0].explicit_);
         CHECK(m->indexes[1].name == "pypi");

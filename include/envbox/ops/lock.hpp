@@ -52,7 +52,9 @@ std::vector<std::string> lock_staleness(const std::filesystem::path& manifest_pa
                                         const std::filesystem::path& lock_path);
 
 /// The manifest's `[[index]]` entries as the resolver and downloads use them: the URL without a
-/// trailing slash, `ca` relative to the manifest, credentials from
+/// trailing slash, or the mirror `ENVBOX_INDEX_<NAME>_URL` names instead (http(s) or file,
+/// without userinfo, else invalid_input naming the variable), `ca` relative to the manifest,
+/// credentials from
 /// `ENVBOX_INDEX_<NAME>_USERNAME` / `_PASSWORD` as `settings` holds them (never from the
 /// manifest or the lock: an index URL with userinfo, `https://user:pw@host/…`, is refused, code
 /// invalid_input, unprinted).

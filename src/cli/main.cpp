@@ -9,6 +9,7 @@
 
 #include "cli/options.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/spelling.hpp"
 
 namespace {
 
@@ -19,12 +20,47 @@ bool unknown_command(CLI::App& app) {
     if (!app.get_subcommands().empty()) return false;
     auto rest = app.remaining();
     if (rest.empty() || rest.front().empty() || rest.front()[0] == '-') return false;
-    std::cerr << "error: unknown command '" << rest.front() << "'; the commands are:\n";
+    std::vector<std::string_view> names;
+    for (const CLI::App* sub : app.get_subcommands({}))
+        names.push_back(sub->get_name());
+    auto near = envbox::closest_spelling(rest.front(), names);
+    std::cerr << "error: unknown command '" << rest.front() << "'"
+              << (near ? " (did you mean '" + *near + "'?)" : "") << "; the commands are:\n";
     for (const CLI::App* sub : app.get_subcommands({}))
         std::cerr << "  " << sub->get_name()
                   << std::string(sub->get_name().size() < 12 ? 12 - sub->get_name().size() : 1, ' ')
                   << sub->get_description() << "\n";
     std::cerr << "Run 'envbox --help' for the options.\n";
+    return true;
+}
+
+// An option the command (the innermost one parsed) does not have, when one of its own or a
+// global option is a likely typo of it: says which (true), instead of CLI11's "argument was
+// not expected".
+bool unknown_option(CLI::App& app) {
+    // Commands pass what they do not take up to their parent (fallthrough, for the global
+    // options), so the word may be left at any level.
+    CLI::App* command = &app;
+    std::string path = "envbox", word;
+    for (;;) {
+        for (const auto& arg : command->remaining())
+            if (word.empty() && arg.starts_with("--") && arg.size() > 2)
+                word = arg.substr(0, arg.find('='));
+        if (command->get_subcommands().empty()) break;
+        command = command->get_subcommands().front();
+        path += " " + command->get_name();
+    }
+    if (word.empty()) return false;
+    std::vector<std::string> spelled;
+    for (const CLI::App* a : {command, &app})
+        for (const CLI::Option* o : a->get_options())
+            for (const auto& name : o->get_lnames())
+                spelled.push_back("--" + name);
+    std::vector<std::string_view> candidates(spelled.begin(), spelled.end());
+    auto near = envbox::closest_spelling(word, candidates);
+    if (!near) return false;
+    std::cerr << "error: " << path << ": unknown option '" << word << "' (did you mean '" << *near
+              << "'?)\nRun '" << path << " --help' for its options.\n";
     return true;
 }
 
@@ -76,7 +112,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ExtrasError& e) {
-        if (!unknown_command(app)) app.exit(e);
+        if (!unknown_command(app) && !unknown_option(app)) app.exit(e);
         return envbox::exit_status(envbox::ErrorCode::usage);
     } catch (const CLI::ParseError& e) {
         app.exit(e);

@@ -199,8 +199,14 @@ class ManifestReader {
             std::string path = "sources." + std::string(pkg.str());
             if (!node.is_string()) r_.wrong_type(node, "str", path);
             std::string index(node.as_string()->get());
-            if (!names.count(index))
-                r_.fail(&node, 0, "No [[index]] is named '" + index + "'", path);
+            if (!names.count(index)) {
+                std::vector<std::string_view> known(names.begin(), names.end());
+                auto near = closest_spelling(index, known);
+                r_.fail(&node, 0,
+                        "No [[index]] is named '" + index + "'" +
+                            (near ? " (did you mean '" + *near + "'?)" : ""),
+                        path);
+            }
             if (!pep::is_valid_name(pkg.str()))
                 r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'", path);
             m.sources[pep::canonicalize_name(pkg.str())] = index;

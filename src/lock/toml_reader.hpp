@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "envbox/util/error.hpp"
+#include "envbox/util/spelling.hpp"
 
 namespace envbox::lock {
 
@@ -212,8 +213,8 @@ class TomlReader {
                 ok = ok || k == key.str();
             if (ok) continue;
             std::string what = "Unknown key '" + join(parent, key.str()) + "'";
-            if (auto near = closest(key.str(), known)) {
-                what += " (did you mean '" + std::string(*near) + "'?)";
+            if (auto near = closest_spelling(key.str(), std::vector<std::string_view>(known))) {
+                what += " (did you mean '" + *near + "'?)";
             } else {
                 what += " (expected ";
                 std::size_t i = 0;
@@ -227,40 +228,6 @@ class TomlReader {
             throw Error(ErrorCode::invalid_input,
                         std::string(source_) + ":" + std::to_string(line) + ": " + what);
         }
-    }
-
-    /// The element of `candidates` nearest to `word` ignoring case (optimal string alignment
-    /// distance: an insertion, deletion, substitution or swap of neighbours costs 1), when it
-    /// is at most a third of `word`'s length away (at least 1).
-    static std::optional<std::string_view> closest(
-        std::string_view word, std::initializer_list<std::string_view> candidates) {
-        std::string lower(word);
-        for (auto& c : lower)
-            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        std::optional<std::string_view> best;
-        std::size_t best_d = std::max<std::size_t>(1, word.size() / 3) + 1;
-        for (auto c : candidates) {
-            std::size_t d = edit_distance(lower, c);
-            if (d < best_d) best_d = d, best = c;
-        }
-        return best;
-    }
-
-    static std::size_t edit_distance(std::string_view a, std::string_view b) {
-        std::vector<std::vector<std::size_t>> d(a.size() + 1,
-                                                std::vector<std::size_t>(b.size() + 1));
-        for (std::size_t i = 0; i <= a.size(); ++i)
-            d[i][0] = i;
-        for (std::size_t j = 0; j <= b.size(); ++j)
-            d[0][j] = j;
-        for (std::size_t i = 1; i <= a.size(); ++i)
-            for (std::size_t j = 1; j <= b.size(); ++j) {
-                std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-                d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-                if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-                    d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-            }
-        return d[a.size()][b.size()];
     }
 
   private:

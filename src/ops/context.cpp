@@ -9,6 +9,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
+#include "envbox/util/spelling.hpp"
 
 namespace fs = std::filesystem;
 
@@ -68,7 +69,7 @@ fs::path find_project_root(const fs::path& start) {
     }
 }
 
-std::string known_environments(const fs::path& project_root) {
+std::string known_environments(const fs::path& project_root, std::string_view mistyped) {
     std::set<std::string> names;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(project_root / "manifests", ec)) {
@@ -80,7 +81,11 @@ std::string known_environments(const fs::path& project_root) {
     std::string out;
     for (const auto& n : names)
         out += (out.empty() ? "" : ", ") + n;
-    return "the environments here are " + out;
+    std::optional<std::string> near;
+    if (!mistyped.empty())
+        near =
+            closest_spelling(mistyped, std::vector<std::string_view>(names.begin(), names.end()));
+    return (near ? "did you mean " + *near + "? " : "") + "the environments here are " + out;
 }
 
 void require_environment_files(const Context& ctx, const std::string& env) {
@@ -91,7 +96,7 @@ void require_environment_files(const Context& ctx, const std::string& env) {
     std::error_code ec;
     if (fs::exists(manifest, ec) || fs::exists(dir / ("pylock." + env + ".toml"), ec)) return;
     throw Error(ErrorCode::invalid_input, "no manifest " + manifest.string() + " (" +
-                                              known_environments(ctx.project_root) +
+                                              known_environments(ctx.project_root, env) +
                                               "; `envbox init " + env + "` writes one)");
 }
 

@@ -36,7 +36,7 @@ Snapshot take_snapshot(const Context& ctx, const std::string& env) {
     std::error_code ec;
     if (!fs::exists(s.manifest, ec))
         throw Error(ErrorCode::invalid_input, "no manifest " + s.manifest.string() + " (" +
-                                                  known_environments(ctx.project_root) +
+                                                  known_environments(ctx.project_root, env) +
                                                   "; `envbox init " + env + "` writes one)");
     // A manifest that is a symlink (shared between projects) is edited where it points: a
     // rename over the link would replace it with a copy.

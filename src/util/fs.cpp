@@ -57,7 +57,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     std::filesystem::path tmp = path;
     tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
     UniqueFd file(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
-    if (!file) fail("cannot create", tmp, errno);
+    if (!file) fail("cannot create", path, errno);  // the temporary name is ours, not the user's
     auto abandon = [&](std::string_view what, int err) {
         ::unlink(tmp.c_str());
         fail(what, path, err);

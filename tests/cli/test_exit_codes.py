@@ -96,6 +96,11 @@ class ExitCodes(unittest.TestCase):
 
     def case_2(self):
         yield ("frobnicate",), "unknown command 'frobnicate'; the commands are"
+        # A likely typo of a command or option: the one meant.
+        yield ("lokc", "env"), "unknown command 'lokc' (did you mean 'lock'?); the commands are"
+        yield ("lock", "env", "--chekc"), "envbox lock: unknown option '--chekc' (did you mean '--check'?)"
+        yield ("create", "env", "--no-compil"), "(did you mean '--no-compile'?)"
+        yield ("cache", "prune", "--jsno"), "envbox cache prune: unknown option '--jsno' (did you mean '--json'?)"
         yield ("create", "env", "--locked", "--frozen"), "--frozen"
         yield ("create", "env", "--link-mode", "teleport"), "teleport"
         yield ("list",), "ENVBOX_CUDA_DRIVER", {"ENVBOX_CUDA_DRIVER": "abc"}
@@ -114,6 +119,10 @@ class ExitCodes(unittest.TestCase):
             yield (cmd, "nope"), missing
         yield ("run", "nope", "--", "true"), missing
         yield ("shell", "--frozen", "nope"), missing
+        yield ("create", "evn"), "manifests/evn.toml (did you mean env? the environments here are "
+        self.p.write("pinned", manifest_text(["alpha"], indexes=[("main", self.server.url + "/simple", "")],
+                                             sources='alpha = "mian"\n'))
+        yield ("lock", "pinned"), "No [[index]] is named 'mian' (did you mean 'main'?)"
         # Requirements no version satisfies: the explained `no solution`.
         self.index_manifest("unsolvable", ["alpha>=2"], self.server.url + "/simple")
         yield ("lock", "unsolvable"), "no solution"

@@ -90,8 +90,10 @@ std::filesystem::path env_dir(const Context& ctx, const std::string& env);
 void check_env_name(const std::string& env);
 
 /// "the environments here are a, b" (the project's manifests, sorted), or "this project has no
-/// manifest yet": what an error about an unknown environment adds.
-std::string known_environments(const std::filesystem::path& project_root);
+/// manifest yet": what an error about an unknown environment adds, after "did you mean a? "
+/// when `mistyped` is near one of them.
+std::string known_environments(const std::filesystem::path& project_root,
+                               std::string_view mistyped = {});
 
 /// Throws `invalid_input` (exit 3) when the project holds neither `manifests/ENV.toml` nor
 /// `manifests/pylock.ENV.toml`: "no manifest P (the environments here are …; `envbox init ENV`

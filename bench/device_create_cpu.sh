@@ -1,0 +1,55 @@
+#!/bin/sh
+# Where a cold create's time goes on the GPU host (device tool): the real stack repacked into
+# wheels as bench/device_common.sh does, then cold creates (empty stores) with bytecode at each
+# ENVBOX_JOBS given, then ROUNDS rounds alternating envbox with bytecode, uv without and envbox
+# without: each with its wall time and the CPU seconds (user, system) of the tool and its
+# workers. A create whose CPU seconds are far below cores × wall waits on something else.
+# Usage (on the device, from the repository root, with the bundle and the repack script carried):
+#   [ROUNDS=N] sh bench/device_create_cpu.sh dist/envbox-*.tar.gz .device/repack_wheels.py OUTDIR [JOBS...]
+set -u
+bundle="$1"; repack="$2"; out="$3"; shift 3
+mkdir -p "$out"
+exec > "$out/device_create_cpu.txt" 2>&1
+. bench/device_common.sh
+echo "== machine"; head -1 /etc/os-release; nproc; $E --version; uv --version
+mkdir -p /tmp/p/manifests
+"$PY" tools/wheelgen.py lock /tmp/p/manifests/pylock.torch.toml /tmp/wh/*.whl
+cd /tmp/p
+export ENVBOX_PYTHON="$PY"
+L=/tmp/p/manifests/pylock.torch.toml
+# cpu LABEL CMD...: wall, user and system seconds of CMD and everything it waited for.
+cpu() {
+    label="$1"; shift
+    "$PY" - "$label" "$@" <<'PYEOF'
+import resource, subprocess, sys, time
+label, cmd = sys.argv[1], sys.argv[2:]
+t = time.perf_counter()
+r = subprocess.run(cmd, capture_output=True, text=True)
+dt = time.perf_counter() - t
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{label:44s} wall {dt:6.2f} s  user {u.ru_utime:7.1f} s  sys {u.ru_stime:6.1f} s  "
+      f"cpu/wall {(u.ru_utime + u.ru_stime) / dt:5.1f}  rc={r.returncode}", flush=True)
+for line in (r.stdout + r.stderr).splitlines():
+    if "thread-seconds" in line or line.strip().startswith("seconds:"):
+        print("   ", line.strip(), flush=True)
+if r.returncode:
+    print(r.stderr[-1500:])
+PYEOF
+}
+for jobs in "$@"; do
+    rm -rf /tmp/hc; sync
+    ENVBOX_JOBS=$jobs cpu "envbox cold create, bytecode, ENVBOX_JOBS=$jobs" "$E" --home /tmp/hc -vv create torch --lock $L
+done
+names=$(awk -F'\t' '{print $1}' /tmp/repack.txt | sed 's/==.*//' | tr '\n' ' ')
+# Then ROUNDS (default 1) rounds alternating envbox with bytecode, uv without, envbox without,
+# each from an empty store or cache, so the two tools share whatever the machine is doing.
+for round in $(seq "${ROUNDS:-1}"); do
+    echo "== round $round"
+    rm -rf /tmp/hc; sync
+    cpu "envbox cold create, bytecode" "$E" --home /tmp/hc -vv create torch --lock $L
+    rm -rf /tmp/hc /tmp/uvA /tmp/uvcA; uv venv -q -p "$PY" /tmp/uvA; sync
+    cpu "uv pip install cold (no bytecode)" uv pip install -q --python /tmp/uvA/bin/python --no-deps --no-index --find-links /tmp/wh --cache-dir /tmp/uvcA $names
+    rm -rf /tmp/uvA /tmp/uvcA; sync
+    cpu "envbox cold create, --no-compile" "$E" --home /tmp/hc -vv create torch --lock $L --no-compile
+done
+echo "== done"

@@ -11,6 +11,11 @@ bundle="$1"; repack="$2"; out="$3"; shift 3
 mkdir -p "$out"
 exec > "$out/device_create_cpu.txt" 2>&1
 . bench/device_common.sh
+# BASELINE=another bundle: its cold create with bytecode joins each round (an A/B of two builds).
+if [ -n "${BASELINE:-}" ]; then
+    mkdir -p /tmp/baseline && tar -C /tmp/baseline -xzf "$BASELINE"
+    B=$(ls -d /tmp/baseline/envbox-*/bin/envbox | head -1)
+fi
 echo "== machine"; head -1 /etc/os-release; nproc; $E --version; uv --version
 mkdir -p /tmp/p/manifests
 "$PY" tools/wheelgen.py lock /tmp/p/manifests/pylock.torch.toml /tmp/wh/*.whl
@@ -47,6 +52,10 @@ for round in $(seq "${ROUNDS:-1}"); do
     echo "== round $round"
     rm -rf /tmp/hc; sync
     cpu "envbox cold create, bytecode" "$E" --home /tmp/hc -vv create torch --lock $L
+    if [ -n "${BASELINE:-}" ]; then
+        rm -rf /tmp/hc; sync
+        cpu "baseline cold create, bytecode" "$B" --home /tmp/hc -vv create torch --lock $L
+    fi
     rm -rf /tmp/hc /tmp/uvA /tmp/uvcA; uv venv -q -p "$PY" /tmp/uvA; sync
     cpu "uv pip install cold (no bytecode)" uv pip install -q --python /tmp/uvA/bin/python --no-deps --no-index --find-links /tmp/wh --cache-dir /tmp/uvcA $names
     rm -rf /tmp/uvA /tmp/uvcA; sync

@@ -91,18 +91,6 @@ BytecodeTasks::BytecodeTasks(const store::Store& store, const env::Interpreter& 
 
 BytecodeTasks::~BytecodeTasks() = default;
 
-namespace {
-// Compiling costs more per byte than ingest's writes: its tasks weigh this much per byte.
-constexpr std::uint64_t kCompileWeightPerByte = 4;
-}  // namespace
-
-std::uint64_t BytecodeTasks::compile_weight(const Item& item, std::uint64_t source_bytes) {
-    std::uint64_t keys = 0;
-    for (const auto& b : item.bytecode)
-        keys += b.compile;
-    return source_bytes * kCompileWeightPerByte * keys;
-}
-
 void BytecodeTasks::add(Item& item, TaskPool& pool) {
     // Batches of about 256 KiB of source (at most 64 files): one round trip per file to a
     // warm worker, and enough tasks to spread a torch-sized wheel over every core.
@@ -137,7 +125,8 @@ void BytecodeTasks::add(Item& item, TaskPool& pool) {
         raw->batches_left = batches.size();
         std::size_t begin = 0;
         for (const auto& [end, bytes] : batches) {
-            pool.add(bytes * kCompileWeightPerByte, [this, raw, begin, end = end](TaskPool&) {
+            // Compiling costs more per byte than ingest's writes: weigh it so.
+            pool.add(bytes * 4, [this, raw, begin, end = end](TaskPool&) {
                 run(*raw, begin, end);
                 if (--raw->batches_left == 0) progress_.advance(1);
             });

@@ -92,10 +92,8 @@ void check_offline(const std::vector<Item>& items, const std::vector<std::size_t
 // One pool for the whole fetch-and-ingest: each wheel's fetch task (downloads first, largest
 // wheels first) adds that wheel's ingest tasks, and the biggest pieces of work of all wheels run
 // first, so torch's gigabyte library starts at once and its thousands of small files spread over
-// every core. An ingest task also weighs the compile work its wheel holds back until stored
-// (BytecodeTasks::compile_weight), so module-heavy wheels are stored early. Thread-safety: each
-// wheel's `Pending` is touched by its own tasks only; the last ingest task of a wheel (counted down
-// atomically) finishes it.
+// every core. Thread-safety: each wheel's `Pending` is touched by its own tasks only; the last
+// ingest task of a wheel (counted down atomically) finishes it.
 class FetchPool {
   public:
     FetchPool(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
@@ -185,10 +183,8 @@ class FetchPool {
         const std::size_t n = p.ingest->task_count();
         p.remaining = n;
         if (n == 0) return finish(i, req.location, tasks);
-        const std::uint64_t held_back =
-            bytecode_ ? BytecodeTasks::compile_weight(item, p.ingest->module_bytes()) : 0;
         for (std::size_t t = 0; t < n; ++t)
-            tasks.add(p.ingest->task_cost(t) + held_back,
+            tasks.add(p.ingest->task_cost(t),
                       [this, i, t, location = req.location](TaskPool& more) {
                           with_context(i, location, [&] { pending_[i].ingest->run_task(t); });
                           if (--pending_[i].remaining == 0) finish(i, location, more);

@@ -173,12 +173,6 @@ class BytecodeTasks {
     ~BytecodeTasks();
     /// Adds the tasks of every key `item` must be compiled for (its wheel stored) to `pool`.
     void add(Item& item, TaskPool& pool);
-    /// The pool priority of compiling `source_bytes` of modules for each key `item` lacks: what
-    /// its compile tasks weigh together. Every ingest task of a wheel adds it to its own cost,
-    /// since the wheel's compiling waits for its last one (a task's priority is its work and
-    /// the work only it holds back), so source-heavy wheels are stored early and their modules
-    /// compile beside the big libraries' writes instead of after them.
-    static std::uint64_t compile_weight(const Item& item, std::uint64_t source_bytes);
     /// Once the pool has run: each compiled list set on its item, its files in file-list
     /// order; the counts into `result`. Returns the lists to publish.
     std::vector<const store::WheelBytecode*> finish(CreateResult& result);

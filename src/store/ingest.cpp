@@ -9,7 +9,6 @@
 
 #include "envbox/pep/digest.hpp"
 #include "envbox/pep/wheel.hpp"
-#include "envbox/store/bytecode.hpp"
 #include "envbox/util/fs.hpp"
 #include "store/file_list.hpp"
 #include "store/ingest_impl.hpp"
@@ -204,13 +203,6 @@ std::size_t Ingest::task_count() const {
 
 std::uint64_t Ingest::task_cost(std::size_t t) const {
     return impl_->tasks.at(t).cost;
-}
-
-std::uint64_t Ingest::module_bytes() const {
-    std::uint64_t bytes = 0;
-    for (const auto& f : impl_->files)
-        if (bytecode_dfile(f.path, {})) bytes += f.size;
-    return bytes;
 }
 
 void Ingest::replace_objects(std::set<std::string> digests) {

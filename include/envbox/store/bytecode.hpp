@@ -59,10 +59,6 @@ struct BytecodeSource {
 /// The members of `w` that get bytecode, in file-list order.
 std::vector<BytecodeSource> bytecode_sources(const WheelFiles& w);
 
-/// The path inside site-packages of member `path` of a wheel whose metadata folder is
-/// `dist_info`, when it gets bytecode (the rule of `bytecode_sources`), else nothing.
-std::optional<std::string_view> bytecode_dfile(std::string_view path, std::string_view dist_info);
-
 /// One compiled member.
 struct BytecodeFile {
     std::string source;         ///< the `.py` member's path in the wheel

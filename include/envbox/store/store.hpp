@@ -149,9 +149,6 @@ class Ingest {
     std::size_t task_count() const;
     /// Rough work of task `t` in bytes, for running the biggest first.
     std::uint64_t task_cost(std::size_t t) const;
-    /// About how many bytes of the wheel's members get bytecode (`bytecode_dfile`, its
-    /// .dist-info not told apart yet): the compile work its ingest holds back until it ends.
-    std::uint64_t module_bytes() const;
     /// Objects (by digest) to store again even where one exists and looks untouched: a repair
     /// of objects whose content was found wrong. Call before any task runs.
     void replace_objects(std::set<std::string> digests);

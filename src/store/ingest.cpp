@@ -201,6 +201,10 @@ std::size_t Ingest::task_count() const {
     return impl_->tasks.size();
 }
 
+std::size_t Ingest::file_count() const {
+    return impl_->files.size();
+}
+
 std::uint64_t Ingest::task_cost(std::size_t t) const {
     return impl_->tasks.at(t).cost;
 }
@@ -209,7 +213,15 @@ void Ingest::replace_objects(std::set<std::string> digests) {
     impl_->replace = std::move(digests);
 }
 
-void Ingest::run_task(std::size_t t) {
+std::optional<std::string> Ingest::dist_info() const {
+    try {
+        return impl_->find_dist_info();
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+void Ingest::run_task(std::size_t t, const MemberSink& sink) {
     Impl& im = *impl_;
     const Impl::Task& task = im.tasks.at(t);
     if (task.begin == task.end) {
@@ -227,7 +239,7 @@ void Ingest::run_task(std::size_t t) {
     std::string content;
     try {
         for (std::size_t k = task.begin; k < task.end; ++k)
-            im.ingest_file(k, content);
+            if (im.ingest_file(k, content) && sink) sink(k, im.files[k], content);
     } catch (Error& e) {
         // A damaged member of a file that is not the one the lock names: say that instead.
         if (e.code() != ErrorCode::integrity || !im.check_digest) throw;

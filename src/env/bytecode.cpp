@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "envbox/util/error.hpp"
-#include "envbox/util/fs.hpp"
 #include "envbox/util/process.hpp"
 
 namespace fs = std::filesystem;
@@ -35,8 +34,9 @@ while True:
     head = r.read(12)
     if len(head) != 12: break
     level, ls, ld = struct.unpack("<III", head)
-    data = take(ls); dfile = take(ld).decode("utf-8", "surrogateescape")
+    src = take(ls); dfile = take(ld).decode("utf-8", "surrogateescape")
     try:
+        with open(src, "rb") as f: data = f.read()
         code = compile(data, dfile, "exec", dont_inherit=True, optimize=level)
         out = be._code_to_hash_pyc(code, importlib.util.source_hash(data), False)
         w.write(b"\0" + struct.pack("<I", len(out)) + out)
@@ -54,11 +54,6 @@ void put_u32(std::string& out, std::uint32_t v) {
 std::uint32_t get_u32(const unsigned char* p) {
     return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
            static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
-
-CompileResult too_large() {
-    return {std::nullopt, "source larger than " + std::to_string(kMaxBytecodeSource >> 20) +
-                              " MiB: left to Python"};
 }
 
 }  // namespace
@@ -144,26 +139,14 @@ CompileResult BytecodeCompiler::compile(const fs::path& source, std::string_view
     struct stat st {};
     if (::stat(source.c_str(), &st) != 0)
         return {std::nullopt, "cannot stat " + source.string() + ": " + std::strerror(errno)};
-    if (!S_ISREG(st.st_mode)) return {std::nullopt, source.string() + " is not a regular file"};
-    if (static_cast<std::uintmax_t>(st.st_size) > kMaxBytecodeSource) return too_large();
-    std::string text;
-    try {
-        text = read_file(source);
-    } catch (const Error& e) {
-        return {std::nullopt, e.what()};
-    }
-    return compile_source(text, dfile, optimize, timeout_ms);
-}
-
-CompileResult BytecodeCompiler::compile_source(std::string_view source, std::string_view dfile,
-                                               int optimize, int timeout_ms) {
-    if (source.size() > kMaxBytecodeSource) return too_large();
+    if (static_cast<std::uintmax_t>(st.st_size) > kMaxBytecodeSource)
+        return {std::nullopt, "source larger than " + std::to_string(kMaxBytecodeSource >> 20) +
+                                  " MiB: left to Python"};
     std::string request;
-    request.reserve(12 + source.size() + dfile.size());
     put_u32(request, static_cast<std::uint32_t>(optimize));
-    put_u32(request, static_cast<std::uint32_t>(source.size()));
+    put_u32(request, static_cast<std::uint32_t>(source.native().size()));
     put_u32(request, static_cast<std::uint32_t>(dfile.size()));
-    request.append(source).append(dfile);
+    request.append(source.native()).append(dfile);
 
     std::unique_ptr<Worker> w = take();
     unsigned char head[5];

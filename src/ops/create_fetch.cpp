@@ -133,7 +133,6 @@ class FetchPool {
   private:
     struct Pending {
         std::unique_ptr<store::Ingest> ingest;
-        store::Ingest::MemberSink compile;  // the wheel's sources compiled as they are decoded
         std::atomic<std::size_t> remaining{0};
         fs::path downloaded;  // removed once its wheel is stored, or when it proves bad
         std::atomic<bool> failed{false};
@@ -180,28 +179,25 @@ class FetchPool {
             p.ingest = std::make_unique<store::Ingest>(store_, archive, item.sha256, item.filename,
                                                        true, item.file->size);
             if (item.repair) p.ingest->replace_objects(item.replace);
-            if (bytecode_) p.compile = bytecode_->sink(item, *p.ingest);
         });
         const std::size_t n = p.ingest->task_count();
         p.remaining = n;
         if (n == 0) return finish(i, req.location, tasks);
         for (std::size_t t = 0; t < n; ++t)
-            tasks.add(
-                p.ingest->task_cost(t), [this, i, t, location = req.location](TaskPool& more) {
-                    with_context(i, location,
-                                 [&] { pending_[i].ingest->run_task(t, pending_[i].compile); });
-                    if (--pending_[i].remaining == 0) finish(i, location, more);
-                });
+            tasks.add(p.ingest->task_cost(t),
+                      [this, i, t, location = req.location](TaskPool& more) {
+                          with_context(i, location, [&] { pending_[i].ingest->run_task(t); });
+                          if (--pending_[i].remaining == 0) finish(i, location, more);
+                      });
     }
 
-    // Item `i`'s last ingest task is done: its objects are in, its download removed, and the
-    // modules its ingest could not compile from memory are compiled next.
+    // Item `i`'s last ingest task is done: its objects are in, its download removed, and its
+    // modules are compiled next.
     void finish(std::size_t i, const std::string& location, TaskPool& tasks) {
         Item& item = items_[i];
         with_context(i, location, [&] { item.wheel = pending_[i].ingest->finish(&item.stats); });
         item.fetched = true;
         pending_[i].ingest.reset();
-        pending_[i].compile = nullptr;
         if (!pending_[i].downloaded.empty()) {
             std::error_code ignored;
             fs::remove(pending_[i].downloaded, ignored);

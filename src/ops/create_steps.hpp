@@ -17,14 +17,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 #include "envbox/env/bytecode.hpp"
@@ -165,26 +162,16 @@ void plan_bytecode(const store::Store& store, std::vector<Item>& items,
 /// How many (item, key) bytecode lists `plan_bytecode` marked to compile.
 std::size_t bytecode_lists_to_compile(const std::vector<Item>& items);
 
-/// The compile work of one create, in the fetch's own pool, on a pool of the interpreter's
-/// workers. A wheel being ingested compiles each source in the ingest task that decoded it,
-/// from memory, as soon as its digest is known (`sink`), so compiling overlaps the writes of
-/// the wheel's large members instead of waiting for them; what is left once the wheel is stored
-/// (members too large for memory, wheels stored before without this key's bytecode) becomes
-/// tasks of batches, largest first (`add`). A `.pyc` compiled in an ingest is staged with its
-/// wheel's objects (stored only if the wheel is), one compiled later is stored at once; the
-/// lists are published only after every wheel was verified. Thread-safe.
+/// The compile work of one create, as tasks of the fetch's own pool: each item's sources in
+/// batches, the largest first, on a pool of the interpreter's workers; every `.pyc` is stored
+/// as an object as soon as it is compiled. Thread-safe: `add` may run in any task.
 class BytecodeTasks {
   public:
     /// Each (item, key) compiled advances `progress` by one.
     BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
                   Progress& progress);
     ~BytecodeTasks();
-    /// The sink for the ingest of `item`'s wheel, compiling its sources for every key the item
-    /// needs; empty when it needs none (or the wheel has no single .dist-info to tell modules
-    /// from metadata: its ingest fails).
-    store::Ingest::MemberSink sink(Item& item, store::Ingest& ingest);
-    /// Adds the tasks for what is left of every key `item` must be compiled for (its wheel
-    /// stored) to `pool`.
+    /// Adds the tasks of every key `item` must be compiled for (its wheel stored) to `pool`.
     void add(Item& item, TaskPool& pool);
     /// Once the pool has run: each compiled list set on its item, its files in file-list
     /// order; the counts into `result`. Returns the lists to publish.
@@ -192,20 +179,12 @@ class BytecodeTasks {
 
   private:
     struct State;
-    /// The state of (item, key), created on first use with a slot per file.
-    State& state(Item& item, std::size_t key, std::size_t files);
-    /// Compiles one source into `st` and returns the time: with `ingest`, `content` as that
-    /// ingest decoded it (the .pyc staged with the wheel); else its store object.
-    std::chrono::steady_clock::duration compile_one(State& st, std::size_t file,
-                                                    const store::WheelFile& m,
-                                                    std::string_view dfile, store::Ingest* ingest,
-                                                    std::string_view content);
+    void run(State& st, std::size_t begin, std::size_t end);
     const store::Store& store_;
     env::BytecodeCompiler compiler_;
     Progress& progress_;
     std::mutex mutex_;
     std::vector<std::unique_ptr<State>> states_;
-    std::map<std::pair<const Item*, std::size_t>, State*> by_item_;
 };
 
 // ---- fetch into the store (create_fetch.cpp) -------------------------------------------------

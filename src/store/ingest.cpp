@@ -201,10 +201,6 @@ std::size_t Ingest::task_count() const {
     return impl_->tasks.size();
 }
 
-std::size_t Ingest::file_count() const {
-    return impl_->files.size();
-}
-
 std::uint64_t Ingest::task_cost(std::size_t t) const {
     return impl_->tasks.at(t).cost;
 }
@@ -213,15 +209,7 @@ void Ingest::replace_objects(std::set<std::string> digests) {
     impl_->replace = std::move(digests);
 }
 
-std::optional<std::string> Ingest::dist_info() const {
-    try {
-        return impl_->find_dist_info();
-    } catch (const Error&) {
-        return std::nullopt;
-    }
-}
-
-void Ingest::run_task(std::size_t t, const MemberSink& sink) {
+void Ingest::run_task(std::size_t t) {
     Impl& im = *impl_;
     const Impl::Task& task = im.tasks.at(t);
     if (task.begin == task.end) {
@@ -239,7 +227,7 @@ void Ingest::run_task(std::size_t t, const MemberSink& sink) {
     std::string content;
     try {
         for (std::size_t k = task.begin; k < task.end; ++k)
-            if (im.ingest_file(k, content) && sink) sink(k, im.files[k], content);
+            im.ingest_file(k, content);
     } catch (Error& e) {
         // A damaged member of a file that is not the one the lock names: say that instead.
         if (e.code() != ErrorCode::integrity || !im.check_digest) throw;

@@ -103,8 +103,7 @@ struct Ingest::Impl {
 
     // ---- ingest_member.cpp: task work, thread-safe across distinct members ----
     /// Hashes file k's member and stages its object unless the store (or this ingest) has it.
-    /// Returns whether `content` holds the member's bytes (it was decoded into memory).
-    bool ingest_file(std::size_t k, std::string& content);
+    void ingest_file(std::size_t k, std::string& content);
     /// Throws when file `f` is a dist-info text envbox reads (RECORD, WHEEL, METADATA) larger
     /// than it reads; returns whether it is one.
     bool check_text_limit(const WheelFile& f) const;
@@ -118,7 +117,8 @@ struct Ingest::Impl {
     /// `staged_name` here): the store has no untouched one and no other task staged it.
     bool claim_object(const WheelFile& f, const std::string& rel, const std::string& staged_name);
     /// Writes an in-memory member as the staged object `staged_name`.
-    void stage_content(std::string_view content, const std::string& staged_name, mode_t mode) const;
+    void stage_content(const std::string& content, const std::string& staged_name,
+                       mode_t mode) const;
     /// Finishes the stream file as the staged object `staged_name`.
     void stage_stream(UniqueFd out, const std::string& stream_name,
                       const std::string& staged_name) const;

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include "envbox/util/fs.hpp"
-#include "envbox/util/sha256.hpp"
 #include "store/ingest_impl.hpp"
 #include "store/sys.hpp"
 
@@ -103,7 +102,7 @@ bool Ingest::Impl::claim_object(const WheelFile& f, const std::string& rel,
     return staged.insert(staged_name).second;
 }
 
-void Ingest::Impl::stage_content(std::string_view content, const std::string& staged_name,
+void Ingest::Impl::stage_content(const std::string& content, const std::string& staged_name,
                                  mode_t mode) const {
     UniqueFd sf(::openat(staging_fd.get(), staged_name.c_str(),
                          O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
@@ -127,7 +126,7 @@ void Ingest::Impl::stage_stream(UniqueFd out, const std::string& stream_name,
         sys_fail("cannot stage", staging / staged_name, errno);
 }
 
-bool Ingest::Impl::ingest_file(std::size_t k, std::string& content) {
+void Ingest::Impl::ingest_file(std::size_t k, std::string& content) {
     WheelFile& f = files[k];
     const bool keep_text = check_text_limit(f);
     // Objects are created read-only from the start (the descriptor stays writable), with their
@@ -153,7 +152,7 @@ bool Ingest::Impl::ingest_file(std::size_t k, std::string& content) {
             out.reset();
             ::unlinkat(staging_fd.get(), stream_name.c_str(), 0);
         }
-        return in_memory;
+        return;
     }
     if (out)
         stage_stream(std::move(out), stream_name, staged_name);
@@ -163,22 +162,6 @@ bool Ingest::Impl::ingest_file(std::size_t k, std::string& content) {
     moves.push_back(std::move(staged_name));
     stats.new_objects++;
     stats.new_object_bytes += f.size;
-    return in_memory;
-}
-
-WheelFile Ingest::stage_object(std::string_view content) {
-    Impl& im = *impl_;
-    WheelFile f;
-    f.digest = to_hex(sha256(content));
-    f.size = content.size();
-    const std::string rel = im.store.object_relpath(f.digest, false);
-    std::string staged_name = rel;
-    staged_name[2] = '-';
-    if (!im.claim_object(f, rel, staged_name)) return f;
-    im.stage_content(content, staged_name, object_mode(false));
-    std::lock_guard lock(im.mutex);
-    im.moves.push_back(std::move(staged_name));
-    return f;
 }
 
 }  // namespace envbox::store

@@ -55,10 +55,6 @@ TEST_CASE("BytecodeCompiler: the interpreter's own pycs, compiled as the relativ
     // Same source, same dfile, same level: the same bytes (what sharing rests on).
     CHECK(c.compile(tmp.path / "good.py", "pkg/good.py", 0).pyc == r.pyc);
     CHECK(c.compile(tmp.path / "good.py", "pkg/good.py", 2).pyc != r.pyc);
-    // From memory (a member just decoded) exactly as from the file.
-    CHECK(c.compile_source(read_file(tmp.path / "good.py"), "pkg/good.py", 0).pyc == r.pyc);
-    CHECK_FALSE(
-        c.compile_source(std::string(env::kMaxBytecodeSource + 1, '#'), "pkg/big.py", 0).pyc);
 
     env::CompileResult bad = c.compile(tmp.path / "bad.py", "pkg/bad.py", 0);
     CHECK_FALSE(bad.pyc);

@@ -149,32 +149,6 @@ class Bytecode(unittest.TestCase):
         with open(os.path.join(here, f"pkg/__pycache__/core.{self.tag}.pyc"), "rb") as f:
             self.assertIn(b"pkg/core.py", f.read())
 
-    def test_compiled_while_ingesting_or_from_the_store_the_same_bytes(self):
-        # A cold create compiles each module from memory in the ingest task that decoded it; a
-        # module too large for memory (over 1 MiB) and a wheel stored before without bytecode
-        # are compiled from their store objects. Both ways must give the same .pyc.
-        big = "".join(f"V{i} = {i}\n" for i in range(120000))
-        self.assertGreater(len(big), 1 << 20)
-        fx = Fixture(self.tmp, "paths", [Wheel("pkg", "1.0", dict(MODULES, **{"pkg/big.py": big})),
-                                         Wheel("other", "1.0", OTHER)])
-        cold = envbox("--json", "create", "a", "--lock", fx.lock, home=self.home, project=fx.project)
-        self.assertEqual(json.loads(cold.stdout)["compiled"], 7)
-        home2 = os.path.join(self.tmp, "home-stored-first")
-        envbox("create", "a", "--lock", fx.lock, "--no-compile", home=home2, project=fx.project)
-        later = envbox("--json", "create", "a", "--lock", fx.lock, home=home2, project=fx.project)
-        self.assertEqual(json.loads(later.stdout)["compiled"], 7)
-        one, two = self.site("a"), self.site("a", home=home2)
-        self.assertEqual(len(pycs(one)), 7)
-        self.assertEqual(pycs(one), pycs(two))
-        for rel in pycs(one):
-            with open(os.path.join(one, rel), "rb") as f1, open(os.path.join(two, rel), "rb") as f2:
-                self.assertEqual(f1.read(), f2.read(), rel)
-        r = envbox("run", "a", "--", "python", "-v", "-c", "import pkg.big; print(pkg.big.V119999)",
-                   home=self.home, project=fx.project)
-        self.assertEqual(r.stdout, "119999\n")
-        self.assertIn(f"code object from '{one}/pkg/__pycache__/big.{self.tag}.pyc'", r.stderr)
-        envbox("verify", "a", "--deep", home=self.home, project=fx.project)
-
     def test_a_traceback_names_the_file_under_the_environment(self):
         self.create("a")
         site = self.site("a")

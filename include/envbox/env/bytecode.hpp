@@ -1,6 +1,6 @@
 #pragma once
 /// Compiling modules for the store (docs/ARCHITECTURE.md, "Bytecode"): a pool of the
-/// environment's own interpreter, each a long-lived worker fed sources over a pipe, never one
+/// environment's own interpreter, each a long-lived worker fed source paths over a pipe, never one
 /// process per file. What they compile is stored by the store (store/bytecode.hpp).
 
 #include <cstddef>
@@ -38,7 +38,7 @@ struct CompileResult {
 };
 
 /// Workers of one interpreter: `python -I -S -B` running a small loop that reads (level,
-/// source bytes, dfile) and answers with the PEP 552 unchecked-hash `.pyc` bytes, compiled with
+/// source path, dfile) and answers with the PEP 552 unchecked-hash `.pyc` bytes, compiled with
 /// `compile(source, dfile, "exec", dont_inherit=True, optimize=level)` exactly as py_compile
 /// does. Started on first use, at most `workers` at a time; thread-safe.
 class BytecodeCompiler {
@@ -52,10 +52,6 @@ class BytecodeCompiler {
     /// takes longer than `timeout_ms` on one file is replaced, and that file gets an error.
     CompileResult compile(const std::filesystem::path& source, std::string_view dfile, int optimize,
                           int timeout_ms = 300000);
-    /// The same for a source in memory (a member just decoded and hashed, before its object is
-    /// in the store): the bytes go to the worker over its pipe.
-    CompileResult compile_source(std::string_view source, std::string_view dfile, int optimize,
-                                 int timeout_ms = 300000);
     /// Workers started so far (for the report).
     std::size_t started() const;
 

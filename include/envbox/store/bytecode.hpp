@@ -58,9 +58,6 @@ struct BytecodeSource {
 
 /// The members of `w` that get bytecode, in file-list order.
 std::vector<BytecodeSource> bytecode_sources(const WheelFiles& w);
-/// The same rule for one member `path` of a wheel whose .dist-info directory is `dist_info`:
-/// its path inside site-packages, or nothing when it gets no bytecode.
-std::optional<std::string> bytecode_dfile(std::string_view path, std::string_view dist_info);
 
 /// One compiled member.
 struct BytecodeFile {

@@ -19,12 +19,10 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -149,30 +147,13 @@ class Ingest {
     Ingest& operator=(const Ingest&) = delete;
 
     std::size_t task_count() const;
-    /// The wheel's regular files, as many as the list `finish` returns.
-    std::size_t file_count() const;
     /// Rough work of task `t` in bytes, for running the biggest first.
     std::uint64_t task_cost(std::size_t t) const;
     /// Objects (by digest) to store again even where one exists and looks untouched: a repair
     /// of objects whose content was found wrong. Call before any task runs.
     void replace_objects(std::set<std::string> digests);
-    /// Told of each member a task decoded into memory (members up to 1 MiB), once its digest
-    /// is known: its index in the file list `finish` returns, the file, and its bytes, which
-    /// live only for the call. Nothing is verified yet: what the sink makes of them must not
-    /// be published unless `finish` succeeds.
-    using MemberSink =
-        std::function<void(std::size_t file, const WheelFile& f, std::string_view content)>;
-    /// Runs task `t`, telling `sink` (when set) of its members; thread-safe across distinct
-    /// tasks.
-    void run_task(std::size_t t, const MemberSink& sink = {});
-    /// An object that is not a member (what a sink made of one: a module's bytecode), staged
-    /// beside the members and moved in by `finish` with them, so a wheel refused stores
-    /// nothing; skipped when the store has it untouched. Returns it (digest and size; never
-    /// executable). Thread-safe.
-    WheelFile stage_object(std::string_view content);
-    /// The wheel's .dist-info directory as `finish` will find it, or nothing when it has not
-    /// exactly one named for the project (then `finish` refuses the wheel).
-    std::optional<std::string> dist_info() const;
+    /// Runs task `t`; thread-safe across distinct tasks.
+    void run_task(std::size_t t);
     /// Once every task has run: verifies and moves the objects in.
     WheelFiles finish(IngestStats* stats = nullptr);
 

@@ -417,24 +417,29 @@ url = "{self.server.url}/main"
         self.write_file(self.shared, text.replace('gamma = "other"\n', ""))
         r = self.run_envbox("lock", "--check", "b", check=False)
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
-        self.assertIn("source pin no longer in the manifest: gamma = other", r.stdout + r.stderr)
+        self.assertIn("source pin no longer in the manifest or envbox.toml: gamma = other", r.stdout + r.stderr)
         self.assertIn("1 stale lock;", r.stderr)
         for cmd in (("tree", "b"), ("why", "b", "gamma"), ("export", "b")):
             r = self.run_envbox(*cmd)  # the lock as it is, with a note that it is stale
-            self.assertIn("note: the lock of b is stale (source pin no longer in the manifest: "
-                          "gamma = other); `envbox lock b` updates it", r.stderr)
+            self.assertIn("note: the lock of b is stale (source pin no longer in the manifest or "
+                          "envbox.toml: gamma = other); `envbox lock b` updates it", r.stderr)
             self.assertIn("gamma", r.stdout)
         r = self.run_envbox("lock", "--check", "b", "a", "--json", check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
         b, a = [json.loads(line) for line in r.stdout.splitlines()]
         self.assertEqual((b["environment"], b["stale"]), ("b", True))
-        self.assertIn("source pin no longer in the manifest: gamma = other", b["reasons"])
+        self.assertIn("source pin no longer in the manifest or envbox.toml: gamma = other", b["reasons"])
         self.assertEqual(b["lock"], os.path.join(self.proj, "manifests", "pylock.b.toml"))
         self.assertEqual((a["environment"], a["stale"]), ("a", True))  # never locked
         self.assertNotIn("stale:", r.stderr)
         r = self.run_envbox("run", "b", "--", "python", "-c", "import gamma; print(gamma.__version__)")
         self.assertEqual(r.stdout, "2.0\n")  # re-locked from main before running
         self.assertIn('version = "2.0"', self.lock_text("b"))
+        # A line the shared file adds is named as the shared file's.
+        self.write_file(self.shared, text)
+        r = self.run_envbox("lock", "--check", "b", check=False)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertIn("source pin added or changed in envbox.toml: gamma = other", r.stdout + r.stderr)
 
     def test_a_manifest_index_of_the_same_name_replaces_the_shared_one(self):
         self.write_env("b", '["gamma"]', f'\n[[index]]\nname = "other"\nurl = "{self.server.url}/main"\n')

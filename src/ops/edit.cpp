@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
 #include "envbox/lock/manifest_edit.hpp"
+#include "envbox/lock/pylock.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/pep/requirement.hpp"
 #include "envbox/util/error.hpp"
@@ -75,15 +77,21 @@ std::string restore(const Snapshot& s, const std::string& written) {
     return said;
 }
 
-// Edit (in memory: a refusal leaves every file as it was), write the manifest, lock, create;
-// what fails after the write puts the files back.
+using Edit = std::function<std::string(const Snapshot&, EditResult&)>;
+// What to write once the edit is locked (given the text written and the result so far); the
+// same text: nothing more.
+using AfterLock = std::function<std::string(const Snapshot&, const std::string&, EditResult&)>;
+
+// Edit (in memory: a refusal leaves every file as it was), write the manifest, lock (and when
+// `after_lock` changes the text, write and lock again), create; what fails after the write
+// puts the files back.
 EditResult apply_edit(const Context& ctx, const std::string& env, bool sync, bool offline,
-                      const std::string& doing,
-                      const std::function<std::string(const Snapshot&, EditResult&)>& edit) {
+                      const std::string& doing, const Edit& edit,
+                      const AfterLock& after_lock = {}) {
     const Snapshot s = take_snapshot(ctx, env);
     EditResult r;
     r.manifest = s.manifest;
-    const std::string text = edit(s, r);
+    std::string text = edit(s, r);
     r.manifest_changed = text != s.manifest_text;
     if (r.manifest_changed) write_file_atomic(s.target, text, s.manifest_mode, Durability::fsync);
     try {
@@ -91,6 +99,24 @@ EditResult apply_edit(const Context& ctx, const std::string& env, bool sync, boo
         lock_options.env = env;
         lock_options.offline = offline;
         r.lock = lock(ctx, lock_options);
+        if (after_lock) {
+            std::string refined = after_lock(s, text, r);
+            if (refined != text) {
+                write_file_atomic(s.target, refined, s.manifest_mode, Durability::fsync);
+                text = std::move(refined);
+                r.manifest_changed = text != s.manifest_text;
+                // The same versions (the lock prefers its own): only its record of the
+                // manifest changes. The changes to report are the first lock's.
+                LockResult again = lock(ctx, lock_options);
+                again.changes = std::move(r.lock.changes);
+                again.target_notes = std::move(r.lock.target_notes);
+                again.changed = again.changed || r.lock.changed;
+                again.requests += r.lock.requests;
+                again.cache_hits += r.lock.cache_hits;
+                again.seconds += r.lock.seconds;
+                r.lock = std::move(again);
+            }
+        }
         if (sync) {
             CreateOptions create_options;
             create_options.env = env;
@@ -155,8 +181,44 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
             }
         return t;
     };
+    // A bare name gets the version the lock chose as its lower bound, as `uv add` writes it
+    // (the public version: PEP 440 allows no local label in `>=`), so a later lock never goes
+    // below what was added; a requirement with a specifier, a URL, or already in the manifest
+    // as written stays as typed.
+    auto bound = [&](const Snapshot& s, const std::string& text, EditResult& r) {
+        const std::string source = s.manifest.string();
+        auto lock = lock::Pylock::parse(read_file(r.lock.lock_path), r.lock.lock_path.string());
+        if (!lock) throw lock.error();
+        const auto project = read_project_file(ctx.project_root);
+        std::string t = text;
+        for (std::size_t i = 0; i < parsed.size(); ++i) {
+            const pep::Requirement& req = parsed[i];
+            const std::string typed = trimmed(opt.requirements[i]);
+            std::string* listed = nullptr;  // its entry in what the edit reports
+            for (auto* list : {&r.added, &r.replaced})
+                if (auto it = std::find(list->begin(), list->end(), typed); it != list->end())
+                    listed = &*it;
+            if (!req.specifier.empty() || req.url || !listed) continue;
+            // The lowest version any target locked (a lock of several may differ by target).
+            std::optional<pep::Version> lowest;
+            for (const auto& p : lock->packages)
+                if (p.name == req.canonical_name() && p.version &&
+                    (!lowest || *p.version < *lowest))
+                    lowest = p.version;
+            if (!lowest) continue;  // its marker holds on no target
+            pep::Requirement bounded = req;
+            auto spec = pep::SpecifierSet::parse(">=" + lowest->public_str());
+            if (!spec) continue;
+            bounded.specifier = std::move(*spec);
+            auto e = lock::add_requirement(t, source, bounded.str(), project ? &*project : nullptr);
+            if (!e) throw e.error();
+            t = std::move(e->text);
+            *listed = bounded.str();
+        }
+        return t;
+    };
     return apply_edit(ctx, opt.env, opt.sync, opt.offline,
-                      "adding " + joined(opt.requirements) + " to " + opt.env, edit);
+                      "adding " + joined(opt.requirements) + " to " + opt.env, edit, bound);
 }
 
 EditResult remove(const Context& ctx, const RemoveOptions& opt) {

@@ -117,10 +117,11 @@ class AddRemove(World):
 
     def test_add_keeps_comments_locks_creates_and_lists_the_changes(self):
         r = self.run_envbox("add", "env", "tqdm")
+        # A bare name gets the locked version as its lower bound, as `uv add` writes it.
         self.assertEqual(self.manifest(), self.original.replace(
-            '"alpha==1.0",  # pinned on purpose\n', '"alpha==1.0",  # pinned on purpose\n    "tqdm",\n'))
+            '"alpha==1.0",  # pinned on purpose\n', '"alpha==1.0",  # pinned on purpose\n    "tqdm>=4.68.0",\n'))
         lines = r.stderr.splitlines()
-        self.assertIn("Added tqdm to manifests/env.toml", lines)
+        self.assertIn("Added tqdm>=4.68.0 to manifests/env.toml", lines)
         self.assertIn("+ tqdm 4.68.0", lines)
         self.assertIn("+ colorama 0.4.6", lines)
         self.assertIn("+ alpha 1.0", lines)  # the first lock: everything is new
@@ -167,12 +168,12 @@ class AddRemove(World):
         self.run_envbox("add", "env", "beta", "--no-sync")
         self.assertTrue(os.path.islink(self.manifest_path))
         with open(shared) as f:
-            self.assertIn('    "beta",\n', f.read())
+            self.assertIn('    "beta>=2.0",\n', f.read())
 
     def test_index_pins_the_package_in_sources(self):
         r = self.run_envbox("add", "env", "gamma", "--index", "other", "--no-sync")
         self.assertEqual(self.manifest(), self.original.replace(
-            '# pinned on purpose\n', '# pinned on purpose\n    "gamma",\n') + '\n[sources]\ngamma = "other"\n')
+            '# pinned on purpose\n', '# pinned on purpose\n    "gamma>=3.0",\n') + '\n[sources]\ngamma = "other"\n')
         self.assertIn("+ gamma 3.0", r.stderr.splitlines())
         self.assertIn(f"{self.server.url}/other", self.lock_text())
         # --no-sync stopped after the lock.
@@ -263,6 +264,18 @@ class AddRemove(World):
                    env=old_driver)
         self.assertIn("+ torch 2.11.0+cu130", r.stderr.splitlines())
         self.assertIn('"torch==2.11.0+cu130"', self.manifest())
+
+    def test_a_bare_name_gets_a_lower_bound_without_the_local_label(self):
+        # PEP 440 allows a local label only with == and ===: the bound is the public version.
+        r = self.run_envbox("--json", "add", "env", "torch; sys_platform == 'linux'", "--no-sync")
+        self.assertIn("""    'torch>=2.11.0; sys_platform == "linux"',\n""", self.manifest())
+        self.assertEqual(json.loads(r.stdout)["added"], ['torch>=2.11.0; sys_platform == "linux"'])
+        self.assertIn({"name": "torch", "old": None, "new": "2.11.0+cu130"}, json.loads(r.stdout)["changes"])
+        self.run_envbox("lock", "--check", "env")
+        # A requirement already there exactly as written, or typed with a specifier or a URL,
+        # stays as typed.
+        self.run_envbox("add", "env", "beta<3", "--no-sync")
+        self.assertIn('    "beta<3",\n', self.manifest())
 
     def test_lock_prints_the_change_list_and_json_has_it(self):
         r = self.run_envbox("lock", "env")

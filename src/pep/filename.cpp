@@ -67,7 +67,9 @@ Result<WheelFilename> WheelFilename::parse(std::string_view filename) {
     const std::size_t t = parts.size() - 3;
     w.tag_text =
         std::string(parts[t]) + "-" + std::string(parts[t + 1]) + "-" + std::string(parts[t + 2]);
-    auto tags = parse_tag(w.tag_text);
+    TagParseOptions bounded;
+    bounded.limit = kMaxWheelTags;
+    auto tags = parse_tag(w.tag_text, bounded);
     if (!tags) return invalid_wheel(filename, tags.error().message());
     w.tags = std::move(*tags);
     return w;

@@ -84,7 +84,8 @@ Result<std::vector<Tag>> parse_tag(std::string_view text, const TagParseOptions&
     }
     std::size_t count = sets[0].size() * sets[1].size() * sets[2].size();
     if (options.limit && count > static_cast<std::size_t>(*options.limit))
-        return invalid_tag(text, "expands to more tags than allowed");
+        return invalid_tag(text, "expands to " + std::to_string(count) + " tags, more than the " +
+                                     std::to_string(*options.limit) + " allowed");
     std::set<Tag> out;
     for (const auto& i : sets[0])
         for (const auto& a : sets[1])

@@ -304,6 +304,28 @@ class Hangs(Base):
         self.assertEqual(r.returncode, 0, r)
         self.assertLess(time.time() - start, 30)
 
+    def test_a_file_name_whose_tags_expand_to_billions_is_skipped_at_once(self):
+        # Three dotted tag sets of 1 500: 3.4 billion tags were the name expanded.
+        sets = [".".join(f"{p}{i}" for i in range(1500)) for p in ("py", "abi", "plat")]
+        hostile = f"alpha-2.0-{sets[0]}-{sets[1]}-{sets[2]}.whl"
+        page = (f'<a href="/files/{hostile}#sha256={"0" * 64}">{hostile}</a>\n' +
+                self.anchor(f"/files/{self.wheel_name}")).encode()
+
+        def route(h):
+            if h.path == "/simple/alpha/":
+                return reply(h, 200, page)
+            if not self.serve_wheel(h, h.path):
+                reply(h, 404)
+        s = RouteServer(route)
+        self.addCleanup(s.close)
+        root = self.project("tag-bomb", manifest(f"{s.url}/simple", ["alpha"]))
+        start = time.time()
+        r = self.envbox(root, "lock", "env", timeout=60)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertLess(time.time() - start, 30)
+        self.assertIn('version = "1.0"', self.lock_text(root))  # the hostile 2.0 is no candidate
+        self.assertLess(r.peak_rss_kib, 512 << 10, r)
+
     def test_thousands_of_dependencies_run_on_a_bounded_pool_of_threads(self):
         n = 3000
         deps = [f"dep{i}" for i in range(n)]

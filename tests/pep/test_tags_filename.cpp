@@ -91,3 +91,32 @@ TEST_CASE("core metadata of every version parses") {
                                     "Requires-Dist: y >= \n")
                     .ok());
 }
+
+TEST_CASE("a wheel name whose tag set expands past the bound is invalid, not expanded") {
+    // Three dotted sets of 300: 27 million tags were it expanded (a name from a lock or an
+    // index page); the bound refuses it before a tag is built.
+    std::string sets[3];
+    for (int i = 0; i < 300; ++i)
+        for (int p = 0; p < 3; ++p)
+            sets[p] += (i ? "." : "") +
+                       std::string(p == 0   ? "py"
+                                   : p == 1 ? "abi"
+                                            : "plat") +
+                       std::to_string(i);
+    auto w = WheelFilename::parse("pkg-1.0-" + sets[0] + "-" + sets[1] + "-" + sets[2] + ".whl");
+    REQUIRE_FALSE(w);
+    CHECK_THAT(w.error().message(), Catch::Matchers::Contains("expands to 27000000 tags, more "
+                                                              "than the 4096 allowed"));
+    // As many as real wheels name, and up to the bound, parse.
+    auto numpy = WheelFilename::parse(
+        "numpy-2.3.4-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl");
+    REQUIRE(numpy);
+    CHECK(numpy->tags.size() == 2);
+    std::string sixteen;
+    for (int i = 0; i < 16; ++i)
+        sixteen += (i ? "." : "") + std::string("p") + std::to_string(i);
+    auto at_bound =
+        WheelFilename::parse("pkg-1.0-" + sixteen + "-" + sixteen + "-" + sixteen + ".whl");
+    REQUIRE(at_bound);
+    CHECK(at_bound->tags.size() == 4096);
+}

@@ -21,6 +21,11 @@ struct BuildTag {
     auto operator<=>(const BuildTag&) const = default;
 };
 
+/// The most tags a wheel file name's compressed tag set may expand to. Real wheels name a few
+/// (`py2.py3-none-any`, numpy's two manylinux platforms, a dozen at most); the product of three
+/// dotted sets in a name from a lock or an index page could otherwise be billions.
+inline constexpr std::int64_t kMaxWheelTags = 4096;
+
 /// A parsed wheel file name.
 struct WheelFilename {
     std::string filename;        ///< as given
@@ -33,7 +38,8 @@ struct WheelFilename {
     std::vector<Tag> tags;  ///< expanded, sorted
 
     /// Parses a wheel file name (not a URL: see `filename_from_url`). Readers accept `.` and
-    /// uppercase in the name part (older files), and non-ASCII letters.
+    /// uppercase in the name part (older files), and non-ASCII letters. A tag set expanding to
+    /// more than kMaxWheelTags tags is invalid.
     static Result<WheelFilename> parse(std::string_view filename);
 };
 

@@ -166,6 +166,8 @@ class Parser {
                 fail("Expected matching RIGHT_BRACKET for LEFT_BRACKET, after extras");
             }
             out.push_back(identifier("Expected extra name"));
+            // Each extra is a package of its own to the resolver; real requirements name a few.
+            if (out.size() > 64) fail("More than 64 extras");
             skip_ws();
             if (take(',')) continue;
             if (take(']')) break;
@@ -313,6 +315,12 @@ class Parser {
                 ++i_;
             }
             out += s_[i_++];
+            // Marker literals are versions and platform names; `in` compares two of them
+            // byte by byte, so megabytes on each side would take minutes.
+            if (out.size() > 1024) {
+                i_ = start;
+                fail("Quoted string longer than 1024 characters");
+            }
         }
         if (i_ >= s_.size()) {
             i_ = start;

@@ -7,8 +7,9 @@ namespace envbox::pep {
 namespace {
 
 Error invalid_wheel(std::string_view filename, std::string_view why) {
-    return Error(ErrorCode::invalid_input,
-                 "invalid wheel file name '" + std::string(filename) + "': " + std::string(why));
+    return Error(
+        ErrorCode::invalid_input,
+        "invalid wheel file name '" + quoted_for_error(filename) + "': " + std::string(why));
 }
 
 // The name part of a wheel: word characters (any non-ASCII byte counts as a letter, as

@@ -69,6 +69,11 @@ Result<CoreMetadata> CoreMetadata::parse(std::string_view text) {
         if (!set) return bad("Requires-Python: " + set.error().message());
         md.requires_python = std::move(*set);
     }
+    // A lock records at most lock::kMaxDependencies (4096) per package; real packages list a
+    // few hundred at most, and each one is a page to fetch.
+    constexpr std::size_t kMaxRequiresDist = 4096;
+    if (md.get_all("Requires-Dist").size() > kMaxRequiresDist)
+        return bad("more than " + std::to_string(kMaxRequiresDist) + " Requires-Dist fields");
     for (const auto& line : md.get_all("Requires-Dist")) {
         auto req = Requirement::parse(line);
         if (!req) return bad("Requires-Dist '" + line + "': " + req.error().message());

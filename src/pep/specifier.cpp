@@ -216,6 +216,13 @@ void SpecifierSet::add(Specifier s) {
 Result<SpecifierSet> SpecifierSet::parse(std::string_view text, std::optional<bool> prereleases) {
     SpecifierSet set;
     set.configured_ = prereleases;
+    // Each clause is compared with those kept: real sets have a handful (`>=3.8,!=3.9.*,<4`),
+    // a hostile Requires-Python of a hundred thousand would cost billions of comparisons.
+    constexpr std::size_t kMaxClauses = 256;
+    if (std::count(text.begin(), text.end(), ',') >= static_cast<std::ptrdiff_t>(kMaxClauses))
+        return Error(ErrorCode::invalid_input, "specifier set '" + quoted_for_error(text) +
+                                                   "' has more than " +
+                                                   std::to_string(kMaxClauses) + " clauses");
     std::size_t start = 0;
     while (start <= text.size()) {
         std::size_t comma = text.find(',', start);

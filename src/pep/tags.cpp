@@ -11,7 +11,7 @@ namespace {
 
 Error invalid_tag(std::string_view text, std::string_view why) {
     return Error(ErrorCode::invalid_input,
-                 "invalid tag '" + std::string(text) + "': " + std::string(why));
+                 "invalid tag '" + quoted_for_error(text) + "': " + std::string(why));
 }
 
 bool is_identifier(std::string_view s) {
@@ -67,6 +67,20 @@ Result<std::vector<Tag>> parse_tag(std::string_view text, const TagParseOptions&
         return Error(ErrorCode::invalid_input, "tag limit must not be negative");
     auto parts = split(text, '-');
     if (parts.size() != 3) return invalid_tag(text, "expected interpreter-abi-platform");
+    // Counted before anything is built: the product of three sets each as long as the text can
+    // wrap past 2^64, and a name of millions of dots must not become millions of strings first.
+    std::size_t count = 1;
+    bool wrapped = false;
+    for (const auto& part : parts) {
+        const std::size_t n =
+            static_cast<std::size_t>(std::count(part.begin(), part.end(), '.')) + 1;
+        wrapped = wrapped || __builtin_mul_overflow(count, n, &count);
+    }
+    if (options.limit && (wrapped || count > static_cast<std::size_t>(*options.limit)))
+        return invalid_tag(text, (wrapped ? std::string("expands to more than 2^64")
+                                          : "expands to " + std::to_string(count)) +
+                                     " tags, more than the " + std::to_string(*options.limit) +
+                                     " allowed");
     std::vector<std::vector<std::string>> sets;
     for (std::size_t p = 0; p < 3; ++p) {
         auto items = split(parts[p], '.');
@@ -82,10 +96,6 @@ Result<std::vector<Tag>> parse_tag(std::string_view text, const TagParseOptions&
         }
         sets.push_back(std::move(items));
     }
-    std::size_t count = sets[0].size() * sets[1].size() * sets[2].size();
-    if (options.limit && count > static_cast<std::size_t>(*options.limit))
-        return invalid_tag(text, "expands to " + std::to_string(count) + " tags, more than the " +
-                                     std::to_string(*options.limit) + " allowed");
     std::set<Tag> out;
     for (const auto& i : sets[0])
         for (const auto& a : sets[1])

@@ -4,6 +4,7 @@
 // these are too (`1.0+İ` and Arabic-Indic digits are invalid versions).
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace envbox::pep {
@@ -22,6 +23,14 @@ inline bool is_ascii_space(char c) {
 }
 inline char lower(char c) {
     return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+/// `s` as an error message quotes it: hostile input can be megabytes, so past 200 bytes its
+/// start, "…" and its length.
+inline std::string quoted_for_error(std::string_view s) {
+    constexpr std::size_t kShown = 200;
+    if (s.size() <= kShown) return std::string(s);
+    return std::string(s.substr(0, kShown)) + "… (" + std::to_string(s.size()) + " bytes)";
 }
 
 inline std::string_view strip_ascii_space(std::string_view s) {

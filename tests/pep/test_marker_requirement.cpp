@@ -88,3 +88,17 @@ TEST_CASE("requirement errors point at the fault") {
     CHECK(msg.find("torch >= 2.11 <3") != std::string::npos);
     CHECK(msg.find("^") != std::string::npos);
 }
+
+TEST_CASE("requirements from a hostile page or METADATA stay small: extras and literals bounded") {
+    std::string extras;
+    for (int i = 0; i < 65; ++i)
+        extras += (i ? ",e" : "e") + std::to_string(i);
+    CHECK_FALSE(Requirement::parse("x[" + extras + "]"));
+    CHECK(Requirement::parse("dask[array,dataframe,diagnostics,distributed]"));
+    // `in` between two literals of megabytes would be minutes of comparing per evaluation.
+    const std::string big(1025, 'a');
+    auto r = Requirement::parse("x; '" + big + "' in '" + big + "b'");
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message(), Catch::Matchers::Contains("longer than 1024"));
+    CHECK(Requirement::parse("x; platform_release in '" + std::string(1000, 'a') + "'"));
+}

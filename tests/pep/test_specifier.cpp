@@ -76,3 +76,18 @@ TEST_CASE("satisfiability and relations") {
     CHECK(
         SpecifierSet::parse("==2.11.0+cu128")->is_disjoint(*SpecifierSet::parse("==2.11.0+cu130")));
 }
+
+TEST_CASE("a specifier set of more than 256 clauses is refused before it is compared") {
+    std::string many;
+    for (int i = 0; i < 100000; ++i)
+        many += (i ? ",>=" : ">=") + std::to_string(i);
+    auto refused = SpecifierSet::parse(many);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message(), Catch::Matchers::Contains("more than 256 clauses"));
+    CHECK_THAT(refused.error().message(),
+               Catch::Matchers::Contains("bytes)"));  // not 600 KB quoted
+    std::string ok = ">=2.7";
+    for (int minor = 0; minor < 6; ++minor)
+        ok += ",!=3." + std::to_string(minor) + ".*";
+    CHECK(SpecifierSet::parse(ok));
+}

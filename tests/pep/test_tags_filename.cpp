@@ -86,6 +86,11 @@ TEST_CASE("core metadata of every version parses") {
               std::vector<std::string>{"BSD-3-Clause\nsecond line of the licence"});
     }
     CHECK_FALSE(CoreMetadata::parse("Metadata-Version: 3.0\nName: x\nVersion: 1\n").ok());
+    // Each Requires-Dist is a page to fetch and an edge a lock records (at most 4096).
+    std::string many = "Metadata-Version: 2.1\nName: x\nVersion: 1\n";
+    for (int i = 0; i < 4097; ++i)
+        many += "Requires-Dist: d" + std::to_string(i) + "\n";
+    CHECK_FALSE(CoreMetadata::parse(many).ok());
     CHECK_FALSE(CoreMetadata::parse("Metadata-Version: 2.1\nName: x\nVersion: 1.x\n").ok());
     CHECK_FALSE(CoreMetadata::parse("Metadata-Version: 2.1\nName: x\nVersion: 1\n"
                                     "Requires-Dist: y >= \n")
@@ -106,17 +111,29 @@ TEST_CASE("a wheel name whose tag set expands past the bound is invalid, not exp
     auto w = WheelFilename::parse("pkg-1.0-" + sets[0] + "-" + sets[1] + "-" + sets[2] + ".whl");
     REQUIRE_FALSE(w);
     CHECK_THAT(w.error().message(), Catch::Matchers::Contains("expands to 27000000 tags, more "
-                                                              "than the 4096 allowed"));
+                                                              "than the 256 allowed"));
     // As many as real wheels name, and up to the bound, parse.
     auto numpy = WheelFilename::parse(
         "numpy-2.3.4-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl");
     REQUIRE(numpy);
     CHECK(numpy->tags.size() == 2);
-    std::string sixteen;
-    for (int i = 0; i < 16; ++i)
-        sixteen += (i ? "." : "") + std::string("p") + std::to_string(i);
     auto at_bound =
-        WheelFilename::parse("pkg-1.0-" + sixteen + "-" + sixteen + "-" + sixteen + ".whl");
+        WheelFilename::parse("pkg-1.0-a.b.c.d-e.f.g.h-i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.whl");
     REQUIRE(at_bound);
-    CHECK(at_bound->tags.size() == 4096);
+    CHECK(at_bound->tags.size() == 256);
+    CHECK_FALSE(
+        WheelFilename::parse("pkg-1.0-a.b.c.d-e.f.g.h-i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.whl"));
+    // Sets whose product wraps past 2^64 (to 0, which a plain product would let through):
+    // refused from the count of dots, before a component is split out.
+    auto dots = [](std::size_t n) {
+        std::string set(2 * n - 1, '.');
+        for (std::size_t i = 0; i < set.size(); i += 2)
+            set[i] = 'a';
+        return set;
+    };
+    auto wrapped = WheelFilename::parse("pkg-1.0-" + dots(std::size_t{1} << 22) + "-" +
+                                        dots(std::size_t{1} << 21) + "-" +
+                                        dots(std::size_t{1} << 21) + ".whl");
+    REQUIRE_FALSE(wrapped);
+    CHECK_THAT(wrapped.error().message(), Catch::Matchers::Contains("more than 2^64"));
 }

@@ -23,8 +23,9 @@ struct BuildTag {
 
 /// The most tags a wheel file name's compressed tag set may expand to. Real wheels name a few
 /// (`py2.py3-none-any`, numpy's two manylinux platforms, a dozen at most); the product of three
-/// dotted sets in a name from a lock or an index page could otherwise be billions.
-inline constexpr std::int64_t kMaxWheelTags = 4096;
+/// dotted sets in a name from a lock or an index page could otherwise be billions, and every
+/// file of a page or a lock keeps its tags.
+inline constexpr std::int64_t kMaxWheelTags = 256;
 
 /// A parsed wheel file name.
 struct WheelFilename {

@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "envbox/index/http.hpp"
 #include "envbox/pep/name.hpp"
@@ -38,16 +40,34 @@ PackageId Solver::package(const std::string& base, const std::string& extra) {
     incompats_of_.emplace_back();
     acc_.resize(packages_.size());
     decided_.resize(packages_.size());
-    // Versions that cannot be installed on the target, grouped by reason.
+    // Versions that cannot be installed on the target, grouped by reason. Each group is a set
+    // of every candidate's bits, and a page can give each of its versions a reason of its own
+    // (a `data-requires-python` each): past kMaxReasons groups the rest share one.
+    constexpr std::size_t kMaxReasons = 64;
     std::map<std::string, VersionSet> unusable;
+    std::optional<VersionSet> others;
     const auto& cands = package_at(id).candidates;
-    for (std::size_t i = 0; i < cands.size(); ++i)
-        if (!cands[i].unusable.empty()) {
-            auto [it, _] = unusable.try_emplace(cands[i].unusable, VersionSet::none(cands.size()));
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+        if (cands[i].unusable.empty()) continue;
+        auto it = unusable.find(cands[i].unusable);
+        if (it == unusable.end() && unusable.size() < kMaxReasons)
+            it = unusable.try_emplace(cands[i].unusable, VersionSet::none(cands.size())).first;
+        if (it != unusable.end()) {
             it->second.set(i);
+        } else {
+            if (!others) others = VersionSet::none(cands.size());
+            others->set(i);
         }
+    }
     for (auto& [reason, set] : unusable)
         add_incompat({{Term{id, true, set}}, Kind::unavailable, -1, -1, reason});
+    if (others)
+        add_incompat({{Term{id, true, *others}},
+                      Kind::unavailable,
+                      -1,
+                      -1,
+                      "cannot be installed on the target, each for a reason of its own (past " +
+                          std::to_string(kMaxReasons) + " reasons they are not listed)"});
     return id;
 }
 

@@ -99,3 +99,28 @@ TEST_CASE("a conflict is explained in terms of the requirements, traced or not",
     CHECK(traced.error().message() == quiet.error().message());
     CHECK_FALSE(lines.empty());
 }
+
+TEST_CASE("versions unusable each for a reason of its own share one explanation past 64",
+          "[resolve][solver]") {
+    // A page that gives each of its versions its own data-requires-python: one set of every
+    // version's bits per reason would be 20 000 sets of 20 000 bits.
+    class Hostile : public World {
+      public:
+        std::vector<resolve::Candidate> versions(const std::string& name) override {
+            if (name != "x") return World::versions(name);
+            std::vector<resolve::Candidate> out;
+            for (int i = 1; i <= 20000; ++i)
+                out.push_back(resolve::Candidate{Version::parse("1." + std::to_string(i)).value(),
+                                                 false,
+                                                 "requires Python >=4." + std::to_string(i)});
+            return out;
+        }
+    };
+    Hostile w;
+    auto r = resolve::resolve(requirements({"x"}), w, options());
+    REQUIRE_FALSE(r);
+    const std::string why = r.error().message();
+    CHECK(why.find("requires Python >=4.1") != std::string::npos);  // the first 64 listed
+    CHECK(why.find("each for a reason of its own") != std::string::npos);
+    CHECK(why.find("requires Python >=4.19999") == std::string::npos);
+}

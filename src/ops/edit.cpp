@@ -201,9 +201,9 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
             if (!req.specifier.empty() || req.url || !listed) continue;
             // The lowest version any target locked (a lock of several may differ by target).
             std::optional<pep::Version> lowest;
+            const std::string name = req.canonical_name();
             for (const auto& p : lock->packages)
-                if (p.name == req.canonical_name() && p.version &&
-                    (!lowest || *p.version < *lowest))
+                if (p.name == name && p.version && (!lowest || *p.version < *lowest))
                     lowest = p.version;
             if (!lowest) continue;  // its marker holds on no target
             pep::Requirement bounded = req;

@@ -72,9 +72,10 @@ Result<CoreMetadata> CoreMetadata::parse(std::string_view text) {
     // A lock records at most lock::kMaxDependencies (4096) per package; real packages list a
     // few hundred at most, and each one is a page to fetch.
     constexpr std::size_t kMaxRequiresDist = 4096;
-    if (md.get_all("Requires-Dist").size() > kMaxRequiresDist)
+    const std::vector<std::string> requires_dist = md.get_all("Requires-Dist");
+    if (requires_dist.size() > kMaxRequiresDist)
         return bad("more than " + std::to_string(kMaxRequiresDist) + " Requires-Dist fields");
-    for (const auto& line : md.get_all("Requires-Dist")) {
+    for (const auto& line : requires_dist) {
         auto req = Requirement::parse(line);
         if (!req) return bad("Requires-Dist '" + line + "': " + req.error().message());
         md.requires_dist.push_back(std::move(*req));

@@ -1,6 +1,7 @@
 #include "envbox/lock/manifest.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -130,6 +131,14 @@ class ManifestReader {
         const auto* arr = r_.opt_array(env, "platforms", "environment");
         if (arr->empty())
             r_.fail(list, line, "Expected at least one platform", "environment.platforms");
+        // Each platform is a resolution of its own; a real lock has one or two.
+        constexpr std::size_t kMaxPlatforms = 16;
+        if (arr->size() > kMaxPlatforms)
+            r_.fail(list, line,
+                    "More than " + std::to_string(kMaxPlatforms) + " platforms (" +
+                        std::to_string(arr->size()) + ")",
+                    "environment.platforms");
+        std::map<std::string, std::string> by_machine;
         for (std::size_t k = 0; k < arr->size(); ++k) {
             const toml::node& n = *arr->get(k);
             const std::string path = TomlReader::index("environment.platforms", k);
@@ -137,16 +146,14 @@ class ManifestReader {
             std::string platform(n.as_string()->get());
             if (auto p = pep::target_platforms(platform); !p)
                 r_.fail(&n, line, p.error().message(), path);
-            for (const auto& other : m.platforms) {
-                if (other == platform)
-                    r_.fail(&n, line, "'" + platform + "' is listed twice", path);
-                if (machine_of(other) == machine_of(platform))
-                    r_.fail(&n, line,
-                            "'" + platform + "' and '" + other + "' are both " +
-                                machine_of(platform) +
-                                ": a lock tells its targets apart by machine, so list one of them",
-                            path);
-            }
+            auto [other, fresh] = by_machine.try_emplace(machine_of(platform), platform);
+            if (!fresh && other->second == platform)
+                r_.fail(&n, line, "'" + platform + "' is listed twice", path);
+            if (!fresh)
+                r_.fail(&n, line,
+                        "'" + platform + "' and '" + other->second + "' are both " + other->first +
+                            ": a lock tells its targets apart by machine, so list one of them",
+                        path);
             m.platforms.push_back(std::move(platform));
         }
         m.platform = m.platforms.front();
@@ -250,6 +257,7 @@ class ManifestReader {
     // `prefer = ["opencv-python-headless"]`: valid package names, each once.
     std::vector<PreferredPackage> read_prefer(const toml::table& install) {
         std::vector<PreferredPackage> out;
+        std::set<std::string> seen;
         const auto* list = r_.opt_array(install, "prefer", "install");
         if (!list) return out;
         for (std::size_t k = 0; k < list->size(); ++k) {
@@ -260,8 +268,7 @@ class ManifestReader {
             if (!pep::is_valid_name(name))
                 r_.fail(&n, 0, "Invalid package name '" + name + "'", path);
             PreferredPackage p{pep::canonicalize_name(name), TomlReader::line_of(n)};
-            for (const auto& q : out)
-                if (q.name == p.name) r_.fail(&n, 0, "'" + name + "' is listed twice", path);
+            if (!seen.insert(p.name).second) r_.fail(&n, 0, "'" + name + "' is listed twice", path);
             out.push_back(std::move(p));
         }
         return out;
@@ -296,8 +303,9 @@ Result<ProjectFile> ProjectFile::parse(std::string_view text, std::string_view s
 
 std::optional<Error> Manifest::check_prefer(const std::vector<std::string>& lock_names,
                                             std::string_view source) const {
+    const std::set<std::string_view> names(lock_names.begin(), lock_names.end());
     for (const auto& p : install_prefer)
-        if (std::find(lock_names.begin(), lock_names.end(), p.name) == lock_names.end())
+        if (!names.count(p.name))
             return Error(ErrorCode::invalid_input,
                          std::string(source) + ":" + std::to_string(p.line) + ": '" + p.name +
                              "' is not a package of the lock in 'install.prefer'");

@@ -65,6 +65,7 @@ class LockReader {
 
   private:
     TomlReader r_;
+    std::size_t tags_ = 0;  // of every wheel file name read so far
 
     std::optional<pep::SpecifierSet> specifiers(const toml::table& t, std::string_view key,
                                                 std::string_view parent) {
@@ -306,6 +307,12 @@ class LockReader {
                 auto parsed = pep::WheelFilename::parse(fname);
                 if (!parsed)
                     r_.fail(nullptr, w.line, "Invalid wheel filename '" + fname + "'", wpath);
+                tags_ += parsed->tags.size();
+                if (tags_ > kMaxWheelTagsInAll)
+                    r_.fail(&n, w.line,
+                            "More than " + std::to_string(kMaxWheelTagsInAll) +
+                                " wheel tags in all (each wheel's file name expands to its own)",
+                            wpath);
                 w.parsed = std::move(*parsed);
                 check_consistent(p, fname, w.parsed.canonical_name, w.parsed.version, wpath,
                                  w.line);

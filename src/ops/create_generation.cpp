@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <set>
+#include <string_view>
 
 #include "create_steps.hpp"
 #include "envbox/env/venv.hpp"
@@ -72,6 +74,10 @@ std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items
     if (manifest)
         for (const auto& r : manifest->requirements)
             roots.insert(pep::canonicalize_name(r.name));
+    std::set<std::string_view> preferred;
+    if (manifest)
+        for (const auto& p : manifest->install_prefer)
+            preferred.insert(p.name);
     std::vector<env::InstallRequest> requests;
     for (const auto& item : items) {
         env::InstallRequest r;
@@ -79,9 +85,7 @@ std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items
         r.requested = !manifest || roots.count(item.package->name) > 0;
         if (item.direct)
             r.direct_url = direct_url_json(item, fs::path(gen.lock_source).parent_path());
-        r.preferred = manifest &&
-                      std::any_of(manifest->install_prefer.begin(), manifest->install_prefer.end(),
-                                  [&](const auto& p) { return p.name == item.package->name; });
+        r.preferred = preferred.count(item.package->name) > 0;
         for (const auto& b : item.bytecode)
             if (b.list) r.bytecode.push_back(&*b.list);
         requests.push_back(r);

@@ -21,17 +21,18 @@ PackageId Solver::package(const std::string& base, const std::string& extra) {
     p.extra = extra;
     if (!extra.empty()) {
         const Package& of = package_at(package(base, ""));
-        p.candidates = of.candidates;
+        p.list = of.list;
         p.direct = of.direct;
         p.origin = of.origin;
     } else if (auto d = options_.direct.find(base); d != options_.direct.end()) {
         // A direct reference: its wheel's version is the only candidate; no index is asked.
         p.direct = &d->second;
-        p.candidates.push_back(Candidate{d->second.version, false, {}});
+        p.list = std::make_shared<std::vector<Candidate>>(
+            std::vector<Candidate>{Candidate{d->second.version, false, {}}});
     } else {
-        p.candidates = source_.versions(base);
+        p.list = std::make_shared<std::vector<Candidate>>(source_.versions(base));
         p.origin = source_.origin(base);
-        std::sort(p.candidates.begin(), p.candidates.end(),
+        std::sort(p.list->begin(), p.list->end(),
                   [](const Candidate& a, const Candidate& b) { return a.version < b.version; });
     }
     PackageId id = static_cast<PackageId>(packages_.size());
@@ -46,7 +47,7 @@ PackageId Solver::package(const std::string& base, const std::string& extra) {
     constexpr std::size_t kMaxReasons = 64;
     std::map<std::string, VersionSet> unusable;
     std::optional<VersionSet> others;
-    const auto& cands = package_at(id).candidates;
+    const auto& cands = package_at(id).candidates();
     for (std::size_t i = 0; i < cands.size(); ++i) {
         if (cands[i].unusable.empty()) continue;
         auto it = unusable.find(cands[i].unusable);
@@ -73,7 +74,7 @@ PackageId Solver::package(const std::string& base, const std::string& extra) {
 
 VersionSet Solver::versions_matching(PackageId id, const pep::SpecifierSet& spec) const {
     return VersionSet::matching(
-        package_at(id).candidates, spec,
+        package_at(id).candidates(), spec,
         [](const Candidate& c) -> const pep::Version& { return c.version; });
 }
 
@@ -108,8 +109,8 @@ std::optional<PackageId> Solver::choose() {
     if (!pkg.extra.empty()) {  // a[x]==v depends on a==v
         PackageId base = package(pkg.base, "");
         added.push_back(add_dependency_incompat(
-            best, v, base, VersionSet::one(package_at(base).candidates.size(), v),
-            pkg.base + "==" + pkg.candidates[v].version.str()));
+            best, v, base, VersionSet::one(package_at(base).candidates().size(), v),
+            pkg.base + "==" + pkg.candidates()[v].version.str()));
     }
     auto reqs = requirements_of(best, v);
     if (!reqs) return best;
@@ -130,7 +131,7 @@ std::optional<PackageId> Solver::choose() {
             if (t.pkg != best && !subset(accumulated(t.pkg), t)) satisfied = false;
         if (satisfied) return best;
     }
-    assign(Term{best, true, VersionSet::one(pkg.candidates.size(), v)}, -1);
+    assign(Term{best, true, VersionSet::one(pkg.candidates().size(), v)}, -1);
     return best;
 }
 
@@ -138,7 +139,7 @@ std::optional<std::vector<pep::Requirement>> Solver::requirements_of(PackageId i
     if (id == kRoot) return root_requirements_;
     const Package& pkg = package_at(id);
     Dependencies deps = pkg.direct ? pkg.direct->dependencies
-                                   : source_.dependencies(pkg.base, pkg.candidates[v].version);
+                                   : source_.dependencies(pkg.base, pkg.candidates()[v].version);
     if (!deps.unusable.empty()) {
         prefetch_below(id, v);
         rule_out(id, v, deps.unusable);
@@ -156,8 +157,8 @@ void Solver::prefetch_below(PackageId id, std::size_t v) {
     std::vector<std::pair<std::string, pep::Version>> next;
     for (std::size_t i = v; i-- > 0 && next.size() < 4;)
         if ((!allowed || allowed->set.has(i) == allowed->positive) &&
-            pkg.candidates[i].unusable.empty() && !pkg.candidates[i].yanked)
-            next.emplace_back(pkg.base, pkg.candidates[i].version);
+            pkg.candidates()[i].unusable.empty() && !pkg.candidates()[i].yanked)
+            next.emplace_back(pkg.base, pkg.candidates()[i].version);
     source_.prefetch(next);
 }
 
@@ -165,17 +166,15 @@ void Solver::prefetch_below(PackageId id, std::size_t v) {
 // `package` adds for unusable candidates, so propagation derives "not v" (or a conflict) and
 // the explanation gives the reason. Every package of the same base (its extras) shares it.
 PackageId Solver::rule_out(PackageId id, std::size_t v, const std::string& reason) {
-    const std::string base = package_at(id).base;
-    const pep::Version version = package_at(id).candidates[v].version;
+    Package& of = package_at(id);
+    Candidate& c = (*of.list)[v];  // the list every package of this base shares
+    if (!c.unusable.empty()) return id;
+    c.unusable = reason;
     for (std::size_t p = 1; p < packages_.size(); ++p) {
-        Package& pkg = packages_[p];
-        if (pkg.base != base || v >= pkg.candidates.size() ||
-            !(pkg.candidates[v].version == version))
-            continue;
-        if (!pkg.candidates[v].unusable.empty()) continue;
-        pkg.candidates[v].unusable = reason;
+        const Package& pkg = packages_[p];
+        if (pkg.list != of.list) continue;
         add_incompat(
-            {{Term{static_cast<PackageId>(p), true, VersionSet::one(pkg.candidates.size(), v)}},
+            {{Term{static_cast<PackageId>(p), true, VersionSet::one(pkg.candidates().size(), v)}},
              Kind::unavailable,
              -1,
              -1,
@@ -201,7 +200,7 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
         if (d == options_.direct.end() || d->second.url != *r.url)
             throw Error(ErrorCode::invalid_input,
                         (from == kRoot ? std::string("a requirement")
-                                       : pkg.name + " " + pkg.candidates[v].version.str()) +
+                                       : pkg.name + " " + pkg.candidates()[v].version.str()) +
                             " asks for " + r.name + " from a URL (" + index::redact_url(*r.url) +
                             ")" +
                             (d == options_.direct.end()
@@ -225,7 +224,7 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
         if (from == kRoot)
             for (const auto& s : r.specifier.specifiers())
                 if (s.op() == pep::Operator::equal && r.specifier.specifiers().size() == 1)
-                    for (std::size_t i = 0; i < dp.candidates.size(); ++i)
+                    for (std::size_t i = 0; i < dp.candidates().size(); ++i)
                         if (set.has(i)) dp.pinned_exact = i;
         std::string text = r.name + (extra.empty() ? "" : "[" + extra + "]") +
                            (r.url ? " @ " + index::redact_url(*r.url) : r.specifier.str());
@@ -235,7 +234,7 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
 
 std::optional<std::size_t> Solver::pick_version(PackageId id, const VersionSet& allowed) const {
     const Package& p = package_at(id);
-    const auto& cands = p.candidates;
+    const auto& cands = p.candidates();
     auto usable = [&](std::size_t i) {
         if (!allowed.has(i) || !cands[i].unusable.empty()) return false;
         if (cands[i].yanked && p.pinned_exact != i) return false;

@@ -12,7 +12,7 @@ namespace {
 // A set as a range of the versions that exist ("a>=1.0,<=1.4", "a==2.0", "a (one of 1.0, 1.2)").
 std::string describe_set(const std::deque<Package>& packages, PackageId id, const VersionSet& s) {
     const Package& p = packages[static_cast<std::size_t>(id)];
-    const auto& c = p.candidates;
+    const auto& c = p.candidates();
     std::size_t n = s.count();
     if (c.empty()) return p.name;
     if (n == c.size()) return p.name;
@@ -48,7 +48,7 @@ std::string not_found(const Package& p) {
 // 3.0"): what there is, newest first, so a typo or a version the index lacks is plain.
 std::string what_there_is(const Package& p) {
     constexpr std::size_t kShown = 8;
-    const auto& c = p.candidates;
+    const auto& c = p.candidates();
     const std::string where = p.origin.where.empty() ? "the index" : p.origin.where;
     std::string out = p.origin.pinned
                           ? "; " + p.name + " is pinned to " + where + " in [sources], which has "
@@ -62,14 +62,14 @@ std::string what_there_is(const Package& p) {
 std::string describe_no_versions(const std::deque<Package>& packages, const Incompat& inc) {
     const Term& t = inc.terms[0];
     const Package& p = packages[static_cast<std::size_t>(t.pkg)];
-    if (p.candidates.empty()) return p.name + " was " + not_found(p);
+    if (p.candidates().empty()) return p.name + " was " + not_found(p);
     bool only_pre = true;
-    for (std::size_t i = 0; i < p.candidates.size(); ++i)
-        if (t.set.has(i) && !p.candidates[i].version.is_prerelease()) only_pre = false;
+    for (std::size_t i = 0; i < p.candidates().size(); ++i)
+        if (t.set.has(i) && !p.candidates()[i].version.is_prerelease()) only_pre = false;
     if (only_pre && !t.set.empty())
         return "only pre-releases of " + describe_set(packages, t.pkg, t.set) +
                " exist, and pre-releases are used only when asked for (e.g. " + p.name +
-               ">=" + p.candidates.back().version.str() + ")";
+               ">=" + p.candidates().back().version.str() + ")";
     if (t.set.empty()) return "no version of " + p.name + " matches" + what_there_is(p);
     return "no usable version of " + describe_set(packages, t.pkg, t.set) + " exists";
 }
@@ -78,10 +78,10 @@ std::string describe_dependency(const std::deque<Package>& packages, const Incom
     const Term& from = inc.terms[0];
     const Package& tp = packages[static_cast<std::size_t>(inc.dep)];
     std::string target = inc.text;
-    if (tp.candidates.empty())
+    if (tp.candidates().empty())
         target += " (" + not_found(tp) + ")";
     else if (inc.terms.size() == 1 && tp.direct)
-        target += " (" + tp.base + " is " + tp.candidates.front().version.str() +
+        target += " (" + tp.base + " is " + tp.candidates().front().version.str() +
                   ", from the direct reference " + index::redact_url(tp.direct->url) + ")";
     else if (inc.terms.size() == 1)
         target += " (no version of " + tp.name + " matches" + what_there_is(tp) + ")";

@@ -9,7 +9,8 @@ namespace envbox::resolve {
 
 Solver::Solver(PackageSource& source, const Options& options) : source_(source), options_(options) {
     Package root;
-    root.candidates.push_back(Candidate{pep::Version::parse("0").value(), false, {}});
+    root.list = std::make_shared<std::vector<Candidate>>(
+        std::vector<Candidate>{Candidate{pep::Version::parse("0").value(), false, {}}});
     packages_.push_back(std::move(root));
     by_name_[""] = kRoot;
     incompats_of_.emplace_back();
@@ -25,6 +26,7 @@ Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& r
     try {
         for (;;) {
             propagate(next);
+            spend(1, nullptr);
             auto chosen = choose();
             if (!chosen) break;
             next = *chosen;
@@ -39,7 +41,7 @@ Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& r
         const Package& pkg = packages_[p];
         auto& pin = out[pkg.base];
         pin.name = pkg.base;
-        pin.version = pkg.candidates[*d].version;
+        pin.version = pkg.candidates()[*d].version;
         if (!pkg.extra.empty()) pin.extras.insert(pkg.extra);
     }
     // The edges: each dependency incompatibility of a decided version (`a[x]` → `a` is not one).
@@ -62,7 +64,31 @@ Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& r
 
 // ---- incompatibilities and the partial solution ----------------------------------------------
 
+void Solver::spend(std::size_t steps, const Incompat* added) {
+    steps_ += steps;
+    if (added)
+        for (const auto& t : added->terms)
+            set_bytes_ += t.set.w.size() * sizeof(std::uint64_t);
+    if (steps_ > options_.max_steps)
+        throw Error(ErrorCode::invalid_input,
+                    "resolution gave up after " + std::to_string(options_.max_steps) +
+                        " steps (decisions and conflicts) without finding versions that fit "
+                        "together or proving that none do; pin the versions of the packages "
+                        "it backtracks over (ENVBOX_RESOLVE_DEBUG=1 traces them) and lock again");
+    if (set_bytes_ > options_.max_set_bytes)
+        throw Error(ErrorCode::invalid_input,
+                    "resolution gave up: its incompatibilities hold more than " +
+                        (options_.max_set_bytes >= (1u << 20)
+                             ? std::to_string(options_.max_set_bytes >> 20) + " MiB"
+                             : std::to_string(options_.max_set_bytes) + " bytes") +
+                        " of version sets (" + std::to_string(packages_.size()) +
+                        " packages and extras, " + std::to_string(incompats_.size()) +
+                        " incompatibilities); an index with this many versions and "
+                        "dependencies is refused");
+}
+
 int Solver::add_incompat(Incompat inc) {
+    spend(0, &inc);
     int id = static_cast<int>(incompats_.size());
     for (const auto& t : inc.terms)
         incompats_of_[static_cast<std::size_t>(t.pkg)].push_back(id);
@@ -76,14 +102,14 @@ int Solver::add_dependency_incompat(PackageId from, std::size_t v, PackageId dep
     inc.kind = Kind::dependency;
     inc.text = std::move(text);
     inc.dep = dep;
-    inc.terms.push_back(Term{from, true, VersionSet::one(package_at(from).candidates.size(), v)});
+    inc.terms.push_back(Term{from, true, VersionSet::one(package_at(from).candidates().size(), v)});
     if (!set.empty()) inc.terms.push_back(Term{dep, false, set});
     return add_incompat(std::move(inc));
 }
 
 Term Solver::accumulated(PackageId p) const {
     const auto& a = acc_[static_cast<std::size_t>(p)];
-    return a ? *a : Term{p, false, VersionSet::none(package_at(p).candidates.size())};
+    return a ? *a : Term{p, false, VersionSet::none(package_at(p).candidates().size())};
 }
 
 void Solver::assign(Term t, int cause) {
@@ -267,6 +293,7 @@ std::pair<PackageId, int> Solver::resolve_conflict(int incompat_id) {
         }
         // Registered with its packages (incompats_of_) only when it is kept, above.
         incompats_.push_back(derive(inc, incompat_id, sat, s.pkg));
+        spend(1, &incompats_.back());
         incompat_id = static_cast<int>(incompats_.size()) - 1;
         changed = true;
     }

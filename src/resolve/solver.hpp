@@ -4,6 +4,7 @@
 // next and what choosing it adds, report.cpp the explanation of a failure.
 
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -36,14 +37,18 @@ struct Assignment {
 };
 
 struct Package {
-    std::string name;                         // "a", "a[x]", or "" for the root
-    std::string base;                         // "a"
-    std::string extra;                        // "x"
-    std::vector<Candidate> candidates;        // ascending
+    std::string name;   // "a", "a[x]", or "" for the root
+    std::string base;   // "a"
+    std::string extra;  // "x"
+    // Ascending; one list for a package and all its extras (`a[x]` has `a`'s versions), so a
+    // requirement's extras cost no copy of them.
+    std::shared_ptr<std::vector<Candidate>> list;
     bool explicit_prerelease = false;         // some requirement names a pre-release
     std::optional<std::size_t> pinned_exact;  // `==V` from the root: V may be yanked
     const DirectPackage* direct = nullptr;    // fixed by `name @ URL`: its only candidate
     Origin origin;                            // PackageSource::origin, for messages
+
+    const std::vector<Candidate>& candidates() const { return *list; }
 };
 
 class Solver {
@@ -63,6 +68,11 @@ class Solver {
     std::vector<std::optional<Term>> acc_;  // per package: intersection of its assignments
     std::vector<std::optional<std::size_t>> decided_;
     int level_ = 0;
+    // The budget (Options::max_steps, max_set_bytes): decisions and derivations taken, and
+    // the bytes of version sets the incompatibilities hold.
+    std::size_t steps_ = 0;
+    std::size_t set_bytes_ = 0;
+    void spend(std::size_t steps, const Incompat* added);
 
     Package& package_at(PackageId id) { return packages_[static_cast<std::size_t>(id)]; }
     const Package& package_at(PackageId id) const {

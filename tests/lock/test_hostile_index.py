@@ -319,6 +319,24 @@ class Hangs(Base):
         self.assertIn('version = "1.0"', self.lock_text(root))  # the hostile 2.0 is no candidate
         self.assertLess(r.peak_rss_kib, 512 << 10, r)
 
+    def test_a_manifest_preferring_400_000_packages_is_read_in_linear_time(self):
+        # Each name checked against every one before it was 80 billion comparisons.
+        names = ", ".join(f'"p{i}"' for i in range(400_000))
+        def route(h):
+            if h.path == "/simple/alpha/":
+                return reply(h, 200, self.anchor(f"/files/{self.wheel_name}").encode())
+            if not self.serve_wheel(h, h.path):
+                reply(h, 404)
+        s = RouteServer(route)
+        self.addCleanup(s.close)
+        root = self.project("prefer-many", manifest(f"{s.url}/simple", ["alpha"]) +
+                            f"\n[install]\nprefer = [{names}]\n")
+        start = time.time()
+        r = self.envbox(root, "lock", "env", timeout=120)
+        self.assertEqual(r.returncode, 3, r)
+        self.assertIn("'p0' is not a package of the lock in 'install.prefer'", r.stderr)
+        self.assertLess(time.time() - start, 30, r)
+
     def test_thousands_of_dependencies_run_on_a_bounded_pool_of_threads(self):
         n = 3000
         deps = [f"dep{i}" for i in range(n)]

@@ -107,7 +107,12 @@ TEST_CASE("platforms lists a manifest's targets; platform alone is a list of one
         const char* lines;
         const char* expect;
     };
+    std::string seventeen = "platforms = [";
+    for (int i = 0; i < 17; ++i)
+        seventeen += "\"linux_m" + std::to_string(i) + "\", ";
+    seventeen += "]\n";
     const Row rows[] = {
+        {seventeen.c_str(), "m.toml:3: More than 16 platforms (17) in 'environment.platforms'"},
         {"platform = \"manylinux_2_28_x86_64\"\nplatforms = [\"manylinux_2_28_aarch64\"]\n",
          "Give either 'platform' or 'platforms', not both in 'environment.platform'"},
         {"platforms = []\n", "m.toml:3: Expected at least one platform in 'environment.platforms'"},

@@ -214,3 +214,32 @@ commit-id = "0123456789abcdef0123456789abcdef01234567"
           "No wheel found matching the provided tags for package 'bar' at packages[1], and no "
           "sdist available as a fallback");
 }
+
+TEST_CASE("the wheel tags of a whole lock are bounded in all") {
+    // Each file name expands to 256 tags (64 Python tags, 4 platforms), the most one name may;
+    // 4 097 of them are more than kMaxWheelTagsInAll, and the lock is refused at the wheel
+    // that passes it, not after expanding all of them.
+    std::string py;
+    for (int i = 0; i < 64; ++i)
+        py += (i ? "." : "") + std::string("py3") + std::to_string(i);
+    const std::string tags = "-" + py + "-none-linux_a.linux_b.linux_c.linux_d.whl";
+    auto lock_of = [&](int wheels) {
+        std::string text =
+            "lock-version = \"1.0\"\ncreated-by = \"x\"\n[[packages]]\nname = "
+            "\"a\"\nversion = \"1.0\"\n";
+        for (int k = 0; k < wheels; ++k)
+            text += "[[packages.wheels]]\nurl = \"https://x/a-1.0-" + std::to_string(k) + tags +
+                    "\"\nhashes = { sha256 = \"" + std::string(64, 'a') + "\" }\n";
+        return text;
+    };
+    const auto limit = static_cast<int>(lock::kMaxWheelTagsInAll / 256);
+    auto ok = lock::Pylock::parse(lock_of(limit), "pylock.toml");
+    REQUIRE(ok.ok());
+    CHECK(ok->packages[0].wheels.back().parsed.tags.size() == 256);
+    auto over = lock::Pylock::parse(lock_of(limit + 1), "pylock.evil.toml");
+    REQUIRE_FALSE(over.ok());
+    CHECK(over.error().code() == ErrorCode::invalid_input);
+    CHECK_THAT(over.error().message(), Catch::Contains("More than 1048576 wheel tags in all"));
+    CHECK_THAT(over.error().message(),
+               Catch::Contains("'packages[0].wheels[" + std::to_string(limit) + "]'"));
+}

@@ -79,6 +79,10 @@ inline constexpr std::size_t kMaxDependencies = 4096;
 /// The most (dependency, entry) links a whole lock may make: a real lock has a few per package;
 /// a name held many times and named by many edges cannot make a graph past this.
 inline constexpr std::size_t kMaxDependencyLinks = std::size_t{1} << 20;
+/// The most tags the wheel file names of a whole lock may expand to (each at most
+/// pep::kMaxWheelTags): every wheel keeps its tags, so without this a 16 MiB lock of names
+/// that each expand to 256 could hold 40 million. A real lock's wheels have one or two each.
+inline constexpr std::size_t kMaxWheelTagsInAll = std::size_t{1} << 20;
 
 /// One `[[packages]]` entry.
 struct Package {

@@ -9,6 +9,7 @@
 /// conflict resolution, backtracking), decisions.cpp which package and version come next,
 /// report.cpp the explanation of a failure.
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
@@ -93,6 +94,16 @@ struct Options {
     /// `name @ URL` must name one of these with the same URL; a dependency's own URL
     /// requirement is accepted only when it is the user's reference for that package.
     std::map<std::string, DirectPackage> direct;
+    static constexpr std::size_t kMaxSteps = 200000;
+    static constexpr std::size_t kMaxSetBytes = std::size_t{1} << 30;
+    /// The budget of one resolution: a hostile index can pose a search that takes hours, or
+    /// one whose incompatibilities outgrow memory (a package of a million versions, each with
+    /// thousands of dependencies). Past either limit the resolution fails (invalid_input),
+    /// saying which. A step is a decision or a derivation of conflict resolution: the
+    /// PyTorch-shaped world of bench/lock_bench.py (about 200 packages) takes 171, its sets 5 KB
+    /// (pip's limit is 200 000 rounds; uv has none).
+    std::size_t max_steps = kMaxSteps;
+    std::size_t max_set_bytes = kMaxSetBytes;  ///< of the version sets incompatibilities hold
 };
 
 struct Pinned {

@@ -131,31 +131,37 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
     for (const auto& i : m.indexes) {
         resolve::IndexConfig c;
         c.name = i.name;
-        // A password in the manifest would be committed, printed and written into locks:
-        // refused, with where credentials go instead.
-        if (index::strip_userinfo(i.url) != i.url)
-            throw Error(ErrorCode::invalid_input,
-                        manifest_path.string() + ": index " + i.name +
-                            " has credentials in its URL (" + index::redact_url(i.url) +
-                            "); give them in " + index_variable_name(i.name, "USERNAME") + " / " +
-                            index_variable_name(i.name, "PASSWORD") + " or ~/.netrc instead");
+        // The URL is refused here, naming where it came from, rather than at its first fetch
+        // (exit 4, as if the server had failed). A password in the manifest would be
+        // committed, printed and written into locks: refused, with where credentials go
+        // instead.
+        auto check = [&](const std::string& url, const std::string& where) {
+            if (!url.starts_with("https://") && !url.starts_with("http://") &&
+                !url.starts_with("file://"))
+                throw Error(ErrorCode::invalid_input, where +
+                                                          ": expected an http(s):// or "
+                                                          "file:// URL, got '" +
+                                                          index::redact_url(url) + "'");
+            if (index::strip_userinfo(url) != url)
+                throw Error(ErrorCode::invalid_input,
+                            where + " has credentials in its URL (" + index::redact_url(url) +
+                                "); give them in " + index_variable_name(i.name, "USERNAME") +
+                                " / " + index_variable_name(i.name, "PASSWORD") +
+                                " or ~/.netrc instead");
+            if (!url.starts_with("file://") &&
+                (index::url_origin(url).empty() || url[url.find("://") + 3] == '/'))
+                throw Error(ErrorCode::invalid_input,
+                            where + ": '" + url +
+                                "' is not a valid URL (no host, or a blank, a "
+                                "bracket or a port that cannot be read)");
+        };
+        check(i.url, manifest_path.string() + ": index " + i.name);
         c.url = i.url;
         // A mirror for this machine (a cluster's proxy of PyPI, a copy of the PyTorch index)
         // replaces the URL without an edit to the manifest, which stays the reviewed record.
-        const std::string mirror_variable = index_variable_name(i.name, "URL");
         if (auto mirror = index_variable(settings, i.name, "URL"); !mirror.empty()) {
-            if (!mirror.starts_with("https://") && !mirror.starts_with("http://") &&
-                !mirror.starts_with("file://"))
-                throw Error(ErrorCode::invalid_input,
-                            mirror_variable + " (the mirror of index " + i.name +
-                                "): expected an http(s):// or file:// URL, got '" +
-                                index::redact_url(mirror) + "'");
-            if (index::strip_userinfo(mirror) != mirror)
-                throw Error(ErrorCode::invalid_input,
-                            mirror_variable + " has credentials in its URL (" +
-                                index::redact_url(mirror) + "); give them in " +
-                                index_variable_name(i.name, "USERNAME") + " / " +
-                                index_variable_name(i.name, "PASSWORD") + " or ~/.netrc instead");
+            check(mirror,
+                  index_variable_name(i.name, "URL") + " (the mirror of index " + i.name + ")");
             c.url = mirror;
         }
         while (!c.url.empty() && c.url.back() == '/')

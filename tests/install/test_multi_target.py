@@ -491,7 +491,10 @@ class MissionManifests(unittest.TestCase):
         for value, expect in (("ftp://127.0.0.1/pypi", "ENVBOX_INDEX_PYPI_URL (the mirror of index pypi): "
                                                        "expected an http(s):// or file:// URL"),
                               (f"http://user:s3cret@{self.server.url[7:]}/pypi",
-                               "ENVBOX_INDEX_PYPI_URL has credentials in its URL")):
+                               "ENVBOX_INDEX_PYPI_URL (the mirror of index pypi) has credentials in its URL"),
+                              ("https://mirror example/pypi",
+                               "ENVBOX_INDEX_PYPI_URL (the mirror of index pypi): 'https://mirror example/pypi' "
+                               "is not a valid URL")):
             with self.subTest(value=value):
                 r = envbox("lock", "train-cu128", home=self.home, project=project, check=False,
                            env=dict(self.mirrors, ENVBOX_INDEX_PYPI_URL=value))

@@ -287,6 +287,17 @@ class Credentials(Base):
         self.assertIn("***@", r.stderr)
 
 
+    def test_a_malformed_index_url_is_the_manifests_error_not_the_servers(self):
+        for url in ("https://exa mple.org/simple", "http://[::1/simple", "https:///simple",
+                    "http://127.0.0.1:99999/simple"):
+            with self.subTest(url=url):
+                root = self.project("bad-url", manifest(url, ["alpha"]))
+                r = self.envbox(root, "lock", "env", env={"ENVBOX_HTTP_TIMEOUT": "2"})
+                self.assertEqual(r.returncode, 3, r)
+                self.assertIn(f"env.toml: index ix: '{url}' is not a valid URL", r.stderr)
+                self.assertNotIn("cannot fetch", r.stderr)
+
+
 class Hangs(Base):
     def lock_against_page(self, project, page):
         """Locks alpha from an index whose page for it is `page`; asserts it succeeds within 30 s.

@@ -2,7 +2,7 @@
 # set: unpacks the portable envbox bundle into /tmp and, once per machine, repacks the host's
 # installed PyTorch stack into wheels in /tmp/wh (repack_wheels.py; one line per wheel in
 # /tmp/repack.txt). Sets E (envbox), PY (python3) and SP (the stack's site-packages), and
-# defines `timed`.
+# defines `timed` and `cpu`.
 mkdir -p "$out"
 tar -C /tmp -xzf "$bundle"
 E=$(ls -d /tmp/envbox-*/bin/envbox | head -1)
@@ -23,5 +23,24 @@ print(f"{label:48s} {dt:8.2f} s  rc={r.returncode}" + (f"\n{r.stderr[-2000:]}" i
 for line in (r.stdout + r.stderr).splitlines():
     if re.search(keep, line):
         print("   ", line.strip(), flush=True)
+PYEOF
+}
+# cpu LABEL CMD...: wall, user and system seconds of CMD and everything it waited for.
+cpu() {
+    label="$1"; shift
+    "$PY" - "$label" "$@" <<'PYEOF'
+import resource, subprocess, sys, time
+label, cmd = sys.argv[1], sys.argv[2:]
+t = time.perf_counter()
+r = subprocess.run(cmd, capture_output=True, text=True)
+dt = time.perf_counter() - t
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{label:44s} wall {dt:6.2f} s  user {u.ru_utime:7.1f} s  sys {u.ru_stime:6.1f} s  "
+      f"cpu/wall {(u.ru_utime + u.ru_stime) / dt:5.1f}  rc={r.returncode}", flush=True)
+for line in (r.stdout + r.stderr).splitlines():
+    if "thread-seconds" in line or line.strip().startswith("seconds:"):
+        print("   ", line.strip(), flush=True)
+if r.returncode:
+    print(r.stderr[-1500:])
 PYEOF
 }

@@ -22,25 +22,6 @@ mkdir -p /tmp/p/manifests
 cd /tmp/p
 export ENVBOX_PYTHON="$PY"
 L=/tmp/p/manifests/pylock.torch.toml
-# cpu LABEL CMD...: wall, user and system seconds of CMD and everything it waited for.
-cpu() {
-    label="$1"; shift
-    "$PY" - "$label" "$@" <<'PYEOF'
-import resource, subprocess, sys, time
-label, cmd = sys.argv[1], sys.argv[2:]
-t = time.perf_counter()
-r = subprocess.run(cmd, capture_output=True, text=True)
-dt = time.perf_counter() - t
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"{label:44s} wall {dt:6.2f} s  user {u.ru_utime:7.1f} s  sys {u.ru_stime:6.1f} s  "
-      f"cpu/wall {(u.ru_utime + u.ru_stime) / dt:5.1f}  rc={r.returncode}", flush=True)
-for line in (r.stdout + r.stderr).splitlines():
-    if "thread-seconds" in line or line.strip().startswith("seconds:"):
-        print("   ", line.strip(), flush=True)
-if r.returncode:
-    print(r.stderr[-1500:])
-PYEOF
-}
 for jobs in "$@"; do
     rm -rf /tmp/hc; sync
     ENVBOX_JOBS=$jobs cpu "envbox cold create, bytecode, ENVBOX_JOBS=$jobs" "$E" --home /tmp/hc -vv create torch --lock $L

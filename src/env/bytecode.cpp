@@ -18,8 +18,12 @@ namespace {
 // ends at end of input. -I -S -B: no site, no environment variables, no user site, no
 // bytecode of its own; warnings (SyntaxWarning) silenced, they would go to /dev/null anyway.
 constexpr const char* kWorkerScript = R"PY(
-import sys, struct, warnings, importlib.util, importlib._bootstrap_external as be
+import os, sys, struct, warnings, importlib.util, importlib._bootstrap_external as be
 warnings.simplefilter("ignore")
+try:  # below the ingest the same create runs beside it (bytecode.hpp)
+    os.nice(10)
+except Exception:
+    pass
 try:  # a bound on what one hostile module can make a worker allocate: past it, a MemoryError
     import resource
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))

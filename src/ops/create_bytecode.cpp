@@ -125,11 +125,13 @@ void BytecodeTasks::add(Item& item, TaskPool& pool) {
         raw->batches_left = batches.size();
         std::size_t begin = 0;
         for (const auto& [end, bytes] : batches) {
-            // Compiling costs more per byte than ingest's writes: weigh it so.
-            pool.add(bytes * 4, [this, raw, begin, end = end](TaskPool&) {
-                run(*raw, begin, end);
-                if (--raw->batches_left == 0) progress_.advance(1);
-            });
+            pool.add(
+                bytes,
+                [this, raw, begin, end = end](TaskPool&) {
+                    run(*raw, begin, end);
+                    if (--raw->batches_left == 0) progress_.advance(1);
+                },
+                kCompileLane);
             begin = end;
         }
     }

@@ -119,7 +119,7 @@ class FetchPool {
     // compiling of stored wheels that lack bytecode beside it; a fetched wheel's compile tasks
     // join the pool once it is stored.
     void run(const std::vector<std::size_t>& missing) {
-        TaskPool pool(plan_.jobs);
+        TaskPool pool(plan_.jobs, bytecode_ ? BytecodeTasks::kLanes : 1);
         for (std::size_t k = 0; k < missing.size(); ++k) {
             const std::size_t i = missing[k];
             pool.add(UINT64_MAX - k, [this, i](TaskPool& tasks) { fetch(i, tasks); });

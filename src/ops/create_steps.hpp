@@ -162,11 +162,15 @@ void plan_bytecode(const store::Store& store, std::vector<Item>& items,
 /// How many (item, key) bytecode lists `plan_bytecode` marked to compile.
 std::size_t bytecode_lists_to_compile(const std::vector<Item>& items);
 
-/// The compile work of one create, as tasks of the fetch's own pool: each item's sources in
-/// batches, the largest first, on a pool of the interpreter's workers; every `.pyc` is stored
-/// as an object as soon as it is compiled. Thread-safe: `add` may run in any task.
+/// The compile work of one create, as tasks of the fetch's own pool (in its lane kCompileLane,
+/// beside the ingest's): each item's sources in batches, the largest first, on a pool of the
+/// interpreter's workers; every `.pyc` is stored as an object as soon as it is compiled.
+/// Thread-safe: `add` may run in any task.
 class BytecodeTasks {
   public:
+    /// The pool's lanes: ingest tasks wait on writes the kernel throttles, compile tasks keep
+    /// a CPU busy; each lane has `jobs` threads, so waiting writes never idle the compiler.
+    static constexpr unsigned kIngestLane = 0, kCompileLane = 1, kLanes = 2;
     /// Each (item, key) compiled advances `progress` by one.
     BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
                   Progress& progress);

@@ -46,25 +46,39 @@ void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::si
     if (first) std::rethrow_exception(first);
 }
 
-void TaskPool::add(std::uint64_t priority, Task task) {
-    {
-        std::lock_guard lock(mutex_);
-        queue_.push(Entry{priority, added_++, std::move(task)});
-    }
-    wake_.notify_one();
+TaskPool::TaskPool(unsigned jobs, unsigned lanes) : jobs_(jobs == 0 ? 1 : jobs) {
+    for (unsigned l = 0; l < std::max(1u, lanes); ++l)
+        lanes_.push_back(std::make_unique<Lane>());
 }
 
-void TaskPool::work() {
+void TaskPool::add(std::uint64_t priority, Task task, unsigned lane) {
+    Lane& l = *lanes_.at(lane);
+    {
+        std::lock_guard lock(mutex_);
+        l.queue.push(Entry{priority, added_++, std::move(task)});
+    }
+    l.wake.notify_one();
+}
+
+bool TaskPool::idle() const {
+    if (running_ > 0) return false;
+    for (const auto& l : lanes_)
+        if (!l->queue.empty()) return false;
+    return true;
+}
+
+void TaskPool::work(Lane& lane) {
     std::unique_lock lock(mutex_);
     for (;;) {
-        wake_.wait(lock, [&] { return error_ || !queue_.empty() || running_ == 0; });
-        if (error_ || queue_.empty()) {
+        lane.wake.wait(lock, [&] { return error_ || !lane.queue.empty() || idle(); });
+        if (error_ || lane.queue.empty()) {
             // Failed, or nothing queued and nothing running that could queue more: done.
-            wake_.notify_all();
+            for (auto& l : lanes_)
+                l->wake.notify_all();
             return;
         }
-        Task task = std::move(const_cast<Entry&>(queue_.top()).task);
-        queue_.pop();
+        Task task = std::move(const_cast<Entry&>(lane.queue.top()).task);
+        lane.queue.pop();
         ++running_;
         lock.unlock();
         std::exception_ptr failure;
@@ -76,16 +90,19 @@ void TaskPool::work() {
         lock.lock();
         --running_;
         if (failure && !error_) error_ = failure;
-        if (error_ || (queue_.empty() && running_ == 0)) wake_.notify_all();
+        if (error_ || idle())
+            for (auto& l : lanes_)
+                l->wake.notify_all();
     }
 }
 
 void TaskPool::run() {
     std::vector<std::thread> pool;
-    pool.reserve(jobs_ - 1);
-    for (unsigned t = 1; t < jobs_; ++t)
-        pool.emplace_back([this] { work(); });
-    work();
+    pool.reserve(jobs_ * lanes_.size() - 1);
+    for (std::size_t l = 0; l < lanes_.size(); ++l)
+        for (unsigned t = l == 0 ? 1 : 0; t < jobs_; ++t)
+            pool.emplace_back([this, l] { work(*lanes_[l]); });
+    work(*lanes_[0]);
     for (auto& t : pool)
         t.join();
     if (error_) std::rethrow_exception(error_);

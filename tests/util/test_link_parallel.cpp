@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <stdexcept>
 
 #include "envbox/util/fs.hpp"
@@ -75,6 +77,29 @@ TEST_CASE("TaskPool runs the biggest first, lets tasks add tasks, and rethrows a
             });
         pool.run();
         CHECK(ran == 50 * 21);
+    }
+    SECTION("a lane's waiting tasks hold no thread of another lane") {
+        // One thread a lane: lane 0's task waits for lane 1's, which it adds itself. On one
+        // shared thread it would wait its whole 10 s for a task that cannot start.
+        envbox::TaskPool pool(1, 2);
+        std::promise<void> ran;
+        auto done = ran.get_future();
+        bool in_time = false;
+        int after = 0;
+        pool.add(1, [&](envbox::TaskPool& p) {
+            p.add(
+                1,
+                [&](envbox::TaskPool& q) {
+                    ran.set_value();
+                    q.add(
+                        1, [&](envbox::TaskPool&) { ++after; }, 0);  // back to the waiting lane
+                },
+                1);
+            in_time = done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+        });
+        pool.run();
+        CHECK(in_time);
+        CHECK(after == 1);
     }
     SECTION("a failure stops new tasks and is rethrown") {
         envbox::TaskPool pool(1);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <vector>
@@ -27,11 +28,15 @@ void parallel_for(std::size_t n, unsigned jobs, const std::function<void(std::si
 /// alone at the end). A running task may add more tasks. `run` returns when every task has run;
 /// if one throws, no new task starts and the first exception is rethrown once the running ones
 /// return.
+///
+/// Tasks of different kinds can go into lanes of their own, each with its own `jobs` threads:
+/// a lane of tasks that wait (writes the kernel throttles) then holds no thread another lane's
+/// CPU work could use. `create` ingests in one lane and compiles bytecode in the other.
 class TaskPool {
   public:
     using Task = std::function<void(TaskPool&)>;
-    explicit TaskPool(unsigned jobs) : jobs_(jobs == 0 ? 1 : jobs) {}
-    void add(std::uint64_t priority, Task task);
+    explicit TaskPool(unsigned jobs, unsigned lanes = 1);
+    void add(std::uint64_t priority, Task task, unsigned lane = 0);
     /// Runs every task (the calling thread is one of the workers).
     void run();
 
@@ -44,11 +49,15 @@ class TaskPool {
             return priority != o.priority ? priority < o.priority : order > o.order;
         }
     };
-    void work();
+    struct Lane {
+        std::priority_queue<Entry> queue;
+        std::condition_variable wake;
+    };
+    void work(Lane& lane);
+    bool idle() const;  // nothing queued in any lane, nothing running: nothing can add more
     unsigned jobs_;
     std::mutex mutex_;
-    std::condition_variable wake_;
-    std::priority_queue<Entry> queue_;
+    std::vector<std::unique_ptr<Lane>> lanes_;
     std::uint64_t added_ = 0;
     unsigned running_ = 0;
     std::exception_ptr error_;

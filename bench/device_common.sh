@@ -38,7 +38,7 @@ u = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(f"{label:44s} wall {dt:6.2f} s  user {u.ru_utime:7.1f} s  sys {u.ru_stime:6.1f} s  "
       f"cpu/wall {(u.ru_utime + u.ru_stime) / dt:5.1f}  rc={r.returncode}", flush=True)
 for line in (r.stdout + r.stderr).splitlines():
-    if "thread-seconds" in line or line.strip().startswith("seconds:"):
+    if "thread-seconds" in line or line.strip().startswith(("seconds:", "compiled last:")):
         print("   ", line.strip(), flush=True)
 if r.returncode:
     print(r.stderr[-1500:])

@@ -74,6 +74,19 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
         std::fprintf(stderr,
                      "  ingest thread-seconds: decode %.2f, hash %.2f, write %.2f (%u threads)\n",
                      r.ingest.decode_s, r.ingest.hash_s, r.ingest.write_s, r.jobs);
+    if (global.verbosity > 1 && !r.last_compiled.empty()) {
+        auto fixed = [](double v) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.1f", v);
+            return std::string(buf);
+        };
+        std::string line;
+        for (const auto& f : r.last_compiled)
+            line += (line.empty() ? "" : "; ") + f.package +
+                    (f.stored_at > 0 ? " stored " + fixed(f.stored_at) + " s," : "") +
+                    " compiled " + fixed(f.compiled_at) + " s";
+        std::fprintf(stderr, "  compiled last: %s (seconds into the fetch)\n", line.c_str());
+    }
     if (global.verbosity > 0 && r.install.bytecode > 0)
         std::fprintf(stderr, "  bytecode: %zu .pyc files linked, %zu compiled now%s\n",
                      r.install.bytecode, r.compiled,

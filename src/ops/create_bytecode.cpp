@@ -129,7 +129,12 @@ void BytecodeTasks::add(Item& item, TaskPool& pool) {
                 bytes,
                 [this, raw, begin, end = end](TaskPool&) {
                     run(*raw, begin, end);
-                    if (--raw->batches_left == 0) progress_.advance(1);
+                    if (--raw->batches_left == 0) {
+                        std::lock_guard lock(mutex_);
+                        raw->item->compiled_at =
+                            std::max(raw->item->compiled_at, seconds_since(started_));
+                        progress_.advance(1);
+                    }
                 },
                 kCompileLane);
             begin = end;

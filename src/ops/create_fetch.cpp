@@ -197,6 +197,7 @@ class FetchPool {
         Item& item = items_[i];
         with_context(i, location, [&] { item.wheel = pending_[i].ingest->finish(&item.stats); });
         item.fetched = true;
+        item.stored_at = seconds_since(started_);
         pending_[i].ingest.reset();
         if (!pending_[i].downloaded.empty()) {
             std::error_code ignored;
@@ -207,6 +208,7 @@ class FetchPool {
         if (bytecode_) bytecode_->add(item, tasks);
     }
 
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     store::Store& store_;
     std::vector<Item>& items_;
     const FetchPlan& plan_;
@@ -254,6 +256,14 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
     }
     std::vector<const store::WheelBytecode*> compiled;
     if (bytecode) compiled = bytecode->finish(result);
+    std::vector<const Item*> by_end;
+    for (const auto& item : items)
+        if (item.compiled_at > 0) by_end.push_back(&item);
+    std::sort(by_end.begin(), by_end.end(),
+              [](const Item* a, const Item* b) { return a->compiled_at > b->compiled_at; });
+    for (std::size_t k = 0; k < by_end.size() && k < 3; ++k)
+        result.last_compiled.push_back(
+            {by_end[k]->package->name, by_end[k]->stored_at, by_end[k]->compiled_at});
     store.publish(to_publish, compiled);
     result.publish_s = watch.lap();
 }

@@ -88,6 +88,11 @@ struct ItemBytecode {
     bool replace = false;  ///< store every `.pyc` again (a damaged one was found by content)
 };
 
+/// Seconds from `since` to now.
+inline double seconds_since(std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
 /// What one selected package installs from.
 struct Item {
     const lock::Package* package = nullptr;
@@ -101,6 +106,9 @@ struct Item {
     bool repair = false;                 ///< in the store, but an object of it was touched
     std::set<std::string> replace;       ///< repair: the objects to store again
     std::vector<ItemBytecode> bytecode;  ///< one per key of `bytecode_keys`
+    /// Seconds into the fetch when its wheel was stored and when its last module compiled
+    /// (0: it was in the store / compiled nothing), for `create -vv`'s timeline.
+    double stored_at = 0, compiled_at = 0;
 };
 
 /// One item per package PEP 751's selection picks for `target`: a wheel, or an `archive` that
@@ -184,10 +192,11 @@ class BytecodeTasks {
   private:
     struct State;
     void run(State& st, std::size_t begin, std::size_t end);
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     const store::Store& store_;
     env::BytecodeCompiler compiler_;
     Progress& progress_;
-    std::mutex mutex_;
+    std::mutex mutex_;  // states_, and each item's compiled_at
     std::vector<std::unique_ptr<State>> states_;
 };
 

@@ -9,6 +9,7 @@ import glob
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -114,6 +115,22 @@ class Bytecode(unittest.TestCase):
         self.assertIn(f"code object from '{site}/pkg/__pycache__/core.{t}.pyc'", r.stderr)
         self.assertNotIn("could not create", r.stderr)  # Python never tried to write a cache
         self.run_envbox("verify", "a", "--deep")
+
+    def test_vv_names_the_wheels_compiled_last_with_when_each_was_stored(self):
+        r = self.run_envbox("-vv", "create", "a", "--lock", self.fx.lock)
+        line = [l for l in r.stderr.splitlines() if l.strip().startswith("compiled last:")]
+        self.assertEqual(len(line), 1, r.stderr)
+        m = re.fullmatch(r"\s*compiled last: (\S+) stored ([\d.]+) s, compiled ([\d.]+) s; "
+                         r"(\S+) stored ([\d.]+) s, compiled ([\d.]+) s \(seconds into the fetch\)",
+                         line[0])
+        self.assertTrue(m, line[0])
+        self.assertEqual({m.group(1), m.group(4)}, {"pkg", "other"})
+        for stored, compiled in ((m.group(2), m.group(3)), (m.group(5), m.group(6))):
+            self.assertLessEqual(float(stored), float(compiled))
+        self.assertGreaterEqual(float(m.group(3)), float(m.group(6)), "the last first")
+        # A warm create compiles nothing and prints no such line.
+        r = self.run_envbox("-vv", "create", "b", "--lock", self.fx.lock)
+        self.assertNotIn("compiled last:", r.stderr)
 
     def test_a_second_environment_links_the_same_pyc_and_compiles_nothing(self):
         self.create("a")

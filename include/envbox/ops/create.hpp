@@ -53,6 +53,14 @@ struct CreateResult {
     double select_s = 0, ingest_s = 0, publish_s = 0, install_s = 0, commit_s = 0;
     std::string python;  ///< "3.11.2 (/usr/bin/python3.11)"
     unsigned jobs = 0;   ///< worker threads used
+    /// The wheels whose modules finished compiling last (at most 3, the last first), with
+    /// the seconds into the fetch when each was stored and when its compiling ended: where a
+    /// cold create's tail goes.
+    struct Finished {
+        std::string package;
+        double stored_at = 0, compiled_at = 0;
+    };
+    std::vector<Finished> last_compiled;
 };
 
 /// Reads the lock (and the manifest, when there is one, for the target), selects one wheel

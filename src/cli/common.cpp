@@ -39,6 +39,7 @@ ops::Settings settings_from_environment() {
     s.http_timeout = variable("ENVBOX_HTTP_TIMEOUT");
     s.ca_file = variable("SSL_CERT_FILE");
     s.resolve_debug = std::getenv("ENVBOX_RESOLVE_DEBUG") != nullptr;
+    s.resolve_max_steps = variable("ENVBOX_RESOLVE_MAX_STEPS");
     s.path = variable("PATH");
     s.user_home = variable("HOME");
     s.pyenv_root = variable("PYENV_ROOT");

@@ -25,6 +25,8 @@ void resolve_some(std::vector<TargetResolution>& targets, const std::vector<std:
     parallel_for(which.size(), static_cast<unsigned>(which.size()), [&](std::size_t i) {
         TargetResolution& t = targets[which[i]];
         resolve::Options o = options;
+        // The targets resolve side by side: the memory budget is the lock's, shared out.
+        o.max_set_bytes = options.max_set_bytes / which.size();
         o.environment = t.target.markers;
         for (const auto& [name, wheel] : t.direct)
             o.direct[name] = wheel.package;

@@ -26,8 +26,7 @@ Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& r
     try {
         for (;;) {
             propagate(next);
-            spend(1, nullptr);
-            auto chosen = choose();
+            auto chosen = most_constrained() ? (spend(1, nullptr), choose()) : std::nullopt;
             if (!chosen) break;
             next = *chosen;
         }
@@ -74,11 +73,14 @@ void Solver::spend(std::size_t steps, const Incompat* added) {
                     "resolution gave up after " + std::to_string(options_.max_steps) +
                         " steps (decisions and conflicts) without finding versions that fit "
                         "together or proving that none do; pin the versions of the packages "
-                        "it backtracks over (ENVBOX_RESOLVE_DEBUG=1 traces them) and lock again");
+                        "it backtracks over (ENVBOX_RESOLVE_DEBUG=1 traces them) and lock "
+                        "again, or set ENVBOX_RESOLVE_MAX_STEPS to search further");
     if (set_bytes_ > options_.max_set_bytes)
         throw Error(ErrorCode::invalid_input,
                     "resolution gave up: its incompatibilities hold more than " +
-                        (options_.max_set_bytes >= (1u << 20)
+                        (options_.max_set_bytes % (std::size_t{1} << 30) == 0
+                             ? std::to_string(options_.max_set_bytes >> 30) + " GiB"
+                         : options_.max_set_bytes >= (1u << 20)
                              ? std::to_string(options_.max_set_bytes >> 20) + " MiB"
                              : std::to_string(options_.max_set_bytes) + " bytes") +
                         " of version sets (" + std::to_string(packages_.size()) +

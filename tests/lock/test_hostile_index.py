@@ -348,6 +348,43 @@ class Hangs(Base):
         self.assertIn("'p0' is not a package of the lock in 'install.prefer'", r.stderr)
         self.assertLess(time.time() - start, 30, r)
 
+    def test_a_search_past_the_step_budget_gives_up_saying_so(self):
+        # 300 versions of `a`, each needing a `b` that does not exist: every version is tried,
+        # one metadata file each.
+        n = 300
+
+        def route(h):
+            parts = h.path.strip("/").split("/")
+            if parts[0] == "simple" and len(parts) == 2 and parts[1] in ("a", "b"):
+                versions = range(1, n + 1) if parts[1] == "a" else ["0.1"]
+                files = [{"filename": f"{parts[1]}-{v}-py3-none-any.whl", "url": f"/files/{parts[1]}-{v}-py3-none-any.whl",
+                          "hashes": {"sha256": sha256_hex(f"{parts[1]}{v}".encode())}, "size": 1000,
+                          "core-metadata": True} for v in versions]
+                body = json.dumps({"meta": {"api-version": "1.1"}, "name": parts[1], "files": files}).encode()
+                return reply(h, 200, body, "application/vnd.pypi.simple.v1+json")
+            if parts[0] == "files" and h.path.endswith(".whl.metadata"):
+                name, version = parts[1].split("-")[:2]
+                text = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                if name == "a":
+                    text += f"Requires-Dist: b>={version}\n"
+                return reply(h, 200, text.encode(), "application/octet-stream")
+            reply(h, 404)
+        s = RouteServer(route)
+        self.addCleanup(s.close)
+        root = self.project("steps", manifest(f"{s.url}/simple", ["a"]))
+        r = self.envbox(root, "lock", "env", env={"ENVBOX_RESOLVE_MAX_STEPS": "50"})
+        self.assertEqual(r.returncode, 3, r)
+        self.assertIn("resolution gave up after 50 steps", r.stderr)
+        self.assertIn("ENVBOX_RESOLVE_MAX_STEPS", r.stderr)
+        self.assertEqual(self.lock_text(root), "")
+        # Unbounded enough, the same search ends in its explanation.
+        r = self.envbox(root, "lock", "env", timeout=300)
+        self.assertEqual(r.returncode, 3, r)
+        self.assertIn("no solution", r.stderr)
+        r = self.envbox(root, "lock", "env", env={"ENVBOX_RESOLVE_MAX_STEPS": "many"})
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn("ENVBOX_RESOLVE_MAX_STEPS must be a number of steps", r.stderr)
+
     def test_thousands_of_dependencies_run_on_a_bounded_pool_of_threads(self):
         n = 3000
         deps = [f"dep{i}" for i in range(n)]

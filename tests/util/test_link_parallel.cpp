@@ -101,6 +101,28 @@ TEST_CASE("TaskPool runs the biggest first, lets tasks add tasks, and rethrows a
         CHECK(in_time);
         CHECK(after == 1);
     }
+    SECTION("tasks in a lane other than the first only, and a failure in it") {
+        // The calling thread works lane 0, which stays empty (create with every wheel stored).
+        envbox::TaskPool pool(2, 2);
+        std::atomic<int> ran{0};
+        for (int i = 0; i < 10; ++i)
+            pool.add(
+                1, [&](envbox::TaskPool&) { ++ran; }, 1);
+        pool.run();
+        CHECK(ran == 10);
+        envbox::TaskPool failing(1, 2);
+        std::atomic<int> later{0};
+        failing.add(
+            10, [&](envbox::TaskPool&) { throw std::runtime_error("lane 1 failed"); }, 1);
+        for (int i = 0; i < 5; ++i)
+            failing.add(
+                1, [&](envbox::TaskPool&) { ++later; }, 1);
+        CHECK_THROWS_WITH(failing.run(), "lane 1 failed");
+        CHECK(later == 0);
+        CHECK_THROWS_AS(failing.add(
+                            1, [](envbox::TaskPool&) {}, 2),
+                        std::out_of_range);
+    }
     SECTION("a failure stops new tasks and is rethrown") {
         envbox::TaskPool pool(1);
         std::atomic<int> ran{0};

@@ -36,11 +36,12 @@ class Progress {
 /// (`cli::settings_from_environment`); no layer below calls getenv, each takes what it needs as
 /// an explicit value. Empty means unset.
 struct Settings {
-    std::string python;          ///< ENVBOX_PYTHON: the one interpreter to use
-    std::string cuda_driver;     ///< ENVBOX_CUDA_DRIVER: the driver version to assume
-    std::string http_timeout;    ///< ENVBOX_HTTP_TIMEOUT: seconds without progress
-    std::string ca_file;         ///< SSL_CERT_FILE: CA bundle for TLS
-    bool resolve_debug = false;  ///< ENVBOX_RESOLVE_DEBUG: trace the resolver on stderr
+    std::string python;             ///< ENVBOX_PYTHON: the one interpreter to use
+    std::string cuda_driver;        ///< ENVBOX_CUDA_DRIVER: the driver version to assume
+    std::string http_timeout;       ///< ENVBOX_HTTP_TIMEOUT: seconds without progress
+    std::string ca_file;            ///< SSL_CERT_FILE: CA bundle for TLS
+    bool resolve_debug = false;     ///< ENVBOX_RESOLVE_DEBUG: trace the resolver on stderr
+    std::string resolve_max_steps;  ///< ENVBOX_RESOLVE_MAX_STEPS: the resolver's step budget
     /// Where interpreters are looked for: PATH, HOME, PYENV_ROOT, UV_PYTHON_INSTALL_DIR.
     std::string path, user_home, pyenv_root, uv_python_install_dir;
     std::string xdg_data_home;  ///< XDG_DATA_HOME: where the default home lies

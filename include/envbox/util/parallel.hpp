@@ -36,6 +36,7 @@ class TaskPool {
   public:
     using Task = std::function<void(TaskPool&)>;
     explicit TaskPool(unsigned jobs, unsigned lanes = 1);
+    /// Queues `task` in `lane` (below the pool's lanes, else std::out_of_range).
     void add(std::uint64_t priority, Task task, unsigned lane = 0);
     /// Runs every task (the calling thread is one of the workers).
     void run();

@@ -131,8 +131,7 @@ void BytecodeTasks::add(Item& item, TaskPool& pool) {
                     run(*raw, begin, end);
                     if (--raw->batches_left == 0) {
                         std::lock_guard lock(mutex_);
-                        raw->item->compiled_at =
-                            std::max(raw->item->compiled_at, seconds_since(started_));
+                        raw->item->compiled_at = std::max(raw->item->compiled_at, clock_.total());
                         progress_.advance(1);
                     }
                 },

@@ -197,7 +197,7 @@ class FetchPool {
         Item& item = items_[i];
         with_context(i, location, [&] { item.wheel = pending_[i].ingest->finish(&item.stats); });
         item.fetched = true;
-        item.stored_at = seconds_since(started_);
+        item.stored_at = clock_.total();
         pending_[i].ingest.reset();
         if (!pending_[i].downloaded.empty()) {
             std::error_code ignored;
@@ -208,7 +208,7 @@ class FetchPool {
         if (bytecode_) bytecode_->add(item, tasks);
     }
 
-    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    const Stopwatch clock_;  // for each item's stored_at
     store::Store& store_;
     std::vector<Item>& items_;
     const FetchPlan& plan_;

@@ -88,11 +88,6 @@ struct ItemBytecode {
     bool replace = false;  ///< store every `.pyc` again (a damaged one was found by content)
 };
 
-/// Seconds from `since` to now.
-inline double seconds_since(std::chrono::steady_clock::time_point since) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
 /// What one selected package installs from.
 struct Item {
     const lock::Package* package = nullptr;
@@ -192,7 +187,7 @@ class BytecodeTasks {
   private:
     struct State;
     void run(State& st, std::size_t begin, std::size_t end);
-    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    const Stopwatch clock_;  // for each item's compiled_at
     const store::Store& store_;
     env::BytecodeCompiler compiler_;
     Progress& progress_;

@@ -1,7 +1,6 @@
 #include "envbox/ops/lock.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -444,16 +443,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     ropt.preferences = std::move(previous.preferences);
     if (ctx.settings.resolve_debug)
         ropt.trace = [&ctx](std::string_view line) { ctx.progress->trace(std::string(line)); };
-    if (const std::string& v = ctx.settings.resolve_max_steps; !v.empty()) {
-        std::size_t steps = 0;
-        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), steps);
-        if (ec != std::errc() || end != v.data() + v.size() || steps == 0 || steps > 100000000)
-            throw Error(ErrorCode::usage,
-                        "ENVBOX_RESOLVE_MAX_STEPS must be a number of steps from 1 to "
-                        "100000000, not '" +
-                            v + "'");
-        ropt.max_steps = steps;
-    }
+    ropt.max_steps = resolve_max_steps(ctx.settings);
     // One client for every target: its connections, and the home's page and metadata caches,
     // are shared; each target has its own source, since its tags decide a version's wheel.
     index::HttpClient http(http_options(ctx, opt.offline));

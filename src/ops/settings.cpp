@@ -1,9 +1,11 @@
 #include "settings.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 
 #include "envbox/store/home.hpp"
+#include "envbox/util/error.hpp"
 
 namespace envbox::ops {
 
@@ -16,6 +18,19 @@ index::HttpOptions http_options(const Context& ctx, bool offline) {
     if (seconds > 0) o.timeout_s = seconds;
     o.ca_file = ctx.settings.ca_file;
     return o;
+}
+
+std::size_t resolve_max_steps(const Settings& settings) {
+    const std::string& v = settings.resolve_max_steps;
+    if (v.empty()) return resolve::Options::kMaxSteps;
+    std::size_t steps = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), steps);
+    if (ec != std::errc() || end != v.data() + v.size() || steps == 0 || steps > 100000000)
+        throw Error(
+            ErrorCode::usage,
+            "ENVBOX_RESOLVE_MAX_STEPS must be a number of steps from 1 to 100000000, not '" + v +
+                "'");
+    return steps;
 }
 
 env::InterpreterSearch interpreter_search(const Settings& settings) {

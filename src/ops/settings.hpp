@@ -2,17 +2,23 @@
 // What the layers below take from `Context::settings` (the process environment as the cli
 // read it), turned into each layer's own explicit options.
 
+#include <cstddef>
 #include <string>
 
 #include "envbox/env/interpreter.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/resolve/resolver.hpp"
 
 namespace envbox::ops {
 
 /// The HTTP client's options: the home's page cache, `offline`, the timeout
 /// (ENVBOX_HTTP_TIMEOUT when a positive number of seconds) and the CA bundle (SSL_CERT_FILE).
 index::HttpOptions http_options(const Context& ctx, bool offline);
+
+/// The resolver's step budget: ENVBOX_RESOLVE_MAX_STEPS when set (1 to 100 000 000, else a
+/// usage error naming the variable), otherwise resolve::Options::kMaxSteps.
+std::size_t resolve_max_steps(const Settings& settings);
 
 /// Where interpreters are looked for (ENVBOX_PYTHON, PATH, HOME, PYENV_ROOT,
 /// UV_PYTHON_INSTALL_DIR).

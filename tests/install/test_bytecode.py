@@ -132,6 +132,17 @@ class Bytecode(unittest.TestCase):
         r = self.run_envbox("-vv", "create", "b", "--lock", self.fx.lock)
         self.assertNotIn("compiled last:", r.stderr)
 
+    def test_envbox_jobs_sets_how_many_interpreters_compile(self):
+        for jobs in ("1", "2"):
+            with self.subTest(jobs=jobs):
+                home = os.path.join(self.tmp, "jobs-" + jobs)
+                r = self.run_envbox("-v", "create", "a", "--lock", self.fx.lock, home=home,
+                                    env={"ENVBOX_JOBS": jobs})
+                self.assertRegex(r.stderr, r"compiled now \((\d+) workers,")
+                started = int(re.search(r"compiled now \((\d+) workers,", r.stderr).group(1))
+                self.assertGreaterEqual(started, 1)
+                self.assertLessEqual(started, int(jobs))
+
     def test_a_second_environment_links_the_same_pyc_and_compiles_nothing(self):
         self.create("a")
         before = objects(self.home)

@@ -125,3 +125,27 @@ TEST_CASE("a target that cannot resolve fails the lock, naming the target",
                    Catch::Contains("locking train for CPython 3.12 on manylinux_2_28_aarch64"));
     }
 }
+
+TEST_CASE("the targets of one lock share its memory budget", "[ops][lock][multi-target]") {
+    // The smallest power-of-two budget x86_64 resolves in alone; half of it does not.
+    auto fits = [](std::size_t bytes, bool both) {
+        auto [x86, arm] = worlds();
+        auto ts = targets(x86, arm);
+        if (!both) ts.pop_back();
+        resolve::Options o;
+        o.max_set_bytes = bytes;
+        try {
+            ops::resolve_targets(ts, root({"torch", "tv", "bnb"}), o, "train", "3.12");
+            return std::string();
+        } catch (const Error& e) {
+            return e.describe();
+        }
+    };
+    std::size_t budget = 8;
+    while (!fits(budget, false).empty())
+        budget *= 2;
+    REQUIRE(budget > 8);
+    // Two targets side by side get half of it each, so the lock no longer fits.
+    CHECK_THAT(fits(budget, true), Catch::Contains("resolution gave up: its incompatibilities"));
+    CHECK(fits(std::size_t{1} << 20, true).empty());
+}

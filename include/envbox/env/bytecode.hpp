@@ -41,9 +41,8 @@ struct CompileResult {
 /// source path, dfile) and answers with the PEP 552 unchecked-hash `.pyc` bytes, compiled with
 /// `compile(source, dfile, "exec", dont_inherit=True, optimize=level)` exactly as py_compile
 /// does. Started on first use, at most `workers` at a time; thread-safe. Workers run at nice
-/// 10: `create` compiles beside its ingest, whose writes and the one wheel that finishes last
-/// decide when compiling can end, so the CPU goes to the ingest first and to the compiler
-/// whenever the ingest waits.
+/// 10: `create` compiles beside its ingest, and a wheel's modules compile only once it is
+/// stored, so the CPU goes to the ingest first and to the compiler whenever the ingest waits.
 class BytecodeCompiler {
   public:
     BytecodeCompiler(const Interpreter& in, unsigned workers);

@@ -99,12 +99,13 @@ struct Options {
     /// The budget of one resolution: a hostile index can pose a search that takes hours, or
     /// one whose incompatibilities outgrow memory (a package of a million versions, each with
     /// thousands of dependencies). Past either limit the resolution fails (invalid_input),
-    /// saying which. A step is a decision or a derivation of conflict resolution, and fetches
-    /// at most one metadata file, so the steps bound the requests too: the PyTorch-shaped world
-    /// of bench/lock_bench.py (about 200 packages) takes 171 steps and 5 KB of sets; a hostile
-    /// index answering on loopback, about 50 ms a step, 17 minutes at most (pip's limit is
-    /// 200 000 rounds; uv has none). `lock` takes the steps from ENVBOX_RESOLVE_MAX_STEPS when
-    /// set, and shares the bytes between the targets it resolves side by side.
+    /// saying which. A step is a decision or a derivation of conflict resolution; a decision
+    /// reads one version's metadata (and the page of each package it brings in, once), so an
+    /// index that fails every version one at a time is given up on after kMaxSteps of them
+    /// (about 17 minutes at 50 ms a file). The PyTorch-shaped world of bench/lock_bench.py
+    /// (about 200 packages) takes 171 steps and 5 KB of sets (pip's limit is 200 000 rounds;
+    /// uv has none). `lock` takes the steps from ENVBOX_RESOLVE_MAX_STEPS when set, and shares
+    /// the bytes between the targets it resolves side by side.
     std::size_t max_steps = kMaxSteps;
     std::size_t max_set_bytes = kMaxSetBytes;  ///< of the version sets incompatibilities hold
 };

@@ -1,8 +1,6 @@
 // The bytecode compiler: long-lived interpreter workers fed source paths (bytecode.hpp).
 #include "envbox/env/bytecode.hpp"
 
-#include <sys/stat.h>
-
 #include <cstring>
 
 #include "envbox/util/error.hpp"
@@ -13,10 +11,13 @@ namespace fs = std::filesystem;
 namespace envbox::env {
 namespace {
 
-// Request: level, source path length, dfile length (three little-endian u32), then both.
-// Answer: 0 (a .pyc) or 1 (an error), a little-endian u32 length, then the bytes. The loop
-// ends at end of input. -I -S -B: no site, no environment variables, no user site, no
-// bytecode of its own; warnings (SyntaxWarning) silenced, they would go to /dev/null anyway.
+// Request: level, the lengths of the source path, of the path it may have moved to (0: none)
+// and of the dfile (four little-endian u32), then the three. Answer: 0 (a .pyc), 1 (an error)
+// or 2 (no file at either path), a little-endian u32 length, then the bytes. The loop ends at
+// end of input. A source is read up to one byte past the limit (kMaxBytecodeSource), so no
+// file can make a worker hold more. -I -S -B: no site, no environment variables, no user
+// site, no bytecode of its own; warnings (SyntaxWarning) silenced, they would go to /dev/null
+// anyway.
 constexpr const char* kWorkerScript = R"PY(
 import os, sys, struct, warnings, importlib.util, importlib._bootstrap_external as be
 warnings.simplefilter("ignore")
@@ -34,13 +35,27 @@ def take(n):
     b = r.read(n)
     if len(b) != n: sys.exit(0)
     return b
+LIMIT = int(sys.argv[1])
+def source(paths):
+    for p in paths:
+        try:
+            f = open(p, "rb")
+        except FileNotFoundError:
+            continue
+        with f: data = f.read(LIMIT + 1)
+        if len(data) > LIMIT:
+            raise ValueError("source larger than %d MiB: left to Python" % (LIMIT >> 20))
+        return data
 while True:
-    head = r.read(12)
-    if len(head) != 12: break
-    level, ls, ld = struct.unpack("<III", head)
-    src = take(ls); dfile = take(ld).decode("utf-8", "surrogateescape")
+    head = r.read(16)
+    if len(head) != 16: break
+    level, ls, lm, ld = struct.unpack("<IIII", head)
+    paths = [take(ls)] + ([take(lm)] if lm else [])
+    dfile = take(ld).decode("utf-8", "surrogateescape")
     try:
-        with open(src, "rb") as f: data = f.read()
+        data = source(paths)
+        if data is None:
+            w.write(b"\2" + struct.pack("<I", 0)); w.flush(); continue
         code = compile(data, dfile, "exec", dont_inherit=True, optimize=level)
         out = be._code_to_hash_pyc(code, importlib.util.source_hash(data), False)
         w.write(b"\0" + struct.pack("<I", len(out)) + out)
@@ -102,7 +117,8 @@ std::vector<int> bytecode_levels(std::string_view pythonoptimize) {
 
 struct BytecodeCompiler::Worker {
     explicit Worker(const fs::path& python)
-        : process({python.string(), "-I", "-S", "-B", "-c", kWorkerScript}) {}
+        : process({python.string(), "-I", "-S", "-B", "-c", kWorkerScript,
+                   std::to_string(kMaxBytecodeSource)}) {}
     Coprocess process;
 };
 
@@ -140,17 +156,17 @@ void BytecodeCompiler::give_back(std::unique_ptr<Worker> w) {
 
 CompileResult BytecodeCompiler::compile(const fs::path& source, std::string_view dfile,
                                         int optimize, int timeout_ms) {
-    struct stat st {};
-    if (::stat(source.c_str(), &st) != 0)
-        return {std::nullopt, "cannot stat " + source.string() + ": " + std::strerror(errno)};
-    if (static_cast<std::uintmax_t>(st.st_size) > kMaxBytecodeSource)
-        return {std::nullopt, "source larger than " + std::to_string(kMaxBytecodeSource >> 20) +
-                                  " MiB: left to Python"};
+    return compile(source, {}, dfile, optimize, timeout_ms);
+}
+
+CompileResult BytecodeCompiler::compile(const fs::path& source, const fs::path& moved_to,
+                                        std::string_view dfile, int optimize, int timeout_ms) {
     std::string request;
     put_u32(request, static_cast<std::uint32_t>(optimize));
     put_u32(request, static_cast<std::uint32_t>(source.native().size()));
+    put_u32(request, static_cast<std::uint32_t>(moved_to.native().size()));
     put_u32(request, static_cast<std::uint32_t>(dfile.size()));
-    request.append(source.native()).append(dfile);
+    request.append(source.native()).append(moved_to.native()).append(dfile);
 
     std::unique_ptr<Worker> w = take();
     unsigned char head[5];
@@ -176,6 +192,7 @@ CompileResult BytecodeCompiler::compile(const fs::path& source, std::string_view
     }
     give_back(std::move(w));
     if (head[0] == 0) return {std::move(body), {}};
+    if (head[0] == 2) return {std::nullopt, "no file at " + source.string(), true};
     return {std::nullopt, std::move(body)};
 }
 

@@ -74,15 +74,64 @@ void plan_bytecode(const store::Store& store, std::vector<Item>& items,
                           " again");
 }
 
-// One (item, key) being compiled: a slot per source, filled by whichever task compiles it.
+namespace {
+
+// Batches of about 256 KiB of source (at most 64 files): one round trip per file to a warm
+// worker, and enough tasks to spread a torch-sized wheel over every core. Returns each batch's
+// end and bytes, for `n` files of sizes `size(i)`.
+template <class Size>
+std::vector<std::pair<std::size_t, std::uint64_t>> batches(std::size_t n, Size size) {
+    constexpr std::uint64_t kBatchBytes = 256 << 10;
+    constexpr std::size_t kBatchFiles = 64;
+    std::vector<std::pair<std::size_t, std::uint64_t>> out;
+    for (std::size_t begin = 0; begin < n;) {
+        std::size_t end = begin;
+        std::uint64_t bytes = 0;
+        while (end < n && end - begin < kBatchFiles && bytes < kBatchBytes)
+            bytes += size(end++);
+        out.emplace_back(end, bytes);
+        begin = end;
+    }
+    return out;
+}
+
+std::chrono::nanoseconds since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                t);
+}
+
+}  // namespace
+
+// One member's module for one key: not compiled yet, being compiled by the task that claimed
+// it, or done, with its `.pyc` (none: the interpreter refused it) held until the wheel is
+// stored. Only `run` waits on a slot, and only for a task that is compiling it.
+struct BytecodeTasks::Slot {
+    enum : int { idle, compiling, done };
+    std::atomic<int> state{idle};
+    std::optional<std::string> pyc;
+    bool early = false;  // compiled before its wheel was stored
+};
+
+// One (item, key) being compiled: a slot per member of the wheel (in file-list order), and,
+// once the wheel is stored, its sources and a place for each one's stored `.pyc`.
 struct BytecodeTasks::State {
+    explicit State(std::size_t members) : slots(members) {}
     Item* item = nullptr;
     std::size_t key = 0;  // into item->bytecode
+    std::vector<Slot> slots;
     std::vector<store::BytecodeSource> sources;
     std::vector<std::optional<store::BytecodeFile>> done;
-    std::atomic<std::size_t> failed{0}, compiled{0};
+    std::atomic<std::size_t> failed{0}, compiled{0}, early{0};
     std::atomic<std::size_t> batches_left{0};
     std::atomic<std::int64_t> nanoseconds{0};
+};
+
+// A module of a wheel still being stored: its member, its path inside site-packages, and where
+// its bytes are (the staged object, which may have moved to `object` meanwhile).
+struct BytecodeTasks::Early {
+    std::size_t index = 0;
+    std::string dfile;
+    fs::path staged, object;
 };
 
 BytecodeTasks::BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
@@ -91,47 +140,103 @@ BytecodeTasks::BytecodeTasks(const store::Store& store, const env::Interpreter& 
 
 BytecodeTasks::~BytecodeTasks() = default;
 
-void BytecodeTasks::add(Item& item, TaskPool& pool) {
-    // Batches of about 256 KiB of source (at most 64 files): one round trip per file to a
-    // warm worker, and enough tasks to spread a torch-sized wheel over every core.
-    constexpr std::uint64_t kBatchBytes = 256 << 10;
-    constexpr std::size_t kBatchFiles = 64;
-    for (std::size_t k = 0; k < item.bytecode.size(); ++k) {
-        if (!item.bytecode[k].compile) continue;
-        auto st = std::make_unique<State>();
-        st->item = &item;
-        st->key = k;
-        st->sources = store::bytecode_sources(*item.wheel);
-        st->done.resize(st->sources.size());
-        State* raw = st.get();
-        {
-            std::lock_guard lock(mutex_);
+std::vector<BytecodeTasks::State*> BytecodeTasks::states_of(Item& item, std::size_t members) {
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = by_item_.try_emplace(&item);
+    if (fresh)
+        for (std::size_t k = 0; k < item.bytecode.size(); ++k) {
+            if (!item.bytecode[k].compile) continue;
+            auto st = std::make_unique<State>(members);
+            st->item = &item;
+            st->key = k;
+            it->second.push_back(st.get());
             states_.push_back(std::move(st));
         }
-        // The batches first, then their tasks: the last batch to finish advances the progress.
-        std::vector<std::pair<std::size_t, std::uint64_t>> batches;  // end, bytes
-        for (std::size_t begin = 0; begin < raw->sources.size();) {
-            std::size_t end = begin;
-            std::uint64_t bytes = 0;
-            while (end < raw->sources.size() && end - begin < kBatchFiles && bytes < kBatchBytes)
-                bytes += raw->sources[end++].member->size;
-            batches.emplace_back(end, bytes);
-            begin = end;
+    return it->second;
+}
+
+void BytecodeTasks::expect(Item& item, std::size_t members) {
+    states_of(item, members);
+}
+
+void BytecodeTasks::add_ingested(Item& item, std::vector<store::IngestedMember> members,
+                                 TaskPool& pool) {
+    std::vector<State*> states;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = by_item_.find(&item);
+        if (it == by_item_.end() || it->second.empty()) return;
+        states = it->second;
+    }
+    std::vector<Early> early;
+    std::vector<std::uint64_t> sizes;
+    for (auto& m : members) {
+        auto dfile = store::bytecode_dfile(m.file.path, {});
+        // A source past the compiler's bound is refused once, by `run`, with the rest.
+        if (!dfile || m.file.size > env::kMaxBytecodeSource) continue;
+        early.push_back({m.index, std::move(*dfile), std::move(m.staged),
+                         store_.object_path(m.file.digest, m.file.executable)});
+        sizes.push_back(m.file.size);
+    }
+    std::size_t begin = 0;
+    for (const auto& [end, bytes] :
+         batches(early.size(), [&](std::size_t i) { return sizes[i]; })) {
+        std::vector<Early> batch(std::make_move_iterator(early.begin() + begin),
+                                 std::make_move_iterator(early.begin() + end));
+        for (State* st : states)
+            pool.add(
+                bytes, [this, st, batch](TaskPool&) { run_early(*st, batch); }, kCompileLane);
+        begin = end;
+    }
+}
+
+void BytecodeTasks::run_early(State& st, const std::vector<Early>& batch) {
+    const auto started = std::chrono::steady_clock::now();
+    const int level = std::min(st.item->bytecode[st.key].key.optimize, 2);
+    for (const Early& e : batch) {
+        if (held_.load() >= kMaxHeldBytes) break;  // the rest compile once the wheel is stored
+        Slot& slot = st.slots.at(e.index);
+        int expected = Slot::idle;
+        if (!slot.state.compare_exchange_strong(expected, Slot::compiling)) continue;
+        env::CompileResult r = e.staged.empty()
+                                   ? compiler_.compile(e.object, e.dfile, level)
+                                   : compiler_.compile(e.staged, e.object, e.dfile, level);
+        if (r.missing) {
+            // Its ingest failed and took the staging directory: nothing to compile.
+            slot.state.store(Slot::idle);
+            slot.state.notify_all();
+            continue;
         }
-        if (batches.empty()) {
+        if (r.pyc) held_ += r.pyc->size();
+        slot.pyc = std::move(r.pyc);
+        slot.early = true;
+        slot.state.store(Slot::done);
+        slot.state.notify_all();
+    }
+    st.nanoseconds += since(started).count();
+}
+
+void BytecodeTasks::add(Item& item, TaskPool& pool) {
+    for (State* st : states_of(item, item.wheel->files.size())) {
+        st->sources = store::bytecode_sources(*item.wheel);
+        st->done.resize(st->sources.size());
+        // The batches first, then their tasks: the last batch to finish advances the progress.
+        auto split =
+            batches(st->sources.size(), [&](std::size_t i) { return st->sources[i].member->size; });
+        if (split.empty()) {
             progress_.advance(1);
             continue;
         }
-        raw->batches_left = batches.size();
+        st->batches_left = split.size();
         std::size_t begin = 0;
-        for (const auto& [end, bytes] : batches) {
+        for (const auto& [end, bytes] : split) {
             pool.add(
                 bytes,
-                [this, raw, begin, end = end](TaskPool&) {
-                    run(*raw, begin, end);
-                    if (--raw->batches_left == 0) {
+                [this, st, begin, end = end](TaskPool&) {
+                    run(*st, begin, end);
+                    if (--st->batches_left == 0) {
                         std::lock_guard lock(mutex_);
-                        raw->item->compiled_at = std::max(raw->item->compiled_at, clock_.total());
+                        st->item->compiled_at = std::max(st->item->compiled_at, clock_.total());
                         progress_.advance(1);
                     }
                 },
@@ -144,27 +249,49 @@ void BytecodeTasks::add(Item& item, TaskPool& pool) {
 void BytecodeTasks::run(State& st, std::size_t begin, std::size_t end) {
     const auto started = std::chrono::steady_clock::now();
     const ItemBytecode& b = st.item->bytecode[st.key];
+    // Levels past 2 compile as 2 (their file name keeps the level), as Python does.
+    const int level = std::min(b.key.optimize, 2);
     for (std::size_t i = begin; i < end; ++i) {
         const store::BytecodeSource& src = st.sources[i];
         const store::WheelFile& m = *src.member;
-        // Levels past 2 compile as 2 (their file name keeps the level), as Python does.
-        env::CompileResult r = compiler_.compile(store_.object_path(m.digest, m.executable),
-                                                 src.dfile, std::min(b.key.optimize, 2));
-        if (!r.pyc) {
+        Slot& slot =
+            st.slots.at(static_cast<std::size_t>(src.member - st.item->wheel->files.data()));
+        std::optional<std::string> pyc;
+        bool early = false;
+        for (;;) {
+            int state = slot.state.load();
+            if (state == Slot::done) {
+                pyc = std::move(slot.pyc);
+                early = slot.early;
+                if (pyc) held_ -= pyc->size();
+                break;
+            }
+            if (state == Slot::compiling) {
+                slot.state.wait(Slot::compiling);
+                continue;
+            }
+            if (slot.state.compare_exchange_strong(state, Slot::compiling)) {
+                pyc =
+                    compiler_.compile(store_.object_path(m.digest, m.executable), src.dfile, level)
+                        .pyc;
+                slot.state.store(Slot::done);
+                break;
+            }
+        }
+        if (!pyc) {
             ++st.failed;
             continue;
         }
         store::BytecodeFile f;
         f.source = m.path;
         f.source_digest = m.digest;
-        f.pyc = store_.put_object(*r.pyc, b.replace);
+        f.pyc = store_.put_object(*pyc, b.replace);
         f.pyc.path = m.path;
         st.done[i] = std::move(f);
         ++st.compiled;
+        st.early += early;
     }
-    st.nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - started)
-                          .count();
+    st.nanoseconds += since(started).count();
 }
 
 std::vector<const store::WheelBytecode*> BytecodeTasks::finish(CreateResult& result) {
@@ -181,6 +308,7 @@ std::vector<const store::WheelBytecode*> BytecodeTasks::finish(CreateResult& res
         b.compile = false;
         out.push_back(&*b.list);
         result.compiled += st->compiled;
+        result.compiled_early += st->early;
         result.compile_failed += st->failed;
         result.compile_s += static_cast<double>(st->nanoseconds.load()) / 1e9;
     }

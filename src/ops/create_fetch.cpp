@@ -180,6 +180,7 @@ class FetchPool {
                                                        true, item.file->size);
             if (item.repair) p.ingest->replace_objects(item.replace);
         });
+        if (bytecode_) bytecode_->expect(item, p.ingest->file_count());
         const std::size_t n = p.ingest->task_count();
         p.remaining = n;
         if (n == 0) return finish(i, req.location, tasks);
@@ -187,6 +188,10 @@ class FetchPool {
             tasks.add(p.ingest->task_cost(t),
                       [this, i, t, location = req.location](TaskPool& more) {
                           with_context(i, location, [&] { pending_[i].ingest->run_task(t); });
+                          // Its modules compile now, their .pyc held until the wheel is stored.
+                          if (bytecode_)
+                              bytecode_->add_ingested(
+                                  items_[i], pending_[i].ingest->ingested_members(t), more);
                           if (--pending_[i].remaining == 0) finish(i, location, more);
                       });
     }

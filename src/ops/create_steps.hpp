@@ -15,8 +15,10 @@
 ///   build_generation     create_generation.cpp  venv + links in gen-N, stamp, switch `current`
 ///   link_project_dir     create_generation.cpp  PROJECT/.envbox/ENV follows `current`
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -166,33 +168,52 @@ void plan_bytecode(const store::Store& store, std::vector<Item>& items,
 std::size_t bytecode_lists_to_compile(const std::vector<Item>& items);
 
 /// The compile work of one create, as tasks of the fetch's own pool (in its lane kCompileLane,
-/// beside the ingest's): each item's sources in batches, the largest first, on a pool of the
-/// interpreter's workers; every `.pyc` is stored as an object as soon as it is compiled.
-/// Thread-safe: `add` may run in any task.
+/// beside the ingest's), on a pool of the interpreter's workers, in batches, the largest first.
+/// A fetched wheel's modules compile as soon as the ingest task that stored their sources ends,
+/// before the wheel is checked against its RECORD: their `.pyc` bytes are held (up to
+/// kMaxHeldBytes in all, past which the rest wait for the wheel) and enter the store only once
+/// the wheel is stored, so a wheel that fails its check leaves nothing behind. Every `.pyc` is
+/// stored as an object as soon as its wheel is. Thread-safe: `add` and `add_ingested` may run
+/// in any task.
 class BytecodeTasks {
   public:
     /// The pool's lanes: ingest tasks wait on writes the kernel throttles, compile tasks keep
     /// a CPU busy; each lane has `jobs` threads, so waiting writes never idle the compiler.
     static constexpr unsigned kIngestLane = 0, kCompileLane = 1, kLanes = 2;
+    /// Compiled `.pyc` bytes held for wheels not yet stored, at most.
+    static constexpr std::uint64_t kMaxHeldBytes = 512u << 20;
     /// Each (item, key) compiled advances `progress` by one.
     BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
                   Progress& progress);
     ~BytecodeTasks();
-    /// Adds the tasks of every key `item` must be compiled for (its wheel stored) to `pool`.
+    /// Before the ingest tasks of `item` (whose wheel has `members` regular files) run: its
+    /// modules may then compile from `add_ingested`.
+    void expect(Item& item, std::size_t members);
+    /// After one ingest task of an expected `item`: compile tasks for the modules among
+    /// `members` (`store::Ingest::ingested_members`).
+    void add_ingested(Item& item, std::vector<store::IngestedMember> members, TaskPool& pool);
+    /// Once `item`'s wheel is stored: the tasks that store every key's `.pyc` files, compiling
+    /// what was not compiled yet.
     void add(Item& item, TaskPool& pool);
     /// Once the pool has run: each compiled list set on its item, its files in file-list
     /// order; the counts into `result`. Returns the lists to publish.
     std::vector<const store::WheelBytecode*> finish(CreateResult& result);
 
   private:
+    struct Slot;
     struct State;
+    struct Early;
+    std::vector<State*> states_of(Item& item, std::size_t members);
+    void run_early(State& st, const std::vector<Early>& batch);
     void run(State& st, std::size_t begin, std::size_t end);
     const Stopwatch clock_;  // for each item's compiled_at
     const store::Store& store_;
     env::BytecodeCompiler compiler_;
     Progress& progress_;
-    std::mutex mutex_;  // states_, and each item's compiled_at
+    std::atomic<std::uint64_t> held_{0};
+    std::mutex mutex_;  // states_, by_item_, and each item's compiled_at
     std::vector<std::unique_ptr<State>> states_;
+    std::map<const Item*, std::vector<State*>> by_item_;
 };
 
 // ---- fetch into the store (create_fetch.cpp) -------------------------------------------------

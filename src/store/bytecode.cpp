@@ -86,26 +86,29 @@ std::uint64_t WheelBytecode::total_size() const {
     return n;
 }
 
+std::optional<std::string> bytecode_dfile(std::string_view path, std::string_view dist_info) {
+    if (!path.ends_with(".py") || pep::in_pycache(path)) return std::nullopt;
+    const std::string_view name = path.substr(path.rfind('/') + 1);
+    if (name.size() <= 3) return std::nullopt;  // ".py": no module
+    const auto slash = path.find('/');
+    if (slash == std::string_view::npos) return std::string(path);
+    const std::string_view top = path.substr(0, slash), rest = path.substr(slash + 1);
+    if (top.size() > 5 && top.ends_with(".data")) {
+        // Only the site-packages keys of .data; scripts, headers and data are not modules.
+        for (std::string_view key : {"purelib/", "platlib/"})
+            if (rest.starts_with(key) && rest.size() > key.size())
+                return std::string(rest.substr(key.size()));
+        return std::nullopt;
+    }
+    if (dist_info.empty() ? top.ends_with(".dist-info") : top == dist_info) return std::nullopt;
+    return std::string(path);
+}
+
 std::vector<BytecodeSource> bytecode_sources(const WheelFiles& w) {
     std::vector<BytecodeSource> out;
-    const std::string dist_info = w.dist_info + "/";
-    for (const auto& f : w.files) {
-        if (!f.path.ends_with(".py") || pep::in_pycache(f.path)) continue;
-        const std::string_view name = std::string_view(f.path).substr(f.path.rfind('/') + 1);
-        if (name.size() <= 3) continue;  // ".py": no module
-        const auto slash = f.path.find('/');
-        const std::string_view top = std::string_view(f.path).substr(0, slash);
-        if (slash != std::string::npos && top.size() > 5 && top.ends_with(".data")) {
-            // Only the site-packages keys of .data; scripts, headers and data are not modules.
-            const std::string_view rest = std::string_view(f.path).substr(slash + 1);
-            for (std::string_view key : {"purelib/", "platlib/"})
-                if (rest.starts_with(key) && rest.size() > key.size())
-                    out.push_back({&f, std::string(rest.substr(key.size()))});
-            continue;
-        }
-        if (f.path.starts_with(dist_info)) continue;
-        out.push_back({&f, f.path});
-    }
+    for (const auto& f : w.files)
+        if (auto dfile = bytecode_dfile(f.path, w.dist_info))
+            out.push_back({&f, std::move(*dfile)});
     return out;
 }
 

@@ -77,6 +77,7 @@ void Ingest::Impl::read_members() {
     }
     digests.resize(files.size());
     texts.resize(files.size());
+    whole.assign(files.size(), Whole::not_yet);
 }
 
 // Decoding stops at the first byte past the directory's size, so it never writes more than
@@ -203,6 +204,27 @@ std::size_t Ingest::task_count() const {
 
 std::uint64_t Ingest::task_cost(std::size_t t) const {
     return impl_->tasks.at(t).cost;
+}
+
+std::size_t Ingest::file_count() const {
+    return impl_->files.size();
+}
+
+std::vector<IngestedMember> Ingest::ingested_members(std::size_t t) const {
+    const Impl& im = *impl_;
+    const Impl::Task& task = im.tasks.at(t);
+    std::vector<IngestedMember> out;
+    for (std::size_t k = task.begin; k < task.end; ++k) {
+        if (im.whole[k] == Impl::Whole::not_yet) continue;
+        IngestedMember m{k, im.files[k], {}};
+        if (im.whole[k] == Impl::Whole::staged_here) {
+            std::string name = im.store.object_relpath(m.file.digest, m.file.executable);
+            name[2] = '-';
+            m.staged = im.staging / name;
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
 }
 
 void Ingest::replace_objects(std::set<std::string> digests) {

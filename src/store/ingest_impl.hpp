@@ -68,7 +68,10 @@ struct Ingest::Impl {
     std::vector<std::size_t> member_of;
     std::vector<Sha256Digest> digests;
     std::vector<std::string> texts;  // RECORD, WHEEL and METADATA contents (others empty)
-    std::set<std::string> seen;      // normalised member names
+    // Where each member's bytes are whole once its task has run (`ingested_members`).
+    enum class Whole : std::uint8_t { not_yet, in_store, staged_here };
+    std::vector<Whole> whole;
+    std::set<std::string> seen;  // normalised member names
 
     struct Task {
         std::size_t begin = 0, end = 0;  // files [begin, end); begin == end: the archive digest
@@ -113,9 +116,10 @@ struct Ingest::Impl {
     /// adds the time spent hashing and writing to `hashing` and `writing`.
     void decode_member(std::size_t k, std::string& content, int out, const std::string& stream_name,
                        Clock::duration& hashing, Clock::duration& writing);
-    /// True when this ingest is to stage the object of `f` (named `rel` in the store and
-    /// `staged_name` here): the store has no untouched one and no other task staged it.
-    bool claim_object(const WheelFile& f, const std::string& rel, const std::string& staged_name);
+    /// Whether this ingest is to stage the object of `f` (named `rel` in the store and
+    /// `staged_name` here): `staged_here` when the store has no untouched one and no other task
+    /// staged it; else where it is, `in_store` or `not_yet` (another task writes it).
+    Whole claim_object(const WheelFile& f, const std::string& rel, const std::string& staged_name);
     /// Writes an in-memory member as the staged object `staged_name`.
     void stage_content(const std::string& content, const std::string& staged_name,
                        mode_t mode) const;

@@ -89,17 +89,17 @@ void Ingest::Impl::decode_member(std::size_t k, std::string& content, int out,
     files[k].digest = to_hex(digests[k]);
 }
 
-bool Ingest::Impl::claim_object(const WheelFile& f, const std::string& rel,
-                                const std::string& staged_name) {
+Ingest::Impl::Whole Ingest::Impl::claim_object(const WheelFile& f, const std::string& rel,
+                                               const std::string& staged_name) {
     struct stat st {};
     // A touched object (written through an environment, chmod-ed, truncated by a crash) is
     // never reused: this ingest stages a fresh one, which replaces it.
     bool present = !replace.count(f.digest) &&
                    ::fstatat(store.objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&
                    !object_touched(st, f.size, f.executable);
-    if (present) return false;
+    if (present) return Whole::in_store;
     std::lock_guard lock(mutex);
-    return staged.insert(staged_name).second;
+    return staged.insert(staged_name).second ? Whole::staged_here : Whole::not_yet;
 }
 
 void Ingest::Impl::stage_content(const std::string& content, const std::string& staged_name,
@@ -147,17 +147,20 @@ void Ingest::Impl::ingest_file(std::size_t k, std::string& content) {
     std::string rel = store.object_relpath(f.digest, f.executable);
     std::string staged_name = rel;
     staged_name[2] = '-';
-    if (!claim_object(f, rel, staged_name)) {
+    const Whole claim = claim_object(f, rel, staged_name);
+    if (claim != Whole::staged_here) {
         if (out) {
             out.reset();
             ::unlinkat(staging_fd.get(), stream_name.c_str(), 0);
         }
+        whole[k] = claim;
         return;
     }
     if (out)
         stage_stream(std::move(out), stream_name, staged_name);
     else
         stage_content(content, staged_name, mode);
+    whole[k] = Whole::staged_here;
     std::lock_guard lock(mutex);
     moves.push_back(std::move(staged_name));
     stats.new_objects++;

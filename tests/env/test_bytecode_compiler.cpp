@@ -59,6 +59,45 @@ TEST_CASE("BytecodeCompiler: the interpreter's own pycs, compiled as the relativ
     env::CompileResult bad = c.compile(tmp.path / "bad.py", "pkg/bad.py", 0);
     CHECK_FALSE(bad.pyc);
     CHECK(bad.error.find("SyntaxError") != std::string::npos);
-    CHECK_FALSE(c.compile(tmp.path / "missing.py", "pkg/missing.py", 0).pyc);
+    env::CompileResult missing = c.compile(tmp.path / "missing.py", "pkg/missing.py", 0);
+    CHECK_FALSE(missing.pyc);
+    CHECK(missing.missing);
+    CHECK_FALSE(bad.missing);
     CHECK(c.started() == 1);  // one thread here: one worker, reused
+}
+
+TEST_CASE(
+    "BytecodeCompiler: a staged source read where it moved to; sources past the bound "
+    "refused",
+    "[bytecode]") {
+    envboxtest::TempDir tmp("envbox-compile");
+    const env::Interpreter in = env::probe_interpreter("/usr/bin/python3", tmp.path / "probe");
+    write_file_atomic(tmp.path / "moved.py", "X = 1\n", 0444, Durability::none);
+    env::BytecodeCompiler c(in, 1);
+    const env::CompileResult direct = c.compile(tmp.path / "moved.py", "pkg/m.py", 0);
+    REQUIRE(direct.pyc);
+    // Gone from where it was staged (renamed into the store): read at the second path.
+    const env::CompileResult moved =
+        c.compile(tmp.path / "staged.py", tmp.path / "moved.py", "pkg/m.py", 0);
+    CHECK(moved.pyc == direct.pyc);
+    // At the first path when it is there.
+    write_file_atomic(tmp.path / "staged.py", "X = 2\n", 0444, Durability::none);
+    CHECK(c.compile(tmp.path / "staged.py", tmp.path / "moved.py", "pkg/m.py", 0).pyc !=
+          direct.pyc);
+    const env::CompileResult neither =
+        c.compile(tmp.path / "a.py", tmp.path / "b.py", "pkg/m.py", 0);
+    CHECK(neither.missing);
+    CHECK_FALSE(neither.pyc);
+
+    // One byte past the bound: refused, whatever its content, and the worker goes on.
+    std::string big(env::kMaxBytecodeSource + 1, '#');
+    write_file_atomic(tmp.path / "big.py", big, 0444, Durability::none);
+    const env::CompileResult refused = c.compile(tmp.path / "big.py", "pkg/big.py", 0);
+    CHECK_FALSE(refused.pyc);
+    CHECK_FALSE(refused.missing);
+    CHECK(refused.error.find("larger than 32 MiB") != std::string::npos);
+    big.pop_back();  // at the bound: a comment, compiled
+    write_file_atomic(tmp.path / "big.py", big, 0444, Durability::none);
+    CHECK(c.compile(tmp.path / "big.py", "pkg/big.py", 0).pyc);
+    CHECK(c.started() == 1);
 }

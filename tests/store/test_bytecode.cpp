@@ -3,6 +3,7 @@
 // generation links.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
@@ -72,6 +73,17 @@ TEST_CASE("bytecode_sources: modules that land in site-packages, with their path
         {"pkg-1.0.data/platlib/plat/mod.py", "plat/mod.py"},
         {"top.py", "top.py"}};
     CHECK(got == want);
+    // What an ingest in progress can tell, before it knows its .dist-info: the same, and any
+    // top folder named *.dist-info passed over.
+    for (const auto& f : w.files) {
+        auto early = store::bytecode_dfile(f.path, {});
+        auto it =
+            std::find_if(want.begin(), want.end(), [&](auto& p) { return p.first == f.path; });
+        CHECK(early == (it == want.end() ? std::nullopt : std::optional(it->second)));
+    }
+    CHECK_FALSE(store::bytecode_dfile("other-2.0.dist-info/hook.py", {}));
+    CHECK(store::bytecode_dfile("other-2.0.dist-info/hook.py", "pkg-1.0.dist-info") ==
+          "other-2.0.dist-info/hook.py");
 }
 
 TEST_CASE("bytecode list: written and read back; a damaged or planted one is refused",

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -125,6 +126,43 @@ TEST_CASE("ingest refuses a wheel whose RECORD disagrees and stores nothing", "[
     }
     CHECK(entries(store.layout().objects()) == 0);
     CHECK(fs::is_empty(store.tmp_dir()));
+}
+
+TEST_CASE("ingested_members: each member where its bytes are whole, before the wheel is checked",
+          "[store]") {
+    TempHome home;
+    store::Store store(home.path);
+    // demo/LICENSE is stored already (by `other`); demo/copy.txt repeats demo/tool.sh's bytes.
+    ingest(store, write_wheel(home.path, "other", {{"other/LICENSE", "shared licence text\n"}}));
+    std::vector<Member> files = kDemoFiles;
+    files.push_back({"demo/copy.txt", "#!/bin/sh\necho demo\n", true});
+    const fs::path wheel = write_wheel(home.path, "demo", files);
+    store::Ingest in(store, wheel, to_hex(sha256_file(wheel)), wheel.filename().string(), true);
+    REQUIRE(in.file_count() == 7);
+    std::vector<store::IngestedMember> all;
+    for (std::size_t t = 0; t < in.task_count(); ++t) {
+        in.run_task(t);
+        for (auto& m : in.ingested_members(t))
+            all.push_back(std::move(m));
+    }
+    // One task of small members, one for the archive's digest: six members listed, the copy
+    // (whose object the tool's staging wrote) left out.
+    REQUIRE(all.size() == 6);
+    std::map<std::string, store::IngestedMember> by_path;
+    for (const auto& m : all)
+        by_path.emplace(m.file.path, m);
+    CHECK_FALSE(by_path.count("demo/copy.txt"));
+    const auto& licence = by_path.at("demo/LICENSE");
+    CHECK(licence.staged.empty());  // the store's object already
+    CHECK(read_file(store.object_path(licence.file.digest, false)) == "shared licence text\n");
+    const auto& init = by_path.at("demo/__init__.py");
+    REQUIRE_FALSE(init.staged.empty());
+    CHECK(read_file(init.staged) == "VALUE = 1\n");
+    CHECK_FALSE(fs::exists(store.object_path(init.file.digest, false)));  // not before finish
+    store::WheelFiles w = in.finish();
+    CHECK(w.files.at(init.index).path == "demo/__init__.py");
+    CHECK_FALSE(fs::exists(init.staged));  // moved where the object goes
+    CHECK(read_file(store.object_path(init.file.digest, false)) == "VALUE = 1\n");
 }
 
 TEST_CASE("ingest of Debian's real wheels", "[store]") {

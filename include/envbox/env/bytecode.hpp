@@ -31,18 +31,20 @@ std::vector<int> bytecode_levels(std::string_view pythonoptimize);
 constexpr std::uintmax_t kMaxBytecodeSource = 32u << 20;
 
 /// One module compiled (`pyc`), or why the interpreter refused it (`error`: a SyntaxError, a
-/// source too large, a worker that died or hung on it).
+/// source too large, a worker that died or hung on it), or `missing`: there was no file to
+/// compile.
 struct CompileResult {
     std::optional<std::string> pyc;
     std::string error;
+    bool missing = false;
 };
 
 /// Workers of one interpreter: `python -I -S -B` running a small loop that reads (level,
-/// source path, dfile) and answers with the PEP 552 unchecked-hash `.pyc` bytes, compiled with
-/// `compile(source, dfile, "exec", dont_inherit=True, optimize=level)` exactly as py_compile
-/// does. Started on first use, at most `workers` at a time; thread-safe. Workers run at nice
-/// 10: `create` compiles beside its ingest, and a wheel's modules compile only once it is
-/// stored, so the CPU goes to the ingest first and to the compiler whenever the ingest waits.
+/// source path, the path it may have moved to, dfile) and answers with the PEP 552 unchecked-hash
+/// `.pyc` bytes, compiled with `compile(source, dfile, "exec", dont_inherit=True, optimize=level)`
+/// exactly as py_compile does. Started on first use, at most `workers` at a time; thread-safe.
+/// Workers run at nice 10: `create` compiles beside its ingest, so the CPU goes to the ingest first
+/// and to the compiler whenever the ingest waits.
 class BytecodeCompiler {
   public:
     BytecodeCompiler(const Interpreter& in, unsigned workers);
@@ -54,6 +56,12 @@ class BytecodeCompiler {
     /// takes longer than `timeout_ms` on one file is replaced, and that file gets an error.
     CompileResult compile(const std::filesystem::path& source, std::string_view dfile, int optimize,
                           int timeout_ms = 300000);
+    /// The same for the file at `source` or, when there is none there, at `moved_to`: a
+    /// staged object is read where it is, or where its ingest has just moved it (a rename, so
+    /// it is at one of the two). `missing` when neither path names a file.
+    CompileResult compile(const std::filesystem::path& source,
+                          const std::filesystem::path& moved_to, std::string_view dfile,
+                          int optimize, int timeout_ms = 300000);
     /// Workers started so far (for the report).
     std::size_t started() const;
 

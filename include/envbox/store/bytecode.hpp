@@ -56,6 +56,11 @@ struct BytecodeSource {
     std::string dfile;  ///< "torch/nn/modules/linear.py"
 };
 
+/// The path inside site-packages of the member at `path` when it gets bytecode (as
+/// `BytecodeSource`), else nullopt. `dist_info` is the wheel's .dist-info folder; empty, any
+/// top folder named `*.dist-info` is passed over (all an ingest in progress can tell).
+std::optional<std::string> bytecode_dfile(std::string_view path, std::string_view dist_info);
+
 /// The members of `w` that get bytecode, in file-list order.
 std::vector<BytecodeSource> bytecode_sources(const WheelFiles& w);
 

@@ -129,6 +129,15 @@ struct WheelBytecode;
 /// place (never replacing an existing object). Nothing reaches the store before `finish`
 /// succeeds; the staging directory goes with the object. Safe against concurrent ingests of the
 /// same wheel. Does not publish the file list; see `Store::publish`.
+/// A member of a wheel being ingested whose bytes are whole on disk: at `staged` (a file of
+/// the ingest's staging directory, which `Ingest::finish` renames to the store's object path),
+/// or, when `staged` is empty, at the store's object already.
+struct IngestedMember {
+    std::size_t index = 0;  ///< in `WheelFiles::files` of the finished ingest
+    WheelFile file;
+    std::filesystem::path staged;
+};
+
 class Ingest {
   public:
     /// `check_digest`: also hash the archive (as one more task) and require `wheel_sha256`;
@@ -154,6 +163,13 @@ class Ingest {
     void replace_objects(std::set<std::string> digests);
     /// Runs task `t`; thread-safe across distinct tasks.
     void run_task(std::size_t t);
+    /// The wheel's regular files (the size of `WheelFiles::files` once finished).
+    std::size_t file_count() const;
+    /// Once task `t` has run, in the thread that ran it: its members, each where its bytes are
+    /// whole now, before the wheel is checked against its RECORD (so nothing read from them may
+    /// enter the store before `finish`). A member whose object another task of this ingest is
+    /// still writing is left out.
+    std::vector<IngestedMember> ingested_members(std::size_t t) const;
     /// Once every task has run: verifies and moves the objects in.
     WheelFiles finish(IngestStats* stats = nullptr);
 

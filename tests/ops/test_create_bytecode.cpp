@@ -1,0 +1,173 @@
+// `create`'s compile tasks (src/ops/create_bytecode.cpp) against the real interpreter and a real
+// ingest: modules compiled while their wheel is still being stored, their .pyc held until the
+// wheel is, and a staged source read where its ingest moved it.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../../src/ops/create_steps.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+#include "stored_zip.hpp"
+#include "temp_dir.hpp"
+
+using namespace envbox;
+using namespace envbox::ops::create_steps;
+namespace fs = std::filesystem;
+
+namespace {
+
+// demo 1.0: two modules, one the interpreter refuses, a data file, and a .dist-info module
+// that gets no bytecode; RECORD lists every member (with `damage`, one wrong hash).
+fs::path write_wheel(const fs::path& dir, bool damage = false) {
+    std::vector<envboxtest::ZipMember> files = {
+        {"demo/__init__.py", "from .core import f\n"},
+        {"demo/core.py", "def f():\n    return 42\n"},
+        {"demo/broken.py", "def f(:\n"},
+        {"demo/data.txt", "not a module\n"},
+        {"demo-1.0.dist-info/hook.py", "X = 1\n"},
+        {"demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"},
+        {"demo-1.0.dist-info/WHEEL",
+         "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+    };
+    std::string record;
+    for (const auto& f : files)
+        record += f.name + ",sha256=" +
+                  to_record_b64(sha256(damage && f.name == "demo/data.txt" ? "x" : f.content)) +
+                  "," + std::to_string(f.content.size()) + "\n";
+    files.push_back({"demo-1.0.dist-info/RECORD", record + "demo-1.0.dist-info/RECORD,,\n"});
+    const fs::path path = dir / "demo-1.0-py3-none-any.whl";
+    std::ofstream(path, std::ios::binary) << envboxtest::stored_zip(files);
+    return path;
+}
+
+std::size_t object_count(const store::Store& store) {
+    std::size_t n = 0;
+    for (const auto& e : fs::recursive_directory_iterator(store.layout().objects()))
+        n += e.is_regular_file();
+    return n;
+}
+
+struct World {
+    envboxtest::TempDir tmp{"envbox-create-bytecode"};
+    store::Store store{tmp.path / "home"};
+    env::Interpreter in = env::probe_interpreter("/usr/bin/python3", tmp.path / "probe");
+    ops::Progress progress;
+    Item item;
+
+    explicit World(const fs::path& wheel) {
+        item.sha256 = to_hex(sha256_file(wheel));
+        item.filename = wheel.filename().string();
+        item.bytecode.push_back({env::bytecode_key(in, 0), std::nullopt, true, false});
+    }
+    store::Ingest ingest(const fs::path& wheel) {
+        return store::Ingest(store, wheel, item.sha256, item.filename, true);
+    }
+};
+
+// The ingest's tasks as create runs them, each adding its modules' compile tasks.
+void ingest_and_compile(store::Ingest& ingest, BytecodeTasks& tasks, Item& item, unsigned jobs) {
+    TaskPool pool(jobs, BytecodeTasks::kLanes);
+    for (std::size_t t = 0; t < ingest.task_count(); ++t)
+        pool.add(
+            1,
+            [&, t](TaskPool& more) {
+                ingest.run_task(t);
+                tasks.add_ingested(item, ingest.ingested_members(t), more);
+            },
+            BytecodeTasks::kIngestLane);
+    pool.run();
+}
+
+}  // namespace
+
+TEST_CASE("BytecodeTasks: modules compile while their wheel is stored, and enter the store after",
+          "[ops][create][bytecode]") {
+    envboxtest::TempDir dir("envbox-create-bytecode-wheel");
+    const fs::path wheel = write_wheel(dir.path);
+    World w(wheel);
+    BytecodeTasks tasks(w.store, w.in, 2, w.progress);
+    store::Ingest ingest(w.store, wheel, w.item.sha256, w.item.filename, true);
+    tasks.expect(w.item, ingest.file_count());
+    ingest_and_compile(ingest, tasks, w.item, 2);
+    // Every module compiled, and nothing in the store: the wheel is not checked yet.
+    CHECK(object_count(w.store) == 0);
+    w.item.wheel = ingest.finish();
+    const std::size_t members = w.item.wheel->files.size();
+    CHECK(object_count(w.store) == members);
+    {
+        TaskPool pool(2, BytecodeTasks::kLanes);
+        tasks.add(w.item, pool);
+        pool.run();
+    }
+    ops::CreateResult r;
+    const auto lists = tasks.finish(r);
+    CHECK(r.compiled == 2);
+    CHECK(r.compiled_early == 2);  // none compiled again once the wheel was stored
+    CHECK(r.compile_failed == 1);  // demo/broken.py
+    REQUIRE(lists.size() == 1);
+    CHECK(lists[0]->sources == 3);
+    REQUIRE(lists[0]->files.size() == 2);
+    CHECK(object_count(w.store) == members + 2);
+    // The same bytes a compile of the stored source gives, for the same dfile.
+    env::BytecodeCompiler again(w.in, 1);
+    for (const auto& f : lists[0]->files) {
+        const store::WheelFile* src = w.item.wheel->find(f.source);
+        REQUIRE(src);
+        CHECK(f.source_digest == src->digest);
+        CHECK(read_file(w.store.object_path(f.pyc.digest, false)) ==
+              again.compile(w.store.object_path(src->digest, false), f.source, 0).pyc.value());
+    }
+}
+
+TEST_CASE(
+    "BytecodeTasks: a staged source is read where its ingest moved it; a failed ingest "
+    "leaves no .pyc",
+    "[ops][create][bytecode]") {
+    envboxtest::TempDir dir("envbox-create-bytecode-wheel");
+    SECTION("moved into the store before its compile task ran") {
+        const fs::path wheel = write_wheel(dir.path);
+        World w(wheel);
+        BytecodeTasks tasks(w.store, w.in, 1, w.progress);
+        store::Ingest ingest = w.ingest(wheel);
+        tasks.expect(w.item, ingest.file_count());
+        std::vector<store::IngestedMember> members;
+        for (std::size_t t = 0; t < ingest.task_count(); ++t) {
+            ingest.run_task(t);
+            for (auto& m : ingest.ingested_members(t))
+                members.push_back(std::move(m));
+        }
+        w.item.wheel = ingest.finish();  // every staged path is gone now
+        {
+            TaskPool pool(1, BytecodeTasks::kLanes);
+            tasks.add_ingested(w.item, members, pool);
+            pool.run();
+        }
+        {
+            TaskPool pool(1, BytecodeTasks::kLanes);
+            tasks.add(w.item, pool);
+            pool.run();
+        }
+        ops::CreateResult r;
+        tasks.finish(r);
+        CHECK(r.compiled == 2);
+        CHECK(r.compiled_early == 2);
+    }
+    SECTION("a wheel that fails its RECORD after its modules compiled") {
+        const fs::path wheel = write_wheel(dir.path, true);
+        World w(wheel);
+        BytecodeTasks tasks(w.store, w.in, 1, w.progress);
+        {
+            store::Ingest ingest = w.ingest(wheel);
+            tasks.expect(w.item, ingest.file_count());
+            ingest_and_compile(ingest, tasks, w.item, 1);
+            CHECK_THROWS_WITH(ingest.finish(), Catch::Contains("demo/data.txt"));
+        }
+        CHECK(object_count(w.store) == 0);
+        ops::CreateResult r;
+        tasks.finish(r);
+        CHECK(r.compiled == 0);
+    }
+}

@@ -19,8 +19,9 @@ namespace {
 // site, no bytecode of its own; warnings (SyntaxWarning) silenced, they would go to /dev/null
 // anyway.
 constexpr const char* kWorkerScript = R"PY(
-import os, sys, struct, warnings, importlib.util, importlib._bootstrap_external as be
+import gc, os, sys, struct, warnings, importlib.util, importlib._bootstrap_external as be
 warnings.simplefilter("ignore")
+gc.disable()  # compiling makes no cycles; an error's are collected below (5-10 % less CPU)
 try:  # below the ingest the same create runs beside it (bytecode.hpp)
     os.nice(10)
 except Exception:
@@ -36,6 +37,7 @@ def take(n):
     if len(b) != n: sys.exit(0)
     return b
 LIMIT = int(sys.argv[1])
+failed = False
 def source(paths):
     for p in paths:
         try:
@@ -62,7 +64,11 @@ while True:
     except BaseException as e:
         msg = ("%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:2000]
         w.write(b"\1" + struct.pack("<I", len(msg)) + msg)
+        failed = True
     w.flush()
+    if failed:
+        failed = False
+        gc.collect()
 )PY";
 
 void put_u32(std::string& out, std::uint32_t v) {

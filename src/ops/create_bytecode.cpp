@@ -159,6 +159,18 @@ void BytecodeTasks::expect(Item& item, std::size_t members) {
     states_of(item, members);
 }
 
+std::uint64_t BytecodeTasks::ingest_priority(std::uint64_t cost,
+                                             std::span<const store::WheelFile> files) {
+    std::uint64_t source = 0;
+    for (const auto& f : files)
+        if (f.size <= env::kMaxBytecodeSource && store::bytecode_dfile(f.path, {}))
+            source += f.size;
+    // Above any task without modules (costs stay below 2^62: a wheel's size is bounded far
+    // lower) and below the fetch tasks (UINT64_MAX - k).
+    constexpr std::uint64_t kModules = std::uint64_t{1} << 62;
+    return source > 0 ? kModules + source : std::min(cost, kModules - 1);
+}
+
 void BytecodeTasks::add_ingested(Item& item, std::vector<store::IngestedMember> members,
                                  TaskPool& pool) {
     std::vector<State*> states;

@@ -92,8 +92,10 @@ void check_offline(const std::vector<Item>& items, const std::vector<std::size_t
 // One pool for the whole fetch-and-ingest: each wheel's fetch task (downloads first, largest
 // wheels first) adds that wheel's ingest tasks, and the biggest pieces of work of all wheels run
 // first, so torch's gigabyte library starts at once and its thousands of small files spread over
-// every core. Thread-safety: each wheel's `Pending` is touched by its own tasks only; the last
-// ingest task of a wheel (counted down atomically) finishes it.
+// every core; when modules are compiled, the tasks that hold them come before all others
+// (`BytecodeTasks::ingest_priority`), so the compiler starts at once. Thread-safety: each wheel's
+// `Pending` is touched by its own tasks only; the last ingest task of a wheel (counted down
+// atomically) finishes it.
 class FetchPool {
   public:
     FetchPool(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
@@ -181,11 +183,15 @@ class FetchPool {
             if (item.repair) p.ingest->replace_objects(item.replace);
         });
         if (bytecode_) bytecode_->expect(item, p.ingest->file_count());
+        const bool compiles = bytecode_ && std::any_of(item.bytecode.begin(), item.bytecode.end(),
+                                                       [](const auto& b) { return b.compile; });
         const std::size_t n = p.ingest->task_count();
         p.remaining = n;
         if (n == 0) return finish(i, req.location, tasks);
         for (std::size_t t = 0; t < n; ++t)
-            tasks.add(p.ingest->task_cost(t),
+            tasks.add(compiles ? BytecodeTasks::ingest_priority(p.ingest->task_cost(t),
+                                                                p.ingest->task_files(t))
+                               : p.ingest->task_cost(t),
                       [this, i, t, location = req.location](TaskPool& more) {
                           with_context(i, location, [&] { pending_[i].ingest->run_task(t); });
                           // Its modules compile now, their .pyc held until the wheel is stored.

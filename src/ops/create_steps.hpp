@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,12 @@ class BytecodeTasks {
     /// Before the ingest tasks of `item` (whose wheel has `members` regular files) run: its
     /// modules may then compile from `add_ingested`.
     void expect(Item& item, std::size_t members);
+    /// The priority of an ingest task of `cost` that stores `files`. Two stages over two
+    /// lanes, as Johnson's rule orders them: a task holding modules (cheap to store, costly to
+    /// compile) before any other, the most source first, so the compile lane is fed at once;
+    /// the rest by `cost`, the biggest first, and only the disk waits on those.
+    static std::uint64_t ingest_priority(std::uint64_t cost,
+                                         std::span<const store::WheelFile> files);
     /// After one ingest task of an expected `item`: compile tasks for the modules among
     /// `members` (`store::Ingest::ingested_members`).
     void add_ingested(Item& item, std::vector<store::IngestedMember> members, TaskPool& pool);

@@ -206,6 +206,11 @@ std::uint64_t Ingest::task_cost(std::size_t t) const {
     return impl_->tasks.at(t).cost;
 }
 
+std::span<const WheelFile> Ingest::task_files(std::size_t t) const {
+    const Impl::Task& task = impl_->tasks.at(t);
+    return std::span<const WheelFile>(impl_->files).subspan(task.begin, task.end - task.begin);
+}
+
 std::size_t Ingest::file_count() const {
     return impl_->files.size();
 }

@@ -171,3 +171,32 @@ TEST_CASE(
         CHECK(r.compiled == 0);
     }
 }
+
+TEST_CASE("BytecodeTasks::ingest_priority: tasks holding modules first, the most source first",
+          "[ops][create][bytecode]") {
+    auto file = [](std::string path, std::uint64_t size) {
+        store::WheelFile f;
+        f.path = std::move(path);
+        f.size = size;
+        return f;
+    };
+    const std::vector<store::WheelFile> binary = {file("torch/lib/libtorch_cuda.so", 1ull << 30)};
+    const std::vector<store::WheelFile> few = {file("demo/a.py", 100), file("demo/x.h", 1 << 20)};
+    const std::vector<store::WheelFile> many = {file("demo/b.py", 5000), file("demo/c.py", 5000)};
+    const std::vector<store::WheelFile> not_modules = {file("demo-1.0.dist-info/hook.py", 9000),
+                                                       file("demo-1.0.data/scripts/t.py", 9000),
+                                                       file("demo/data.txt", 9000)};
+    const std::vector<store::WheelFile> too_big = {
+        file("demo/huge.py", env::kMaxBytecodeSource + 1)};
+    auto priority = [](const std::vector<store::WheelFile>& f, std::uint64_t cost) {
+        return BytecodeTasks::ingest_priority(cost, f);
+    };
+    CHECK(priority(few, 1 << 20) > priority(binary, 1ull << 30));
+    CHECK(priority(many, 10000) > priority(few, 1 << 20));
+    CHECK(priority(not_modules, 27000) == 27000);
+    CHECK(priority(too_big, 33 << 20) == 33 << 20);
+    CHECK(priority(binary, 1ull << 30) == 1ull << 30);
+    CHECK(priority({}, 500) == 500);  // the archive's digest
+    // Below the fetch tasks, which come first of all.
+    CHECK(priority(many, 10000) < UINT64_MAX - 1000);
+}

@@ -139,6 +139,10 @@ TEST_CASE("ingested_members: each member where its bytes are whole, before the w
     const fs::path wheel = write_wheel(home.path, "demo", files);
     store::Ingest in(store, wheel, to_hex(sha256_file(wheel)), wheel.filename().string(), true);
     REQUIRE(in.file_count() == 7);
+    REQUIRE(in.task_count() == 2);  // the members, and the archive's digest
+    CHECK(in.task_files(0).size() == 7);
+    CHECK(in.task_files(0).front().path == "demo/__init__.py");
+    CHECK(in.task_files(1).empty());
     std::vector<store::IngestedMember> all;
     for (std::size_t t = 0; t < in.task_count(); ++t) {
         in.run_task(t);

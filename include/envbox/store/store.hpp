@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -158,6 +159,9 @@ class Ingest {
     std::size_t task_count() const;
     /// Rough work of task `t` in bytes, for running the biggest first.
     std::uint64_t task_cost(std::size_t t) const;
+    /// The members task `t` stores, in archive order (their digests are set once it has run;
+    /// their paths and sizes are read only).
+    std::span<const WheelFile> task_files(std::size_t t) const;
     /// Objects (by digest) to store again even where one exists and looks untouched: a repair
     /// of objects whose content was found wrong. Call before any task runs.
     void replace_objects(std::set<std::string> digests);

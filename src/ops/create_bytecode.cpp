@@ -135,8 +135,8 @@ struct BytecodeTasks::Early {
 };
 
 BytecodeTasks::BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
-                             Progress& progress)
-    : store_(store), compiler_(in, jobs), progress_(progress) {}
+                             Progress& progress, std::set<std::string> replaced)
+    : store_(store), compiler_(in, jobs), progress_(progress), replaced_(std::move(replaced)) {}
 
 BytecodeTasks::~BytecodeTasks() = default;
 
@@ -186,6 +186,7 @@ void BytecodeTasks::add_ingested(Item& item, std::vector<store::IngestedMember> 
         auto dfile = store::bytecode_dfile(m.file.path, {});
         // A source past the compiler's bound is refused once, by `run`, with the rest.
         if (!dfile || m.file.size > env::kMaxBytecodeSource) continue;
+        if (m.staged.empty() && replaced_.count(m.file.digest)) continue;
         early.push_back({m.index, std::move(*dfile), std::move(m.staged),
                          store_.object_path(m.file.digest, m.file.executable)});
         sizes.push_back(m.file.size);
@@ -210,9 +211,16 @@ void BytecodeTasks::run_early(State& st, const std::vector<Early>& batch) {
         Slot& slot = st.slots.at(e.index);
         int expected = Slot::idle;
         if (!slot.state.compare_exchange_strong(expected, Slot::compiling)) continue;
-        env::CompileResult r = e.staged.empty()
-                                   ? compiler_.compile(e.object, e.dfile, level)
-                                   : compiler_.compile(e.staged, e.object, e.dfile, level);
+        env::CompileResult r;
+        try {
+            r = e.staged.empty() ? compiler_.compile(e.object, e.dfile, level)
+                                 : compiler_.compile(e.staged, e.object, e.dfile, level);
+        } catch (...) {
+            // No worker could be started: the slot is free again, so `run` never waits on it.
+            slot.state.store(Slot::idle);
+            slot.state.notify_all();
+            throw;
+        }
         if (r.missing) {
             // Its ingest failed and took the staging directory: nothing to compile.
             slot.state.store(Slot::idle);

@@ -241,7 +241,12 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
     plan_bytecode(store, items, plan.bytecode, plan.verify_by_content, plan.jobs, progress);
     const std::size_t to_compile = bytecode_lists_to_compile(items);
     std::optional<BytecodeTasks> bytecode;
-    if (to_compile > 0) bytecode.emplace(store, *plan.interpreter, plan.jobs, progress);
+    if (to_compile > 0) {
+        std::set<std::string> replaced;
+        for (const auto& item : items)
+            replaced.insert(item.replace.begin(), item.replace.end());
+        bytecode.emplace(store, *plan.interpreter, plan.jobs, progress, std::move(replaced));
+    }
     FetchPool pool(store, items, plan, progress, bytecode ? &*bytecode : nullptr);
     // Largest first, so the torch-sized wheel starts at once instead of being the last thing
     // running while every other worker idles.

@@ -183,9 +183,11 @@ class BytecodeTasks {
     static constexpr unsigned kIngestLane = 0, kCompileLane = 1, kLanes = 2;
     /// Compiled `.pyc` bytes held for wheels not yet stored, at most.
     static constexpr std::uint64_t kMaxHeldBytes = 512u << 20;
-    /// Each (item, key) compiled advances `progress` by one.
+    /// Each (item, key) compiled advances `progress` by one. `replaced`: the objects a repair
+    /// in this create stores again; a module whose stored source is one of them never compiles
+    /// early (the store's copy is the damaged one until that repair's wheel is stored).
     BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
-                  Progress& progress);
+                  Progress& progress, std::set<std::string> replaced = {});
     ~BytecodeTasks();
     /// Before the ingest tasks of `item` (whose wheel has `members` regular files) run: its
     /// modules may then compile from `add_ingested`.
@@ -217,6 +219,7 @@ class BytecodeTasks {
     const store::Store& store_;
     env::BytecodeCompiler compiler_;
     Progress& progress_;
+    const std::set<std::string> replaced_;
     std::atomic<std::uint64_t> held_{0};
     std::mutex mutex_;  // states_, by_item_, and each item's compiled_at
     std::vector<std::unique_ptr<State>> states_;

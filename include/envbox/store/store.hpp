@@ -120,6 +120,15 @@ class Store;
 struct BytecodeKey;
 struct WheelBytecode;
 
+/// A member of a wheel being ingested whose bytes are whole on disk: at `staged` (a file of
+/// the ingest's staging directory, which `Ingest::finish` renames to the store's object path),
+/// or, when `staged` is empty, at the store's object already.
+struct IngestedMember {
+    std::size_t index = 0;  ///< in `WheelFiles::files` of the finished ingest
+    WheelFile file;
+    std::filesystem::path staged;
+};
+
 /// One wheel being ingested into the store. The constructor reads the archive's directory and
 /// refuses unsafe members (absolute paths, `..`, symlinks and other non-regular members,
 /// duplicates and names that collide after normalisation); the members' work is then split into
@@ -130,15 +139,6 @@ struct WheelBytecode;
 /// place (never replacing an existing object). Nothing reaches the store before `finish`
 /// succeeds; the staging directory goes with the object. Safe against concurrent ingests of the
 /// same wheel. Does not publish the file list; see `Store::publish`.
-/// A member of a wheel being ingested whose bytes are whole on disk: at `staged` (a file of
-/// the ingest's staging directory, which `Ingest::finish` renames to the store's object path),
-/// or, when `staged` is empty, at the store's object already.
-struct IngestedMember {
-    std::size_t index = 0;  ///< in `WheelFiles::files` of the finished ingest
-    WheelFile file;
-    std::filesystem::path staged;
-};
-
 class Ingest {
   public:
     /// `check_digest`: also hash the archive (as one more task) and require `wheel_sha256`;

@@ -81,6 +81,18 @@ void ingest_and_compile(store::Ingest& ingest, BytecodeTasks& tasks, Item& item,
     pool.run();
 }
 
+// Once the wheel is stored: its `.pyc` files stored (compiling what was not), the counts.
+ops::CreateResult store_bytecode(BytecodeTasks& tasks, Item& item, unsigned jobs) {
+    {
+        TaskPool pool(jobs, BytecodeTasks::kLanes);
+        tasks.add(item, pool);
+        pool.run();
+    }
+    ops::CreateResult r;
+    tasks.finish(r);
+    return r;
+}
+
 }  // namespace
 
 TEST_CASE("BytecodeTasks: modules compile while their wheel is stored, and enter the store after",
@@ -145,13 +157,7 @@ TEST_CASE(
             tasks.add_ingested(w.item, members, pool);
             pool.run();
         }
-        {
-            TaskPool pool(1, BytecodeTasks::kLanes);
-            tasks.add(w.item, pool);
-            pool.run();
-        }
-        ops::CreateResult r;
-        tasks.finish(r);
+        const ops::CreateResult r = store_bytecode(tasks, w.item, 1);
         CHECK(r.compiled == 2);
         CHECK(r.compiled_early == 2);
     }
@@ -220,13 +226,7 @@ TEST_CASE("BytecodeTasks: a module whose stored source a repair replaces waits f
     tasks.expect(w.item, ingest.file_count());
     ingest_and_compile(ingest, tasks, w.item, 1);
     w.item.wheel = ingest.finish();
-    {
-        TaskPool pool(1, BytecodeTasks::kLanes);
-        tasks.add(w.item, pool);
-        pool.run();
-    }
-    ops::CreateResult r;
-    tasks.finish(r);
+    const ops::CreateResult r = store_bytecode(tasks, w.item, 1);
     CHECK(r.compiled == 2);
     CHECK(r.compiled_early == 1);  // demo/__init__.py alone
 }

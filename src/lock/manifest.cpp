@@ -191,6 +191,14 @@ class ManifestReader {
             if (spec.url.rfind("https://", 0) != 0 && spec.url.rfind("http://", 0) != 0 &&
                 spec.url.rfind("file://", 0) != 0)
                 r_.fail(t.get("url"), 0, "Expected an http(s):// or file:// URL", path + ".url");
+            // Said before the trailing slashes go, which would leave "https:" of "https://".
+            if (const auto host = spec.url.find("://") + 3;
+                spec.url.rfind("file://", 0) != 0 &&
+                spec.url.find_first_not_of('/', host) == std::string::npos)
+                r_.fail(t.get("url"), 0,
+                        "Expected a host after '" + spec.url.substr(0, host) + "' in '" + spec.url +
+                            "'",
+                        path + ".url");
             while (!spec.url.empty() && spec.url.back() == '/')
                 spec.url.pop_back();
             m.indexes.push_back(std::move(spec));

@@ -296,6 +296,14 @@ class Credentials(Base):
                 self.assertEqual(r.returncode, 3, r)
                 self.assertIn(f"env.toml: index ix: '{url}' is not a valid URL", r.stderr)
                 self.assertNotIn("cannot fetch", r.stderr)
+        # No host at all: said with the URL as written, not as the reader trims it ("https:").
+        for url in ("https://", "http:////"):
+            with self.subTest(url=url):
+                root = self.project("no-host", manifest(url, ["alpha"]))
+                r = self.envbox(root, "lock", "env")
+                self.assertEqual(r.returncode, 3, r)
+                self.assertIn(f"Expected a host after '{url[:url.index('//') + 2]}' in '{url}'",
+                              r.stderr)
 
 
 class Hangs(Base):

@@ -95,6 +95,14 @@ std::vector<std::pair<std::size_t, std::uint64_t>> batches(std::size_t n, Size s
     return out;
 }
 
+// The path inside site-packages of a member that may compile before its wheel is stored: a
+// module by its path alone (the .dist-info is not known yet) within the compiler's bound. A
+// source past the bound is refused once, by `run`, with the rest.
+std::optional<std::string> early_dfile(const store::WheelFile& f) {
+    if (f.size > env::kMaxBytecodeSource) return std::nullopt;
+    return store::bytecode_dfile(f.path, {});
+}
+
 std::chrono::nanoseconds since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                 t);
@@ -104,12 +112,12 @@ std::chrono::nanoseconds since(std::chrono::steady_clock::time_point t) {
 
 // One member's module for one key: not compiled yet, being compiled by the task that claimed
 // it, or done, with its `.pyc` (none: the interpreter refused it) held until the wheel is
-// stored. Only `run` waits on a slot, and only for a task that is compiling it.
+// stored. Only `run` waits on a slot, and only for a task that is compiling it; a slot `run`
+// finds done was compiled before its wheel was stored.
 struct BytecodeTasks::Slot {
     enum : int { idle, compiling, done };
     std::atomic<int> state{idle};
     std::optional<std::string> pyc;
-    bool early = false;  // compiled before its wheel was stored
 };
 
 // One (item, key) being compiled: a slot per member of the wheel (in file-list order), and,
@@ -127,11 +135,12 @@ struct BytecodeTasks::State {
 };
 
 // A module of a wheel still being stored: its member, its path inside site-packages, and where
-// its bytes are (the staged object, which may have moved to `object` meanwhile).
+// its bytes are (`source`; for a staged object, `moved_to` is the store's path it may have been
+// renamed to meanwhile).
 struct BytecodeTasks::Early {
     std::size_t index = 0;
     std::string dfile;
-    fs::path staged, object;
+    fs::path source, moved_to;
 };
 
 BytecodeTasks::BytecodeTasks(const store::Store& store, const env::Interpreter& in, unsigned jobs,
@@ -163,8 +172,7 @@ std::uint64_t BytecodeTasks::ingest_priority(std::uint64_t cost,
                                              std::span<const store::WheelFile> files) {
     std::uint64_t source = 0;
     for (const auto& f : files)
-        if (f.size <= env::kMaxBytecodeSource && store::bytecode_dfile(f.path, {}))
-            source += f.size;
+        if (early_dfile(f)) source += f.size;
     // Above any task without modules (costs stay below 2^62: a wheel's size is bounded far
     // lower) and below the fetch tasks (UINT64_MAX - k).
     constexpr std::uint64_t kModules = std::uint64_t{1} << 62;
@@ -183,12 +191,13 @@ void BytecodeTasks::add_ingested(Item& item, std::vector<store::IngestedMember> 
     std::vector<Early> early;
     std::vector<std::uint64_t> sizes;
     for (auto& m : members) {
-        auto dfile = store::bytecode_dfile(m.file.path, {});
-        // A source past the compiler's bound is refused once, by `run`, with the rest.
-        if (!dfile || m.file.size > env::kMaxBytecodeSource) continue;
-        if (m.staged.empty() && replaced_.count(m.file.digest)) continue;
-        early.push_back({m.index, std::move(*dfile), std::move(m.staged),
-                         store_.object_path(m.file.digest, m.file.executable)});
+        auto dfile = early_dfile(m.file);
+        if (!dfile || (m.staged.empty() && replaced_.count(m.file.digest))) continue;
+        fs::path object = store_.object_path(m.file.digest, m.file.executable);
+        if (m.staged.empty())
+            early.push_back({m.index, std::move(*dfile), std::move(object), {}});
+        else
+            early.push_back({m.index, std::move(*dfile), std::move(m.staged), std::move(object)});
         sizes.push_back(m.file.size);
     }
     std::size_t begin = 0;
@@ -211,27 +220,24 @@ void BytecodeTasks::run_early(State& st, const std::vector<Early>& batch) {
         Slot& slot = st.slots.at(e.index);
         int expected = Slot::idle;
         if (!slot.state.compare_exchange_strong(expected, Slot::compiling)) continue;
+        auto settle = [&slot](int state) {
+            slot.state.store(state);
+            slot.state.notify_all();
+        };
         env::CompileResult r;
         try {
-            r = e.staged.empty() ? compiler_.compile(e.object, e.dfile, level)
-                                 : compiler_.compile(e.staged, e.object, e.dfile, level);
+            r = compiler_.compile(e.source, e.moved_to, e.dfile, level);
         } catch (...) {
-            // No worker could be started: the slot is free again, so `run` never waits on it.
-            slot.state.store(Slot::idle);
-            slot.state.notify_all();
+            settle(Slot::idle);  // no worker could be started: `run` must not wait on it
             throw;
         }
         if (r.missing) {
-            // Its ingest failed and took the staging directory: nothing to compile.
-            slot.state.store(Slot::idle);
-            slot.state.notify_all();
+            settle(Slot::idle);  // its ingest failed and took the staging directory
             continue;
         }
         if (r.pyc) held_ += r.pyc->size();
         slot.pyc = std::move(r.pyc);
-        slot.early = true;
-        slot.state.store(Slot::done);
-        slot.state.notify_all();
+        settle(Slot::done);
     }
     st.nanoseconds += since(started).count();
 }
@@ -282,7 +288,7 @@ void BytecodeTasks::run(State& st, std::size_t begin, std::size_t end) {
             int state = slot.state.load();
             if (state == Slot::done) {
                 pyc = std::move(slot.pyc);
-                early = slot.early;
+                early = true;
                 if (pyc) held_ -= pyc->size();
                 break;
             }

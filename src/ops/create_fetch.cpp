@@ -182,9 +182,9 @@ class FetchPool {
                                                        true, item.file->size);
             if (item.repair) p.ingest->replace_objects(item.replace);
         });
-        if (bytecode_) bytecode_->expect(item, p.ingest->file_count());
         const bool compiles = bytecode_ && std::any_of(item.bytecode.begin(), item.bytecode.end(),
                                                        [](const auto& b) { return b.compile; });
+        if (compiles) bytecode_->expect(item, p.ingest->file_count());
         const std::size_t n = p.ingest->task_count();
         p.remaining = n;
         if (n == 0) return finish(i, req.location, tasks);
@@ -192,10 +192,10 @@ class FetchPool {
             tasks.add(compiles ? BytecodeTasks::ingest_priority(p.ingest->task_cost(t),
                                                                 p.ingest->task_files(t))
                                : p.ingest->task_cost(t),
-                      [this, i, t, location = req.location](TaskPool& more) {
+                      [this, i, t, compiles, location = req.location](TaskPool& more) {
                           with_context(i, location, [&] { pending_[i].ingest->run_task(t); });
                           // Its modules compile now, their .pyc held until the wheel is stored.
-                          if (bytecode_)
+                          if (compiles)
                               bytecode_->add_ingested(
                                   items_[i], pending_[i].ingest->ingested_members(t), more);
                           if (--pending_[i].remaining == 0) finish(i, location, more);

@@ -86,6 +86,10 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
                     (f.stored_at > 0 ? " stored " + fixed(f.stored_at) + " s," : "") +
                     " compiled " + fixed(f.compiled_at) + " s";
         std::fprintf(stderr, "  compiled last: %s (seconds into the fetch)\n", line.c_str());
+        std::fprintf(stderr,
+                     "  compile thread-seconds: %.2f, %.2f of them waiting on a module an early "
+                     "task was compiling\n",
+                     r.compile_s, r.compile_wait_s);
     }
     if (global.verbosity > 0 && r.install.bytecode > 0)
         std::fprintf(stderr, "  bytecode: %zu .pyc files linked, %zu compiled now%s\n",

@@ -256,28 +256,26 @@ void BytecodeTasks::add(Item& item, TaskPool& pool) {
         st->batches_left = split.size();
         std::size_t begin = 0;
         for (const auto& [end, bytes] : split) {
+            std::vector<std::size_t> batch(end - begin);
+            for (std::size_t i = 0; i < batch.size(); ++i)
+                batch[i] = begin + i;
             pool.add(
-                bytes,
-                [this, st, begin, end = end](TaskPool&) {
-                    run(*st, begin, end);
-                    if (--st->batches_left == 0) {
-                        std::lock_guard lock(mutex_);
-                        st->item->compiled_at = std::max(st->item->compiled_at, clock_.total());
-                        progress_.advance(1);
-                    }
-                },
+                bytes, [this, st, batch](TaskPool& more) { run(*st, batch, false, more); },
                 kCompileLane);
             begin = end;
         }
     }
 }
 
-void BytecodeTasks::run(State& st, std::size_t begin, std::size_t end) {
+void BytecodeTasks::run(State& st, const std::vector<std::size_t>& batch, bool wait,
+                        TaskPool& pool) {
     const auto started = std::chrono::steady_clock::now();
     const ItemBytecode& b = st.item->bytecode[st.key];
     // Levels past 2 compile as 2 (their file name keeps the level), as Python does.
     const int level = std::min(b.key.optimize, 2);
-    for (std::size_t i = begin; i < end; ++i) {
+    // Source `i`'s `.pyc`, from its slot or compiled here; false when an early task is
+    // compiling it and `wait` is false.
+    auto take = [&](std::size_t i) {
         const store::BytecodeSource& src = st.sources[i];
         const store::WheelFile& m = *src.member;
         Slot& slot =
@@ -293,7 +291,10 @@ void BytecodeTasks::run(State& st, std::size_t begin, std::size_t end) {
                 break;
             }
             if (state == Slot::compiling) {
+                if (!wait) return false;
+                const auto waiting = std::chrono::steady_clock::now();
                 slot.state.wait(Slot::compiling);
+                waited_ns_ += since(waiting).count();
                 continue;
             }
             if (slot.state.compare_exchange_strong(state, Slot::compiling)) {
@@ -306,7 +307,7 @@ void BytecodeTasks::run(State& st, std::size_t begin, std::size_t end) {
         }
         if (!pyc) {
             ++st.failed;
-            continue;
+            return true;
         }
         store::BytecodeFile f;
         f.source = m.path;
@@ -316,8 +317,26 @@ void BytecodeTasks::run(State& st, std::size_t begin, std::size_t end) {
         st.done[i] = std::move(f);
         ++st.compiled;
         st.early += early;
+        return true;
+    };
+    // A module an early task is compiling is passed over, and taken by a task of its own that
+    // runs after every other compile task queued now, by when the early task is done: waiting
+    // here would leave this thread's worker idle behind the early task (a convoy that kept a
+    // quarter of the GPU host's cores idle while the compiling ran on after the ingest).
+    std::vector<std::size_t> passed;
+    for (std::size_t i : batch)
+        if (!take(i)) passed.push_back(i);
+    if (!passed.empty()) {
+        ++st.batches_left;
+        pool.add(
+            0, [this, &st, passed](TaskPool& more) { run(st, passed, true, more); }, kCompileLane);
     }
     st.nanoseconds += since(started).count();
+    if (--st.batches_left == 0) {
+        std::lock_guard lock(mutex_);
+        st.item->compiled_at = std::max(st.item->compiled_at, clock_.total());
+        progress_.advance(1);
+    }
 }
 
 std::vector<const store::WheelBytecode*> BytecodeTasks::finish(CreateResult& result) {
@@ -339,6 +358,7 @@ std::vector<const store::WheelBytecode*> BytecodeTasks::finish(CreateResult& res
         result.compile_s += static_cast<double>(st->nanoseconds.load()) / 1e9;
     }
     result.compile_workers = compiler_.started();
+    result.compile_wait_s = static_cast<double>(waited_ns_.load()) / 1e9;
     return out;
 }
 

@@ -214,14 +214,15 @@ class BytecodeTasks {
     struct Early;
     std::vector<State*> states_of(Item& item, std::size_t members);
     void run_early(State& st, const std::vector<Early>& batch);
-    void run(State& st, std::size_t begin, std::size_t end);
+    void run(State& st, const std::vector<std::size_t>& batch, bool wait, TaskPool& pool);
     const Stopwatch clock_;  // for each item's compiled_at
     const store::Store& store_;
     env::BytecodeCompiler compiler_;
     Progress& progress_;
     const std::set<std::string> replaced_;
     std::atomic<std::uint64_t> held_{0};
-    std::mutex mutex_;  // states_, by_item_, and each item's compiled_at
+    std::atomic<std::int64_t> waited_ns_{0};  // in `run`, on slots early tasks were compiling
+    std::mutex mutex_;                        // states_, by_item_, and each item's compiled_at
     std::vector<std::unique_ptr<State>> states_;
     std::map<const Item*, std::vector<State*>> by_item_;
 };

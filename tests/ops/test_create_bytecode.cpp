@@ -1,10 +1,13 @@
 // `create`'s compile tasks (src/ops/create_bytecode.cpp) against the real interpreter and a real
 // ingest: modules compiled while their wheel is still being stored, their .pyc held until the
 // wheel is, and a staged source read where its ingest moved it.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../src/ops/create_steps.hpp"
@@ -19,28 +22,37 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// demo 1.0: two modules, one the interpreter refuses, a data file, and a .dist-info module
-// that gets no bytecode; RECORD lists every member (with `damage`, one wrong hash).
-fs::path write_wheel(const fs::path& dir, bool damage = false) {
-    std::vector<envboxtest::ZipMember> files = {
-        {"demo/__init__.py", "from .core import f\n"},
-        {"demo/core.py", "def f():\n    return 42\n"},
-        {"demo/broken.py", "def f(:\n"},
-        {"demo/data.txt", "not a module\n"},
-        {"demo-1.0.dist-info/hook.py", "X = 1\n"},
-        {"demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"},
-        {"demo-1.0.dist-info/WHEEL",
-         "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
-    };
+// demo 1.0 of `files` and its .dist-info; RECORD lists every member (with `damaged`, that
+// member with a wrong hash).
+fs::path write_wheel(const fs::path& dir, std::vector<envboxtest::ZipMember> files,
+                     const std::string& damaged = {}) {
+    files.push_back(
+        {"demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"});
+    files.push_back({"demo-1.0.dist-info/WHEEL",
+                     "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: "
+                     "py3-none-any\n"});
     std::string record;
     for (const auto& f : files)
-        record += f.name + ",sha256=" +
-                  to_record_b64(sha256(damage && f.name == "demo/data.txt" ? "x" : f.content)) +
+        record += f.name + ",sha256=" + to_record_b64(sha256(f.name == damaged ? "x" : f.content)) +
                   "," + std::to_string(f.content.size()) + "\n";
     files.push_back({"demo-1.0.dist-info/RECORD", record + "demo-1.0.dist-info/RECORD,,\n"});
     const fs::path path = dir / "demo-1.0-py3-none-any.whl";
     std::ofstream(path, std::ios::binary) << envboxtest::stored_zip(files);
     return path;
+}
+
+// Two modules, one the interpreter refuses, a data file, and a .dist-info module that gets no
+// bytecode (with `damage`, the data file fails its RECORD hash).
+fs::path write_wheel(const fs::path& dir, bool damage = false) {
+    return write_wheel(dir,
+                       {
+                           {"demo/__init__.py", "from .core import f\n"},
+                           {"demo/core.py", "def f():\n    return 42\n"},
+                           {"demo/broken.py", "def f(:\n"},
+                           {"demo/data.txt", "not a module\n"},
+                           {"demo-1.0.dist-info/hook.py", "X = 1\n"},
+                       },
+                       damage ? "demo/data.txt" : "");
 }
 
 std::size_t object_count(const store::Store& store) {
@@ -66,6 +78,17 @@ struct World {
         return store::Ingest(store, wheel, item.sha256, item.filename, true);
     }
 };
+
+// Every task of the ingest, one after another: the members each stored.
+std::vector<store::IngestedMember> run_ingest(store::Ingest& ingest) {
+    std::vector<store::IngestedMember> members;
+    for (std::size_t t = 0; t < ingest.task_count(); ++t) {
+        ingest.run_task(t);
+        for (auto& m : ingest.ingested_members(t))
+            members.push_back(std::move(m));
+    }
+    return members;
+}
 
 // The ingest's tasks as create runs them, each adding its modules' compile tasks.
 void ingest_and_compile(store::Ingest& ingest, BytecodeTasks& tasks, Item& item, unsigned jobs) {
@@ -145,12 +168,7 @@ TEST_CASE(
         BytecodeTasks tasks(w.store, w.in, 1, w.progress);
         store::Ingest ingest = w.ingest(wheel);
         tasks.expect(w.item, ingest.file_count());
-        std::vector<store::IngestedMember> members;
-        for (std::size_t t = 0; t < ingest.task_count(); ++t) {
-            ingest.run_task(t);
-            for (auto& m : ingest.ingested_members(t))
-                members.push_back(std::move(m));
-        }
+        std::vector<store::IngestedMember> members = run_ingest(ingest);
         w.item.wheel = ingest.finish();  // every staged path is gone now
         {
             TaskPool pool(1, BytecodeTasks::kLanes);
@@ -214,8 +232,7 @@ TEST_CASE("BytecodeTasks: a module whose stored source a repair replaces waits f
     World w(wheel);
     {
         store::Ingest first = w.ingest(wheel);  // the store holds every member now
-        for (std::size_t t = 0; t < first.task_count(); ++t)
-            first.run_task(t);
+        run_ingest(first);
         first.finish();
     }
     // Another wheel of this create repairs demo/core.py's object: until it is stored, the
@@ -229,4 +246,63 @@ TEST_CASE("BytecodeTasks: a module whose stored source a repair replaces waits f
     const ops::CreateResult r = store_bytecode(tasks, w.item, 1);
     CHECK(r.compiled == 2);
     CHECK(r.compiled_early == 1);  // demo/__init__.py alone
+}
+
+TEST_CASE(
+    "BytecodeTasks: once the wheel is stored, modules an early task is compiling are passed over "
+    "first, not waited for",
+    "[ops][create][bytecode]") {
+    // An early task compiles demo/a_slow.py (about a second of CPython's compiler) while the
+    // pass after the wheel is stored starts on the same modules in file order, a_slow.py first.
+    // It must store the twenty small modules' .pyc files while a_slow.py is still compiling:
+    // waiting on it would leave its worker idle behind the early task.
+    envboxtest::TempDir dir("envbox-create-bytecode-wheel");
+    std::string slow;
+    for (int i = 0; i < 150000; ++i)
+        slow += "v" + std::to_string(i) + " = " + std::to_string(i) + " + 1\n";
+    std::vector<envboxtest::ZipMember> files = {{"demo/a_slow.py", slow}};
+    for (int i = 0; i < 20; ++i)
+        files.push_back(
+            {"demo/m" + std::to_string(10 + i) + ".py", "X = " + std::to_string(i) + "\n"});
+    const fs::path wheel = write_wheel(dir.path, files);
+    World w(wheel);
+    BytecodeTasks tasks(w.store, w.in, 2, w.progress);
+    store::Ingest ingest = w.ingest(wheel);
+    tasks.expect(w.item, ingest.file_count());
+    std::vector<store::IngestedMember> slow_member;
+    for (auto& m : run_ingest(ingest))
+        if (m.file.path == "demo/a_slow.py") slow_member.push_back(std::move(m));
+    w.item.wheel = ingest.finish();
+    const std::size_t members = w.item.wheel->files.size();
+    REQUIRE(slow_member.size() == 1);
+    std::atomic<bool> early_done{false};
+    std::thread early([&] {
+        TaskPool pool(1, BytecodeTasks::kLanes);
+        tasks.add_ingested(w.item, slow_member, pool);
+        pool.run();
+        early_done = true;
+    });
+    // The early task claims a_slow.py as it starts, long before its compile ends.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::thread after([&] {
+        TaskPool pool(1, BytecodeTasks::kLanes);
+        tasks.add(w.item, pool);
+        pool.run();
+    });
+    bool small_first = false;
+    for (int i = 0; i < 2000 && !early_done; ++i) {
+        if (object_count(w.store) == members + 20) {
+            small_first = !early_done;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    early.join();
+    after.join();
+    CHECK(small_first);
+    ops::CreateResult r;
+    tasks.finish(r);
+    CHECK(r.compiled == 21);
+    CHECK(r.compiled_early == 1);  // a_slow.py, taken from the early task's slot
+    CHECK(object_count(w.store) == members + 21);
 }

@@ -45,6 +45,7 @@ struct CreateResult {
     std::size_t compile_failed = 0;   ///< sources the interpreter refused (left without `.pyc`)
     std::size_t compile_workers = 0;  ///< interpreter workers started
     double compile_s = 0;             ///< thread-seconds spent compiling and storing
+    double compile_wait_s = 0;        ///< of those, waiting on a module an early task was compiling
     store::IngestStats ingest;        ///< totals over fetched wheels
     env::InstallReport install;
     double seconds = 0;

@@ -94,12 +94,11 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
     if (global.verbosity > 0 && r.install.bytecode > 0)
         std::fprintf(stderr, "  bytecode: %zu .pyc files linked, %zu compiled now%s\n",
                      r.install.bytecode, r.compiled,
-                     r.compiled
-                         ? (" (" + std::to_string(r.compile_workers) + " workers, " +
-                            std::to_string(r.compile_s).substr(0, 5) + " thread-seconds; " +
-                            std::to_string(r.compiled_early) + " before their wheel was stored)")
-                               .c_str()
-                         : "");
+                     r.compiled ? (" (" + std::to_string(r.compile_workers) + " workers, " +
+                                   std::to_string(r.compile_s).substr(0, 5) + " thread-seconds; " +
+                                   std::to_string(r.compiled_early) + " by early tasks)")
+                                      .c_str()
+                                : "");
 }
 
 void run_create(const GlobalOptions& global, const CreateCommand& cmd) {

@@ -118,6 +118,12 @@ struct BytecodeTasks::Slot {
     enum : int { idle, compiling, done };
     std::atomic<int> state{idle};
     std::optional<std::string> pyc;
+    // The new state, and every task waiting on this slot woken: a slot left compiling would
+    // hang the one that waits for it.
+    void settle(int to) {
+        state.store(to);
+        state.notify_all();
+    }
 };
 
 // One (item, key) being compiled: a slot per member of the wheel (in file-list order), and,
@@ -220,24 +226,20 @@ void BytecodeTasks::run_early(State& st, const std::vector<Early>& batch) {
         Slot& slot = st.slots.at(e.index);
         int expected = Slot::idle;
         if (!slot.state.compare_exchange_strong(expected, Slot::compiling)) continue;
-        auto settle = [&slot](int state) {
-            slot.state.store(state);
-            slot.state.notify_all();
-        };
         env::CompileResult r;
         try {
             r = compiler_.compile(e.source, e.moved_to, e.dfile, level);
         } catch (...) {
-            settle(Slot::idle);  // no worker could be started: `run` must not wait on it
+            slot.settle(Slot::idle);  // no worker could be started: `run` must not wait on it
             throw;
         }
         if (r.missing) {
-            settle(Slot::idle);  // its ingest failed and took the staging directory
+            slot.settle(Slot::idle);  // its ingest failed and took the staging directory
             continue;
         }
         if (r.pyc) held_ += r.pyc->size();
         slot.pyc = std::move(r.pyc);
-        settle(Slot::done);
+        slot.settle(Slot::done);
     }
     st.nanoseconds += since(started).count();
 }
@@ -298,10 +300,15 @@ void BytecodeTasks::run(State& st, const std::vector<std::size_t>& batch, bool w
                 continue;
             }
             if (slot.state.compare_exchange_strong(state, Slot::compiling)) {
-                pyc =
-                    compiler_.compile(store_.object_path(m.digest, m.executable), src.dfile, level)
-                        .pyc;
-                slot.state.store(Slot::done);
+                try {
+                    pyc = compiler_
+                              .compile(store_.object_path(m.digest, m.executable), src.dfile, level)
+                              .pyc;
+                } catch (...) {
+                    slot.settle(Slot::idle);
+                    throw;
+                }
+                slot.settle(Slot::done);
                 break;
             }
         }
@@ -319,10 +326,11 @@ void BytecodeTasks::run(State& st, const std::vector<std::size_t>& batch, bool w
         st.early += early;
         return true;
     };
-    // A module an early task is compiling is passed over, and taken by a task of its own that
-    // runs after every other compile task queued now, by when the early task is done: waiting
-    // here would leave this thread's worker idle behind the early task (a convoy that kept a
-    // quarter of the GPU host's cores idle while the compiling ran on after the ingest).
+    // A module an early task is compiling is passed over, and taken by a task of its own
+    // queued below every other compile task (so the wheel's compiling ends with the lane's),
+    // by when the early task is long done: waiting here would leave this thread's worker idle
+    // behind the early task (a convoy that kept a quarter of the GPU host's cores idle while
+    // the compiling ran on after the ingest).
     std::vector<std::size_t> passed;
     for (std::size_t i : batch)
         if (!take(i)) passed.push_back(i);

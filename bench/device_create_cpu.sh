@@ -5,7 +5,8 @@
 # without: each with its wall time and the CPU seconds (user, system) of the tool and its
 # workers. A create whose CPU seconds are far below cores × wall waits on something else.
 # Usage (on the device, from the repository root, with the bundle and the repack script carried):
-#   [ROUNDS=N] sh bench/device_create_cpu.sh dist/envbox-*.tar.gz .device/repack_wheels.py OUTDIR [JOBS...]
+#   [ROUNDS=N] [BASELINE=bundle] [TIMELINE=1] sh bench/device_create_cpu.sh dist/envbox-*.tar.gz .device/repack_wheels.py OUTDIR [JOBS...]
+# TIMELINE=1 adds each run's busy and iowait cores per half second (bench/device_common.sh).
 set -u
 bundle="$1"; repack="$2"; out="$3"; shift 3
 mkdir -p "$out"

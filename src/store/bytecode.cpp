@@ -240,7 +240,7 @@ WheelFile Store::put_object(std::string_view content, bool replace) const {
         start_writeback(out.get());
     }
     const fs::path dest = layout_.objects() / rel;
-    int err = move_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, dest.c_str());
+    int err = rename_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, dest.c_str());
     if (err == EEXIST) {
         // Another create stored it first (keep that one when untouched), or it was touched.
         if (!replace && ::fstatat(objects_dir_fd(), rel.c_str(), &st, 0) == 0 &&

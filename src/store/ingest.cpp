@@ -143,26 +143,6 @@ void Ingest::Impl::plan_tasks() {
     if (check_digest) tasks.push_back({0, 0, file.size() / 2});
 }
 
-namespace {
-constexpr char kHex[] = "0123456789abcdef";
-}
-
-std::string staged_name_of(std::string_view rel) {
-    std::string name = std::string(1, rel.at(0)) + "/" + std::string(rel);
-    name[4] = '-';
-    return name;
-}
-
-std::string object_rel_of(std::string_view staged) {
-    std::string rel(staged.substr(2));
-    rel.at(2) = '/';
-    return rel;
-}
-
-std::string stream_name_of(std::size_t k) {
-    return std::string(1, kHex[k % kStagingShards]) + "/stream-" + std::to_string(k);
-}
-
 void Ingest::Impl::open_staging() {
     static std::atomic<unsigned> counter{0};
     staging = store.tmp_dir() / ("ingest-" + wheel_sha256.substr(0, 16) + "-" +
@@ -170,11 +150,6 @@ void Ingest::Impl::open_staging() {
     make_dir(staging);
     staging_fd.reset(::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!staging_fd) sys_fail("cannot open", staging, errno);
-    for (unsigned s = 0; s < kStagingShards; ++s) {
-        const char shard[2] = {kHex[s], 0};
-        if (::mkdirat(staging_fd.get(), shard, 0777) != 0)
-            sys_fail("cannot create", staging / shard, errno);
-    }
 }
 
 // The archive must be a regular file of the lock's size: a lock's `path` may name anything
@@ -248,8 +223,9 @@ std::vector<IngestedMember> Ingest::ingested_members(std::size_t t) const {
         if (im.whole[k] == Impl::Whole::not_yet) continue;
         IngestedMember m{k, im.files[k], {}};
         if (im.whole[k] == Impl::Whole::staged_here) {
-            m.staged = im.staging /
-                       staged_name_of(im.store.object_relpath(m.file.digest, m.file.executable));
+            std::string name = im.store.object_relpath(m.file.digest, m.file.executable);
+            name[2] = '-';
+            m.staged = im.staging / name;
         }
         out.push_back(std::move(m));
     }

@@ -147,9 +147,10 @@ void Ingest::Impl::check_record(const WheelFiles& w) const {
 void Ingest::Impl::move_objects_in() const {
     const int objects_fd = store.objects_dir_fd();
     for (const std::string& name : moves) {
-        const std::string rel = object_rel_of(name);
+        std::string rel = name;
+        rel[2] = '/';
         // Atomic where renameat2 is not (NFS, FUSE, 9p): a link that fails with EEXIST.
-        int err = move_noreplace_at(staging_fd.get(), name.c_str(), objects_fd, rel.c_str());
+        int err = rename_noreplace_at(staging_fd.get(), name.c_str(), objects_fd, rel.c_str());
         if (err == 0) continue;
         if (err == EEXIST) {
             // Another ingest stored it first, or a crash left a damaged copy, or a write

@@ -30,20 +30,6 @@ constexpr std::size_t kInMemoryLimit = 1 << 20;
 // A streamed member's pages are handed to the disk every this many bytes.
 constexpr std::uint64_t kWritebackChunk = 16 << 20;
 
-// An ingest stages its objects in this many subdirectories of its staging directory, by the
-// first hex digit of the digest: a file is created under its directory's lock, and with one
-// directory the threads of a torch-sized wheel queued on it (on the GPU host, a tenth of a cold
-// create's CPU without bytecode spun there).
-constexpr unsigned kStagingShards = 16;
-
-/// The staged name, relative to the staging directory, of the object at `rel` ("ab/cdef…",
-/// `Store::object_relpath`): "a/ab-cdef…".
-std::string staged_name_of(std::string_view rel);
-/// The object's `rel` back from a staged name.
-std::string object_rel_of(std::string_view staged);
-/// The name the `k`-th member streams to before its digest is known, in a shard of its own.
-std::string stream_name_of(std::size_t k);
-
 // The dist-info texts read into memory (WHEEL, METADATA, RECORD: torch's RECORD is a few MB),
 // refused beyond these sizes before a byte is decoded.
 constexpr std::uint64_t kMaxWheelInfo = 1 << 20, kMaxMetadata = 16 << 20, kMaxRecord = 64 << 20;

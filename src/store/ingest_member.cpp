@@ -135,7 +135,7 @@ void Ingest::Impl::ingest_file(std::size_t k, std::string& content) {
     // In memory when small (or a dist-info file, bounded above: torch's RECORD is megabytes),
     // streamed to a staging file otherwise.
     const bool in_memory = keep_text || file.members()[member_of[k]].size <= kInMemoryLimit;
-    const std::string stream_name = stream_name_of(k);
+    const std::string stream_name = "stream-" + std::to_string(k);
     UniqueFd out;
     if (!in_memory) out = open_stream(stream_name, mode);
     Clock::duration hashing{}, writing{};
@@ -145,7 +145,8 @@ void Ingest::Impl::ingest_file(std::size_t k, std::string& content) {
     if (keep_text) texts[k] = content;
 
     std::string rel = store.object_relpath(f.digest, f.executable);
-    std::string staged_name = staged_name_of(rel);
+    std::string staged_name = rel;
+    staged_name[2] = '-';
     const Whole claim = claim_object(f, rel, staged_name);
     if (claim != Whole::staged_here) {
         if (out) {

@@ -250,18 +250,6 @@ int rename_noreplace_at(int src_dir, const char* src, int dst_dir, const char* d
     return 0;
 }
 
-int move_noreplace_at(int src_dir, const char* src, int dst_dir, const char* dst) {
-    if (::linkat(src_dir, src, dst_dir, dst, 0) == 0) {
-        // `dst` is in place; a source name that cannot be removed is left for the caller's
-        // cleanup, as rename_noreplace_at's fallback leaves it.
-        (void)::unlinkat(src_dir, src, 0);
-        return 0;
-    }
-    const int err = errno;
-    if (err == EEXIST || err == ENOENT || err == ENOTDIR) return err;
-    return rename_noreplace_at(src_dir, src, dst_dir, dst);
-}
-
 bool on_overlayfs(int fd) {
     constexpr long kOverlayfsMagic = 0x794C7630;  // OVERLAYFS_SUPER_MAGIC
     struct statfs sf {};

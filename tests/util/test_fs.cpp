@@ -69,33 +69,6 @@ TEST_CASE("a no-replace rename moves a file only where the name is free") {
     CHECK(std::string(no_replace_method_name(NoReplaceMethod::link_unlink)) == "link fallback");
 }
 
-TEST_CASE("a no-replace move to another directory moves a file only where the name is free") {
-    TempDir dir;
-    fs::create_directory(dir.path / "staging");
-    fs::create_directory(dir.path / "objects");
-    const fs::path staged = dir.path / "staging" / "staged", taken = dir.path / "objects" / "taken",
-                   free_name = dir.path / "objects" / "free";
-    write_file_atomic(staged, "object", 0444, Durability::none);
-    write_file_atomic(taken, "theirs", 0444, Durability::none);
-    CHECK(move_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, taken.c_str()) == EEXIST);
-    CHECK(read_file(taken) == "theirs");
-    CHECK(read_file(staged) == "object");
-    struct stat before {};
-    REQUIRE(::stat(staged.c_str(), &before) == 0);
-    CHECK(move_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, free_name.c_str()) == 0);
-    CHECK(read_file(free_name) == "object");
-    CHECK(!fs::exists(staged));
-    struct stat after {};
-    REQUIRE(::stat(free_name.c_str(), &after) == 0);
-    CHECK(after.st_ino == before.st_ino);  // the same inode, moved, not copied
-    CHECK(after.st_nlink == 1);            // and no second name left behind
-    CHECK(move_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, (dir.path / "x").c_str()) ==
-          ENOENT);
-    CHECK(move_noreplace_at(AT_FDCWD, free_name.c_str(), AT_FDCWD,
-                            (dir.path / "absent" / "x").c_str()) == ENOENT);
-    CHECK(read_file(free_name) == "object");
-}
-
 TEST_CASE("a plain hard link is not taken for a copy-up; another inode is") {
     TempDir dir;
     const fs::path object = dir.path / "object";

@@ -117,13 +117,6 @@ const char* no_replace_method_name(NoReplaceMethod method);
 int rename_noreplace_at(int src_dir, const char* src, int dst_dir, const char* dst,
                         NoReplaceMethod* used = nullptr);
 
-/// `rename_noreplace_at` for a file moving to another directory, by linkat and unlink first:
-/// a rename between two directories takes the filesystem's one rename mutex, so threads
-/// storing objects at once queue there (on the GPU host, a twentieth of a cold create's CPU
-/// spun on it). Where linkat is refused for another reason than EEXIST, ENOENT or ENOTDIR (a
-/// filesystem without hard links), `rename_noreplace_at`. Same contract and result.
-int move_noreplace_at(int src_dir, const char* src, int dst_dir, const char* dst);
-
 /// True when the file or directory open as `fd` lies on overlayfs (statfs f_type).
 bool on_overlayfs(int fd);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <numeric>
 
 #include "create_steps.hpp"
 #include "envbox/util/error.hpp"
@@ -113,7 +114,7 @@ std::chrono::nanoseconds since(std::chrono::steady_clock::time_point t) {
 // One member's module for one key: not compiled yet, being compiled by the task that claimed
 // it, or done, with its `.pyc` (none: the interpreter refused it) held until the wheel is
 // stored. Only `run` waits on a slot, and only for a task that is compiling it; a slot `run`
-// finds done was compiled before its wheel was stored.
+// finds done was compiled by an early task.
 struct BytecodeTasks::Slot {
     enum : int { idle, compiling, done };
     std::atomic<int> state{idle};
@@ -259,8 +260,7 @@ void BytecodeTasks::add(Item& item, TaskPool& pool) {
         std::size_t begin = 0;
         for (const auto& [end, bytes] : split) {
             std::vector<std::size_t> batch(end - begin);
-            for (std::size_t i = 0; i < batch.size(); ++i)
-                batch[i] = begin + i;
+            std::iota(batch.begin(), batch.end(), begin);
             pool.add(
                 bytes, [this, st, batch](TaskPool& more) { run(*st, batch, false, more); },
                 kCompileLane);

@@ -41,8 +41,7 @@ struct CreateResult {
     std::size_t fetched = 0;   ///< wheels that were not in the store (or were repaired)
     std::size_t repaired = 0;  ///< of those, wheels stored again because an object was touched
     std::size_t compiled = 0;  ///< modules compiled into the store (0: every `.pyc` was there)
-    std::size_t compiled_early =
-        0;  ///< of those, by early tasks (queued as the ingest stored them)
+    std::size_t compiled_early = 0;   ///< of those, by early tasks (before the wheel's check)
     std::size_t compile_failed = 0;   ///< sources the interpreter refused (left without `.pyc`)
     std::size_t compile_workers = 0;  ///< interpreter workers started
     double compile_s = 0;             ///< thread-seconds spent compiling and storing

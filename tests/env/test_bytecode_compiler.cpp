@@ -1,8 +1,12 @@
 // The bytecode compiler against the real interpreter: unchecked-hash pycs of its magic, the
 // relative dfile in the bytes, refusals, one worker reused, a worker that dies replaced.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "envbox/env/bytecode.hpp"
 #include "envbox/env/interpreter.hpp"
@@ -99,5 +103,17 @@ TEST_CASE(
     big.pop_back();  // at the bound: a comment, compiled
     write_file_atomic(tmp.path / "big.py", big, 0444, Durability::none);
     CHECK(c.compile(tmp.path / "big.py", "pkg/big.py", 0).pyc);
+
+    // A file that holds more than its size says (a FIFO's is 0) is read on to the bound, not
+    // cut at its size plus one byte: the same .pyc as the regular file with the same source.
+    const std::string src = "x = 1\ny = [x] * 2\n";
+    write_file_atomic(tmp.path / "same.py", src, 0444, Durability::none);
+    const fs::path fifo = tmp.path / "fifo.py";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << src; });
+    const env::CompileResult piped = c.compile(fifo, "pkg/same.py", 0);
+    writer.join();
+    REQUIRE(piped.pyc);
+    CHECK(*piped.pyc == *c.compile(tmp.path / "same.py", "pkg/same.py", 0).pyc);
     CHECK(c.started() == 1);
 }

@@ -68,17 +68,19 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
         if (d.current)
             for (const auto& p : d.current->packages)
                 packages.push_back(Json{{"name", p.name}, {"version", p.version}});
-        Json report = {{"name", d.name},
-                       {"path", d.path.string()},
-                       {"current", d.current ? Json(d.current->number) : Json()},
-                       {"files", d.files},
-                       {"bytes", d.bytes},
-                       {"unique_bytes", d.unique_bytes},
-                       {"bytecode", Json{{"files", d.bytecode_files},
-                                         {"bytes", d.bytecode_bytes},
-                                         {"shared_bytes", d.bytecode_shared_bytes}}},
-                       {"generations", std::move(generations)},
-                       {"packages", std::move(packages)}};
+        Json report = {
+            {"name", d.name},
+            {"path", d.path.string()},
+            {"current", d.current ? Json(d.current->number) : Json()},
+            {"files", d.files},
+            {"bytes", d.bytes},
+            {"unique_bytes", d.unique_bytes},
+            {"bytecode", Json{{"files", d.bytecode_files},
+                              {"bytes", d.bytecode_bytes},
+                              {"unique_bytes", d.bytecode_bytes - d.bytecode_shared_bytes},
+                              {"shared_bytes", d.bytecode_shared_bytes}}},
+            {"generations", std::move(generations)},
+            {"packages", std::move(packages)}};
         std::printf("%s\n", json_line(report).c_str());
         return;
     }
@@ -97,10 +99,13 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
                 counted(d.files, "file", "files").c_str(), human_bytes(d.bytes).c_str(),
                 human_bytes(d.unique_bytes).c_str());
     if (d.bytecode_files > 0)
-        std::printf("bytecode: %s, %s; %s shared with other environments\n",
-                    counted(d.bytecode_files, ".pyc file", ".pyc files").c_str(),
-                    human_bytes(d.bytecode_bytes).c_str(),
-                    human_bytes(d.bytecode_shared_bytes).c_str());
+        std::printf(
+            "bytecode: %s, %s; %s unique to this generation, %s shared with other "
+            "generations or environments\n",
+            counted(d.bytecode_files, ".pyc file", ".pyc files").c_str(),
+            human_bytes(d.bytecode_bytes).c_str(),
+            human_bytes(d.bytecode_bytes - d.bytecode_shared_bytes).c_str(),
+            human_bytes(d.bytecode_shared_bytes).c_str());
     else
         std::printf("bytecode: none\n");
     std::printf("%s:\n", counted(d.current->packages.size(), "package", "packages").c_str());

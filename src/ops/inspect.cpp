@@ -105,7 +105,8 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
     d.current = env::current_generation(d.path);
     if (!d.current) return d;
     // A file whose inode has one link beyond the store's (or none: a generated file) is unique
-    // to this generation; anything with more links is shared with other environments.
+    // to this generation; anything with more links is shared with another generation, of this
+    // environment or another.
     for (auto it = fs::recursive_directory_iterator(d.current->path, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         struct stat st {};

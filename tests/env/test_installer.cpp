@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "envbox/env/installer.hpp"
+#include "envbox/store/bytecode.hpp"
 #include "envbox/util/sha256.hpp"
 #include "temp_dir.hpp"
 
@@ -52,8 +53,8 @@ struct Planned {
     }
 };
 
-Planned plan(const std::vector<store::WheelFiles>& wheels,
-             const std::vector<bool>& preferred = {}) {
+Planned plan(const std::vector<store::WheelFiles>& wheels, const std::vector<bool>& preferred = {},
+             const std::vector<std::vector<const store::WheelBytecode*>>& bytecode = {}) {
     static TempHome home;
     static store::Store store(home.path);
     env::Interpreter in;
@@ -71,9 +72,23 @@ Planned plan(const std::vector<store::WheelFiles>& wheels,
         env::InstallRequest r;
         r.wheel = &wheels[i];
         r.preferred = i < preferred.size() && preferred[i];
+        if (i < bytecode.size()) r.bytecode = bytecode[i];
         requests.push_back(r);
     }
     return {env::plan_install(store, in, layout, requests)};
+}
+
+// A bytecode list of `w` naming `source` (a member path) as compiled from `source_content`.
+store::WheelBytecode bytecode_of(const store::WheelFiles& w, const std::string& source,
+                                 const std::string& source_content) {
+    store::WheelBytecode b;
+    b.wheel_sha256 = w.wheel_sha256;
+    b.key = {"cpython-312", "cb0d0d0a", 0};
+    b.sources = 1;
+    const std::string pyc = "pyc of " + source;
+    b.files.push_back({source, to_hex(sha256(source_content)),
+                       store::WheelFile{source, to_hex(sha256(pyc)), pyc.size(), false}});
+    return b;
 }
 
 std::string row(const std::string& path, const std::string& content) {
@@ -226,6 +241,51 @@ TEST_CASE("overlaps that are install conflicts") {
         } catch (const Error& e) {
             CHECK(e.code() == ErrorCode::conflict);
             CHECK_THAT(e.message(), Catch::Contains(r.expect));
+        }
+    }
+}
+
+TEST_CASE("a .pyc is placed beside the source it was compiled from, and only there") {
+    const std::vector<store::WheelFiles> w = {
+        wheel("pkg", {{"pkg/__init__.py", "", false},
+                      {"pkg/core.py", "X = 1\n", false},
+                      {"pkg-1.0.data/purelib/extra.py", "E = 1\n", false},
+                      {"pkg-1.0.data/headers/gen.py", "H = 1\n", false}})};
+    SECTION("each source's .pyc in the __pycache__ beside where it lands, not in RECORD") {
+        const store::WheelBytecode core = bytecode_of(w[0], "pkg/core.py", "X = 1\n");
+        const store::WheelBytecode extra =
+            bytecode_of(w[0], "pkg-1.0.data/purelib/extra.py", "E = 1\n");
+        Planned p = plan(w, {}, {{&core, &extra}});
+        const env::PlannedFile* pyc = p.file("pkg/__pycache__/core.cpython-312.pyc");
+        REQUIRE(pyc != nullptr);
+        CHECK(pyc->bytecode);
+        CHECK(pyc->object->digest == core.files[0].pyc.digest);
+        REQUIRE(p.file("__pycache__/extra.cpython-312.pyc") != nullptr);
+        CHECK_THAT(p.record("pkg-1.0.dist-info"), !Catch::Contains(".pyc"));
+    }
+    // A list whose source is not the member the environment gets (a damaged list, or one of
+    // another wheel's) would put bytecode of other code beside a source: Python would run it.
+    struct Row {
+        const char* what;
+        std::string source, content;
+    };
+    const std::vector<Row> rows = {
+        {"a source compiled from other bytes", "pkg/core.py", "X = 2\n"},
+        {"a member the wheel does not have", "pkg/gone.py", ""},
+        {"a header, which is not installed into site-packages", "pkg-1.0.data/headers/gen.py",
+         "H = 1\n"},
+        {"the wheel's own METADATA", "pkg-1.0.dist-info/METADATA", "Name: pkg\n"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.what);
+        const store::WheelBytecode b = bytecode_of(w[0], r.source, r.content);
+        try {
+            plan(w, {}, {{&b}});
+            FAIL("planned without an error");
+        } catch (const Error& e) {
+            CHECK(e.code() == ErrorCode::integrity);
+            CHECK_THAT(e.message(), Catch::Contains("names " + r.source +
+                                                    ", which is not that module of the wheel"));
         }
     }
 }

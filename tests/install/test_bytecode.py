@@ -143,8 +143,22 @@ class Bytecode(unittest.TestCase):
                 self.assertGreaterEqual(started, 1)
                 self.assertLessEqual(started, int(jobs))
 
+    def show_bytecode(self, env):
+        """`show ENV`'s bytecode: the --json object and the text line."""
+        shown = json.loads(self.run_envbox("show", env, "--json").stdout)["bytecode"]
+        line = [l for l in self.run_envbox("show", env).stdout.splitlines() if l.startswith("bytecode:")]
+        self.assertEqual(len(line), 1)
+        return shown, line[0]
+
     def test_a_second_environment_links_the_same_pyc_and_compiles_nothing(self):
         self.create("a")
+        # Alone in the store, every byte of its bytecode is its own.
+        shown, line = self.show_bytecode("a")
+        self.assertEqual(shown["files"], 6)
+        self.assertGreater(shown["bytes"], 0)
+        self.assertEqual((shown["unique_bytes"], shown["shared_bytes"]), (shown["bytes"], 0))
+        self.assertRegex(line, r"^bytecode: 6 \.pyc files, \S+ \S+; \S+ \S+ unique to this generation, "
+                               r"0 B shared with other generations or environments$")
         before = objects(self.home)
         lists = bytecode_lists(self.home)
         report = self.create("b")
@@ -155,11 +169,19 @@ class Bytecode(unittest.TestCase):
         a, b = self.site("a"), self.site("b")
         for rel in pycs(a):
             self.assertEqual(os.stat(os.path.join(a, rel)).st_ino, os.stat(os.path.join(b, rel)).st_ino, rel)
-        r = self.run_envbox("show", "b", "--json")
-        shown = json.loads(r.stdout)
-        self.assertEqual(shown["bytecode"]["files"], 6)
-        self.assertGreater(shown["bytecode"]["bytes"], 0)
-        self.assertEqual(shown["bytecode"]["shared_bytes"], shown["bytecode"]["bytes"])
+        # Now every .pyc of either is shared with the other: none would be freed with one alone.
+        for env in ("a", "b"):
+            shown, line = self.show_bytecode(env)
+            self.assertEqual(shown["files"], 6)
+            self.assertEqual((shown["unique_bytes"], shown["shared_bytes"]), (0, shown["bytes"]))
+            self.assertIn("; 0 B unique to this generation,", line)
+        self.run_envbox("delete", "b")
+        shown, _ = self.show_bytecode("a")
+        self.assertEqual(shown["shared_bytes"], 0)
+        # A second generation of the same environment links the same objects: shared too.
+        self.create("a", "--force")
+        shown, _ = self.show_bytecode("a")
+        self.assertEqual((shown["unique_bytes"], shown["shared_bytes"]), (0, shown["bytes"]))
 
     def test_the_bytes_do_not_depend_on_where_the_environment_lives(self):
         self.create("a")
@@ -230,15 +252,19 @@ class Bytecode(unittest.TestCase):
         self.assertEqual(report["bytecode"], 0)
         self.assertEqual(pycs(envboxtest.current_generation(self.home, "a")), [])
         self.assertEqual(bytecode_lists(self.home), [])
-        # The environment's python run directly (an activated venv, an IDE) writes its own
-        # caches: verify reports each as extra.
+        # Python writes its own caches into an environment without them: through `run
+        # --no-sandbox`, and when the environment's python runs directly (an activated venv, an
+        # IDE). verify reports each as extra.
         gen = envboxtest.current_generation(self.home, "a")
-        subprocess.run([os.path.join(gen, "bin", "python"), "-c", "import pkg"], check=True,
+        self.run_envbox("run", "a", "--no-sandbox", "--", "python", "-c", "import pkg",
+                        drop=("PYTHONDONTWRITEBYTECODE",))
+        subprocess.run([os.path.join(gen, "bin", "python"), "-c", "import other"], check=True,
                        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
         r = self.run_envbox("verify", "a", "--json", check=False)
         self.assertEqual(r.returncode, 5)
         extra = [d["path"] for d in json.loads(r.stdout)["drift"] if d["kind"] == "extra"]
-        self.assertIn(f"lib/python{envboxtest.PYV}/site-packages/pkg/__pycache__/", extra)  # the folder, whole
+        site_rel = f"lib/python{envboxtest.PYV}/site-packages"
+        self.assertEqual(sorted(extra), [f"{site_rel}/other/__pycache__/", f"{site_rel}/pkg/__pycache__/"])  # the folders, whole
         # Compiling is part of what a generation is: the same lock with bytecode is a new one.
         report = self.create("a")
         self.assertTrue(report["changed"])
@@ -294,6 +320,95 @@ class Bytecode(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("SyntaxError", r.stderr)
         envbox("verify", "env", home=self.home, project=fx.project)
+
+    def test_one_module_shipped_by_several_wheels_is_one_pyc_object(self):
+        # The real CUDA 12 layout: every nvidia-*-cu12 wheel ships the same empty
+        # nvidia/__init__.py, and empty __init__.py files in its own include/ and lib/.
+        def cuda(name):
+            return Wheel(f"nvidia-{name}-cu12", "12.8.0", {
+                "nvidia/__init__.py": "",
+                f"nvidia/{name}/__init__.py": "",
+                f"nvidia/{name}/include/__init__.py": "",
+                f"nvidia/{name}/lib/__init__.py": "",
+                f"nvidia/{name}/lib/lib{name}.so.12": f"ELF {name}\n" * 32,
+            }, tag="py3-none-manylinux_2_27_x86_64")
+        fx = Fixture(self.tmp, "cuda", [cuda("cublas"), cuda("cudnn"), cuda("nccl")])
+        report = json.loads(envbox("--json", "create", "cuda", "--lock", fx.lock, home=self.home,
+                                   project=fx.project).stdout)
+        self.assertEqual(report["bytecode"], 10)  # nvidia/__init__.py once, three more per wheel
+        # Each wheel's list names the namespace module's .pyc: one object, the same digest.
+        lists = bytecode_lists(self.home)
+        self.assertEqual(len(lists), 3)
+        namespace = set()
+        for path in lists:
+            with open(path) as f:
+                rows = [l.split(" ", 3) for l in f.read().splitlines() if re.match(r"[0-9a-f]{64} ", l)]
+            self.assertEqual(len(rows), 4, path)
+            namespace |= {r[0] for r in rows if r[3] == "nvidia/__init__.py"}
+        self.assertEqual(len(namespace), 1, namespace)
+        (digest,) = namespace
+        self.assertIn(f"{digest[:2]}/{digest[2:]}", objects(self.home))
+        site = self.site("cuda")
+        pyc = os.path.join(site, f"nvidia/__pycache__/__init__.{self.tag}.pyc")
+        self.assertEqual(os.stat(pyc).st_nlink, 2)  # the store's object and this one link
+        r = envbox("run", "cuda", "--", "python", "-v", "-c", "import nvidia.cudnn.lib", home=self.home,
+                   project=fx.project)
+        self.assertIn(f"code object from '{pyc}'", r.stderr)
+        self.assertIn(f"code object from '{site}/nvidia/cudnn/lib/__pycache__/__init__.{self.tag}.pyc'",
+                      r.stderr)
+        envbox("verify", "cuda", "--deep", home=self.home, project=fx.project)
+
+    def test_modules_compile_while_their_wheel_is_still_being_stored(self):
+        # A wheel whose modules are stored in one ingest task and whose 64 MiB library in
+        # another: the modules compile while the library is still being stored, in the pool the
+        # ingest runs in (-v counts those "by early tasks").
+        modules = {f"big/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(12)}
+        modules["big/__init__.py"] = ""
+        modules["big/lib/libbig.so"] = os.urandom(64 << 20)
+        fx = Fixture(self.tmp, "early", [Wheel("big", "1.0", modules)])
+        r = envbox("-v", "create", "early", "--lock", fx.lock, home=self.home, project=fx.project,
+                   env={"ENVBOX_JOBS": "2"})
+        m = re.search(r"bytecode: 13 \.pyc files linked, 13 compiled now \(\d+ workers, [\d.]+ "
+                      r"thread-seconds; (\d+) by early tasks\)", r.stderr)
+        self.assertTrue(m, r.stderr)
+        self.assertGreater(int(m.group(1)), 0, r.stderr)
+        envbox("verify", "early", "--deep", home=self.home, project=fx.project)
+
+    def test_the_offline_examples_environments_have_bytecode(self):
+        # The demo's example, generated from the wheels Debian ships, as scripts/demo makes it.
+        root = os.path.join(HERE, "..", "..")
+        copy = os.path.join(self.tmp, "repo")
+        shutil.copytree(os.path.join(root, "examples", "offline"), os.path.join(copy, "examples", "offline"),
+                        ignore=shutil.ignore_patterns("wheels", "pylock.*", "envbox.toml"))
+        shutil.copytree(os.path.join(root, "tools"), os.path.join(copy, "tools"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        example = os.path.join(copy, "examples", "offline")
+        subprocess.run([sys.executable, os.path.join(example, "generate.py")], check=True,
+                       capture_output=True)
+        for env in ("train", "infer"):
+            envbox("create", env, home=self.home, project=example)
+        train = site_packages(envboxtest.current_generation(self.home, "train"))
+        infer = site_packages(envboxtest.current_generation(self.home, "infer"))
+        # Every module of Debian's pip, setuptools and wheel that compiles has its .pyc.
+        for site in (train, infer):
+            sources = [os.path.relpath(os.path.join(d, f), site) for d, _, fs in os.walk(site)
+                       for f in fs if f.endswith(".py") and ".dist-info" not in d]
+            expected = sorted(os.path.join(os.path.dirname(p), "__pycache__",
+                                           os.path.basename(p)[:-3] + f".{self.tag}.pyc") for p in sources)
+            self.assertGreater(len(expected), 10)
+            self.assertEqual(pycs(site), expected, site)
+        self.assertIn("pip/__pycache__/__init__", " ".join(pycs(train)))
+        # `wheel` is in both: its .pyc files are the same objects.
+        wheel_pyc = f"wheel/__pycache__/__init__.{self.tag}.pyc"
+        self.assertEqual(os.stat(os.path.join(train, wheel_pyc)).st_ino,
+                         os.stat(os.path.join(infer, wheel_pyc)).st_ino)
+        shown = json.loads(envbox("show", "infer", "--json", home=self.home, project=example).stdout)
+        self.assertGreater(shown["bytecode"]["files"], 0)
+        self.assertGreater(shown["bytecode"]["shared_bytes"], 0)
+        r = envbox("run", "train", "--", "python", "-v", "-c", "import pip", home=self.home, project=example)
+        self.assertIn(f"code object from '{train}/pip/__pycache__/__init__.{self.tag}.pyc'", r.stderr)
+        for env in ("train", "infer"):
+            envbox("verify", env, "--deep", home=self.home, project=example)
 
     def test_two_interpreters_never_share_a_pyc(self):
         other = None

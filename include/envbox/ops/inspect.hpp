@@ -35,8 +35,9 @@ struct EnvDetails {
     std::size_t files = 0;           ///< in the current generation
     std::uint64_t bytes = 0;         ///< apparent size of the current generation
     std::uint64_t unique_bytes = 0;  ///< bytes no other generation or environment shares
-    /// Its `.pyc` files (in `__pycache__`), and the bytes of those another generation or
-    /// environment links too.
+    /// Its `.pyc` files (in `__pycache__`): their bytes, and of those the bytes another
+    /// generation or environment links too (the rest, `bytecode_bytes - bytecode_shared_bytes`,
+    /// is what deleting this generation alone would free).
     std::size_t bytecode_files = 0;
     std::uint64_t bytecode_bytes = 0, bytecode_shared_bytes = 0;
 };

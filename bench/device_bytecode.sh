@@ -4,11 +4,11 @@
 #   - cold create with bytecode and with --no-compile (empty stores), a warm create of a second
 #     environment (every .pyc linked, nothing compiled), the store's bytecode bytes and objects;
 #   - uv cold without bytecode and with --compile-bytecode (empty caches each);
-#   - `import torch` and `import transformers` timed inside the process, 1 warm-up then 7 rounds
-#     alternating envbox run (sandboxed, with .pyc), envbox run without .pyc, and the uv venv
-#     installed with --compile-bytecode; medians.
+#   - `import torch` and `import transformers` timed inside the process, 1 warm-up then
+#     IMPORT_ROUNDS (default 7) rounds alternating envbox run (sandboxed, with .pyc), envbox run
+#     without .pyc, and the uv venv installed with --compile-bytecode; medians.
 # Usage (on the device, from the repository root, with the bundle and the repack script carried):
-#   sh bench/device_bytecode.sh dist/envbox-*.tar.gz .device/repack_wheels.py OUTDIR
+#   [IMPORT_ROUNDS=N] sh bench/device_bytecode.sh dist/envbox-*.tar.gz .device/repack_wheels.py OUTDIR
 set -u
 bundle="$1"; repack="$2"; out="$3"
 mkdir -p "$out"
@@ -26,10 +26,11 @@ L=/tmp/p/manifests/pylock.torch.toml
 echo "== envbox create"
 rm -rf /tmp/hb /tmp/hn
 timed "envbox create cold, bytecode" "$E" --home /tmp/hb -vv create torch --lock $L
-timed "envbox create cold, --no-compile" "$E" --home /tmp/hn -vv create torch --lock $L --no-compile
+sync; timed "envbox create cold, --no-compile" "$E" --home /tmp/hn -vv create torch --lock $L --no-compile
 objects_before=$(find /tmp/hb/store-v1/objects -type f | wc -l)
-timed "envbox create warm, bytecode" "$E" --home /tmp/hb -v create torch2 --lock $L
-timed "envbox create warm, bytecode (again)" "$E" --home /tmp/hb -v create torch3 --lock $L
+# sync first: the cold creates' gigabytes still being written back would be timed too.
+sync; timed "envbox create warm, bytecode" "$E" --home /tmp/hb -v create torch2 --lock $L
+sync; timed "envbox create warm, bytecode (again)" "$E" --home /tmp/hb -v create torch3 --lock $L
 objects_after=$(find /tmp/hb/store-v1/objects -type f | wc -l)
 echo "store objects: $objects_before after the first environment, $objects_after after two more"
 "$E" --home /tmp/hb show torch2 | grep -E "bytecode|files"
@@ -41,12 +42,12 @@ timed "envbox verify --deep (bytecode)" "$E" --home /tmp/hb verify torch --deep
 names=$(awk -F'\t' '{print $1}' /tmp/repack.txt | sed 's/==.*//' | tr '\n' ' ')
 echo "== uv"
 uv venv -q -p "$PY" /tmp/uvA; uv venv -q -p "$PY" /tmp/uvB
-timed "uv pip install cold" uv pip install -q --python /tmp/uvA/bin/python --no-deps --no-index --find-links /tmp/wh --cache-dir /tmp/uvcA $names
-timed "uv pip install cold --compile-bytecode" uv pip install -q --python /tmp/uvB/bin/python --no-deps --no-index --find-links /tmp/wh --cache-dir /tmp/uvcB --compile-bytecode $names
-echo "== imports (in-process seconds; median of 7, after 1 warm-up)"
-"$PY" - "$E" <<'PYEOF'
+sync; timed "uv pip install cold" uv pip install -q --python /tmp/uvA/bin/python --no-deps --no-index --find-links /tmp/wh --cache-dir /tmp/uvcA $names
+sync; timed "uv pip install cold --compile-bytecode" uv pip install -q --python /tmp/uvB/bin/python --no-deps --no-index --find-links /tmp/wh --cache-dir /tmp/uvcB --compile-bytecode $names
+echo "== imports (in-process seconds; median of ${IMPORT_ROUNDS:-7}, after 1 warm-up)"
+"$PY" - "$E" "${IMPORT_ROUNDS:-7}" <<'PYEOF'
 import statistics, subprocess, sys
-E = sys.argv[1]
+E, rounds = sys.argv[1], int(sys.argv[2])
 code = "import time, sys; t = time.perf_counter(); __import__(sys.argv[1]); print(time.perf_counter() - t)"
 runners = {
     "envbox run, .pyc (sandboxed)": [E, "--home", "/tmp/hb", "run", "torch", "--", "python", "-c", code],
@@ -55,7 +56,7 @@ runners = {
 }
 for mod in ("torch", "transformers"):
     times = {k: [] for k in runners}
-    for rnd in range(8):
+    for rnd in range(rounds + 1):
         for k, cmd in runners.items():
             r = subprocess.run(cmd + [mod], capture_output=True, text=True)
             if r.returncode != 0:

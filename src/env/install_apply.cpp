@@ -140,6 +140,28 @@ class Placer {
     std::set<std::string> notes_;
 };
 
+// Creates `dirs` (relative to `root`, every parent among them or there already) one depth at
+// a time, each depth's in parallel: a mkdir costs about four links (an inode and a directory
+// block of its own), and a real stack's thousands of directories made one after another were
+// a large part of a warm create.
+void make_dirs(int root, const fs::path& root_path, const std::set<std::string>& dirs,
+               unsigned jobs) {
+    std::vector<std::vector<const std::string*>> by_depth;
+    for (const auto& d : dirs) {
+        const auto depth = static_cast<std::size_t>(std::count(d.begin(), d.end(), '/'));
+        if (by_depth.size() <= depth) by_depth.resize(depth + 1);
+        by_depth[depth].push_back(&d);
+    }
+    constexpr std::size_t kChunk = 64;
+    for (const auto& level : by_depth)
+        parallel_for((level.size() + kChunk - 1) / kChunk, jobs, [&](std::size_t c) {
+            const std::size_t end = std::min(level.size(), (c + 1) * kChunk);
+            for (std::size_t k = c * kChunk; k < end; ++k)
+                if (::mkdirat(root, level[k]->c_str(), 0755) != 0 && errno != EEXIST)
+                    throw sys_error("cannot create " + (root_path / *level[k]).string(), errno);
+        });
+}
+
 }  // namespace
 
 InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
@@ -151,9 +173,7 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
         require_inside(p.rel);
     UniqueFd root(::open(layout.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!root) throw sys_error("cannot open " + layout.root.string(), errno);
-    for (const auto& d : plan.dirs)  // sorted: every parent before its children
-        if (::mkdirat(root.get(), d.c_str(), 0755) != 0 && errno != EEXIST)
-            throw sys_error("cannot create " + (layout.root / d).string(), errno);
+    make_dirs(root.get(), layout.root, plan.dirs, jobs);
 
     // Place files in parallel, grouped by directory so each worker keeps one directory open.
     const auto& files = plan.files;

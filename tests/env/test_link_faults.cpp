@@ -280,3 +280,48 @@ TEST_CASE("the installer fails on ENOSPC naming the file, leaving no partial fil
     }
     CHECK_FALSE(fs::exists(fs::symlink_status(dst)));
 }
+
+TEST_CASE(
+    "the installer creates a wide, deep tree of directories on several threads, parents "
+    "first",
+    "[env][link-faults]") {
+    Installation inst;
+    // 16 + 256 + 4096 directories, the deepest holding a file each: a child made before its
+    // parent would fail (ENOENT).
+    inst.plan.files.clear();
+    std::vector<std::string> leaves;
+    for (int a = 0; a < 16; ++a) {
+        const std::string da = "lib/pkg/d" + std::to_string(a);
+        inst.plan.dirs.insert(da);
+        for (int b = 0; b < 16; ++b) {
+            const std::string db = da + "/e" + std::to_string(b);
+            inst.plan.dirs.insert(db);
+            for (int c = 0; c < 16; ++c) {
+                leaves.push_back(db + "/f" + std::to_string(c));
+                inst.plan.dirs.insert(leaves.back());
+            }
+        }
+    }
+    for (const auto& leaf : leaves)
+        inst.plan.files.push_back({leaf + "/mod.py", &inst.object, {}, false, 0});
+    env::InstallReport r =
+        env::apply_install(inst.store, inst.layout, inst.plan, LinkMode::hardlink, 8, LinkOps{});
+    CHECK(r.files == leaves.size());
+    CHECK(r.hardlinked == leaves.size());
+    for (const auto& leaf : leaves)
+        CHECK(read_file(inst.layout.root / leaf / "mod.py") == kContent);
+
+    // A directory whose parent nothing creates: the error names it, whichever thread met it.
+    Installation broken;
+    broken.plan.dirs.insert("lib/missing/child");
+    try {
+        env::apply_install(broken.store, broken.layout, broken.plan, LinkMode::hardlink, 8,
+                           LinkOps{});
+        FAIL("installed without an error");
+    } catch (const Error& e) {
+        CHECK(e.sys_errno() == ENOENT);
+        CHECK_THAT(e.message(),
+                   Catch::Contains("cannot create " +
+                                   (broken.layout.root / "lib/missing/child").string()));
+    }
+}

@@ -15,10 +15,6 @@ mkdir -p "$out"
 exec > "$out/device_create_cpu.txt" 2>&1
 . bench/device_common.sh
 # BASELINE=another bundle: its cold create with bytecode joins each round (an A/B of two builds).
-if [ -n "${BASELINE:-}" ]; then
-    mkdir -p /tmp/baseline && tar -C /tmp/baseline -xzf "$BASELINE"
-    B=$(ls -d /tmp/baseline/envbox-*/bin/envbox | head -1)
-fi
 echo "== machine"; head -1 /etc/os-release; nproc; $E --version; uv --version
 mkdir -p /tmp/p/manifests
 "$PY" tools/wheelgen.py lock /tmp/p/manifests/pylock.torch.toml /tmp/wh/*.whl

@@ -6,12 +6,10 @@
 # Usage (on the device, from the repository root, with both bundles and the repack script carried):
 #   [ROUNDS=N] BASELINE=bundle sh bench/device_warm_ab.sh dist/envbox-*.tar.gz .device/repack_wheels.py OUTDIR
 set -u
-bundle="$1"; repack="$2"; out="$3"
+bundle="$1"; repack="$2"; out="$3"; : "${BASELINE:?BASELINE=bundle is required}"
 mkdir -p "$out"
 exec > "$out/device_warm_ab.txt" 2>&1
-. bench/device_common.sh
-mkdir -p /tmp/baseline && tar -C /tmp/baseline -xzf "$BASELINE"
-B=$(ls -d /tmp/baseline/envbox-*/bin/envbox | head -1)
+. bench/device_common.sh  # unpacks BASELINE too: B
 keep='seconds:'
 echo "== machine"; head -1 /etc/os-release; nproc; $E --version
 mkdir -p /tmp/p/manifests

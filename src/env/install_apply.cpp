@@ -142,8 +142,8 @@ class Placer {
 
 // Creates `dirs` (relative to `root`, every parent among them or there already) one depth at
 // a time, each depth's in parallel: a mkdir costs about four links (an inode and a directory
-// block of its own), and a real stack's thousands of directories made one after another were
-// a large part of a warm create.
+// block of its own), and made one after another the torch-shaped set's 21 935 directories were
+// a sixth of its warm create (bench/README.md).
 void make_dirs(int root, const fs::path& root_path, const std::set<std::string>& dirs,
                unsigned jobs) {
     std::vector<std::vector<const std::string*>> by_depth;

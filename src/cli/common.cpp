@@ -60,6 +60,7 @@ ops::Context make_context(const GlobalOptions& global, ops::Progress& progress) 
     ctx.home = global.home.empty() ? ops::default_home(ctx.settings) : fs::path(global.home);
     ctx.user_umask = ::umask(static_cast<mode_t>(ops::home_umask(ctx.home)));
     ctx.home = ops::canonical_home(ctx.home);
+    ops::check_home_layout(ctx.home);
     if (!global.project.empty()) {
         ctx.project_root = fs::absolute(global.project).lexically_normal();
         std::error_code ec;

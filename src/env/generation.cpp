@@ -15,6 +15,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/kv.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "envbox/util/unique_fd.hpp"
 
 namespace fs = std::filesystem;
@@ -178,12 +179,13 @@ std::optional<Generation> read_generation(const fs::path& gen_path) {
 
 std::vector<Generation> list_generations(const fs::path& env_dir) {
     std::vector<Generation> out;
-    std::error_code ec;
-    if (!fs::is_directory(env_dir, ec)) return out;
-    for (const auto& e : fs::directory_iterator(env_dir, ec)) {
-        if (!e.is_directory(ec) || e.is_symlink(ec)) continue;
-        if (auto g = read_generation(e.path())) out.push_back(std::move(*g));
-    }
+    // The environment's folder itself must not be a link (its parents are the caller's, see
+    // ops::env_dir); inside it, `current` is the one link, and no link is taken for a gen-N.
+    UniqueFd dir = open_own_dir(env_dir.parent_path(), env_dir.filename());
+    if (!dir) return out;
+    for (const auto& e : list_own_dir(dir.get(), env_dir))
+        if (e.type == OwnEntry::Type::folder)
+            if (auto g = read_generation(env_dir / e.name)) out.push_back(std::move(*g));
     std::sort(out.begin(), out.end(),
               [](const auto& a, const auto& b) { return a.number < b.number; });
     return out;
@@ -312,17 +314,21 @@ GenerationClaim::GenerationClaim(const fs::path& gen_path) {
 GenerationClaim::~GenerationClaim() = default;
 
 void remove_generation(const fs::path& gen_path) {
-    const fs::path stamp = gen_path / ".envbox" / "complete";
-    if (::unlink(stamp.c_str()) != 0 && errno != ENOENT)
-        throw sys_error("cannot remove " + stamp.string(), errno);
+    // No link is followed below the environment's folder (docs/SECURITY.md, the link rule).
+    const fs::path env_dir = gen_path.parent_path();
+    if (UniqueFd meta = open_own_dir(env_dir, gen_path.filename() / ".envbox"))
+        if (::unlinkat(meta.get(), "complete", 0) != 0 && errno != ENOENT)
+            throw sys_error("cannot remove " + (gen_path / ".envbox" / "complete").string(), errno);
     // A job that opened the lock file just as its name went (see hold_current_generation) may
     // have made a new one in .envbox/ while the tree was being removed: one more pass finds it.
-    std::error_code ec;
-    for (int pass = 0; pass < 2; ++pass) {
-        fs::remove_all(gen_path, ec);
-        if (!ec) return;
+    for (int pass = 0;; ++pass) {
+        try {
+            remove_own_tree(env_dir, gen_path);
+            return;
+        } catch (const Error& e) {
+            if (pass == 1 || e.code() != ErrorCode::generic || e.sys_errno() != ENOTEMPTY) throw;
+        }
     }
-    throw sys_error("cannot remove " + gen_path.string(), ec);
 }
 
 namespace {

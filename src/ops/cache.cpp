@@ -12,6 +12,7 @@
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
 
 namespace fs = std::filesystem;
 
@@ -63,32 +64,32 @@ std::size_t file_count(const fs::path& p) {
 
 class Remover {
   public:
-    explicit Remover(bool dry_run) : dry_run_(dry_run) {}
+    Remover(fs::path home, bool dry_run) : home_(std::move(home)), dry_run_(dry_run) {}
 
     /// Removes `p` (a file or a tree) and counts it into `bucket`: `entries` as its files, or
     /// as one when `as_one`.
     void remove(const fs::path& p, CacheBucketResult& bucket, bool as_one = false) {
         const std::uint64_t bytes = disk_bytes(p);
         const std::size_t entries = as_one ? 1 : file_count(p);
-        if (!dry_run_) {
-            std::error_code ec;
-            fs::remove_all(p, ec);
-            if (ec) throw sys_error("cannot remove " + p.string(), ec);
-        }
+        // A link is removed itself, never what it points to (the link rule, docs/SECURITY.md).
+        if (!dry_run_) remove_own_tree(home_, p);
         bucket.entries += entries;
         bucket.bytes += bytes;
     }
 
   private:
+    fs::path home_;
     bool dry_run_;
 };
 
-std::vector<fs::path> children(const fs::path& dir) {
+// The entries of `dir`, a folder of the home's cache: a link where that folder should be is
+// refused (exit 5), never listed through.
+std::vector<fs::path> children(const store::Home& home, const fs::path& dir) {
     std::vector<fs::path> out;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-        out.push_back(it->path());
-    std::sort(out.begin(), out.end());
+    UniqueFd fd = open_own_dir_at_path(home.root(), dir);
+    if (!fd) return out;
+    for (const auto& e : list_own_dir(fd.get(), dir))
+        out.push_back(dir / e.name);
     return out;
 }
 
@@ -117,7 +118,7 @@ void sweep_downloads(const store::Home& home, bool prune, Remover& rm, CacheBuck
                      CacheResult& r) {
     const fs::path dir = home.downloads();
     std::error_code ec;
-    for (const fs::path& p : children(dir)) {
+    for (const fs::path& p : children(home, dir)) {
         const std::string wheel = wheel_name_of(p);
         if (!wheel.empty() && (ends_with(p, ".part") || ends_with(p, ".lock")) &&
             download_busy(dir, wheel)) {
@@ -143,12 +144,13 @@ void sweep_http(const store::Home& home, bool prune, Remover& rm, CacheBucketRes
     const long long now = static_cast<long long>(std::time(nullptr));
     std::error_code ec;
     std::vector<fs::path> files;
+    require_no_link_below(home.root(), home.http_cache());
     for (fs::recursive_directory_iterator it(home.http_cache(), ec), end; !ec && it != end;
          it.increment(ec))
         if (it->is_regular_file(ec)) files.push_back(it->path());
     std::sort(files.begin(), files.end());
     if (!prune) {
-        for (const auto& p : children(home.http_cache()))
+        for (const auto& p : children(home, home.http_cache()))
             rm.remove(p, b);
         return;
     }
@@ -189,7 +191,7 @@ bool probe_stale(const fs::path& probe) {
 }
 
 void sweep_interpreters(const store::Home& home, bool prune, Remover& rm, CacheBucketResult& b) {
-    for (const auto& p : children(home.interpreters()))
+    for (const auto& p : children(home, home.interpreters()))
         if (!prune || probe_stale(p)) rm.remove(p, b);
 }
 
@@ -201,11 +203,8 @@ fs::path compile_root(const store::Home& home) {
 // `cache/compile/<key>.<ENV>` of every environment under envs/.
 std::vector<std::string> live_compile_names(const store::Home& home) {
     std::vector<std::string> names;
-    for (const auto& project : children(home.envs()))
-        for (const auto& env : children(project))
-            names.push_back(home.compile_cache(project.filename().string(), env.filename().string())
-                                .filename()
-                                .string());
+    for (const auto& e : environment_dirs(home.root()))
+        names.push_back(home.compile_cache(e.project_key, e.env).filename().string());
     return names;
 }
 
@@ -213,7 +212,7 @@ void sweep_compile(const store::Home& home, bool prune, Remover& rm, CacheBucket
     const fs::path dir = compile_root(home);
     const std::vector<std::string> live =
         prune ? live_compile_names(home) : std::vector<std::string>{};
-    for (const auto& p : children(dir)) {
+    for (const auto& p : children(home, dir)) {
         const std::string name = p.filename().string();
         if (prune && std::find(live.begin(), live.end(), name) != live.end()) continue;
         rm.remove(p, b, /*as_one=*/true);
@@ -227,20 +226,20 @@ CacheResult sweep(const Context& ctx, const CacheOptions& opt, bool prune) {
     // As gc's sweep: no create is between finding a download and ingesting it.
     FileLock store_lock(store_lock_path(ctx),
                         [&] { ctx.progress->note("waiting for a running create to finish"); });
-    Remover rm(opt.dry_run);
+    Remover rm(ctx.home, opt.dry_run);
     CacheResult r;
     for (const char* name : {"http", "metadata", "downloads", "interpreters", "compile", "other"})
         r.buckets.push_back({name, 0, 0});
     sweep_http(home, prune, rm, r.buckets[0]);
     if (!prune)
-        for (const auto& p : children(home.metadata_cache()))
+        for (const auto& p : children(home, home.metadata_cache()))
             rm.remove(p, r.buckets[1]);
     sweep_downloads(home, prune, rm, r.buckets[2], r);
     sweep_interpreters(home, prune, rm, r.buckets[3]);
     if (prune || opt.all) sweep_compile(home, prune, rm, r.buckets[4]);
     if (!prune) {
         // Whatever else is in cache/ (a folder a later envbox uses) goes too.
-        for (const auto& p : children(home.cache())) {
+        for (const auto& p : children(home, home.cache())) {
             if (p == home.http_cache() || p == home.metadata_cache() || p == home.downloads() ||
                 p == home.interpreters() || p == compile_root(home))
                 continue;

@@ -8,6 +8,7 @@
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/spelling.hpp"
 
@@ -51,6 +52,14 @@ fs::path canonical_home(const fs::path& home) {
         there.st_dev != here.st_dev || there.st_ino != here.st_ino)
         return path;
     return fs::path(recorded);
+}
+
+void check_home_layout(const fs::path& home) {
+    const store::Home h(home);
+    for (const fs::path& dir : {h.objects(), h.wheels(), h.tmp(), h.locks(), h.envs(),
+                                h.http_cache(), h.metadata_cache(), h.downloads(), h.interpreters(),
+                                h.oci_cache(), h.compile_cache("key", "env").parent_path()})
+        require_no_link_below(home, dir);
 }
 
 unsigned home_umask(const fs::path& home) {
@@ -117,7 +126,34 @@ std::string project_key(const fs::path& root) {
 }
 
 fs::path env_dir(const Context& ctx, const std::string& env) {
-    return store::Home(ctx.home).env(project_key(ctx.project_root), env);
+    fs::path dir = store::Home(ctx.home).env(project_key(ctx.project_root), env);
+    // envs/ and envs/<key>/ are envbox's own folders: a link planted at either is refused
+    // before any command reads or writes through it (the link rule, docs/SECURITY.md).
+    require_no_link_below(ctx.home, dir);
+    return dir;
+}
+
+std::vector<EnvDir> environment_dirs(const fs::path& home) {
+    std::vector<EnvDir> out;
+    const fs::path envs = store::Home(home).envs();
+    UniqueFd top = open_own_dir(home, "envs");
+    if (!top) return out;
+    auto folders = [](int dir, const fs::path& shown) {
+        std::vector<std::string> names;
+        for (const auto& e : list_own_dir(dir, shown))
+            if (e.type == OwnEntry::Type::link)
+                refuse_planted_link(shown / e.name);
+            else if (e.type == OwnEntry::Type::folder)
+                names.push_back(e.name);
+        return names;
+    };
+    for (const auto& key : folders(top.get(), envs)) {
+        UniqueFd project = open_own_dir(envs, key);
+        if (!project) continue;
+        for (const auto& env : folders(project.get(), envs / key))
+            out.push_back({key, env, envs / key / env});
+    }
+    return out;
 }
 
 void check_env_name(const std::string& env) {

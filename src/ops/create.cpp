@@ -7,6 +7,7 @@
 #include "envbox/ops/lock.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "envbox/util/sha256.hpp"
 #include "settings.hpp"
 
@@ -181,10 +182,9 @@ std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items) {
 
 EnvLocks lock_environment(const Context& ctx, const CreateOptions& opt, const fs::path& edir) {
     Progress& progress = *ctx.progress;
-    std::error_code ec;
-    fs::create_directories(edir, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot create " + edir.string() + ": " + ec.message());
-    fs::create_directories(store::Home(ctx.home).locks(), ec);
+    // Never through a link planted in the home (the link rule, docs/SECURITY.md).
+    (void)make_own_dir_at_path(ctx.home, edir);
+    (void)make_own_dir_at_path(ctx.home, store::Home(ctx.home).locks());
     std::optional<FileLock> env_lock;
     if (opt.no_wait) {
         env_lock.emplace(FileLock::try_lock(env_lock_path(ctx, opt.env)));

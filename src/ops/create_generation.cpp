@@ -1,7 +1,13 @@
 // `create`'s last steps: the next generation's record, building it, switching `current`, and the
 // project's .envbox/ENV link (contracts in create_steps.hpp).
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <set>
 #include <string_view>
@@ -10,7 +16,9 @@
 #include "envbox/env/venv.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 #include "envbox/util/json.hpp"
+#include "envbox/util/own_tree.hpp"
 
 namespace fs = std::filesystem;
 
@@ -42,10 +50,9 @@ std::string direct_url_json(const Item& item, const fs::path& lock_dir) {
 
 int next_generation_number(const fs::path& edir) {
     int number = 1;
-    std::error_code ec;
     for (const auto& g : env::list_generations(edir)) {
         number = std::max(number, g.number + 1);
-        if (!g.complete) fs::remove_all(g.path, ec);
+        if (!g.complete) remove_own_tree(edir, g.path);
     }
     return number;
 }
@@ -114,8 +121,10 @@ void build_generation(const store::Store& store, const Target& target, env::Gene
         env::switch_current(edir, gen.number);
         result.commit_s = watch.lap();
     } catch (Error& e) {
-        std::error_code ec;
-        fs::remove_all(gen.path, ec);
+        try {
+            remove_own_tree(edir, gen.path);
+        } catch (const Error&) {  // the error that matters is the one being reported
+        }
         e.add_context("building " + opt.env + " generation " + std::to_string(gen.number));
         throw;
     }
@@ -124,22 +133,33 @@ void build_generation(const store::Store& store, const Target& target, env::Gene
 std::optional<std::string> link_project_dir(const fs::path& project_root, const std::string& env,
                                             const fs::path& edir) {
     const fs::path link_dir = project_root / ".envbox";
-    std::error_code ec;
-    fs::create_directories(link_dir, ec);
-    if (ec) return "cannot create " + link_dir.string() + ": " + ec.message();
+    // `.envbox` may come with the repository: a committed link there is refused, and every
+    // name below is made relative to the folder's own descriptor (the link rule).
+    UniqueFd dir;
     try {
-        if (!fs::exists(link_dir / ".gitignore", ec))
-            write_file_atomic(link_dir / ".gitignore", "*\n", 0644, Durability::none);
+        dir = make_own_dir(project_root, ".envbox");
     } catch (const Error& e) {
         return std::string(e.what());
     }
-    fs::path tmp = link_dir / ("." + env + ".tmp");
-    fs::remove(tmp, ec);
-    fs::create_symlink(edir / "current", tmp, ec);
-    if (!ec) fs::rename(tmp, link_dir / env, ec);
-    if (ec) {
-        std::string why = "cannot link " + (link_dir / env).string() + ": " + ec.message();
-        fs::remove(tmp, ec);
+    struct stat st {};
+    if (::fstatat(dir.get(), ".gitignore", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        const std::string tmp = ".gitignore.tmp." + std::to_string(::getpid());
+        UniqueFd f(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+        const bool ok = f && write_all_fd(f.get(), "*\n", 2) &&
+                        ::renameat(dir.get(), tmp.c_str(), dir.get(), ".gitignore") == 0;
+        if (!ok) {
+            std::string why =
+                "cannot write " + (link_dir / ".gitignore").string() + ": " + std::strerror(errno);
+            ::unlinkat(dir.get(), tmp.c_str(), 0);
+            return why;
+        }
+    }
+    const std::string tmp = "." + env + ".tmp";
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+    if (::symlinkat((edir / "current").c_str(), dir.get(), tmp.c_str()) != 0 ||
+        ::renameat(dir.get(), tmp.c_str(), dir.get(), env.c_str()) != 0) {
+        std::string why = "cannot link " + (link_dir / env).string() + ": " + std::strerror(errno);
+        ::unlinkat(dir.get(), tmp.c_str(), 0);
         return why;
     }
     return std::nullopt;

@@ -1,5 +1,7 @@
 #include "envbox/ops/delete.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,27 +13,29 @@
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
 
 namespace fs = std::filesystem;
 
 namespace envbox::ops {
 namespace {
 
-void remove_tree(const fs::path& p, DeleteResult& r) {
-    std::error_code ec;
-    if (fs::symlink_status(p, ec).type() == fs::file_type::not_found) return;
-    fs::remove_all(p, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot remove " + p.string() + ": " + ec.message());
-    r.removed.push_back(p);
+// `p`, inside the home, without following a link below it (the link rule, docs/SECURITY.md).
+void remove_tree(const fs::path& home, const fs::path& p, DeleteResult& r) {
+    if (remove_own_tree(home, p)) r.removed.push_back(p);
 }
 
-// The project's `.envbox/ENV` when it is envbox's link (a file the user put there stays).
+// The project's `.envbox/ENV` when it is envbox's link (a file the user put there stays). A
+// `.envbox` that is itself a link is refused, never looked into.
 void remove_project_link(const Context& ctx, const std::string& env, DeleteResult& r) {
     if (ctx.project_root.empty()) return;
+    UniqueFd dir = open_own_dir(ctx.project_root, ".envbox");
+    if (!dir) return;
     const fs::path link = ctx.project_root / ".envbox" / env;
-    std::error_code ec;
-    if (!fs::is_symlink(link, ec)) return;
-    if (::unlink(link.c_str()) != 0 && errno != ENOENT)
+    struct stat st {};
+    if (::fstatat(dir.get(), env.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode))
+        return;
+    if (::unlinkat(dir.get(), env.c_str(), 0) != 0 && errno != ENOENT)
         throw Error(ErrorCode::generic,
                     "cannot remove " + link.string() + ": " + std::strerror(errno));
     r.removed.push_back(link);
@@ -67,6 +71,7 @@ DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
     const store::Home home(ctx.home);
     const fs::path caches = home.compile_cache(project_key(ctx.project_root), opt.env);
     const fs::path lock_path = env_lock_path(ctx, opt.env);
+    require_no_link_below(ctx.home, caches);
     std::error_code ec;
     if (!fs::exists(caches, ec)) require_known_environment(ctx, opt.env);
     if (!fs::exists(edir, ec) && !fs::exists(caches, ec))
@@ -97,9 +102,9 @@ DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
             env::remove_generation(g.path);
             r.generations.push_back(env::generation_dir_name(g.number));
         }
-        remove_tree(edir, r);
+        remove_tree(ctx.home, edir, r);
         remove_project_link(ctx, opt.env, r);
-        remove_tree(caches, r);
+        remove_tree(ctx.home, caches, r);
         // The (empty) lock file stays: unlinking it while a create waits on it would let that
         // create and a newer one, which opens a fresh file, build side by side. A create that
         // was waiting finds the environment gone and builds it afresh.

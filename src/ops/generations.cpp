@@ -226,63 +226,61 @@ namespace {
 // Every gen-N directory of every environment: what a scan for runtime roots looks for.
 std::vector<fs::path> all_generation_dirs(const fs::path& envs) {
     std::vector<fs::path> out;
-    std::error_code ec;
-    for (const auto& project : fs::directory_iterator(envs, ec))
-        for (const auto& e : fs::directory_iterator(project.path(), ec))
-            for (const auto& g : env::list_generations(e.path()))
-                out.push_back(g.path);
+    for (const auto& e : environment_dirs(envs.parent_path()))
+        for (const auto& g : env::list_generations(e.path))
+            out.push_back(g.path);
     return out;
 }
 
-// Step 1 of gc: generations beyond the newest `keep`, one environment at a time under its lock
-// (busy environments skipped), never one a process uses. `removed` gets the path of each
-// generation removed (or, in a dry run, that would be).
+// Step 1 of gc for one environment, under its lock (skipped, as busy, when another envbox
+// holds it): its generations beyond the newest `keep`, never the current one or one a process
+// uses. `roots` is the one scan of /proc, made when a first generation is to go.
+void prune_environment(const store::Home& home, const EnvDir& dir, const GcOptions& opt,
+                       GcResult& result, std::set<fs::path>& removed,
+                       std::optional<env::RuntimeRoots>& roots) {
+    const std::string label = dir.project_key + " " + dir.env;
+    auto lock = FileLock::try_lock(home.env_lock(dir.project_key, dir.env));
+    if (!lock.held()) {
+        result.busy.push_back(label);
+        return;
+    }
+    auto current = env::current_generation(dir.path);
+    auto gens = env::list_generations(dir.path);
+    int kept = 0;
+    for (auto it = gens.rbegin(); it != gens.rend(); ++it) {
+        bool is_current = current && current->number == it->number;
+        bool keep = is_current || (it->complete && kept < opt.keep);
+        if (it->complete && (keep || is_current)) ++kept;
+        if (keep) continue;
+        const std::string name = label + " " + env::generation_dir_name(it->number);
+        // The claim is held until the tree is gone: a job starting now waits, then sees the
+        // generation removed and runs in the current one.
+        env::GenerationClaim claim(it->path);
+        if (!claim.claimed()) {
+            result.in_use.push_back(name + ": in use by a running `envbox run` job");
+            continue;
+        }
+        if (!roots) roots.emplace(all_generation_dirs(home.envs()));
+        if (auto who = roots->user_of(it->path)) {
+            result.in_use.push_back(name + ": in use by " + *who);
+            continue;
+        }
+        result.generations_removed.push_back(name + (it->complete ? "" : " (incomplete)"));
+        result.bytes_freed += unique_bytes(it->path);
+        removed.insert(it->path);
+        if (!opt.dry_run) env::remove_generation(it->path);
+    }
+}
+
+// Step 1 of gc: every environment's old generations. `removed` gets the path of each
+// generation removed (or, in a dry run, that would be). A link where a project's or an
+// environment's folder should be stops gc before anything is removed (environment_dirs).
 void prune_generations(const Context& ctx, const GcOptions& opt, GcResult& result,
                        std::set<fs::path>& removed) {
     const store::Home home(ctx.home);
-    const fs::path envs = home.envs();
-    std::error_code ec;
-    if (!fs::is_directory(envs, ec)) return;
-    std::optional<env::RuntimeRoots> roots;  // one scan of /proc, when a first generation is to go
-    for (const auto& project : fs::directory_iterator(envs, ec)) {
-        if (!project.is_directory(ec)) continue;
-        for (const auto& e : fs::directory_iterator(project.path(), ec)) {
-            if (!e.is_directory(ec)) continue;
-            const std::string env = e.path().filename().string();
-            const std::string label = project.path().filename().string() + " " + env;
-            auto lock = FileLock::try_lock(home.env_lock(project.path().filename().string(), env));
-            if (!lock.held()) {
-                result.busy.push_back(label);
-                continue;
-            }
-            auto current = env::current_generation(e.path());
-            auto gens = env::list_generations(e.path());
-            int kept = 0;
-            for (auto it = gens.rbegin(); it != gens.rend(); ++it) {
-                bool is_current = current && current->number == it->number;
-                bool keep = is_current || (it->complete && kept < opt.keep);
-                if (it->complete && (keep || is_current)) ++kept;
-                if (keep) continue;
-                const std::string name = label + " " + env::generation_dir_name(it->number);
-                // The claim is held until the tree is gone: a job starting now waits, then
-                // sees the generation removed and runs in the current one.
-                env::GenerationClaim claim(it->path);
-                if (!claim.claimed()) {
-                    result.in_use.push_back(name + ": in use by a running `envbox run` job");
-                    continue;
-                }
-                if (!roots) roots.emplace(all_generation_dirs(envs));
-                if (auto who = roots->user_of(it->path)) {
-                    result.in_use.push_back(name + ": in use by " + *who);
-                    continue;
-                }
-                result.generations_removed.push_back(name + (it->complete ? "" : " (incomplete)"));
-                result.bytes_freed += unique_bytes(it->path);
-                removed.insert(it->path);
-                if (!opt.dry_run) env::remove_generation(it->path);
-            }
-        }
-    }
+    std::optional<env::RuntimeRoots> roots;
+    for (const auto& dir : environment_dirs(ctx.home))
+        prune_environment(home, dir, opt, result, removed, roots);
 }
 
 // The wheels the generations that exist now link, less those step 1 removed (a dry run leaves
@@ -295,27 +293,23 @@ struct Roots {
 
 Roots live_roots(const fs::path& envs, const std::set<fs::path>& removed) {
     Roots live;
-    std::error_code ec;
-    if (!fs::is_directory(envs, ec)) return live;
-    for (const auto& project : fs::directory_iterator(envs, ec))
-        for (const auto& e : fs::directory_iterator(project.path(), ec))
-            for (const auto& g : env::list_generations(e.path())) {
-                if (removed.count(g.path)) continue;
-                // A record that cannot be read may not name every wheel its generation
-                // links: sweeping on its word could delete a live environment's files.
-                if (!g.damaged.empty())
-                    throw Error(ErrorCode::integrity,
-                                "the record of " + g.path.string() + " cannot be read (" +
-                                    g.damaged +
-                                    "), so the store was not swept (generations were pruned); "
-                                    "remove that generation or rebuild it with `envbox create`, "
-                                    "then run gc again");
-                for (const auto& p : g.packages) {
-                    live.wheels.insert(p.wheel_sha256);
-                    for (const auto& key : g.bytecode)
-                        live.bytecode.insert(p.wheel_sha256 + "/" + key);
-                }
+    for (const auto& e : environment_dirs(envs.parent_path()))
+        for (const auto& g : env::list_generations(e.path)) {
+            if (removed.count(g.path)) continue;
+            // A record that cannot be read may not name every wheel its generation
+            // links: sweeping on its word could delete a live environment's files.
+            if (!g.damaged.empty())
+                throw Error(ErrorCode::integrity,
+                            "the record of " + g.path.string() + " cannot be read (" + g.damaged +
+                                "), so the store was not swept (generations were pruned); "
+                                "remove that generation or rebuild it with `envbox create`, "
+                                "then run gc again");
+            for (const auto& p : g.packages) {
+                live.wheels.insert(p.wheel_sha256);
+                for (const auto& key : g.bytecode)
+                    live.bytecode.insert(p.wheel_sha256 + "/" + key);
             }
+        }
     return live;
 }
 

@@ -13,35 +13,36 @@ namespace fs = std::filesystem;
 
 namespace envbox::ops {
 
+namespace {
+
+// The project root recorded in `envs/<key>/project`, or empty.
+std::string project_root_of(const fs::path& project_dir) {
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(project_dir / "project", ec))) return {};
+    std::string root = read_file(project_dir / "project");
+    while (!root.empty() && root.back() == '\n')
+        root.pop_back();
+    return root;
+}
+
+}  // namespace
+
 std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
     std::vector<EnvSummary> out;
-    std::error_code ec;
-    fs::path envs = store::Home(ctx.home).envs();
-    if (!fs::is_directory(envs, ec)) return out;
     const std::string mine = ctx.project_root.empty() ? "" : project_key(ctx.project_root);
-    for (const auto& project : fs::directory_iterator(envs, ec)) {
-        if (!project.is_directory(ec)) continue;
-        if (!all && !mine.empty() && project.path().filename() != mine) continue;
-        std::string root;
-        if (fs::exists(project.path() / "project", ec)) {
-            root = read_file(project.path() / "project");
-            while (!root.empty() && root.back() == '\n')
-                root.pop_back();
+    for (const auto& e : environment_dirs(ctx.home)) {
+        if (!all && !mine.empty() && e.project_key != mine) continue;
+        EnvSummary s;
+        s.project = project_root_of(e.path.parent_path());
+        s.name = e.env;
+        auto gens = env::list_generations(e.path);
+        s.generations = gens.size();
+        if (auto cur = env::current_generation(e.path)) {
+            s.current = cur->number;
+            s.packages = cur->packages.size();
+            s.python_version = cur->python_version;
         }
-        for (const auto& e : fs::directory_iterator(project.path(), ec)) {
-            if (!e.is_directory(ec)) continue;
-            EnvSummary s;
-            s.project = root;
-            s.name = e.path().filename().string();
-            auto gens = env::list_generations(e.path());
-            s.generations = gens.size();
-            if (auto cur = env::current_generation(e.path())) {
-                s.current = cur->number;
-                s.packages = cur->packages.size();
-                s.python_version = cur->python_version;
-            }
-            out.push_back(std::move(s));
-        }
+        out.push_back(std::move(s));
     }
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
         return std::tie(a.project, a.name) < std::tie(b.project, b.name);
@@ -64,27 +65,18 @@ std::map<std::string, std::vector<std::string>> generations_linking(
                     if (digests.count(f.digest)) it->second.push_back(f.digest);
         return it->second;
     };
-    std::error_code ec;
-    for (const auto& project : fs::directory_iterator(store::Home(ctx.home).envs(), ec)) {
-        if (!project.is_directory(ec)) continue;
-        std::string root = project.path().filename().string();
-        if (fs::exists(project.path() / "project", ec)) {
-            root = read_file(project.path() / "project");
-            while (!root.empty() && root.back() == '\n')
-                root.pop_back();
-        }
-        for (const auto& e : fs::directory_iterator(project.path(), ec)) {
-            if (!e.is_directory(ec)) continue;
-            for (const auto& g : env::list_generations(e.path())) {
-                if (!g.complete) continue;
-                std::set<std::string> found;
-                for (const auto& p : g.packages)
-                    for (const auto& d : hits_of(p.wheel_sha256))
-                        found.insert(d);
-                for (const auto& d : found)
-                    out[d].push_back(e.path().filename().string() + " generation " +
-                                     std::to_string(g.number) + " (" + root + ")");
-            }
+    for (const auto& e : environment_dirs(ctx.home)) {
+        std::string root = project_root_of(e.path.parent_path());
+        if (root.empty()) root = e.project_key;
+        for (const auto& g : env::list_generations(e.path)) {
+            if (!g.complete) continue;
+            std::set<std::string> found;
+            for (const auto& p : g.packages)
+                for (const auto& d : hits_of(p.wheel_sha256))
+                    found.insert(d);
+            for (const auto& d : found)
+                out[d].push_back(e.env + " generation " + std::to_string(g.number) + " (" + root +
+                                 ")");
         }
     }
     for (auto& [d, list] : out)

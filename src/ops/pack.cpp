@@ -183,7 +183,10 @@ void extract_wheel(archive* a, const fs::path& dest, const std::string& sha256, 
     fs::path tmp = dest;
     tmp += ".unpack-" + std::to_string(::getpid());
     ScopedRemove remove(tmp);
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    // A name left by an earlier run (or planted as a link) is removed itself, never written
+    // through: the file is always new.
+    ::unlink(tmp.c_str());
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!fd)
         throw Error(ErrorCode::generic,
                     "cannot create " + tmp.string() + ": " + std::strerror(errno));

@@ -7,6 +7,7 @@
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
 
 namespace fs = std::filesystem;
 
@@ -71,9 +72,14 @@ void add_compile_caches(const Context& ctx, const std::string& env,
         fs::path env_caches =
             store::Home(ctx.home).compile_cache(project_key(ctx.project_root), env);
         fs::path dir = env_caches / build;
-        std::error_code ec;
-        fs::create_directories(dir / "inductor", ec);
-        fs::create_directories(dir / "triton", ec);
+        // Writable inside the sandbox: made without following a link planted in the home.
+        for (const char* sub : {"inductor", "triton"}) {
+            try {
+                (void)make_own_dir_at_path(ctx.home, dir / sub);
+            } catch (const Error& e) {
+                if (e.code() == ErrorCode::integrity) throw;  // a link; else a read-only home
+            }
+        }
         plan.writable.push_back(env_caches);
         base["TORCHINDUCTOR_CACHE_DIR"] = (dir / "inductor").string();
         base["TRITON_CACHE_DIR"] = (dir / "triton").string();

@@ -10,6 +10,7 @@
 #include "envbox/store/bytecode.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "store/file_list.hpp"
 #include "store/sys.hpp"
 
@@ -43,23 +44,27 @@ const WheelFile* WheelFiles::find(std::string_view path) const {
 
 Store::Store(fs::path home) : layout_(std::move(home)) {
     const fs::path objects = layout_.objects();
-    make_dir(objects);
-    make_dir(layout_.wheels());
-    make_dir(layout_.tmp());
-    // The 256 shard directories exist from the start, so ingest never has to create one.
-    std::error_code ec;
-    if (!fs::exists(objects / "ff", ec)) {
-        static const char* hex = "0123456789abcdef";
-        for (int i = 0; i < 256; ++i) {
-            char shard[3] = {hex[i >> 4], hex[i & 15], 0};
-            // 0777 less envbox's umask (ops::home_umask): 0775 in a group-shared home, where
-            // every member adds objects.
-            if (::mkdir((objects / shard).c_str(), 0777) != 0 && errno != EEXIST)
-                sys_fail("cannot create", objects / shard, errno);
+    // Made and opened without following a link: objects are never written into a folder a
+    // planted link points to (the link rule, docs/SECURITY.md).
+    (void)make_own_dir_at_path(layout_.root(), layout_.wheels());
+    (void)make_own_dir_at_path(layout_.root(), layout_.tmp());
+    objects_fd_ = make_own_dir_at_path(layout_.root(), objects);
+    // The 256 shard directories exist from the start, so ingest never has to create one, and
+    // each is a real folder: ingest opens "ab/cdef…" relative to objects_fd_, which would follow
+    // a link planted as a shard. 256 fstatat calls, a fraction of a millisecond.
+    static const char* hex = "0123456789abcdef";
+    for (int i = 0; i < 256; ++i) {
+        char shard[3] = {hex[i >> 4], hex[i & 15], 0};
+        struct stat st {};
+        if (::fstatat(objects_fd_.get(), shard, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (S_ISLNK(st.st_mode)) refuse_planted_link(objects / shard);
+            continue;
         }
+        // 0777 less envbox's umask (ops::home_umask): 0775 in a group-shared home, where
+        // every member adds objects.
+        if (::mkdirat(objects_fd_.get(), shard, 0777) != 0 && errno != EEXIST)
+            sys_fail("cannot create", objects / shard, errno);
     }
-    objects_fd_.reset(::open(objects.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!objects_fd_) sys_fail("cannot open", objects, errno);
 }
 
 Store::~Store() = default;

@@ -8,16 +8,27 @@
 #include "envbox/store/bytecode.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/own_tree.hpp"
 
 namespace fs = std::filesystem;
 
 namespace envbox::store {
 namespace {
 
-void remove_tree(const fs::path& p) {
-    std::error_code ec;
-    fs::remove_all(p, ec);
-    if (ec) throw Error(ErrorCode::generic, "cannot remove " + p.string() + ": " + ec.message());
+// The store's folders are opened without following links, and what is removed below them is
+// removed itself: a link planted where a shard or a wheel's folder should be is garbage like any
+// other entry, unlinked, never emptied through (the link rule, docs/SECURITY.md).
+struct OwnFolder {
+    UniqueFd fd;
+    fs::path path;
+    std::vector<OwnEntry> entries() const {
+        return fd ? list_own_dir(fd.get(), path) : std::vector<OwnEntry>{};
+    }
+    void remove(const std::string& name) const { remove_own_entry(fd.get(), name, path); }
+};
+
+OwnFolder own_folder(const fs::path& root, const fs::path& path) {
+    return {open_own_dir_at_path(root, path), path};
 }
 
 }  // namespace
@@ -25,11 +36,12 @@ void remove_tree(const fs::path& p) {
 void Store::keep_bytecode(const std::string& sha, const SweepOptions& options,
                           std::unordered_set<std::string>& live_objects,
                           SweepResult& result) const {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(layout_.wheels() / sha / "bytecode", ec)) {
-        const std::string name = e.path().filename().string();
+    const OwnFolder dir = own_folder(layout_.root(), layout_.wheels() / sha / "bytecode");
+    for (const auto& e : dir.entries()) {
+        const std::string& name = e.name;
         auto key = BytecodeKey::parse(name);
-        if (key && options.live_bytecode.count(sha + "/" + name)) {
+        if (key && e.type == OwnEntry::Type::folder &&
+            options.live_bytecode.count(sha + "/" + name)) {
             // A kept list that does not read throws (load_bytecode) before anything is removed.
             if (auto b = load_bytecode(sha, *key))
                 for (const auto& f : b->files)
@@ -37,19 +49,19 @@ void Store::keep_bytecode(const std::string& sha, const SweepOptions& options,
             continue;
         }
         result.bytecode_removed++;
-        if (!options.dry_run) remove_tree(e.path());
+        if (!options.dry_run) dir.remove(name);
     }
 }
 
 SweepResult Store::sweep(const std::set<std::string>& live_wheels,
                          const SweepOptions& options) const {
     SweepResult result;
-    std::error_code ec;
     // The kept wheels' objects, as paths relative to objects/sha256 ("ab/cdef…[.x]").
     std::unordered_set<std::string> live_objects;
-    for (const auto& w : fs::directory_iterator(layout_.wheels(), ec)) {
-        std::string sha = w.path().filename().string();
-        if (live_wheels.count(sha)) {
+    const OwnFolder wheels = own_folder(layout_.root(), layout_.wheels());
+    for (const auto& w : wheels.entries()) {
+        const std::string& sha = w.name;
+        if (live_wheels.count(sha) && w.type == OwnEntry::Type::folder) {
             if (auto files = load_wheel(sha))
                 for (const auto& f : files->files)
                     live_objects.insert(object_relpath(f.digest, f.executable));
@@ -57,24 +69,29 @@ SweepResult Store::sweep(const std::set<std::string>& live_wheels,
             continue;
         }
         result.wheels_removed++;
-        if (!options.dry_run) remove_tree(w.path());
+        if (!options.dry_run) wheels.remove(sha);
     }
-    for (const auto& shard : fs::directory_iterator(layout_.objects(), ec)) {
-        if (!shard.is_directory(ec)) continue;
-        const std::string prefix = shard.path().filename().string() + "/";
-        for (const auto& o : fs::directory_iterator(shard.path(), ec)) {
-            std::string rel = prefix + o.path().filename().string();
-            if (live_objects.count(rel)) continue;
-            struct stat st {};
-            if (::lstat(o.path().c_str(), &st) == 0)
-                result.bytes_freed += static_cast<std::uint64_t>(st.st_size);
+    const OwnFolder objects = own_folder(layout_.root(), layout_.objects());
+    for (const auto& shard : objects.entries()) {
+        if (shard.type != OwnEntry::Type::folder) {
+            // Not a shard of ours (a link, a file): removed itself.
             result.objects_removed++;
-            if (!options.dry_run) ::unlink(o.path().c_str());
+            if (!options.dry_run) objects.remove(shard.name);
+            continue;
+        }
+        const OwnFolder dir = own_folder(layout_.root(), objects.path / shard.name);
+        for (const auto& o : dir.entries()) {
+            const std::string rel = shard.name + "/" + o.name;
+            if (live_objects.count(rel) && o.type == OwnEntry::Type::file) continue;
+            result.bytes_freed += static_cast<std::uint64_t>(o.size);
+            result.objects_removed++;
+            if (!options.dry_run) dir.remove(o.name);
         }
     }
-    for (const auto& t : fs::directory_iterator(layout_.tmp(), ec)) {
+    const OwnFolder tmp = own_folder(layout_.root(), layout_.tmp());
+    for (const auto& t : tmp.entries()) {
         result.temporary_removed++;
-        if (!options.dry_run) remove_tree(t.path());
+        if (!options.dry_run) tmp.remove(t.name);
     }
     return result;
 }

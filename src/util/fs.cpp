@@ -15,6 +15,7 @@
 #include <string>
 
 #include "envbox/util/error.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "envbox/util/unique_fd.hpp"
 
 namespace envbox {
@@ -221,13 +222,16 @@ LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* ds
 
 // flock() needs no write access: a user who may only read a shared home (or a home on a
 // read-only mount) still takes the locks of a no-op create, verify or `gc --dry-run`.
+// O_NOFOLLOW: a link planted where a lock file should be (a dangling one most of all) would make
+// O_CREAT create a file at its target; it is refused instead (the link rule, docs/SECURITY.md).
 static int open_lock_file(const std::filesystem::path& path) {
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
         int err = errno;
-        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) errno = err;
     }
+    if (fd < 0 && errno == ELOOP) refuse_planted_link(path, /*folder=*/false);
     return fd;
 }
 

@@ -78,6 +78,13 @@ std::filesystem::path default_home(const Settings& settings);
 /// symlink or a bind mount must give the same path as the real one, or verify sees drift.
 std::filesystem::path canonical_home(const std::filesystem::path& home);
 
+/// Refuses (exit 5, naming it) a symbolic link at any folder of the home's fixed layout
+/// (`store-v1/objects/sha256`, `store-v1/wheels`, `tmp`, `locks`, `envs`, `cache/*`): every
+/// command checks this first, about a dozen lstat calls, so nothing it reads or writes by path
+/// there goes through a planted link (the link rule, docs/SECURITY.md). The home itself may be
+/// a link: the user named it.
+void check_home_layout(const std::filesystem::path& home);
+
 /// The nearest directory from `start` upward that holds `manifests/`; empty when none.
 std::filesystem::path find_project_root(const std::filesystem::path& start);
 
@@ -86,6 +93,17 @@ std::string project_key(const std::filesystem::path& project_root);
 
 /// `home/envs/<project key>/<env>`.
 std::filesystem::path env_dir(const Context& ctx, const std::string& env);
+
+/// One environment's folder in the home, `envs/<project key>/<env>`.
+struct EnvDir {
+    std::string project_key, env;
+    std::filesystem::path path;
+};
+
+/// Every environment folder of the home, sorted, found without following a link: a link where
+/// a project's or an environment's folder should be is refused (exit 5, naming it), so gc,
+/// list and show never read or remove through one. A file where a folder should be is skipped.
+std::vector<EnvDir> environment_dirs(const std::filesystem::path& home);
 
 /// Checks an environment name: letters, digits, `.`, `_`, `-`; not starting with `.`.
 void check_env_name(const std::string& env);

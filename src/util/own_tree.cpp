@@ -1,0 +1,197 @@
+#include "envbox/util/own_tree.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "envbox/util/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox {
+namespace {
+
+constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+
+// The components of `rel`, which must be relative and free of `..` (paths built from `Home`).
+std::vector<std::string> components(const fs::path& rel) {
+    std::vector<std::string> out;
+    for (const auto& part : rel.lexically_normal()) {
+        const std::string s = part.string();
+        if (s.empty() || s == ".") continue;
+        if (s == ".." || s == "/")
+            throw Error(ErrorCode::generic,
+                        "internal: " + rel.string() + " is not a relative path");
+        out.push_back(s);
+    }
+    return out;
+}
+
+fs::path relative_inside(const fs::path& root, const fs::path& path) {
+    const fs::path rel = path.lexically_normal().lexically_relative(root.lexically_normal());
+    if (rel.empty() || *rel.begin() == "..")
+        throw Error(ErrorCode::generic,
+                    "internal: " + path.string() + " does not lie inside " + root.string());
+    return rel;
+}
+
+// Opens the child folder `name` of `dir`. ELOOP: a link (O_NOFOLLOW); ENOTDIR: a link to
+// something else, or a file — told apart with one lstat.
+UniqueFd open_child(int dir, const std::string& name, const fs::path& shown) {
+    UniqueFd fd(::openat(dir, name.c_str(), kDirFlags));
+    if (fd || errno == ENOENT) return fd;
+    const int err = errno;
+    struct stat st {};
+    if ((err == ELOOP || err == ENOTDIR) &&
+        ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        refuse_planted_link(shown);
+    throw sys_error("cannot open the folder " + shown.string(), err);
+}
+
+UniqueFd walk(const fs::path& root, const fs::path& rel, bool create) {
+    UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd && errno == ENOENT && !create) return fd;
+    if (!fd && errno == ENOENT) {
+        std::error_code ec;
+        fs::create_directories(root, ec);
+        fd.reset(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    }
+    if (!fd) throw sys_error("cannot open the folder " + root.string(), errno);
+    fs::path shown = root;
+    for (const auto& name : components(rel)) {
+        shown /= name;
+        UniqueFd next = open_child(fd.get(), name, shown);
+        if (!next && create) {
+            if (::mkdirat(fd.get(), name.c_str(), 0777) != 0 && errno != EEXIST)
+                throw sys_error("cannot create " + shown.string(), errno);
+            next = open_child(fd.get(), name, shown);
+        }
+        if (!next) return next;
+        fd = std::move(next);
+    }
+    return fd;
+}
+
+OwnEntry::Type type_of(mode_t mode) {
+    if (S_ISDIR(mode)) return OwnEntry::Type::folder;
+    if (S_ISREG(mode)) return OwnEntry::Type::file;
+    if (S_ISLNK(mode)) return OwnEntry::Type::link;
+    return OwnEntry::Type::other;
+}
+
+}  // namespace
+
+void refuse_planted_link(const fs::path& path, bool folder) {
+    throw Error(ErrorCode::integrity,
+                path.string() + " is a symbolic link where envbox keeps its own " +
+                    (folder ? "folder" : "file") +
+                    "; envbox never follows links inside its home or a project's .envbox, so "
+                    "nothing was done through it (remove the link if you did not put it there, "
+                    "or point ENVBOX_HOME at the real folder)");
+}
+
+UniqueFd open_own_dir(const fs::path& root, const fs::path& rel) {
+    return walk(root, rel, false);
+}
+
+UniqueFd make_own_dir(const fs::path& root, const fs::path& rel) {
+    return walk(root, rel, true);
+}
+
+UniqueFd open_own_dir_at_path(const fs::path& root, const fs::path& path) {
+    if (path.lexically_normal() == root.lexically_normal()) return walk(root, {}, false);
+    return walk(root, relative_inside(root, path), false);
+}
+
+UniqueFd make_own_dir_at_path(const fs::path& root, const fs::path& path) {
+    if (path.lexically_normal() == root.lexically_normal()) return walk(root, {}, true);
+    return walk(root, relative_inside(root, path), true);
+}
+
+std::vector<OwnEntry> list_own_dir(int dir, const fs::path& shown) {
+    std::vector<OwnEntry> out;
+    // fdopendir takes the descriptor it is given: a duplicate keeps `dir` the caller's.
+    int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) throw sys_error("cannot read the folder " + shown.string(), errno);
+    DIR* d = ::fdopendir(copy);
+    if (!d) {
+        const int err = errno;
+        ::close(copy);
+        throw sys_error("cannot read the folder " + shown.string(), err);
+    }
+    ::rewinddir(d);
+    errno = 0;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        struct stat st {};
+        if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
+        out.push_back({name, type_of(st.st_mode), S_ISREG(st.st_mode) ? st.st_size : 0});
+        errno = 0;
+    }
+    const int err = errno;
+    ::closedir(d);
+    if (err != 0) throw sys_error("cannot read the folder " + shown.string(), err);
+    std::sort(out.begin(), out.end(),
+              [](const OwnEntry& a, const OwnEntry& b) { return a.name < b.name; });
+    return out;
+}
+
+std::uint64_t remove_own_entry(int dir, const std::string& name, const fs::path& shown) {
+    const fs::path path = shown / name;
+    struct stat st {};
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) return 0;
+        throw sys_error("cannot remove " + path.string(), errno);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (::unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT)
+            throw sys_error("cannot remove " + path.string(), errno);
+        return S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
+    }
+    // A generation's folders are read-only: its owner may still empty them once writable.
+    if ((st.st_mode & 0700) != 0700) (void)::fchmodat(dir, name.c_str(), st.st_mode | 0700, 0);
+    std::uint64_t bytes = 0;
+    {
+        UniqueFd child(::openat(dir, name.c_str(), kDirFlags));
+        if (!child && errno == ENOENT) return 0;
+        // Swapped for a link since the fstatat: that link is what is removed.
+        if (!child && (errno == ELOOP || errno == ENOTDIR))
+            return remove_own_entry(dir, name, shown);
+        if (!child) throw sys_error("cannot open the folder " + path.string(), errno);
+        for (const auto& e : list_own_dir(child.get(), path))
+            bytes += remove_own_entry(child.get(), e.name, path);
+    }
+    if (::unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
+        throw sys_error("cannot remove " + path.string(), errno);
+    return bytes;
+}
+
+bool remove_own_tree(const fs::path& root, const fs::path& path) {
+    const fs::path rel = relative_inside(root, path);
+    if (rel == ".")
+        throw Error(ErrorCode::generic, "internal: refusing to remove " + root.string());
+    UniqueFd parent = walk(root, rel.parent_path(), false);
+    if (!parent) return false;
+    const std::string name = rel.filename().string();
+    struct stat st {};
+    if (::fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    remove_own_entry(parent.get(), name, path.parent_path());
+    return true;
+}
+
+void require_no_link_below(const fs::path& root, const fs::path& path) {
+    fs::path shown = root;
+    for (const auto& name : components(relative_inside(root, path))) {
+        shown /= name;
+        struct stat st {};
+        if (::lstat(shown.c_str(), &st) != 0) return;
+        if (S_ISLNK(st.st_mode)) refuse_planted_link(shown);
+    }
+}
+
+}  // namespace envbox

@@ -98,6 +98,36 @@ std::string join(const std::vector<std::string>& words, const std::string& sep =
     return out;
 }
 
+// The names read at completion time (manifests' file names, locks' package names) are anyone's
+// who can commit to the repository. Each script passes them on as literal words only (never
+// through a list the shell expands again, as bash's compgen -W does) and offers only valid ones:
+// check_env_name's rule and PEP 508's. Letters are listed, not ranged: in some locales a
+// shell's A-Z also matches other letters.
+const std::string kAlnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+// A shell test (bash's or zsh's [[ ]]) that $n is a valid environment name and no lock's.
+std::string env_name_test() {
+    return "[[ $n != pylock.* && ${#n} -le 100 && $n == [" + kAlnum + "_-]* && $n != *[!" + kAlnum +
+           "._-]* ]]";
+}
+
+// awk printing the locks' valid package names, one a line (/dev/null: never stdin, whatever
+// the glob gives).
+std::string awk_packages(const std::string& locks) {
+    return R"(awk '/^\[\[packages\]\]$/ { p = 1; next } p && /^name = "/ { p = 0; n = $0; )"
+           R"(gsub(/^name = "|"$/, "", n); if (n ~ /^[)" +
+           kAlnum + "]([" + kAlnum + "._-]*[" + kAlnum + "])?$/) print n }' /dev/null " + locks +
+           " 2>/dev/null";
+}
+
+// Words as a bash array's elements, each quoted.
+std::string bash_words(const std::vector<std::string>& words) {
+    std::vector<std::string> quoted;
+    for (const auto& w : words)
+        quoted.push_back(sh_quote(w));
+    return join(quoted);
+}
+
 std::string bash_script(const CommandModel& root, const std::vector<CommandModel>& commands) {
     std::vector<std::string> names, globals;
     for (const auto& c : commands)
@@ -106,21 +136,33 @@ std::string bash_script(const CommandModel& root, const std::vector<CommandModel
         globals.insert(globals.end(), o.names.begin(), o.names.end());
     std::string s =
         "# envbox completion for bash: source <(envbox completion bash)\n"
-        "_envbox_envs() {\n"
-        "    local f\n"
+        "# COMPREPLY is filtered here, not by compgen -W, which would expand the names again.\n"
+        "_envbox_envs() {  # appends the manifests' environment names to the caller's words\n"
+        "    local f n\n"
         "    for f in manifests/*.toml; do\n"
-        "        [ -e \"$f\" ] || continue\n"
-        "        f=${f##*/}\n"
-        "        case $f in pylock.*) continue ;; esac\n"
-        "        echo \"${f%.toml}\"\n"
+        "        n=${f#manifests/}\n"
+        "        n=${n%.toml}\n"
+        "        " +
+        env_name_test() +
+        " && words+=(\"$n\")\n"
         "    done\n"
         "}\n"
-        "_envbox_packages() {\n"
-        "    awk '/^\\[\\[packages\\]\\]$/ { p = 1; next } p && /^name = \"/ { "
-        "gsub(/^name = \"|\"$/, \"\"); print; p = 0 }' manifests/pylock.*.toml 2>/dev/null\n"
+        "_envbox_packages() {  # appends the locks' package names to the caller's words\n"
+        "    local n\n"
+        "    while IFS= read -r n; do words+=(\"$n\"); done < <(" +
+        awk_packages("manifests/pylock.*.toml") +
+        ")\n"
+        "}\n"
+        "_envbox_reply() {  # COMPREPLY: the caller's words that begin with cur\n"
+        "    local w\n"
+        "    COMPREPLY=()\n"
+        "    for w in \"${words[@]}\"; do\n"
+        "        if [[ $w == \"$cur\"* ]]; then COMPREPLY+=(\"$w\"); fi\n"
+        "    done\n"
         "}\n"
         "_envbox() {\n"
-        "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"\" cmd=\"\" i words=\"\"\n"
+        "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"\" cmd=\"\" i\n"
+        "    local -a words=()\n"
         "    [ \"$COMP_CWORD\" -gt 0 ] && prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
         "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
         "        case \"${COMP_WORDS[i]}\" in\n"
@@ -133,11 +175,12 @@ std::string bash_script(const CommandModel& root, const std::vector<CommandModel
     auto value_cases = [&s](const std::string& pattern, const OptionModel& o) {
         if (!o.takes_value) return;
         for (const auto& n : o.names) {
-            s += "        " + pattern + ":" + n + ") COMPREPLY=($(compgen " +
-                 (o.takes_package     ? std::string("-W \"$(_envbox_packages)\"")
-                  : o.choices.empty() ? std::string("-f")
-                                      : "-W " + sh_quote(join(o.choices))) +
-                 " -- \"$cur\")); return ;;\n";
+            s += "        " + pattern + ":" + n + ") " +
+                 (o.takes_package ? std::string("_envbox_packages; _envbox_reply")
+                  : o.choices.empty()
+                      ? std::string("mapfile -t COMPREPLY < <(compgen -f -- \"$cur\")")
+                      : "words=(" + bash_words(o.choices) + "); _envbox_reply") +
+                 "; return ;;\n";
         }
     };
     for (const auto& c : commands)
@@ -146,19 +189,19 @@ std::string bash_script(const CommandModel& root, const std::vector<CommandModel
     for (const auto& o : root.options)
         value_cases("*", o);
     s += "    esac\n    case \"$cmd\" in\n";
-    s += "        \"\") words=" + sh_quote(join(names) + " " + join(globals)) + " ;;\n";
+    s += "        \"\") words=(" + bash_words(names) + " " + bash_words(globals) + ") ;;\n";
     for (const auto& c : commands) {
-        std::vector<std::string> opts;
+        std::vector<std::string> words;
         for (const auto& o : c.options)
-            opts.insert(opts.end(), o.names.begin(), o.names.end());
-        std::string extra = c.takes_env ? " $(_envbox_envs)" : "";
-        if (c.takes_package) extra += " $(_envbox_packages)";
-        if (!c.positional_choices.empty()) extra += " " + join(c.positional_choices);
-        s += "        " + c.name + ") words=" + sh_quote(join(opts) + " " + join(globals)) + "\"" +
-             extra + "\" ;;\n";
+            words.insert(words.end(), o.names.begin(), o.names.end());
+        words.insert(words.end(), globals.begin(), globals.end());
+        words.insert(words.end(), c.positional_choices.begin(), c.positional_choices.end());
+        s += "        " + c.name + ") words=(" + bash_words(words) + ")" +
+             (c.takes_env ? "; _envbox_envs" : "") + (c.takes_package ? "; _envbox_packages" : "") +
+             " ;;\n";
     }
     s += "    esac\n"
-         "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+         "    _envbox_reply\n"
          "}\n"
          "complete -F _envbox envbox\n";
     return s;
@@ -207,13 +250,18 @@ std::string zsh_script(const CommandModel& root, const std::vector<CommandModel>
         "# envbox completion for zsh: source <(envbox completion zsh)\n"
         "_envbox_envs() {\n"
         "    local -a envs\n"
-        "    envs=(manifests/*.toml(N:t:r))\n"
-        "    envs=(${envs:#pylock.*})\n"
+        "    local n\n"
+        "    for n in manifests/*.toml(N:t:r); do\n"
+        "        " +
+        env_name_test() +
+        " && envs+=(\"$n\")\n"
+        "    done\n"
         "    compadd -a envs\n"
         "}\n"
         "_envbox_packages() {\n"
-        "    compadd -- ${(f)\"$(awk '/^\\[\\[packages\\]\\]$/ { p = 1; next } p && /^name = \"/ { "
-        "gsub(/^name = \"|\"$/, \"\"); print; p = 0 }' manifests/pylock.*.toml 2>/dev/null)\"}\n"
+        "    compadd -- ${(f)\"$(" +
+        awk_packages("manifests/pylock.*.toml(N)") +
+        ")\"}\n"
         "}\n"
         "_envbox() {\n"
         "    local -a commands globals\n"
@@ -234,7 +282,8 @@ std::string zsh_script(const CommandModel& root, const std::vector<CommandModel>
          "commands; fi\n"
          "        return\n"
          "    fi\n"
-         "    words=($words[i,-1])\n"
+         // Quoted: the word being completed is often empty, and an unquoted slice drops it.
+         "    words=(\"${(@)words[i,-1]}\")\n"
          "    (( CURRENT -= i - 1 ))\n"
          "    case $cmd in\n";
     for (const auto& c : commands) {
@@ -272,13 +321,17 @@ std::string fish_script(const CommandModel& root, const std::vector<CommandModel
         "# envbox completion for fish: envbox completion fish | source\n"
         "function __envbox_envs\n"
         "    for f in manifests/*.toml\n"
-        "        set -l n (basename $f .toml)\n"
-        "        string match -q 'pylock.*' -- $n; or echo $n\n"
-        "    end\n"
+        "        string replace -rf '^manifests/([" +
+        kAlnum + "_-][" + kAlnum +
+        R"(._-]{0,99})\.toml\z' '$1' -- $f)"
+        "\n"
+        "    end | string match -v 'pylock.*'\n"
         "end\n"
         "function __envbox_packages\n"
-        "    awk '/^\\[\\[packages\\]\\]$/ { p = 1; next } p && /^name = \"/ { "
-        "gsub(/^name = \"|\"$/, \"\"); print; p = 0 }' manifests/pylock.*.toml 2>/dev/null\n"
+        "    set -l locks manifests/pylock.*.toml\n"
+        "    " +
+        awk_packages("$locks") +
+        "\n"
         "end\n"
         "complete -c envbox -f\n";
     for (const auto& o : root.options)

@@ -40,7 +40,7 @@ void Store::keep_bytecode(const std::string& sha, const SweepOptions& options,
     for (const auto& e : dir.entries()) {
         const std::string& name = e.name;
         auto key = BytecodeKey::parse(name);
-        if (key && e.type == OwnEntry::Type::folder &&
+        if (key && e.type == OwnEntry::Type::file &&
             options.live_bytecode.count(sha + "/" + name)) {
             // A kept list that does not read throws (load_bytecode) before anything is removed.
             if (auto b = load_bytecode(sha, *key))

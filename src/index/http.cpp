@@ -64,6 +64,19 @@ Plan plan_request(const HttpRequest& req, int fd, const std::optional<CachedPage
     return p;
 }
 
+// A URL's userinfo is never sent: credentials come from the request's own fields (an index's
+// ENVBOX_INDEX_<NAME>_USERNAME / _PASSWORD, a registry's) or ~/.netrc, by origin. A URL that
+// carries some (a page's link, a lock's url, a token realm) is refused, not stripped: it is
+// asked for before the cache or a part file is touched, and nothing is sent. A redirect to one
+// is refused by libcurl (`CURLOPT_DISALLOW_USERNAME_IN_URL`, set_redirect_policy).
+void refuse_userinfo(const std::string& url) {
+    if (strip_userinfo(url) != url)
+        throw Error(ErrorCode::network,
+                    "refusing to request " + redact_url(url) +
+                        ": credentials in a URL are never sent (an index's belong in "
+                        "ENVBOX_INDEX_<NAME>_USERNAME / _PASSWORD or ~/.netrc)");
+}
+
 void rewind_part(int fd, const std::string& shown) {
     if (::ftruncate(fd, 0) != 0)
         throw Error(ErrorCode::generic,
@@ -175,12 +188,14 @@ void set_request(Easy& e, const HttpRequest& req, const Plan& plan, Collected& g
 }
 
 // Redirects are followed (10 at most), but credentials stay with the first host and an https
-// request never continues over http (a redirect to http is refused). A request that follows
-// its redirects itself gets the 3xx.
+// request never continues over http (a redirect to http is refused), and a redirect to a URL
+// with userinfo fails (libcurl would send it as Basic auth). A request that follows its
+// redirects itself gets the 3xx.
 void set_redirect_policy(CURL* c, const HttpRequest& req, const Plan& plan) {
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, req.follow_redirects ? 1L : 0L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
+    curl_easy_setopt(c, CURLOPT_DISALLOW_USERNAME_IN_URL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, plan.https ? "https" : "http,https");
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, plan.https ? "https" : "http,https");
 }
@@ -343,6 +358,7 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
 // The steps of one request: the cache (fresh, or revalidated), the plan, then attempts until
 // one is the answer or the retry decision gives up.
 HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
+    refuse_userinfo(req.url);
     const fs::path cache_path = cache_entry_path(options_.cache_dir, req.url, req.headers);
     std::optional<CachedPage> cached =
         req.cache && !req.range && !req.head ? read_cached_page(cache_path) : std::nullopt;
@@ -413,6 +429,7 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
     // Streamed to `<destination>.part` (wheels are gigabytes) and renamed into place once
     // complete. A resumable download keeps the part when it fails, and the next attempt asks
     // only for the rest; a lock file keeps two processes from writing one part.
+    refuse_userinfo(req.url);
     fs::path part = destination;
     part += ".part";
     std::optional<FileLock> busy;

@@ -1,6 +1,7 @@
 #include "envbox/lock/manifest.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
@@ -191,6 +192,16 @@ class ManifestReader {
             if (spec.url.rfind("https://", 0) != 0 && spec.url.rfind("http://", 0) != 0 &&
                 spec.url.rfind("file://", 0) != 0)
                 r_.fail(t.get("url"), 0, "Expected an http(s):// or file:// URL", path + ".url");
+            // A password here would be committed, printed, and sent in clear over http; the
+            // URL itself is not repeated in the message.
+            if (const auto host = spec.url.find("://") + 3;
+                spec.url.substr(host, spec.url.find_first_of("/?#", host) - host).find('@') !=
+                std::string::npos)
+                r_.fail(t.get("url"), 0,
+                        "Expected a URL without credentials (user:password@); give them in " +
+                            index_variable_name(spec.name, "USERNAME") + " / " +
+                            index_variable_name(spec.name, "PASSWORD") + " or ~/.netrc instead",
+                        path + ".url");
             // Said before the trailing slashes go, which would leave "https:" of "https://".
             if (const auto host = spec.url.find("://") + 3;
                 spec.url.rfind("file://", 0) != 0 &&
@@ -293,6 +304,15 @@ struct ProjectReader {
 };
 
 }  // namespace
+
+std::string index_variable_name(std::string_view name, std::string_view field) {
+    std::string var = "ENVBOX_INDEX_";
+    for (char c : name)
+        var += std::isalnum(static_cast<unsigned char>(c))
+                   ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                   : '_';
+    return var + "_" + std::string(field);
+}
 
 Result<Manifest> Manifest::parse(std::string_view text, std::string_view source,
                                  const ProjectFile* project) {

@@ -135,3 +135,71 @@ TEST_CASE("http client: a resumable download continues its part", "[index][http_
     CHECK(seen == file.size() - 12'345);
     CHECK(!fs::exists(dest.string() + ".part"));
 }
+
+TEST_CASE("http client: a URL's userinfo is never sent, explicit credentials are",
+          "[index][http_client]") {
+    // Every request's Authorization header, and a redirect to a URL with userinfo at /hop.
+    std::vector<std::string> auth;
+    std::mutex m;
+    int port = 0;
+    test::LocalServer server([&](const std::string& head) {
+        std::lock_guard g(m);
+        auth.push_back(test::LocalServer::header(head, "authorization"));
+        if (head.starts_with("GET /hop"))
+            return response("302 Found",
+                            "Location: http://eve:PW-IN-LOCATION@127.0.0.1:" +
+                                std::to_string(port) + "/landed\r\n",
+                            "");
+        return response("200 OK", "", "ok");
+    });
+    port = std::stoi(server.url("").substr(std::string("http://127.0.0.1:").size()));
+    TempDir dir;
+    index::HttpClient http(options(dir.path / "cache"));
+    const std::string plain = server.url("/simple/demo/");
+    for (const std::string userinfo : {"user:PW-IN-URL@", ":PW-IN-URL@", "PW-IN-URL@"}) {
+        const std::string url = "http://" + userinfo + plain.substr(7);
+        INFO(url);
+        const std::string shown = "http://***@" + plain.substr(7);
+        auto refused = [&](const Error& e) {
+            CHECK(e.code() == ErrorCode::network);
+            CHECK(e.message().find(shown) != std::string::npos);
+            CHECK(e.message().find("PW-IN-URL") == std::string::npos);
+        };
+        try {
+            (void)http.get(request(url, /*cache=*/true));
+            FAIL("a URL with userinfo was requested");
+        } catch (const Error& e) {
+            refused(e);
+        }
+        const fs::path dest = dir.path / "demo.whl";
+        try {
+            (void)http.download(request(url), dest, /*resumable=*/true);
+            FAIL("a URL with userinfo was downloaded");
+        } catch (const Error& e) {
+            refused(e);
+        }
+        CHECK(!fs::exists(dest.string() + ".part"));
+        // Given the index's origin, explicit credentials would go there: still refused.
+        auto with_origin = request(url);
+        with_origin.credential_origin = index::url_origin(plain);
+        with_origin.username = "alice";
+        with_origin.password = "s3cret";
+        CHECK_THROWS_AS(http.get(with_origin), Error);
+    }
+    CHECK(server.requests() == 0);
+
+    // A redirect to a URL with userinfo is not followed with it (libcurl would send it as
+    // Basic auth): the request fails and nothing reaches /landed.
+    CHECK_THROWS_AS(http.get(request(server.url("/hop"))), Error);
+    REQUIRE(auth.size() == 1);
+    CHECK(auth[0].empty());
+
+    // Credentials given as the request's own, to their origin: sent (alice:s3cret).
+    auto given = request(plain);
+    given.credential_origin = index::url_origin(plain);
+    given.username = "alice";
+    given.password = "s3cret";
+    CHECK(http.get(given).status == 200);
+    REQUIRE(auth.size() == 2);
+    CHECK(auth[1] == "Basic YWxpY2U6czNjcmV0");
+}

@@ -23,7 +23,7 @@ sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", ".
 import envboxtest  # noqa: E402
 from envboxtest import envbox_cmd, envbox_env, keep_or_remove, manifest_text, sha256_hex, write_manifest  # noqa: E402
 from httpserver import RouteServer, make_test_ca  # noqa: E402
-from wheelgen import Wheel  # noqa: E402
+from wheelgen import Wheel, write_lock  # noqa: E402
 
 AUTH = "Basic " + base64.b64encode(b"alice:s3cret").decode()
 MEMORY_GUARD_KIB = 1536 << 10
@@ -268,10 +268,18 @@ class Credentials(Base):
         self.assertEqual(r.returncode, 4, r)
         self.assertNotIn("PW-IN-LINK", r.stdout + r.stderr)
         self.assertIn("***@", r.stderr)
-        # …nor in the lock when it works.
+        # …nor sent to a live server: a URL's userinfo is never sent, so the link is refused
+        # (exit 4) and the server sees no request.
         files = self.files_server()
         pages["/simple/alpha/"] = self.anchor(files.url.replace("://", "://bob:PW-IN-LINK@") + "/files/" +
                                               self.wheel_name)
+        r = self.envbox(root, "lock", "env")
+        self.assertEqual(r.returncode, 4, r)
+        self.assertNotIn("PW-IN-LINK", r.stdout + r.stderr)
+        self.assertIn(f"{files.url.replace('://', '://***@')}/files/{self.wheel_name}", r.stderr)
+        self.assertEqual(files.seen, [])
+        self.assertEqual(self.lock_text(root), "")
+        pages["/simple/alpha/"] = self.anchor(f"{files.url}/files/{self.wheel_name}")
         r = self.envbox(root, "lock", "env")
         self.assertEqual(r.returncode, 0, r)
         self.assertIn(f'{files.url}/files/{self.wheel_name}', self.lock_text(root))
@@ -286,6 +294,44 @@ class Credentials(Base):
         self.assertNotIn("PW-IN-LOCK", r.stdout + r.stderr)
         self.assertIn("***@", r.stderr)
 
+
+    def test_a_password_in_an_index_url_is_refused_by_every_command_and_never_sent(self):
+        """`lock` refused `user:secret@` in an index URL while `doctor` (and every command but
+        lock) read the same manifest, or the project's envbox.toml, as fine and sent the
+        password as Basic auth, in clear over http. The server records every request."""
+        ix = self.index_server({"/simple/": "<html></html>"}, require_auth=False)
+        url = ix.url.replace("://", "://user:PW-IN-URL@") + "/simple"
+        in_manifest = self.project("userinfo-doctor", manifest(url, ["alpha"]))
+        in_project = self.project("userinfo-doctor-shared", manifest_text(["alpha"]))
+        with open(os.path.join(in_project, "envbox.toml"), "w") as f:
+            f.write(f'[[index]]\nname = "ix"\nurl = "{url}"\n')
+        for root, source in ((in_manifest, os.path.join("manifests", "env.toml")), (in_project, "envbox.toml")):
+            with self.subTest(source=source):
+                r = self.envbox(root, "doctor")
+                self.assertEqual(r.returncode, 1, r)
+                self.assertIn(os.path.join(root, source), r.stdout + r.stderr)
+                self.assertIn("ENVBOX_INDEX_IX_PASSWORD", r.stdout + r.stderr)
+                r = self.envbox(root, "doctor", "--json")
+                self.assertEqual(r.returncode, 1, r)
+                report = json.loads(r.stdout)
+                self.assertTrue(any("without credentials" in p for p in report["problems"]), report)
+                self.assertEqual(report["indexes"], [])
+                for args in (("lock", "env"), ("create", "env"), ("add", "env", "beta", "--no-sync")):
+                    r = self.envbox(root, *args)
+                    self.assertEqual(r.returncode, 3, (args, r))
+                    self.assertIn("ENVBOX_INDEX_IX_PASSWORD", r.stderr)
+                self.assertEqual(ix.seen, [], "no request, so no Authorization, ever")
+        # A lock (no manifest) naming its wheel by a URL with a password: the HTTP client
+        # refuses the URL (exit 4) and sends nothing.
+        lock_only = os.path.join(self.tmp, "userinfo-lock-only")
+        os.makedirs(os.path.join(lock_only, "manifests"))
+        write_lock(os.path.join(lock_only, "manifests", "pylock.env.toml"),
+                   [os.path.join(self.tmp, "wheels", self.wheel_name)], url_prefix=url)
+        r = self.envbox(lock_only, "create", "env")
+        self.assertEqual(r.returncode, 4, r)
+        self.assertIn("***@", r.stderr)
+        self.assertNotIn("PW-IN-URL", r.stdout + r.stderr)
+        self.assertEqual(ix.seen, [])
 
     def test_a_malformed_index_url_is_the_manifests_error_not_the_servers(self):
         for url in ("https://exa mple.org/simple", "http://[::1/simple", "https:///simple",

@@ -274,3 +274,41 @@ env = { B = "manifest" }
     CHECK(typo.error().message().find("envbox.toml:1") != std::string::npos);
     CHECK(!lock::ProjectFile::parse("[sources]\ntorch = \"nowhere\"\n", "envbox.toml").ok());
 }
+
+TEST_CASE("an index URL with credentials is refused, naming where they go instead") {
+    struct Row {
+        const char* url;
+        bool refused;
+    };
+    const Row rows[] = {
+        {"https://alice:s3cret@pypi.example/simple", true},
+        {"http://:s3cret@127.0.0.1:8080/simple", true},
+        {"https://token@pypi.example", true},
+        {"https://a@b@pypi.example/simple", true},
+        {"file://user@localhost/srv/wheels", true},
+        {"https://pypi.example/simple/a@b", false},  // an '@' in the path is no userinfo
+        {"https://pypi.example/simple?x=a@b", false},
+        {"https://pypi.example/simple#a@b", false},
+    };
+    for (const auto& r : rows) {
+        INFO(r.url);
+        const std::string index =
+            std::string("[[index]]\nname = \"my-mirror\"\nurl = \"") + r.url + "\"\n";
+        auto m = lock::Manifest::parse(std::string(kHead) + index, "m.toml");
+        auto p = lock::ProjectFile::parse(index, "envbox.toml");
+        CHECK(m.ok() != r.refused);
+        CHECK(p.ok() != r.refused);
+        if (!r.refused) continue;
+        for (const auto* e : {&m.error(), &p.error()}) {
+            CHECK(e->code() == ErrorCode::invalid_input);
+            CHECK_THAT(e->message(),
+                       Catch::Contains("without credentials") &&
+                           Catch::Contains("ENVBOX_INDEX_MY_MIRROR_USERNAME / "
+                                           "ENVBOX_INDEX_MY_MIRROR_PASSWORD or ~/.netrc") &&
+                           Catch::Contains("in 'index[0].url'"));
+            CHECK_THAT(e->message(), !Catch::Contains("s3cret") && !Catch::Contains("token@"));
+        }
+        CHECK_THAT(m.error().message(), Catch::StartsWith("m.toml:7: "));
+        CHECK_THAT(p.error().message(), Catch::StartsWith("envbox.toml:3: "));
+    }
+}

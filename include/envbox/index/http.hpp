@@ -7,8 +7,9 @@
 /// from
 /// ~/.netrc or given explicitly, only to the origin they belong to (never to another host, on a
 /// redirect or a link, and never over http once a request is https: https requests follow only
-/// https redirects); every body bounded (`max_bytes`); and an on-disk cache of pages revalidated
-/// with ETag / Last-Modified (fresh within Cache-Control max-age without a request).
+/// https redirects), and never from a URL's userinfo (refused); every body bounded (`max_bytes`);
+/// and an on-disk cache of pages revalidated with ETag / Last-Modified (fresh within Cache-Control
+/// max-age without a request).
 ///
 /// Files: http.cpp runs transfers (the event loop, one request's steps), retry.hpp decides on
 /// retries, http_cache.hpp is the page cache, url.hpp the origin and redaction rules.
@@ -29,6 +30,9 @@
 namespace envbox::index {
 
 struct HttpRequest {
+    /// Never with userinfo (`user:password@`): such a URL is refused (network, naming it
+    /// redacted) before anything is sent or read from the cache, and a redirect to one fails.
+    /// Credentials go in `username` / `password` / `authorization`, or ~/.netrc.
     std::string url;
     std::vector<std::string> headers;    ///< "Accept: …"
     std::optional<std::string> ca_file;  ///< CA bundle for this host

@@ -26,6 +26,12 @@ struct IndexSpec {
     std::vector<int> ignore_error_codes;
 };
 
+/// `ENVBOX_INDEX_<NAME>_<FIELD>`: the variable that gives index `name`'s `field` (`USERNAME`,
+/// `PASSWORD`, `URL`) on one machine (letters and digits upper-cased, anything else `_`).
+/// Credentials come from there or ~/.netrc, never from a URL: an index URL with userinfo is
+/// refused by `Manifest::parse` and `ProjectFile::parse`.
+std::string index_variable_name(std::string_view name, std::string_view field);
+
 /// A package named in `[install].prefer`, with the line that names it.
 struct PreferredPackage {
     std::string name;  ///< normalised
@@ -73,10 +79,10 @@ struct Manifest {
     /// Parses and validates; errors read "SOURCE:LINE: what in 'key'" (ErrorCode::invalid_input).
     /// Checks: python is `3.N`, exactly one of `platform` and `platforms` (each a supported
     /// target, each once, no two of one machine), cuda is `X.Y`, requirements
-    /// parse, index names are unique and URLs absolute, `[sources]` name existing indexes,
-    /// `ignore-error-codes` are HTTP error statuses, `[install].prefer` names valid packages.
-    /// A key envbox does not know is an error naming its line and the closest valid key; keys
-    /// for other tools belong under `[tool.NAME]`, which envbox ignores.
+    /// parse, index names are unique and URLs absolute without userinfo, `[sources]` name existing
+    /// indexes, `ignore-error-codes` are HTTP error statuses, `[install].prefer` names valid
+    /// packages. A key envbox does not know is an error naming its line and the closest valid key;
+    /// keys for other tools belong under `[tool.NAME]`, which envbox ignores.
     ///
     /// With `project` (the project's `envbox.toml`), the manifest is read as if it held the
     /// project's shared settings too: its indexes follow the manifest's own in priority order

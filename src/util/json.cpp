@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "envbox/util/printable.hpp"
+
 namespace envbox {
 namespace {
 
@@ -49,7 +51,19 @@ void write(std::string& out, const Json& v, int decimals) {
 
 std::string json_quote(std::string_view s) {
     std::string o = "\"";
-    for (unsigned char c : s) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80) {
+            // A hidden code point (NEL, U+2028, a bidi override) as \uXXXX: the same string to
+            // a JSON reader, never raw on a terminal showing the report.
+            if (auto u = decode_utf8(s, i); u && is_hidden_code_point(u->code_point)) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(u->code_point));
+                o += buf;
+                i += u->length - 1;
+                continue;
+            }
+        }
         switch (c) {
             case '"':
                 o += "\\\"";
@@ -67,7 +81,7 @@ std::string json_quote(std::string_view s) {
                 o += "\\t";
                 break;
             default:
-                if (c < 0x20) {
+                if (c < 0x20 || c == 0x7f) {
                     char buf[8];
                     std::snprintf(buf, sizeof buf, "\\u%04x", c);
                     o += buf;

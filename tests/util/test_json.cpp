@@ -32,6 +32,8 @@ TEST_CASE("json_line writes reports on one line in the documented shape", "[json
         {"short escapes nlohmann would use", Json("\b\f"), 3, "\"\\u0008\\u000c\""},
         {"not UTF-8", Json(std::string("gen-\xff\xfe")), 3, "\"gen-\xff\xfe\""},
         {"UTF-8", Json("train#1 → lock"), 3, "\"train#1 → lock\""},
+        {"hidden code points", Json("a\x7f\xc2\x85\xe2\x80\xa8\xe2\x80\xae"), 3,
+         "\"a\\u007f\\u0085\\u2028\\u202e\""},
         {"key escaped", Json{{"a\"b", 1}}, 3, "{\"a\\\"b\": 1}"},
     };
     for (const Row& r : rows) {

@@ -13,7 +13,8 @@ namespace envbox {
 using Json = nlohmann::ordered_json;
 
 /// A JSON string literal for `s`: `"` and `\` escaped, `\n` `\r` `\t` as such, other control
-/// characters as `\u00XX`; every other byte (UTF-8 or not) is copied unchanged.
+/// characters and DEL as `\u00XX`, the other code points `printable` hides (NEL, U+2028, bidi
+/// overrides…) as `\uXXXX`; every other byte (UTF-8 or not) is copied unchanged.
 std::string json_quote(std::string_view s);
 
 /// `value` on one line, without a newline, as every report prints it: `", "` between members

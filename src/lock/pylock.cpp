@@ -7,6 +7,7 @@
 
 #include "envbox/pep/digest.hpp"
 #include "envbox/pep/name.hpp"
+#include "envbox/util/printable.hpp"
 #include "lock/toml_reader.hpp"
 
 namespace envbox::lock {
@@ -15,8 +16,13 @@ namespace {
 using pep::canonicalize_name;
 
 // Reads one lock document, throwing located errors; `Pylock::parse` turns them into a Result.
-// `kDigests`: hash values are checked as envbox uses them (`DigestCheck::strict`).
-template <bool kDigests>
+// `kStrict` (`DigestCheck::strict`): values are checked as envbox uses them: hash values are
+// digests, and the values envbox acts on or writes for other programs (an index, a URL, a path,
+// a marker, a VCS reference: what `create` fetches and `export` writes for pip) hold no line
+// break, control or invisible character (`has_hidden`). Free text nothing parses
+// (`created-by`, `upload-time`, `attestation-identities`, `[tool]`) is read as written;
+// printers escape it.
+template <bool kStrict>
 class LockReader {
   public:
     LockReader(std::string_view source) : r_(source) {}
@@ -39,6 +45,7 @@ class LockReader {
                 const toml::node& n = *envs->get(k);
                 std::string path = TomlReader::index("environments", k);
                 if (!n.is_string()) r_.wrong_type(n, "str", path);
+                if constexpr (kStrict) check_text(&n, n.as_string()->get(), 0, path);
                 auto m = pep::Marker::parse(n.as_string()->get());
                 if (!m) r_.fail(&n, 0, m.error().message(), path);
                 lock.environments->push_back(std::move(*m));
@@ -67,9 +74,31 @@ class LockReader {
     TomlReader r_;
     std::size_t tags_ = 0;  // of every wheel file name read so far
 
+    // `key` of `t`, a string value programs read (see kStrict), when present.
+    std::optional<std::string> opt_text(const toml::table& t, std::string_view key,
+                                        std::string_view parent, int line) {
+        auto v = r_.opt_string(t, key, parent);
+        if constexpr (kStrict)
+            if (v) check_text(t.get(key), *v, line, TomlReader::join(parent, key));
+        return v;
+    }
+    std::string req_text(const toml::table& t, std::string_view key, std::string_view parent,
+                         int line) {
+        auto v = opt_text(t, key, parent, line);
+        if (!v) r_.fail(nullptr, line, "Missing required value", TomlReader::join(parent, key));
+        return *v;
+    }
+    void check_text(const toml::node* at, std::string_view value, int line,
+                    const std::string& path) {
+        if (auto c = first_hidden(value))
+            r_.fail(at, line,
+                    "Invalid character " + *c + " (a line break, control or invisible character)",
+                    path);
+    }
+
     std::optional<pep::SpecifierSet> specifiers(const toml::table& t, std::string_view key,
                                                 std::string_view parent) {
-        auto text = r_.opt_string(t, key, parent);
+        auto text = opt_text(t, key, parent, 0);
         if (!text) return std::nullopt;
         auto set = pep::SpecifierSet::parse(*text);
         if (!set) r_.fail(t.get(key), 0, set.error().message(), TomlReader::join(parent, key));
@@ -95,16 +124,16 @@ class LockReader {
     FileRef file(const toml::table& t, const std::string& path, bool archive) {
         FileRef f;
         f.line = TomlReader::line_of(t);
-        f.name = r_.opt_string(t, "name", path);
-        f.url = r_.opt_string(t, "url", path);
-        f.path = r_.opt_string(t, "path", path);
+        f.name = opt_text(t, "name", path, f.line);
+        f.url = opt_text(t, "url", path, f.line);
+        f.path = opt_text(t, "path", path, f.line);
         f.upload_time = r_.opt_datetime(t, "upload-time", path);
         if (auto size = r_.opt_int(t, "size", path)) {
             if (*size < 0)
                 r_.fail(t.get("size"), f.line, "Size must not be negative", path + ".size");
             f.size = static_cast<std::uint64_t>(*size);
         }
-        if (archive) f.subdirectory = r_.opt_string(t, "subdirectory", path);
+        if (archive) f.subdirectory = opt_text(t, "subdirectory", path, f.line);
         const toml::node* hashes = t.get("hashes");
         if (!hashes) r_.fail(nullptr, f.line, "Missing required value", path + ".hashes");
         if (!hashes->is_table()) r_.wrong_type(*hashes, "Mapping", path + ".hashes");
@@ -113,7 +142,7 @@ class LockReader {
                 r_.fail(&value, f.line, "Hash values must be strings", path + ".hashes");
             std::string key = pep::ascii_lower(algo.str()),
                         digest = pep::ascii_lower(value.as_string()->get());
-            if constexpr (kDigests)
+            if constexpr (kStrict)
                 check_digest(value, key, digest, f.line, path + ".hashes." + key);
             f.hashes.emplace(std::move(key), std::move(digest));
         }
@@ -165,14 +194,14 @@ class LockReader {
                         path + ".version");
             p.version = std::move(*parsed);
         }
-        if (auto m = r_.opt_string(t, "marker", path)) {
+        if (auto m = opt_text(t, "marker", path, p.line)) {
             auto parsed = pep::Marker::parse(*m);
             if (!parsed)
                 r_.fail(t.get("marker"), p.line, parsed.error().message(), path + ".marker");
             p.marker = std::move(*parsed);
         }
         p.requires_python = specifiers(t, "requires-python", path);
-        p.index = r_.opt_string(t, "index", path);
+        p.index = opt_text(t, "index", path, p.line);
         if (const auto* deps = r_.opt_array(t, "dependencies", path))
             p.dependencies = dependencies(*deps, path + ".dependencies", p.line);
         if (const auto* ids = r_.opt_array(t, "attestation-identities", path)) {
@@ -264,22 +293,22 @@ class LockReader {
     VcsRef vcs_ref(const toml::table& vcs, const std::string& vpath) {
         int line = TomlReader::line_of(vcs);
         VcsRef v;
-        v.type = r_.req_string(vcs, "type", vpath, line);
-        v.url = r_.opt_string(vcs, "url", vpath);
-        v.path = r_.opt_string(vcs, "path", vpath);
+        v.type = req_text(vcs, "type", vpath, line);
+        v.url = opt_text(vcs, "url", vpath, line);
+        v.path = opt_text(vcs, "path", vpath, line);
         if (!v.url && !v.path) r_.fail(&vcs, line, "path or url must be provided", vpath);
-        v.requested_revision = r_.opt_string(vcs, "requested-revision", vpath);
-        v.commit_id = r_.req_string(vcs, "commit-id", vpath, line);
-        v.subdirectory = r_.opt_string(vcs, "subdirectory", vpath);
+        v.requested_revision = opt_text(vcs, "requested-revision", vpath, line);
+        v.commit_id = req_text(vcs, "commit-id", vpath, line);
+        v.subdirectory = opt_text(vcs, "subdirectory", vpath, line);
         return v;
     }
 
     // A `directory` table (at `dpath`): a local source tree, maybe editable.
     DirectoryRef directory_ref(const toml::table& dir, const std::string& dpath) {
         DirectoryRef d;
-        d.path = r_.req_string(dir, "path", dpath, TomlReader::line_of(dir));
+        d.path = req_text(dir, "path", dpath, TomlReader::line_of(dir));
         d.editable = r_.opt_bool(dir, "editable", dpath).value_or(false);
-        d.subdirectory = r_.opt_string(dir, "subdirectory", dpath);
+        d.subdirectory = opt_text(dir, "subdirectory", dpath, TomlReader::line_of(dir));
         return d;
     }
 

@@ -8,33 +8,58 @@
 #include "envbox/ops/target.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/printable.hpp"
 
 namespace fs = std::filesystem;
 
 namespace envbox::ops {
 namespace {
 
-// A value from the lock that goes into a requirements line: a line break or NUL would start a
-// line pip reads as an option of its own (`--index-url` of an attacker's choosing).
+// A value from the lock that goes into a requirements line. pip splits the file with Python's
+// `str.splitlines`, which ends a line at \n, \r, \v, \f, \x1c-\x1e, NEL, U+2028 and U+2029: any
+// of them would start a line pip reads as an option of its own (`--extra-index-url` of an
+// attacker's choosing, `-e`), so every control, separator and invisible character is refused
+// (`has_hidden`). A value ending in `\` would join the next line to its own (pip's line
+// continuation), taking a package or an option with it.
 const std::string& one_line(const std::string& value, const std::string& source,
                             const lock::Package& p, const char* what) {
-    for (char c : value)
-        if (c == '\n' || c == '\r' || c == '\0')
-            throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
-                                                      p.name + "'s " + what +
-                                                      " holds a line break; refusing to export it");
+    auto refuse = [&](const std::string& why) {
+        throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
+                                                  printable(p.name) + "'s " + what + " " + why +
+                                                  "; refusing to export it");
+    };
+    if (auto c = first_hidden(value))
+        refuse("holds a line break or control character (" + *c +
+               "), which would start a line of its own");
+    if (value.ends_with('\\')) refuse("ends in a backslash, which would join the next line to it");
     return value;
 }
 
-// A URL from the lock as pip may read it: no userinfo, no blank (which would end the value).
+// A marker as pip reads it after ` ; `: on one line, and with no `#`, since pip drops a blank
+// and `#` and everything after them (the hashes on the lines the marker's line continues on).
+std::string marker_text(const pep::Marker& marker, const std::string& source,
+                        const lock::Package& p) {
+    std::string text = one_line(marker.str(), source, p, "marker");
+    if (text.find('#') != std::string::npos)
+        throw Error(ErrorCode::invalid_input,
+                    source + ":" + std::to_string(p.line) + ": " + p.name + "'s marker " +
+                        printable(text) +
+                        " holds '#', which pip reads as the start of a comment; refusing to "
+                        "export it");
+    return text;
+}
+
+// A URL from the lock as pip may read it: no userinfo, no blank (which would end the value),
+// and no quote or backslash: pip splits an option line (`--index-url URL`) as a shell would,
+// so `https://a/"b"` would be read as `https://a/b`.
 std::string clean_url(const std::string& url, const std::string& source, const lock::Package& p,
                       const char* what) {
     std::string u = index::strip_userinfo(one_line(url, source, p, what));
     for (char c : u)
-        if (c == ' ' || c == '\t')
-            throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
-                                                      p.name + "'s " + what +
-                                                      " holds a blank; refusing to export it");
+        if (c == ' ' || c == '\t' || c == '"' || c == '\'' || c == '\\')
+            throw Error(ErrorCode::invalid_input,
+                        source + ":" + std::to_string(p.line) + ": " + p.name + "'s " + what +
+                            " holds a blank, a quote or a backslash; refusing to export it");
     return u;
 }
 
@@ -49,7 +74,7 @@ std::vector<std::string> package_hashes(const lock::Package& p, const std::strin
                         source + ":" + std::to_string(f.line) + ": " + p.name + "'s " +
                             f.filename() +
                             " has no sha256; pip --require-hashes cannot install it");
-        if (seen.insert(*sha).second) out.push_back(*sha);
+        if (seen.insert(*sha).second) out.push_back(one_line(*sha, source, p, "sha256"));
     };
     for (const auto& w : p.wheels)
         add(w);
@@ -71,6 +96,7 @@ std::string local_archive(const std::string& path, const std::string& source,
         const fs::path rel = full.lexically_relative(base.lexically_normal());
         if (!rel.empty() && *rel.begin() != "..") out = "./" + rel.generic_string();
     }
+    one_line(out, source, p, "archive path");
     for (char c : out)
         if (c == ' ' || c == '\t' || c == ';' || c == '#')
             throw Error(ErrorCode::invalid_input,
@@ -128,8 +154,9 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
             auto& list = is_flat_directory(url, p.name) ? find_links : indexes;
             if (std::find(list.begin(), list.end(), url) == list.end()) list.push_back(url);
         }
+        one_line(p.name, source, p, "name");
         body += requirement_of(p, source, base);
-        if (p.marker) body += " ; " + one_line(p.marker->str(), source, p, "marker");
+        if (p.marker) body += " ; " + marker_text(*p.marker, source, p);
         for (const auto& h : package_hashes(p, source))
             body += " \\\n    --hash=sha256:" + h;
         body += "\n";

@@ -6,6 +6,7 @@ interpreter and pip as the consumer of exported requirements.
     test_workflow.py ENVBOX_BINARY
 """
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -200,6 +201,88 @@ class Export(unittest.TestCase):
         r = envbox("export", "env", home=self.home, project=self.proj, check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertNotIn("evil", r.stdout)
+
+
+def set_key(lock_path, key, value, after="[[packages]]"):
+    """Sets `key = "value"` (TOML text, escapes kept) in the first table `after` of the lock;
+    returns the line it is on."""
+    with open(lock_path) as f:
+        lines = f.read().split("\n")
+    at = lines.index(after) + 1
+    lines = [l for i, l in enumerate(lines) if not (i >= at and l.startswith(key + " = ") and i < at + 4)]
+    lines.insert(at, f'{key} = "{value}"')
+    with open(lock_path, "w") as f:
+        f.write("\n".join(lines))
+    return at + 1
+
+
+class ExportLines(unittest.TestCase):
+    """pip reads a requirements file with Python's str.splitlines, joins a line ending in a
+    backslash to the next and splits an option line as a shell would: no lock value may add, join or
+    bend a line of the export."""
+
+    # Every line boundary str.splitlines honours (Python's docs, "str.splitlines"), as TOML
+    # escapes.
+    SEPARATORS = ["\\n", "\\r", "\\u000b", "\\u000c", "\\u001c", "\\u001d", "\\u001e", "\\u0085",
+                  "\\u2028", "\\u2029"]
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        wheels = os.path.join(self.tmp, "wheels")
+        os.makedirs(os.path.join(self.proj, "manifests"))
+        self.lock = os.path.join(self.proj, "manifests", "pylock.env.toml")
+        write_lock(self.lock, [Wheel("alpha", "1.0", {"alpha.py": ""}).build(wheels),
+                               Wheel("beta", "2.0", {"beta.py": ""}).build(wheels)])
+        with open(self.lock) as f:
+            self.clean = f.read()
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def restore(self):
+        with open(self.lock, "w") as f:
+            f.write(self.clean)
+
+    def export(self):
+        return envbox("export", "env", home=self.home, project=self.proj, check=False)
+
+    def test_every_line_separator_in_a_lock_value_is_refused_naming_the_file_and_key(self):
+        for sep in self.SEPARATORS:
+            self.assertEqual(len(("a" + json.loads('"' + sep + '"') + "b").splitlines()), 2, sep)
+            for key, after, value in (
+                    ("index", "[[packages]]", f"https://x.example/simple{sep}--extra-index-url=https://evil.example/s"),
+                    ("marker", "[[packages]]", f"platform_release != '{sep}-e evil'"),
+                    ("url", "[[packages.wheels]]", f"https://x.example/alpha-1.0-py3-none-any.whl{sep}-e evil")):
+                with self.subTest(sep=sep, key=key):
+                    self.restore()
+                    line = set_key(self.lock, key, value, after)
+                    r = self.export()
+                    self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+                    self.assertNotIn("evil", r.stdout)
+                    self.assertIn(f"{self.lock}:{line}: Invalid character ", r.stderr)
+                    where = "packages[0]." + ("wheels[0]." if "wheels" in after else "") + key
+                    self.assertIn(f"'{where}'", r.stderr)
+        # create reads the lock the same way, before it fetches anything.
+        self.restore()
+        line = set_key(self.lock, "url", "https://x.example/alpha-1.0-py3-none-any.whl\\u2028", "[[packages.wheels]]")
+        r = envbox("create", "env", home=self.home, project=self.proj, check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn(f"{self.lock}:{line}: Invalid character \\u2028", r.stderr)
+
+    def test_a_trailing_backslash_or_a_quote_is_refused(self):
+        # `--index-url URL` ending in a backslash would join alpha's line to the option: alpha
+        # would vanish from what pip installs. A quote would be dropped by pip's shell-like split
+        # of an option line.
+        for value in ("https://x.example/simple\\\\", 'https://x.example/\\"simple\\"'):
+            with self.subTest(value=value):
+                self.restore()
+                set_key(self.lock, "index", value)
+                r = self.export()
+                self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+                self.assertEqual(r.stdout, "")
+                self.assertIn("alpha's index URL", r.stderr)
 
 
 class Built(unittest.TestCase):

@@ -9,6 +9,7 @@
 
 #include "cli/options.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/printable.hpp"
 #include "envbox/util/spelling.hpp"
 
 namespace {
@@ -118,7 +119,9 @@ int main(int argc, char** argv) {
         app.exit(e);
         return envbox::exit_status(envbox::ErrorCode::usage);
     } catch (const envbox::Error& e) {
-        std::cerr << "error: " << e.describe() << "\n";
+        // A message may quote a value from a lock, an index or a wheel: printed line by line
+        // with hidden characters escaped, so none can redraw the terminal.
+        std::cerr << "error: " << envbox::printable_lines(e.describe()) << "\n";
         return envbox::exit_status(e.code());
     } catch (const std::exception& e) {
         std::cerr << "error: internal: " << e.what() << "\n";

@@ -8,6 +8,7 @@
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
+#include "envbox/util/printable.hpp"
 
 namespace envbox::cli {
 namespace {
@@ -41,7 +42,7 @@ void run_tree(const GlobalOptions& global, const TreeCommand& cmd) {
     if (global.json)
         print(json_line(ops::tree_json(g, lines, options)) + "\n");
     else
-        print(ops::render_tree(g, lines));
+        print(printable_lines(ops::render_tree(g, lines)));  // names and versions from the lock
 }
 
 void run_why(const GlobalOptions& global, const WhyCommand& cmd) {
@@ -55,7 +56,7 @@ void run_why(const GlobalOptions& global, const WhyCommand& cmd) {
     if (global.json)
         print(json_line(ops::why_json(g, target, why)) + "\n");
     else
-        print(ops::render_why(g, target, why));
+        print(printable_lines(ops::render_why(g, target, why)));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/json.hpp"
+#include "envbox/util/printable.hpp"
 #include "envbox/util/process.hpp"
 
 namespace fs = std::filesystem;
@@ -300,33 +301,40 @@ std::string render_text(const Diff& d, bool color) {
     auto paint = [&](const char* code, const std::string& s) {
         return color ? std::string("\033[") + code + "m" + s + "\033[0m" : s;
     };
-    o << d.a << " → " << d.b << "\n";
+    // Every value comes from a lock (or names one): shown with its hidden characters escaped,
+    // so no escape sequence or bidi override in it can redraw what the reviewer reads.
+    o << printable(d.a) << " → " << printable(d.b) << "\n";
     if (d.entries.empty()) o << "  no changes (" << d.unchanged << " packages)\n";
     for (const auto& e : d.entries) {
+        const std::string name = printable(e.name), before = printable(e.before),
+                          after = printable(e.after);
         std::string line;
         switch (e.kind) {
             case DiffEntry::Kind::added:
-                line = paint("32", "+ " + e.name + " " + e.after);
+                line = paint("32", "+ " + name + " " + after);
                 break;
             case DiffEntry::Kind::removed:
-                line = paint("31", "- " + e.name + " " + e.before);
+                line = paint("31", "- " + name + " " + before);
                 break;
             case DiffEntry::Kind::wheel_changed:
-                line = paint("33", "~ " + e.name + " " + e.after) + " (" + change_words(e) + ")";
+                line = paint("33", "~ " + name + " " + after) + " (" + printable(change_words(e)) +
+                       ")";
                 break;
             case DiffEntry::Kind::rebuilt:
-                line = paint("1;33", "~ " + e.name + " " + e.after) + " (" + change_words(e) +
-                       ")  sha256 " + short_digest(e.sha256_before) + " → " +
-                       short_digest(e.sha256_after);
+                line = paint("1;33", "~ " + name + " " + after) + " (" +
+                       printable(change_words(e)) + ")  sha256 " +
+                       printable(short_digest(e.sha256_before)) + " → " +
+                       printable(short_digest(e.sha256_after));
                 break;
             default:
-                line = paint("33", "~ " + e.name + " " + e.before + " → " + e.after) + " (" +
+                line = paint("33", "~ " + name + " " + before + " → " + after) + " (" +
                        kind_word(e.kind) + ")";
         }
         if (!e.cuda_before.empty() && !e.cuda_after.empty() && e.cuda_before != e.cuda_after)
-            line += paint("1;35", "  CUDA " + e.cuda_before + " → " + e.cuda_after);
+            line += paint("1;35",
+                          "  CUDA " + printable(e.cuda_before) + " → " + printable(e.cuda_after));
         if (e.index_before != e.index_after && !e.index_before.empty() && !e.index_after.empty())
-            line += "  index " + e.index_before + " → " + e.index_after;
+            line += "  index " + printable(e.index_before) + " → " + printable(e.index_after);
         o << "  " << line << "\n";
     }
     o << "download size " << signed_bytes(d.download_delta);
@@ -336,22 +344,30 @@ std::string render_text(const Diff& d, bool color) {
 }
 
 std::string render_markdown(const Diff& d) {
+    // A value in a table cell: hidden characters escaped, and `|`, which would end the cell.
+    auto cell = [](const std::string& s) {
+        std::string out;
+        for (char c : printable(s))
+            out += c == '|' ? std::string("\\|") : std::string(1, c);
+        return out;
+    };
     std::ostringstream o;
-    o << "**" << d.a << " → " << d.b << "**: " << d.entries.size() << " changed, " << d.unchanged
-      << " unchanged, download size " << signed_bytes(d.download_delta);
+    o << "**" << cell(d.a) << " → " << cell(d.b) << "**: " << d.entries.size() << " changed, "
+      << d.unchanged << " unchanged, download size " << signed_bytes(d.download_delta);
     if (d.installed_delta) o << ", installed size " << signed_bytes(*d.installed_delta);
     o << "\n\n| package | before | after | change | CUDA | download |\n|---|---|---|---|---|---|\n";
     for (const auto& e : d.entries) {
         std::string cuda =
             (!e.cuda_before.empty() || !e.cuda_after.empty()) && e.cuda_before != e.cuda_after
-                ? "**" + (e.cuda_before.empty() ? "—" : e.cuda_before) + " → " +
-                      (e.cuda_after.empty() ? "—" : e.cuda_after) + "**"
+                ? "**" + (e.cuda_before.empty() ? "—" : cell(e.cuda_before)) + " → " +
+                      (e.cuda_after.empty() ? "—" : cell(e.cuda_after)) + "**"
                 : "";
-        o << "| `" << e.name << "` | " << (e.before.empty() ? "—" : e.before) << " | "
-          << (e.after.empty() ? "—" : e.after) << " | " << change_words(e)
-          << (e.kind == DiffEntry::Kind::rebuilt ? " (`" + short_digest(e.sha256_before) + "` → `" +
-                                                       short_digest(e.sha256_after) + "`)"
-                                                 : "")
+        o << "| `" << cell(e.name) << "` | " << (e.before.empty() ? "—" : cell(e.before)) << " | "
+          << (e.after.empty() ? "—" : cell(e.after)) << " | " << cell(change_words(e))
+          << (e.kind == DiffEntry::Kind::rebuilt
+                  ? " (`" + cell(short_digest(e.sha256_before)) + "` → `" +
+                        cell(short_digest(e.sha256_after)) + "`)"
+                  : "")
           << " | " << cuda << " | " << signed_bytes(e.download_delta) << " |\n";
     }
     return o.str();
@@ -388,13 +404,15 @@ std::string render_json(const Diff& d) {
 std::string textconv(const std::string& lock_path) {
     LockView v = view_of(read_file(lock_path), lock_path, fs::path());
     std::ostringstream o;
+    // One line per package, whatever its values hold: each is shown with hidden characters
+    // escaped (a line break would fake a package; an escape sequence would redraw the line).
     for (const auto& e : v.packages) {
-        o << e.name << "==" << e.version;
+        o << printable(e.name) << "==" << printable(e.version);
         if (auto c = cuda_of(e.name, e.version); !c.empty()) o << "  [CUDA " << c << "]";
-        if (!e.index.empty()) o << "  (" << e.index << ")";
-        if (auto w = pep::WheelFilename::parse(e.filename)) o << "  " << w->tag_text;
+        if (!e.index.empty()) o << "  (" << printable(e.index) << ")";
+        if (auto w = pep::WheelFilename::parse(e.filename)) o << "  " << printable(w->tag_text);
         if (e.size) o << "  " << *e.size << " bytes";
-        if (!e.sha256.empty()) o << "  sha256=" << e.sha256;
+        if (!e.sha256.empty()) o << "  sha256=" << printable(e.sha256);
         o << "\n";
     }
     return o.str();

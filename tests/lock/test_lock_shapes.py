@@ -465,6 +465,59 @@ class DiffShapes(Base):
         self.assertIn("needs a second lock", r.stderr)
 
 
+
+def hand_lock(index, name="alpha"):
+    """A lock of one package `name` 1.0 from `index` (TOML text, escapes kept)."""
+    return (f'lock-version = "1.0"\ncreated-by = "hand"\n\n[[packages]]\nname = "{name}"\nversion = "1.0"\n'
+            f'index = "{index}"\n\n[[packages.wheels]]\nurl = "https://files.example/{name}-1.0-py3-none-any.whl"\n'
+            f'size = 100\nhashes = {{ sha256 = "{"0" * 64}" }}\n')
+
+
+class DiffEscapes(Base):
+    """What `diff` and git's textconv print comes from locks: no escape sequence, control or
+    bidi character in one may reach the reviewer's terminal as itself (a line redrawn to show
+    pypi.org where the lock says another host)."""
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def test_a_lock_value_holding_an_escape_sequence_is_refused_not_shown(self):
+        p = self.project("diff-escape")
+        before = self.write("before.toml", hand_lock("https://pypi.org/simple"))
+        # ESC [2K erases the line, CR returns: the terminal would show only what follows.
+        after = self.write("after.toml", hand_lock(
+            "https://evil.example/simple\\u001b[2K\\r  no changes (1 packages)\\u001b[8m"))
+        for args in (("diff", before, after), ("diff", before, after, "--format", "markdown"),
+                     ("diff", "--textconv", after)):
+            with self.subTest(args=args[1:]):
+                r = p.envbox(*args)
+                self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+                self.assertNotIn("\x1b", r.stdout + r.stderr)
+                self.assertIn(f"{after}:7: Invalid character \\x1b", r.stderr)
+                self.assertIn("'packages[0].index'", r.stderr)
+
+    def test_a_label_is_printed_escaped(self):
+        p = self.project("diff-label")
+        before = self.write("before.toml", hand_lock("https://pypi.org/simple"))
+        # A lock path is a label of the diff: its hidden characters print escaped.
+        odd = self.write("a\x1b[31m\u202e\u2028b.toml", hand_lock("https://mirror.example/simple"))
+        for fmt in ("text", "markdown"):
+            with self.subTest(fmt=fmt):
+                out = p.ok("diff", before, odd, "--format", fmt).stdout
+                for c in ("\x1b", "\u202e", "\u2028"):
+                    self.assertNotIn(c, out)
+                self.assertIn("a\\x1b[31m\\u202e\\u2028b.toml", out)
+                self.assertIn("https://mirror.example/simple" if fmt == "text" else "| `alpha` |", out)
+        # JSON: the same string to a JSON reader, escaped in the bytes a terminal would show.
+        out = p.ok("diff", before, odd, "--format", "json").stdout
+        self.assertEqual(json.loads(out)["b"], odd)
+        for c in ("\x1b", "\u202e", "\u2028"):
+            self.assertNotIn(c, out)
+
+
 if __name__ == "__main__":
     envboxtest.take_binary()
     unittest.main(verbosity=1)

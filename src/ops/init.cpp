@@ -147,12 +147,14 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     if (ctx.project_root.empty()) throw Error(ErrorCode::usage, "init: no project directory");
     if (opt.cuda_index && !opt.cuda)
         throw Error(ErrorCode::usage, "--cuda-index needs --cuda (the CUDA line it serves)");
-    for (const auto* url : {&opt.default_index, &opt.cuda_index})
-        if (*url && !url->value().starts_with("https://") && !url->value().starts_with("http://") &&
-            !url->value().starts_with("file://"))
-            throw Error(ErrorCode::usage,
-                        (url == &opt.default_index ? "--default-index " : "--cuda-index ") +
-                            url->value() + ": expected an http(s):// or file:// URL");
+    // The rule `lock` and `create` apply to the manifest's URLs: a manifest init writes is one
+    // every later command reads.
+    if (opt.default_index)
+        if (auto problem = index_url_problem(*opt.default_index, "pypi"))
+            throw Error(ErrorCode::usage, "--default-index" + *problem);
+    if (opt.cuda_index)
+        if (auto problem = index_url_problem(*opt.cuda_index, pytorch_index_name(*opt.cuda)))
+            throw Error(ErrorCode::usage, "--cuda-index" + *problem);
     const fs::path dir = ctx.project_root / "manifests";
     InitResult r;
     r.manifest = dir / (opt.env + ".toml");

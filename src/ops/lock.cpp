@@ -132,28 +132,10 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
         resolve::IndexConfig c;
         c.name = i.name;
         // The URL is refused here, naming where it came from, rather than at its first fetch
-        // (exit 4, as if the server had failed). A password in the manifest would be
-        // committed, printed and written into locks: refused, with where credentials go
-        // instead.
+        // (exit 4, as if the server had failed).
         auto check = [&](const std::string& url, const std::string& where) {
-            if (!url.starts_with("https://") && !url.starts_with("http://") &&
-                !url.starts_with("file://"))
-                throw Error(ErrorCode::invalid_input, where +
-                                                          ": expected an http(s):// or "
-                                                          "file:// URL, got '" +
-                                                          index::redact_url(url) + "'");
-            if (index::strip_userinfo(url) != url)
-                throw Error(ErrorCode::invalid_input,
-                            where + " has credentials in its URL (" + index::redact_url(url) +
-                                "); give them in " + index_variable_name(i.name, "USERNAME") +
-                                " / " + index_variable_name(i.name, "PASSWORD") +
-                                " or ~/.netrc instead");
-            if (!url.starts_with("file://") &&
-                (index::url_origin(url).empty() || url[url.find("://") + 3] == '/'))
-                throw Error(ErrorCode::invalid_input,
-                            where + ": '" + url +
-                                "' is not a valid URL (no host, or a blank, a "
-                                "bracket or a port that cannot be read)");
+            if (auto problem = index_url_problem(url, i.name))
+                throw Error(ErrorCode::invalid_input, where + *problem);
         };
         check(i.url, manifest_path.string() + ": index " + i.name);
         c.url = i.url;

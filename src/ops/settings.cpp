@@ -4,8 +4,10 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "envbox/index/url.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/printable.hpp"
 
 namespace envbox::ops {
 
@@ -45,6 +47,27 @@ std::string index_variable_name(const std::string& name, const char* field) {
                    ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
                    : '_';
     return var + "_" + field;
+}
+
+std::optional<std::string> index_url_problem(const std::string& url, const std::string& name) {
+    const bool file = url.starts_with("file://");
+    if (!url.starts_with("https://") && !url.starts_with("http://") && !file)
+        return ": expected an http(s):// or file:// URL, got '" +
+               printable(index::redact_url(url)) + "'";
+    if (index::strip_userinfo(url) != url)
+        return " has credentials in its URL (" + printable(index::redact_url(url)) +
+               "); give them in " + index_variable_name(name, "USERNAME") + " / " +
+               index_variable_name(name, "PASSWORD") + " or ~/.netrc instead";
+    // A local path may hold a blank or a quote; a URL sent to a server may not (RFC 3986,
+    // section 2: they are percent-encoded), and a quote or a blank would end the value in a
+    // requirements file or a shell line.
+    if (has_hidden(url) ||
+        (!file && (url.find_first_of(" \"<>\\^`{|}") != std::string::npos ||
+                   index::url_origin(url).empty() || url[url.find("://") + 3] == '/')))
+        return ": '" + printable(url) +
+               "' is not a valid URL (no host, or a blank, a quote, a bracket, a control "
+               "character or a port that cannot be read)";
+    return std::nullopt;
 }
 
 std::string index_variable(const Settings& settings, const std::string& name, const char* field) {

@@ -3,6 +3,7 @@
 // read it), turned into each layer's own explicit options.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "envbox/env/interpreter.hpp"
@@ -27,6 +28,15 @@ env::InterpreterSearch interpreter_search(const Settings& settings);
 /// `ENVBOX_INDEX_<NAME>_<FIELD>` for the index `name` (letters and digits upper-cased, anything
 /// else `_`).
 std::string index_variable_name(const std::string& name, const char* field);
+
+/// Why `url` cannot be the URL of the index `name`, or nullopt; the text follows the name of
+/// where the URL came from ("manifests/x.toml: index pypi", "--default-index"). The one rule
+/// of every command that takes an index URL (`lock`, `create`, `init`, a mirror variable): an
+/// http(s):// or file:// URL; no userinfo (a password would be committed, printed and written
+/// into locks: credentials go in ENVBOX_INDEX_<NAME>_USERNAME / _PASSWORD or ~/.netrc); no
+/// control, line-break or invisible character; and for http(s) a host libcurl reads, with no
+/// blank, quote or other character RFC 3986 never allows unescaped.
+std::optional<std::string> index_url_problem(const std::string& url, const std::string& name);
 
 /// That variable's value as the cli read it, or "".
 std::string index_variable(const Settings& settings, const std::string& name, const char* field);

@@ -101,6 +101,28 @@ class Init(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.proj, "manifests", "env.toml")))
 
+    def test_an_index_url_later_commands_refuse_is_refused_and_nothing_written(self):
+        """init wrote any URL with the right scheme into the manifest, and every later command
+        refused it: a quote, a line break, a password, no host, a blank, a bidi override."""
+        bad = ['https://x.example/"simple', "https://x.example/simple\n[sources]",
+               "https://user:s3cret@x.example/simple", "https://", "http:///simple",
+               "https://exa mple.org/simple", "https://x.example/\u202esimple", "https://x.example/\x1b[2Ksimple"]
+        for flag, extra in (("--default-index", ()), ("--cuda-index", ("--cuda", "12.8"))):
+            for url in bad:
+                with self.subTest(flag=flag, url=url):
+                    r = envbox("init", "env", *extra, flag, url, home=self.home, cwd=self.proj, check=False)
+                    self.assertEqual(r.returncode, 2, r.stderr)
+                    self.assertIn(flag, r.stderr)
+                    self.assertNotIn("s3cret", r.stderr)
+                    self.assertNotIn("\x1b", r.stderr)
+                    self.assertNotIn("\u202e", r.stderr)
+                    self.assertFalse(os.path.exists(os.path.join(self.proj, "manifests", "env.toml")))
+        # What init accepts, lock reads.
+        envbox("init", "env", "--cuda", "12.8", "--default-index", "http://127.0.0.1:3141/root/pypi/+simple/",
+               "--cuda-index", "file:///srv/wheel mirror/cu128", home=self.home, cwd=self.proj)
+        r = envbox("lock", "env", "--offline", home=self.home, cwd=self.proj)
+        self.assertIn("0 requests", r.stderr)
+
 
 def add_index(lock_path, url):
     """Gives every package of a wheelgen lock the `index` URL `url`."""

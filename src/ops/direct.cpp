@@ -68,7 +68,7 @@ DirectWheel check_direct_wheel(const pep::Requirement& r, const lock::DirectRefe
                                               ", not the " + *ref.sha256 +
                                               " its #sha256= fragment gives");
     // Read bounded (the store's limit on METADATA), as for any wheel.
-    auto text = store::read_dist_info_file(file, "METADATA");
+    auto text = store::read_dist_info_file(file, "METADATA", label(r));
     if (!text) throw Error(ErrorCode::integrity, label(r) + ": the wheel has no METADATA");
     auto meta = pep::CoreMetadata::parse(*text);
     if (!meta) {

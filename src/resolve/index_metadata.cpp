@@ -2,6 +2,7 @@
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/lazy_wheel.hpp"
+#include "envbox/index/url.hpp"
 #include "envbox/pep/digest.hpp"
 #include "envbox/pep/metadata.hpp"
 #include "envbox/pep/name.hpp"
@@ -180,8 +181,10 @@ std::string IndexSource::read_metadata_from_wheel(const index::IndexFile& wheel,
     if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && digest != h->second)
         throw Error(ErrorCode::integrity,
                     wheel.filename + " does not match the sha256 its index gives");
-    auto meta = store::read_dist_info_file(tmp, "METADATA");
-    if (!meta) throw Error(ErrorCode::integrity, wheel.filename + " has no METADATA");
+    // Named by its file name and URL: `tmp` is only where it was downloaded to.
+    const std::string shown = wheel.filename + " (" + index::redact_url(wheel.url) + ")";
+    auto meta = store::read_dist_info_file(tmp, "METADATA", shown);
+    if (!meta) throw Error(ErrorCode::integrity, shown + " has no METADATA");
     if (!wheel.url.starts_with("file:")) keep_download(tmp, digest, wheel.url, fs::file_size(tmp));
     return std::move(*meta);
 }

@@ -263,14 +263,16 @@ void Ingest::run_task(std::size_t t) {
     }
 }
 
-std::optional<std::string> read_dist_info_file(const fs::path& wheel, std::string_view leaf) {
+std::optional<std::string> read_dist_info_file(const fs::path& wheel, std::string_view leaf,
+                                               std::string_view shown) {
+    const std::string name = shown.empty() ? wheel.string() : std::string(shown);
     try {
         zip::File file(wheel.string());
         auto i = zip::find_dist_info(file.members(), leaf);
         if (!i) return std::nullopt;
         const zip::Member& m = file.members()[*i];
         if (m.size > dist_info_text_limit(leaf))
-            throw Error(ErrorCode::integrity, wheel.string() + ": member '" + m.name + "' is " +
+            throw Error(ErrorCode::integrity, name + ": member '" + m.name + "' is " +
                                                   std::to_string(m.size) +
                                                   " bytes; envbox reads at most " +
                                                   std::to_string(dist_info_text_limit(leaf)) +
@@ -278,8 +280,7 @@ std::optional<std::string> read_dist_info_file(const fs::path& wheel, std::strin
         return file.read(*i);
     } catch (Error& e) {
         if (e.code() == ErrorCode::integrity)
-            throw Error(ErrorCode::integrity,
-                        wheel.string() + " is not a readable wheel: " + e.what());
+            throw Error(ErrorCode::integrity, name + " is not a readable wheel: " + e.what());
         throw;
     }
 }

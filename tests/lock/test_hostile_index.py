@@ -530,6 +530,25 @@ class Limits(Base):
         self.assertIn(f"larger than the index's size {len(self.wheel)}", r.stderr)
         self.assertLess(r.peak_rss_kib, 400 << 10)
 
+    def test_a_whole_wheel_past_the_limit_for_a_range_request_is_named_by_its_file_and_url(self):
+        """No metadata file, and the server ignores Range: the whole wheel comes, larger than
+        the 64 MiB envbox keeps in memory, so it is downloaded to a temporary file and read
+        there. It is no zip: the error names the wheel and its URL, not the temporary file."""
+        body = b"\0" * ((64 << 20) + 4096)
+        page = (f'<a href="/files/{self.wheel_name}#sha256={sha256_hex(body)}">{self.wheel_name}</a>').encode()
+
+        def route(h):
+            if h.path == "/simple/alpha/":
+                return reply(h, 200, page)
+            reply(h, 200, body, "application/octet-stream")  # whatever the Range header asks
+        s = self.serve(route)
+        root = self.project("range-whole-big", manifest(f"{s.url}/simple", ["alpha"]))
+        r = self.envbox(root, "lock", "env", timeout=120)
+        self.assertEqual(r.returncode, 5, r)
+        self.assertIn(f"{self.wheel_name} ({s.url}/files/{self.wheel_name}) is not a readable wheel", r.stderr)
+        self.assertNotIn("metadata-", r.stderr)
+        self.assertNotIn(os.path.join(root, "home"), r.stderr)
+
     def test_a_download_stops_at_the_first_byte_past_the_locks_size(self):
         state = {"endless": False}
 

@@ -85,9 +85,10 @@ struct IngestStats {
 };
 
 /// The content of `<name>-<version>.dist-info/<leaf>` in the wheel at `wheel` (METADATA when
-/// an index offers no metadata file), or nullopt when the wheel has none.
+/// an index offers no metadata file), or nullopt when the wheel has none. Errors name the
+/// wheel `shown` (its file name and URL, where `wheel` is a temporary file), else its path.
 std::optional<std::string> read_dist_info_file(const std::filesystem::path& wheel,
-                                               std::string_view leaf);
+                                               std::string_view leaf, std::string_view shown = {});
 
 /// How `Store::sweep` runs.
 struct SweepOptions {

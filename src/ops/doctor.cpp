@@ -19,6 +19,7 @@
 #include "envbox/index/http.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/pylock.hpp"
+#include "envbox/ops/lock.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -118,8 +119,9 @@ std::vector<env::CudaLine> cuda_lines_of(const lock::Manifest& m, const fs::path
     return lines;
 }
 
-// Each manifest of the project: it parses, the driver can run its newest CUDA line, and each
-// index it names answers. Findings go into `r`, the broken ones into r.problems as well.
+// Each manifest of the project: it reads as every command reads it, the driver can run its
+// newest CUDA line, and each index it names answers. Findings go into `r`, the broken ones into
+// r.problems as well.
 void check_project(const Context& ctx, DoctorReport& r) {
     std::error_code ec;
     const fs::path dir = ctx.project_root / "manifests";
@@ -137,7 +139,11 @@ void check_project(const Context& ctx, DoctorReport& r) {
         env.name = path.stem().string();
         std::optional<lock::Manifest> m;
         try {
+            // Read as lock and create read it: a manifest they refuse (an index URL with a
+            // password, a bad mirror variable) is this environment's problem, and none of its
+            // indexes is asked.
             m = read_manifest(path);
+            (void)index_configs(*m, path, ctx.settings);
         } catch (const Error& e) {
             env.ok = false;
             env.problem = e.message();

@@ -321,6 +321,13 @@ class Credentials(Base):
                     self.assertEqual(r.returncode, 3, (args, r))
                     self.assertIn("ENVBOX_INDEX_IX_PASSWORD", r.stderr)
                 self.assertEqual(ix.seen, [], "no request, so no Authorization, ever")
+        # A mirror variable with a password: doctor refuses it as lock does, asking nothing.
+        clean = self.project("userinfo-doctor-mirror", manifest(f"{ix.url}/simple", ["alpha"]))
+        r = self.envbox(clean, "doctor", env={"ENVBOX_INDEX_IX_URL": url})
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("ENVBOX_INDEX_IX_URL (the mirror of index ix) has credentials in its URL", r.stdout + r.stderr)
+        self.assertNotIn("PW-IN-URL", r.stdout + r.stderr)
+        self.assertEqual(ix.seen, [])
         # A lock (no manifest) naming its wheel by a URL with a password: the HTTP client
         # refuses the URL (exit 4) and sends nothing.
         lock_only = os.path.join(self.tmp, "userinfo-lock-only")

@@ -41,9 +41,10 @@ struct DoctorReport {
     std::vector<Environment> environments;
 
     /// What a manifest of this project needs and this machine lacks, one line each: an
-    /// unreachable index, an environment the driver cannot run, a manifest that does not parse,
-    /// no sandbox (when the project has a manifest). Empty when all is well; `envbox doctor`
-    /// exits 1 otherwise.
+    /// unreachable index, an environment the driver cannot run, a manifest that does not read
+    /// as every command reads it (`read_manifest`, then `index_configs`: a password in an index
+    /// URL, a bad mirror variable; its indexes are then not asked), no sandbox (when the project
+    /// has a manifest). Empty when all is well; `envbox doctor` exits 1 otherwise.
     std::vector<std::string> problems;
 };
 

@@ -16,6 +16,7 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/kv.hpp"
 #include "envbox/util/own_tree.hpp"
+#include "envbox/util/parallel.hpp"
 #include "envbox/util/unique_fd.hpp"
 
 namespace fs = std::filesystem;
@@ -237,6 +238,31 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
     write_file_atomic(dir / "info", std::move(w).take(), 0444, Durability::none);
     write_file_atomic(dir / "pylock.toml", lock_text, 0444, Durability::none);
     write_file_atomic(in_use_lock_path(g.path), "", 0444, Durability::none);
+}
+
+void seal_generation(const fs::path& gen_path, const std::vector<std::string>& dirs,
+                     unsigned jobs) {
+    std::set<std::string> all(dirs.begin(), dirs.end());
+    for (const auto& d : dirs)
+        for (auto slash = d.rfind('/'); slash != std::string::npos && slash > 0;
+             slash = d.rfind('/', slash - 1))
+            if (!all.insert(d.substr(0, slash)).second) break;  // its parents are in already
+    all.insert("bin");
+    all.insert("include");
+    all.insert(".");
+    const std::vector<std::string> list(all.begin(), all.end());
+    UniqueFd root(::open(gen_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!root) throw sys_error("cannot open " + gen_path.string(), errno);
+    constexpr std::size_t kChunk = 256;
+    parallel_for((list.size() + kChunk - 1) / kChunk, jobs, [&](std::size_t c) {
+        const std::size_t end = std::min(list.size(), (c + 1) * kChunk);
+        for (std::size_t k = c * kChunk; k < end; ++k)
+            // Every name is a directory this create made (mkdirat) below a root opened with
+            // O_NOFOLLOW: none is a link.
+            if (::fchmodat(root.get(), list[k].c_str(), 0555, 0) != 0 && errno != ENOENT)
+                throw sys_error("cannot make " + (gen_path / list[k]).string() + " read-only",
+                                errno);
+    });
 }
 
 void stamp_complete(const fs::path& gen_path) {

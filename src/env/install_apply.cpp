@@ -93,6 +93,7 @@ class Placer {
             r.bytecode += f.bytecode;
         r.notes = plan.notes;
         r.notes.insert(r.notes.end(), notes_.begin(), notes_.end());
+        r.dirs.assign(plan.dirs.begin(), plan.dirs.end());
         return r;
     }
 

@@ -131,6 +131,56 @@ class HistoryAndRollback(unittest.TestCase):
         self.assertEqual((again["objects_removed"], again["wheels_removed"]), (0, 0))
 
 
+NOBODY = 65534
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+class ReadOnlyOnDisk(unittest.TestCase):
+    """A complete generation's directories are 0555 (as Nix's store): its owner, not root,
+    cannot add a file outside `run` (a `pip install --prefix`, an IDE), while gc, delete and
+    create --force still remove and rebuild it."""
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest("acting as another user needs root")
+        self.tmp = tempfile.mkdtemp(prefix="envbox-ro-")
+        os.chmod(self.tmp, 0o755)
+        self.p = Project(self.tmp)
+        self.p.lock("env", [Wheel("alpha", "1.0", {"alpha/__init__.py": "A = 1\n", "alpha/sub/x.py": ""})])
+        for d, dirs, files in os.walk(self.tmp):
+            for n in [d] + [os.path.join(d, f) for f in files]:
+                os.chown(n, NOBODY, NOBODY)
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def as_nobody(self, *args, check=True):
+        return self.p.run(*args, check=check, prefix=AS_NOBODY, env={"HOME": self.tmp})
+
+    def write_as_nobody(self, path):
+        return subprocess.run(AS_NOBODY + ["sh", "-c", 'echo x > "$1"', "-", path], capture_output=True,
+                              text=True)
+
+    def test_the_owner_cannot_add_a_file_but_gc_delete_and_force_work(self):
+        self.as_nobody("create", "env")
+        gen = self.p.current("env")
+        site = envboxtest.site_packages(gen)
+        for d in (gen, os.path.join(gen, "bin"), site, os.path.join(site, "alpha"), os.path.join(site, "alpha", "sub")):
+            with self.subTest(folder=d):
+                self.assertEqual(os.stat(d).st_mode & 0o777, 0o555)
+                r = self.write_as_nobody(os.path.join(d, "planted.py"))
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn("Permission denied", r.stderr)
+        self.assertEqual(self.as_nobody("verify", "env", "--deep").returncode, 0)
+        # A second generation, then gc and delete, all as the owner.
+        self.as_nobody("create", "env", "--force")
+        self.as_nobody("gc", "--keep", "1")
+        self.assertFalse(os.path.exists(gen))
+        self.assertTrue(self.p.current("env"))
+        self.as_nobody("delete", "env")
+        self.assertIsNone(self.p.current("env"))
+
+
 class Concurrency(unittest.TestCase):
     def test_four_creates_and_a_gc_at_once(self):
         tmp = tempfile.mkdtemp(prefix="envbox-conc-")

@@ -59,6 +59,16 @@ std::optional<Generation> read_generation(const std::filesystem::path& gen_path)
 /// Throws (`integrity`) for a package without a sha256 wheel digest, name, version or file name.
 void write_generation_record(const Generation& gen, const std::string& lock_text);
 
+/// Makes a built generation's directories read-only (mode 0555, as Nix's store): `dirs` (those
+/// the installation made, relative to `gen_path`), their parents, the root and `bin/`, so that
+/// a `pip install --prefix` or an IDE writing through `.envbox/ENV/bin/python` outside `run`
+/// fails for a user who is not root. `.envbox/` stays writable: envbox's own record, stamp and
+/// in-use lock. Files keep their modes (store objects are read-only already). gc, `delete` and
+/// `create --force` remove such trees as before (util/own_tree makes a folder writable before
+/// emptying it). `jobs` threads; about one fchmodat per directory.
+void seal_generation(const std::filesystem::path& gen_path, const std::vector<std::string>& dirs,
+                     unsigned jobs);
+
 /// Makes the generation durable (syncfs) and writes its completion stamp (fsynced).
 void stamp_complete(const std::filesystem::path& gen_path);
 

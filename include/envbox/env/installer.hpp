@@ -38,6 +38,9 @@ struct InstallReport {
     std::uint64_t bytes = 0;    ///< bytes of all placed files
     /// One line per fallback taken ("hard links not possible here (EXDEV): copied").
     std::vector<std::string> notes;
+    /// Every directory the installation made (relative to the environment root), for
+    /// `seal_generation`.
+    std::vector<std::string> dirs;
 };
 
 /// One file the environment must hold.

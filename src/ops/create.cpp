@@ -279,6 +279,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     plan.http = http_options(ctx, opt.offline);
     if (manifest) plan.indexes = index_configs(*manifest, in.manifest_path, ctx.settings);
     plan.offline = opt.offline;
+    if (opt.received) plan.received = &*opt.received;
     plan.verify_by_content = opt.force;
     plan.jobs = ctx.jobs;
     plan.interpreter = &interpreter;

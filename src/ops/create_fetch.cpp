@@ -10,6 +10,7 @@
 #include "envbox/index/http.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
+#include "envbox/util/printable.hpp"
 
 namespace fs = std::filesystem;
 
@@ -86,6 +87,34 @@ void check_offline(const std::vector<Item>& items, const std::vector<std::size_t
                         "--offline: " + items[i].filename +
                             " is not in the store and would be downloaded from " +
                             index::redact_url(req.location));
+    }
+}
+
+// Received (pull, unpack; the artifact rule): each missing item must be a wheel the artifact
+// carried, now in `downloads`; the lock's own path or URL, which could name any local file or
+// host, is never read.
+void check_received(const std::vector<Item>& items, const std::vector<std::size_t>& missing,
+                    const FetchPlan& plan) {
+    for (std::size_t i : missing) {
+        const Item& item = items[i];
+        const lock::Package& p = *item.package;
+        const std::string label = p.name + (p.version ? " " + p.version->str() : "");
+        const std::string named = item.file->path ? *item.file->path : item.file->url.value_or("");
+        if (!plan.received->count(item.sha256))
+            throw Error(
+                ErrorCode::integrity,
+                label + ": the lock names " + printable(item.filename) +
+                    (named.empty() ? "" : " (" + printable(index::redact_url(named)) + ")") +
+                    ", a wheel the received artifact does not carry and the store "
+                    "lacks; a pulled or unpacked environment installs the artifact's "
+                    "wheels and the store's only");
+        std::error_code ec;
+        if (!fs::exists(index::download_path(plan.downloads, item.sha256), ec))
+            throw Error(ErrorCode::integrity,
+                        label + ": " + printable(item.filename) + " was not received" +
+                            (item.repair ? " (the store's copy is damaged, and the artifact's was "
+                                           "not fetched since the store had it)"
+                                         : ""));
     }
 }
 
@@ -166,7 +195,11 @@ class FetchPool {
             const auto local = index::local_artifact_path(req, plan_.lock_dir);
             const fs::path received = index::download_path(plan_.downloads, req.sha256);
             std::error_code ec;
-            if (local && !fs::exists(*local, ec) && fs::exists(received, ec)) {
+            if (plan_.received) {
+                // The artifact's copy (check_received found it), whatever the lock names.
+                p.downloaded = received;
+                archive = received;
+            } else if (local && !fs::exists(*local, ec) && fs::exists(received, ec)) {
                 // A lock's local path that is not on this machine, and the wheel that pull or
                 // unpack put where a download goes: that (the ingest checks its sha256).
                 p.downloaded = received;
@@ -237,6 +270,7 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
         stored_or_missing(store, items, plan.verify_by_content, plan.jobs, progress);
     result.repaired =
         std::count_if(items.begin(), items.end(), [](const Item& i) { return i.repair; });
+    if (!missing.empty() && plan.received) check_received(items, missing, plan);
     if (!missing.empty() && plan.offline) check_offline(items, missing, plan);
     plan_bytecode(store, items, plan.bytecode, plan.verify_by_content, plan.jobs, progress);
     const std::size_t to_compile = bytecode_lists_to_compile(items);

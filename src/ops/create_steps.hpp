@@ -254,6 +254,8 @@ struct FetchPlan {
     index::HttpOptions http;          ///< the page cache, offline, timeout, CA bundle
     std::vector<resolve::IndexConfig> indexes;  ///< the manifest's, for CA and credentials
     bool offline = false;
+    /// `CreateOptions::received`: only these wheels, from `downloads`, fill what the store lacks.
+    const std::set<std::string>* received = nullptr;
     bool verify_by_content = false;  ///< --force: check stored objects by content
     unsigned jobs = 1;
     const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode
@@ -262,8 +264,11 @@ struct FetchPlan {
 
 /// Fetches and ingests every item the store lacks (or holds damaged), in one pool over all
 /// wheels, then publishes them; every item's `wheel` is set after. Fills `result`'s fetched,
-/// repaired, ingest, jobs and the ingest and publish times. With --offline, an item that would
-/// be downloaded is an error (network, exit 4) before anything is fetched. A download that
+/// repaired, ingest, jobs and the ingest and publish times. With `received`, an item the store
+/// lacks whose wheel the artifact did not carry (or did not leave in `downloads`) is an error
+/// (integrity, exit 5, naming its package), and the others are read from `downloads` only;
+/// otherwise with --offline, an item that would be downloaded is an error (network, exit 4);
+/// both before anything is fetched. A download that
 /// proves bad is removed; one never ingested stays for the next run.
 void fetch_into_store(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
                       Progress& progress, Stopwatch& watch, CreateResult& result);

@@ -199,7 +199,7 @@ std::string received_env_name(const std::string& given, const std::string& fallb
 }
 
 void build_received(const Context& ctx, const ReceiveOptions& opt, const std::string& lock_text,
-                    ReceiveResult& result) {
+                    const std::set<std::string>& carried, ReceiveResult& result) {
     Context c = ctx;
     if (c.project_root.empty()) c.project_root = fs::current_path();
     const fs::path lock_path = c.project_root / "manifests" / ("pylock." + opt.env + ".toml");
@@ -216,6 +216,7 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const std::st
     co.offline = true;
     co.link_mode = opt.link_mode;
     co.compile = opt.compile;
+    co.received = carried;
     try {
         result.create = create(c, co);
     } catch (...) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,13 @@ std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock);
 
 /// Writes `lock_text` as the project's `manifests/pylock.ENV.toml` (the current directory
 /// becomes the project when there is none) and runs `create --frozen --offline` on it, with the
-/// wheels the store lacks already in cache/downloads/; a failure puts the previous lock back
-/// (or removes the new one) and rethrows. Fills `result.lock_path`, `env` and `create`.
+/// wheels the store lacks already in cache/downloads/. `carried`: the sha256 of every wheel the
+/// artifact carries; a wheel is installed from the store or from those and nowhere else (the
+/// artifact rule: `CreateOptions::received`), so a lock naming another by a path or URL is an
+/// integrity error naming its package. A failure puts the previous lock back (or removes the
+/// new one) and rethrows. Fills `result.lock_path`, `env` and `create`.
 void build_received(const Context& ctx, const ReceiveOptions& options, const std::string& lock_text,
-                    ReceiveResult& result);
+                    const std::set<std::string>& carried, ReceiveResult& result);
 
 /// The client options for `registry`: TLS and chunking as given, the credentials given, else
 /// the docker config's entry for that registry.

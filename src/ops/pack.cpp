@@ -244,7 +244,7 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
         fs::create_directories(home.downloads(), ec);
         std::string lock_text;
         std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>> by_name;
-        std::set<std::string> seen;
+        std::set<std::string> seen, carried;
         archive_entry* e = nullptr;
         for (int index = 0;; ++index) {
             int rc = archive_read_next_header(r.a, &e);
@@ -285,6 +285,7 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
                              std::to_string(*locked_size));
             if (size > index::kMaxDownloadBytes) throw refuse("is larger than the download limit");
             result.wheels++;
+            carried.insert(sha);
             if (store.load_wheel(sha)) {
                 result.present++;
                 archive_read_data_skip(r.a);
@@ -295,7 +296,7 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
             result.bytes += size;
         }
         if (lock_text.empty()) throw Error(ErrorCode::integrity, shown + " holds no pylock.toml");
-        fleet::build_received(ctx, receive, lock_text, result);
+        fleet::build_received(ctx, receive, lock_text, carried, result);
     } catch (Error& e) {
         e.add_context("unpacking " + shown);
         throw;

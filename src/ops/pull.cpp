@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/oci.hpp"
@@ -81,10 +82,12 @@ ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
         std::error_code ec;
         fs::create_directories(home.downloads(), ec);
         std::vector<const oci::Descriptor*> fetch;
+        std::set<std::string> carried;
         for (const auto& l : m.layers) {
             if (l.media_type != oci::kWheelMediaType) continue;
             result.wheels++;
             const std::string sha = l.digest.substr(7);
+            carried.insert(sha);
             if (store.load_wheel(sha))
                 result.present++;
             else if (std::none_of(fetch.begin(), fetch.end(),
@@ -107,7 +110,7 @@ ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
         });
         result.fetched = fetch.size();
         result.bytes = bytes;
-        fleet::build_received(ctx, receive, lock_text, result);
+        fleet::build_received(ctx, receive, lock_text, carried, result);
     } catch (Error& e) {
         e.add_context("pulling " + name);
         throw;

@@ -105,6 +105,40 @@ class World(unittest.TestCase):
         with open(os.path.join(self.project, "manifests", f"pylock.{env}.toml")) as f:
             return f.read()
 
+    def gamma(self):
+        """gamma's wheel as the index serves it: (path on this disk, file name, size, sha256)."""
+        fn = next(f for f in os.listdir(os.path.join(self.www, "files")) if f.startswith("gamma"))
+        path = os.path.join(self.www, "files", fn)
+        return path, fn, os.path.getsize(path), sha256_file(path)
+
+    def extra_package_locations(self, node):
+        """Where a hostile lock may name gamma, a wheel an artifact of `one` does not carry but
+        that exists on the receiving machine: (case, TOML key and value). `../` is read from
+        the lock's folder, NODE/manifests, so a copy is put at NODE/gamma…whl."""
+        path, fn, _, _ = self.gamma()
+        os.makedirs(node, exist_ok=True)
+        shutil.copy(path, os.path.join(node, fn))
+        return [("absolute", f'path = "{path}"'), ("dotdot", f'path = "../{fn}"'),
+                ("file-url", f'url = "file://{path}"'), ("http-url", f'url = "{self.index.url}/files/{fn}"')]
+
+    def with_extra_package(self, lock, location):
+        """`lock` (bytes) with gamma added, its wheel named by `location` (a TOML line)."""
+        _, fn, size, digest = self.gamma()
+        entry = (f'\n[[packages]]\nname = "gamma"\nversion = "3.0"\n\n[[packages.wheels]]\nname = "{fn}"\n'
+                 f'{location}\nsize = {size}\nhashes = {{ sha256 = "{digest}" }}\n')
+        text = lock.decode()
+        at = text.find("\n[tool.")  # before the tool table, which must come last
+        return (text[:at] + "\n" + entry + text[at:] if at >= 0 else text + entry).encode()
+
+    def assert_refused_extra(self, r, env):
+        """Exit 5 naming the package, nothing stored, no environment, no lock left."""
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        self.assertIn("gamma", r.stderr)
+        self.assertIn("artifact", r.stderr)
+        self.assertEqual(self.node_wheels(), [])
+        self.assertIsNone(envboxtest.current_generation(self.node_home, env))
+        self.assertFalse(os.path.exists(os.path.join(self.node, "manifests", f"pylock.{env}.toml")))
+
 
 class Push(World):
     reg_args = {}
@@ -243,6 +277,29 @@ class PlainRegistry(Push):
         self.assertIn(self.ref(self.repo(), "bad"), r.stderr)
         self.assertEqual(self.node_wheels(), [])
         return r
+
+    def test_a_lock_naming_a_wheel_the_artifact_does_not_carry_is_refused(self):
+        """The lock blob of a pushed `one` with gamma added, its wheel named by an absolute
+        path, a `../` path, a file:// URL (each a real wheel on this disk) or an http URL: pull
+        installed the local file. Only the artifact's wheels (or the store's) are installed."""
+        self.build("one")
+        self.push("one", self.ref(self.repo()))
+        m = self.registry.get_manifest(self.repo(), "v1")
+        lock_layer = next(l for l in m["layers"] if l["mediaType"].endswith("pylock.v1+toml"))
+        status, _, lock = self.registry.api("GET", f"/v2/{self.repo()}/blobs/{lock_layer['digest']}")
+        self.assertEqual(status, 200)
+        for case, location in self.extra_package_locations(self.node):
+            with self.subTest(case):
+                self.node_home = os.path.join(self.case, case + "-home")  # a store without gamma
+                hostile = self.with_extra_package(lock, location)
+                lock_layer.update(digest=self.registry.put_blob(self.repo(), hostile), size=len(hostile))
+                self.registry.put_manifest(self.repo(), case, m)
+                r = self.pull(self.ref(self.repo(), case), "bad", check=False)
+                self.assert_refused_extra(r, "bad")
+                self.assertIn(self.ref(self.repo(), case), r.stderr)
+        # The lock as pushed still pulls (the index is still up, and not asked).
+        self.pull(self.ref(self.repo()), "good")
+        self.assert_works("good", ["alpha", "beta"])
 
     def test_a_manifest_of_another_artifact_type_is_refused(self):
         r = self.hostile(lambda m: m.update(artifactType="application/vnd.example.other"))
@@ -560,6 +617,39 @@ class Pack(World):
         self.assertEqual(self.node_wheels(), [])
         self.assertFalse(os.path.exists(os.path.join(self.node, "manifests")))
         return r
+
+    def test_a_lock_naming_a_wheel_the_pack_does_not_carry_is_refused(self):
+        """A pack of `one` whose lock adds gamma, named by an absolute path, a `../` path, a
+        file:// URL (each a real wheel on this disk) or an http URL: unpack installed the
+        local file. Only the pack's wheels (or the store's) are installed."""
+        self.build("one")
+        out = os.path.join(self.case, "one.tar")
+        envbox("pack", "one", "-o", out, home=self.home, project=self.project)
+        with tarfile.open(out) as t:
+            lock = t.extractfile("pylock.toml").read()
+            wheels = [(m.name, t.extractfile(m).read()) for m in t.getmembers()[1:]]
+        for case, location in self.extra_package_locations(self.node):
+            with self.subTest(case):
+                self.node_home = os.path.join(self.case, case + "-home")  # a store without gamma
+                bad = os.path.join(self.case, case + ".tar")
+                with tarfile.open(bad, "w") as t:
+                    for name, data in [("pylock.toml", self.with_extra_package(lock, location))] + wheels:
+                        info, data = self.file(name, data)
+                        t.addfile(info, io.BytesIO(data))
+                r = self.at_node("unpack", bad, "bad", check=False)
+                self.assertIn(bad, r.stderr)
+                self.assert_refused_extra(r, "bad")
+        # The pack as written still unpacks; and a wheel the store holds already is installed
+        # from there, by digest, whatever the lock names (here gamma, stored by a pack of two).
+        self.node_home = os.path.join(self.case, "good-home")
+        self.at_node("unpack", out, "good")
+        self.assert_works("good", ["alpha", "beta"])
+        self.build("two")
+        envbox("pack", "two", "-o", os.path.join(self.case, "two.tar"), home=self.home, project=self.project)
+        self.at_node("unpack", os.path.join(self.case, "two.tar"), "two")
+        os.remove(os.path.join(self.node, self.gamma()[1]))  # what `../` named: not read
+        self.at_node("unpack", os.path.join(self.case, "dotdot.tar"), "extra")
+        self.assert_works("extra", ["alpha", "beta", "gamma"])
 
     @staticmethod
     def file(name, data):

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ struct CreateOptions {
     /// `--target`: the platform to build for (one of the manifest's `platforms`, or its
     /// machine), instead of this machine's; empty: this machine's (ops::create_target).
     std::string target;
+    /// Set by pull and unpack (the artifact rule, docs/SECURITY.md): the sha256 of each wheel
+    /// the received artifact carried, each now at cache/downloads/<sha256>.whl. A wheel the
+    /// store lacks is then taken from there and nowhere else, never from the lock's `path` or
+    /// `url`; a wheel the artifact did not carry is an integrity error (exit 5) naming its
+    /// package, before anything is fetched or stored.
+    std::optional<std::set<std::string>> received;
 };
 
 struct CreateResult {

@@ -82,7 +82,10 @@ struct PullOptions {
 /// downloads (in parallel, resumable) every wheel blob the store lacks, each checked against
 /// its digest and the lock's sha256 and size; then writes the lock as the project's
 /// `manifests/pylock.ENV.toml` and runs `create --frozen --offline` on it. A failure puts the
-/// previous lock back; a blob that is not its digest is removed and nothing is stored.
+/// previous lock back; a blob that is not its digest is removed and nothing is stored. The
+/// artifact rule: every wheel installed is one of the artifact's layers or already in the
+/// store (by sha256); a lock naming another, by a path or a URL, is refused (exit 5, naming the
+/// package) before anything is stored, and that path or URL is never read.
 ReceiveResult pull(const Context& ctx, const PullOptions& options);
 
 struct PackOptions {
@@ -114,7 +117,8 @@ struct UnpackOptions {
 /// anything is stored (exit 5, naming the member): a member that is not a regular file (links,
 /// devices), an absolute name or one with `..`, a name other than `pylock.toml` first and then
 /// `wheels/<a file name the lock has>`, a duplicate, a member larger than the lock says (or
-/// than 64 MiB for the lock), a wheel whose bytes are not the lock's sha256.
+/// than 64 MiB for the lock), a wheel whose bytes are not the lock's sha256; and, as `pull`
+/// refuses it, a lock that installs a wheel the archive does not carry and the store lacks.
 ReceiveResult unpack(const Context& ctx, const UnpackOptions& options);
 
 }  // namespace envbox::ops

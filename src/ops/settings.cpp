@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "envbox/index/url.hpp"
+#include "envbox/lock/manifest.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/printable.hpp"
@@ -41,12 +42,7 @@ env::InterpreterSearch interpreter_search(const Settings& settings) {
 }
 
 std::string index_variable_name(const std::string& name, const char* field) {
-    std::string var = "ENVBOX_INDEX_";
-    for (char c : name)
-        var += std::isalnum(static_cast<unsigned char>(c))
-                   ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
-                   : '_';
-    return var + "_" + field;
+    return lock::index_variable_name(name, field);  // the manifest reader names them too
 }
 
 std::optional<std::string> index_url_problem(const std::string& url, const std::string& name) {

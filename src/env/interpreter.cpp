@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 namespace envbox::env {
 namespace {
 
-constexpr std::string_view kProbeFormat = "envbox-probe 2";
+constexpr std::string_view kProbeFormat = "envbox-probe 3";
 
 // Prints `key=value` lines; run with -I -S so no site customisation can interfere.
 constexpr const char* kProbeScript = R"PY(
@@ -46,6 +46,16 @@ m = {"implementation_name": sys.implementation.name, "implementation_version": v
      "platform_python_implementation": platform.python_implementation(),
      "python_version": ".".join(platform.python_version_tuple()[:2]), "sys_platform": sys.platform}
 for k, val in m.items(): out("marker." + k, val)
+inst = [sys.base_prefix, sys.base_exec_prefix]
+try:
+    import site
+    b = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
+         "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix}
+    p = sysconfig.get_paths(vars=b)
+    inst += [p[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in p]
+    inst += site.getsitepackages(inst[:2])
+except Exception: pass
+for p in inst: out("installation", p)
 )PY";
 
 Interpreter parse_probe(const std::string& text, const fs::path& path) {
@@ -77,6 +87,8 @@ Interpreter parse_probe(const std::string& text, const fs::path& path) {
             in.scheme[k.substr(7)] = v;
         else if (k.starts_with("marker."))
             in.markers.set(k.substr(7), v);
+        else if (k == "installation")
+            in.installation.emplace_back(v);
     }
     if (in.major != 3 || in.full_version.empty() || in.executable.empty() ||
         !in.scheme.count("purelib") || !in.scheme.count("scripts"))

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -163,7 +164,18 @@ std::optional<std::string> bind_over_itself(const fs::path& p) {
     return std::nullopt;
 }
 
-std::optional<std::string> enter_mount_namespace(const fs::path& read_only,
+// `read_only` (the protected trees, none beneath another) and every other mount that shows
+// their files (aliases_of).
+std::vector<fs::path> with_aliases(const std::vector<fs::path>& read_only) {
+    const std::vector<MountEntry> mounts = read_mountinfo();
+    std::set<fs::path> out(read_only.begin(), read_only.end());
+    for (const auto& r : read_only)
+        for (auto& a : aliases_of(mounts, r))
+            out.insert(std::move(a));
+    return {out.begin(), out.end()};
+}
+
+std::optional<std::string> enter_mount_namespace(const std::vector<fs::path>& read_only,
                                                  const std::vector<fs::path>& writable) {
     if (auto why = unshare_mount_namespace()) return why;
     // Mounts made here must not propagate back to the host.
@@ -171,13 +183,14 @@ std::optional<std::string> enter_mount_namespace(const fs::path& read_only,
         return std::string("cannot make mounts private: ") + std::strerror(errno);
     // The writable directories are bound while their mounts are still writable: a bind mount
     // takes its source mount's flags.
-    if (auto why = bind_over_itself(read_only)) return why;
+    for (const auto& r : read_only)
+        if (auto why = bind_over_itself(r)) return why;
     for (const auto& w : writable)
         if (auto why = bind_over_itself(w)) return why;
-    std::vector<fs::path> protect = aliases_of(read_mountinfo(), read_only);
+    std::vector<fs::path> protect = with_aliases(read_only);
     for (const auto& a : protect)
-        if (auto why = bind_over_itself(a)) return why;
-    protect.push_back(read_only);
+        if (std::find(read_only.begin(), read_only.end(), a) == read_only.end())
+            if (auto why = bind_over_itself(a)) return why;
     const std::vector<MountEntry> mounts = read_mountinfo();
     for (const auto& dir : protect)
         for (const auto& m : mounts_at_or_below(mounts, dir)) {
@@ -192,21 +205,49 @@ std::optional<std::string> enter_mount_namespace(const fs::path& read_only,
     return std::nullopt;
 }
 
+// The trees to protect: `home` and those of `extra` the spec's contract keeps (canonical,
+// existing, not `/`, holding neither the working directory nor $HOME), outermost first, none
+// beneath another.
+std::vector<fs::path> protected_trees(const fs::path& home, const std::vector<fs::path>& extra) {
+    std::error_code ec;
+    std::vector<fs::path> work;  // where the command must still be able to write
+    if (fs::path cwd = fs::current_path(ec); !ec) work.push_back(fs::weakly_canonical(cwd, ec));
+    if (const char* h = std::getenv("HOME"); h && *h) work.push_back(fs::weakly_canonical(h, ec));
+    std::vector<fs::path> trees{home};
+    for (const auto& d : extra) {
+        fs::path c = fs::canonical(d, ec);
+        if (ec || c == c.root_path()) continue;
+        if (std::none_of(work.begin(), work.end(),
+                         [&](const fs::path& w) { return is_at_or_below(w, c); }))
+            trees.push_back(c);
+    }
+    std::sort(trees.begin(), trees.end(), [](const fs::path& a, const fs::path& b) {
+        return a.native().size() < b.native().size();
+    });
+    std::vector<fs::path> out;
+    for (const auto& t : trees)
+        if (std::none_of(out.begin(), out.end(),
+                         [&](const fs::path& o) { return is_at_or_below(t, o); }))
+            out.push_back(t);
+    return out;
+}
+
 }  // namespace
 
 SandboxOutcome enter_sandbox(const SandboxSpec& spec) {
     SandboxOutcome out;
     std::error_code ec;
-    fs::path read_only = fs::canonical(spec.read_only, ec);
+    fs::path home = fs::canonical(spec.read_only, ec);
     if (ec) {
         out.namespace_refused = out.landlock_refused =
             "cannot resolve " + spec.read_only.string() + ": " + ec.message();
         return out;
     }
+    const std::vector<fs::path> read_only = protected_trees(home, spec.also_read_only);
     std::vector<fs::path> writable;
     for (const auto& w : spec.writable) {
         fs::path c = fs::canonical(w, ec);
-        if (!ec && is_at_or_below(c, read_only)) writable.push_back(c);
+        if (!ec && is_at_or_below(c, home)) writable.push_back(c);
     }
     auto why = enter_mount_namespace(read_only, writable);
     if (!why) {
@@ -214,9 +255,7 @@ SandboxOutcome enter_sandbox(const SandboxSpec& spec) {
         return out;
     }
     out.namespace_refused = *why;
-    std::vector<fs::path> protect = aliases_of(read_mountinfo(), read_only);
-    protect.push_back(read_only);
-    if (auto no = landlock_protect(protect, writable)) {
+    if (auto no = landlock_protect(with_aliases(read_only), writable)) {
         out.landlock_refused = *no;
         return out;
     }

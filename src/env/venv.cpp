@@ -2,9 +2,13 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
+#include "envbox/pep/name.hpp"
 #include "envbox/pep/wheel.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "pip_shim.hpp"
 
 namespace fs = std::filesystem;
 
@@ -50,7 +54,57 @@ hash -r 2>/dev/null
 )SH";
 }
 
+// `text` as a Python expression for the str whose bytes it is (`os.fsdecode(b"…")`): every
+// byte a name or path may hold survives, and none can end the literal.
+std::string py_text(std::string_view text) {
+    std::string out = "os.fsdecode(b\"";
+    for (unsigned char c : text) {
+        if (c == '\\' || c == '"') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            char hex[5];
+            std::snprintf(hex, sizeof hex, "\\x%02x", c);
+            out += hex;
+        }
+    }
+    return out + "\")";
+}
+
+// envbox's pip (contract in venv.hpp): the launchers, the package and its __pycache__ stand-in.
+void add_pip_shim(const Interpreter& in, const VenvLayout& l, const std::string& env,
+                  std::vector<VenvEntry>& out) {
+    const std::string bin = l.scripts.lexically_relative(l.root).string();
+    const std::string pkg = (l.purelib / "pip").lexically_relative(l.root).string();
+    const std::string launcher = pep::launcher_script({"pip", "pip", "main"}, l.python.string());
+    for (const std::string& name :
+         {std::string("pip"), "pip" + std::to_string(in.major), "pip" + in.version_xy()})
+        out.push_back({bin + "/" + name, launcher, "", 0755});
+    std::string code(pip_shim_code());
+    const std::string generated = "ENV = " + py_text(env) + "\nSITE_DIRS = (\".\", " +
+                                  py_text(l.platlib.lexically_relative(l.purelib).string()) + ")\n";
+    code.replace(code.find(kPipShimGenerated), kPipShimGenerated.size(), generated);
+    out.push_back({pkg + "/__init__.py", code, "", 0644});
+    out.push_back({pkg + "/__main__.py",
+                   "# envbox's pip (see __init__.py) for `python -m pip`.\nimport sys\n\nfrom pip "
+                   "import main\n\nsys.exit(main())\n",
+                   "", 0644});
+    out.push_back({pkg + "/__pycache__",
+                   "envbox: this file stands where Python would write the bytecode of envbox's "
+                   "pip, so that it writes none when the environment's python runs outside "
+                   "`envbox run`.\n",
+                   "", 0444});
+}
+
 }  // namespace
+
+bool wants_pip_shim(const std::vector<GenerationPackage>& packages) {
+    for (const auto& p : packages)
+        if (pep::canonicalize_name(p.name) == "pip") return false;
+    return true;
+}
 
 VenvLayout VenvLayout::of(const Interpreter& in, const fs::path& root) {
     auto at = [&](const char* key, const char* fallback) {
@@ -71,7 +125,8 @@ VenvLayout VenvLayout::of(const Interpreter& in, const fs::path& root) {
 }
 
 std::vector<VenvEntry> venv_skeleton(const Interpreter& in, const fs::path& root,
-                                     const std::string& prompt) {
+                                     const std::string& prompt,
+                                     const std::vector<GenerationPackage>& packages) {
     VenvLayout l = VenvLayout::of(in, root);
     const std::string bin = l.scripts.lexically_relative(root).string();
     std::vector<VenvEntry> out;
@@ -87,16 +142,19 @@ std::vector<VenvEntry> venv_skeleton(const Interpreter& in, const fs::path& root
                        "\nenvbox = " ENVBOX_VERSION "\n",
                    "", 0644});
     out.push_back({bin + "/activate", activate_script(root, prompt), "", 0644});
+    if (wants_pip_shim(packages)) add_pip_shim(in, l, prompt, out);
     return out;
 }
 
-VenvLayout create_venv(const Interpreter& in, const fs::path& root, const std::string& prompt) {
+VenvLayout create_venv(const Interpreter& in, const fs::path& root, const std::string& prompt,
+                       const std::vector<GenerationPackage>& packages) {
     VenvLayout l = VenvLayout::of(in, root);
     make_dirs(l.scripts);
     make_dirs(l.purelib);
     make_dirs(l.platlib);
     make_dirs(root / "include");
-    for (const auto& e : venv_skeleton(in, root, prompt)) {
+    for (const auto& e : venv_skeleton(in, root, prompt, packages)) {
+        make_dirs((root / e.rel).parent_path());
         if (!e.symlink_target.empty())
             symlink_to(e.symlink_target, root / e.rel);
         else

@@ -271,10 +271,24 @@ class TreeVerifier {
                     "points to " + std::string(buf, static_cast<std::size_t>(n)));
             return;
         }
+        struct stat st {};
+        if (::fstatat(root_.get(), e.rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            add(Drift::Kind::missing, e.rel, "");
+            return;
+        }
+        // A directory where envbox wrote a file: pip's __pycache__ stand-in, replaced by the
+        // folder Python then writes bytecode into.
+        if (!S_ISREG(st.st_mode)) {
+            add(Drift::Kind::modified, e.rel, "not a regular file");
+            return;
+        }
+        if (((e.mode & 0100) != 0) != ((st.st_mode & 0100) != 0))
+            add(Drift::Kind::modified, e.rel,
+                (e.mode & 0100) ? "lost its exec bit" : "became executable");
         bool ok = false;
         std::string got = hash_at(root_.get(), e.rel.c_str(), ok);
         if (!ok)
-            add(Drift::Kind::missing, e.rel, "");
+            add(Drift::Kind::modified, e.rel, "unreadable");
         else if (got != to_hex(sha256(e.content)))
             add(Drift::Kind::modified, e.rel, "content differs");
     }

@@ -126,7 +126,8 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     }
     env::VenvLayout layout = env::VenvLayout::of(in, g.path);
     env::InstallPlan plan = env::plan_install(store, in, layout, requests);
-    auto skeleton = env::venv_skeleton(in, g.path, g.environment.empty() ? env : g.environment);
+    auto skeleton =
+        env::venv_skeleton(in, g.path, g.environment.empty() ? env : g.environment, g.packages);
     result.plan_s = since(started) - result.load_s;
     result.report = env::verify_tree(store, layout, plan, skeleton, on_disk.get(), deep, ctx.jobs);
     // A touched store object changed every environment that links it: name them.

@@ -2,6 +2,7 @@
 
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
+#include "envbox/env/interpreter.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/ops/create.hpp"
 #include "envbox/store/home.hpp"
@@ -142,12 +143,18 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
                        : bin + ":" + path->second;
     add_manifest_run_env(ctx, env, base, plan);
     plan.environment = std::move(base);
+    try {  // the probe is cached: a read, unless the interpreter changed
+        plan.base_installation =
+            env::probe_interpreter(gen->python, store::Home(ctx.home).interpreters()).installation;
+    } catch (const Error& e) {
+        plan.notes.push_back(std::string("the base interpreter stays writable: ") + e.what());
+    }
     return plan;
 }
 
 env::SandboxOutcome enter_run_sandbox(const Context& ctx, const RunPlan& plan, SandboxMode mode) {
     if (mode == SandboxMode::off) return {};
-    env::SandboxOutcome out = env::enter_sandbox({ctx.home, plan.writable});
+    env::SandboxOutcome out = env::enter_sandbox({ctx.home, plan.writable, plan.base_installation});
     if (out.kind == env::SandboxKind::none && mode == SandboxMode::strict)
         throw Error(ErrorCode::generic,
                     "refusing to run without the sandbox (--sandbox strict): no mount namespace (" +

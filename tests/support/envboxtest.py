@@ -249,15 +249,29 @@ def tree(root):
     return out
 
 
+def envbox_pip_shim(root):
+    """The paths of envbox's pip in the environment at `root` (its launchers and package, see
+    env/venv.hpp), or an empty set where the lock's own pip stands instead."""
+    init = glob.glob(os.path.join(root, "lib", "python*", "site-packages", "pip", "__init__.py"))
+    with open(init[0], "rb") if init else open(os.devnull, "rb") as f:
+        if b"envbox's pip for this environment" not in f.read(200):
+            return set()
+    site = os.path.relpath(os.path.dirname(os.path.dirname(init[0])), root)
+    return {rel for rel in tree(root) if rel.startswith(site + "/pip/") or rel == site + "/pip" or
+            re.fullmatch(r"bin/pip[0-9.]*", rel)}
+
+
 def pip_comparable(root):
     """tree(root) as the differential against pip compares it: without the interpreter's own
-    files (pyvenv.cfg, bin/python*, activate scripts, lib64, include), envbox's .envbox,
-    __pycache__ and directories (implied by the files; pip leaves some empty ones), and with
-    the environment's path in file contents replaced by <ENV>."""
+    files (pyvenv.cfg, bin/python*, activate scripts, lib64, include), envbox's pip, envbox's
+    .envbox, __pycache__ and directories (implied by the files; pip leaves some empty ones), and
+    with the environment's path in file contents replaced by <ENV>."""
     out = {}
+    shim = envbox_pip_shim(root)
     for rel, (kind, data, exe) in tree(root).items():
         if rel.startswith(".envbox") or rel in ("pyvenv.cfg", "lib64", "include") or \
-                rel.startswith("bin/python") or rel.startswith("bin/activate") or rel == "bin/Activate.ps1":
+                rel.startswith("bin/python") or rel.startswith("bin/activate") or rel == "bin/Activate.ps1" or \
+                rel in shim:
             continue
         if "__pycache__" in rel or kind == "dir":
             continue

@@ -25,6 +25,10 @@ struct Interpreter {
     /// data ("lib/python3.11/site-packages", "bin", …).
     std::map<std::string, std::string> scheme;
     pep::MarkerEnvironment markers;  ///< the interpreter's own marker environment
+    /// Its installation, which every environment built on it runs on: sys.base_prefix,
+    /// sys.base_exec_prefix, the stdlib and site-packages folders (`envbox run` makes them
+    /// read-only; env/sandbox.hpp).
+    std::vector<std::filesystem::path> installation;
 
     bool free_threaded() const { return abiflags.find('t') != std::string::npos; }
     std::string version_xy() const { return std::to_string(major) + "." + std::to_string(minor); }

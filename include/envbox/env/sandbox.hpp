@@ -1,7 +1,8 @@
 #pragma once
 /// The sandbox of `envbox run`: nothing the command runs can write into ENVBOX_HOME (every
 /// environment, the store, the caches) except the few directories a workload must write (its
-/// compile caches).
+/// compile caches), nor into the base interpreter's installation every environment runs on (a
+/// base pip, `python -m ensurepip` of the base, a stray `open`).
 ///
 /// First choice: a private mount namespace (inside a user namespace when not root, or when root
 /// lacks CAP_SYS_ADMIN) in which the home is bind-mounted over itself and every mount at or below
@@ -25,6 +26,11 @@ struct SandboxSpec {
     std::filesystem::path read_only;  ///< this directory and everything beneath it
     std::vector<std::filesystem::path>
         writable;  ///< existing directories beneath `read_only` kept writable
+    /// Read-only too, with everything beneath: the base interpreter's installation
+    /// (`Interpreter::installation`). One that does not exist, is `/`, or holds the working
+    /// directory or $HOME is left out (a Python installed with `--prefix=$HOME` keeps the home
+    /// writable; its lib/pythonX.Y and site-packages, also listed, are still protected).
+    std::vector<std::filesystem::path> also_read_only = {};
 };
 
 /// How the process ended up confined.
@@ -41,8 +47,9 @@ struct SandboxOutcome {
 };
 
 /// Confines this process (call right before exec; the process must be single-threaded, as
-/// unshare(CLONE_NEWUSER) demands). Tries the mount namespace, then Landlock. Paths are
-/// canonicalised first; writable paths that do not exist are ignored. Never throws: what could
+/// unshare(CLONE_NEWUSER) demands). Tries the mount namespace, then Landlock; either protects
+/// `read_only` and `also_read_only` alike, or nothing. Paths are canonicalised first; writable
+/// paths that do not exist are ignored. Never throws: what could
 /// not be done is in the outcome. A process left with kind `none` may be in a new mount
 /// namespace with part of the home read-only: treat it as unsandboxed.
 SandboxOutcome enter_sandbox(const SandboxSpec& spec);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "envbox/env/generation.hpp"
 #include "envbox/env/interpreter.hpp"
 
 namespace envbox::env {
@@ -29,15 +30,31 @@ struct VenvEntry {
     mode_t mode = 0644;
 };
 
-/// What `create_venv` writes besides directories (used by verify to know what to expect).
+/// What `create_venv` writes besides directories, for the environment `prompt` (its name) of
+/// `packages`; verify expects exactly these files, by content.
 std::vector<VenvEntry> venv_skeleton(const Interpreter& interpreter,
-                                     const std::filesystem::path& root, const std::string& prompt);
+                                     const std::filesystem::path& root, const std::string& prompt,
+                                     const std::vector<GenerationPackage>& packages);
+
+/// Whether an environment of `packages` gets envbox's pip: every one but those that lock a real
+/// `pip` distribution, whose own pip then stands in its place.
+bool wants_pip_shim(const std::vector<GenerationPackage>& packages);
 
 /// Creates the venv skeleton at `root` (which must not exist yet): `pyvenv.cfg` (home,
 /// include-system-site-packages = false, version, executable, envbox version), `bin/python`,
 /// `python3`, `python3.X` symlinks to the base interpreter, `lib/python3.X/site-packages`,
-/// `lib64` → `lib`, `include/`, and `bin/activate` for POSIX shells.
+/// `lib64` → `lib`, `include/`, `bin/activate` for POSIX shells, and (`wants_pip_shim`)
+/// envbox's pip:
+///   - `bin/pip`, `pip3`, `pip3.X` launchers and `site-packages/pip/{__init__,__main__}.py`
+///     (for `python -m pip`): a package, not a distribution (no .dist-info, so neither pip
+///     list nor importlib.metadata shows it), answering `list`, `freeze`, `show` and `check`
+///     for the environment's own site-packages as pip does, and refusing every other command
+///     (install, uninstall, …) with exit 1 and the envbox command that does it (`envbox add
+///     ENV X`), inside `envbox run` or outside it;
+///   - no bytecode: a read-only regular file stands at `site-packages/pip/__pycache__`, so
+///     Python, which ignores a cache folder it cannot make, writes none there when the
+///     environment's python runs outside `envbox run` and verify stays clean.
 VenvLayout create_venv(const Interpreter& interpreter, const std::filesystem::path& root,
-                       const std::string& prompt);
+                       const std::string& prompt, const std::vector<GenerationPackage>& packages);
 
 }  // namespace envbox::env

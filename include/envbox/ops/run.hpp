@@ -16,7 +16,9 @@ struct RunPlan {
     std::vector<std::string> argv;
     std::map<std::string, std::string> environment;
     std::vector<std::filesystem::path>
-        writable;                    ///< what stays writable in the home (compile caches), created
+        writable;  ///< what stays writable in the home (compile caches), created
+    std::vector<std::filesystem::path>
+        base_installation;           ///< read-only too: the base interpreter's (env/sandbox.hpp)
     std::vector<std::string> notes;  ///< what was changed, for -v
 };
 

@@ -442,8 +442,10 @@ HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destin
             return {200, {}, {}, req.url, true};  // another process finished it
     }
     ScopedRemove remove(resumable ? fs::path() : part);
-    UniqueFd fd(
-        ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (resumable ? 0 : O_TRUNC), 0644));
+    // O_NOFOLLOW: a link planted as the part file is refused, never written through.
+    UniqueFd fd(::open(part.c_str(),
+                       O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resumable ? 0 : O_TRUNC),
+                       0644));
     if (!fd)
         throw Error(ErrorCode::generic,
                     "cannot create " + part.string() + ": " + std::strerror(errno));

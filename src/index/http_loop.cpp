@@ -3,6 +3,17 @@
 #include <unordered_map>
 
 namespace envbox::index {
+namespace {
+
+// Connections open at once to one host; more requests wait in curl's queue. An HTTP/2 index
+// (PyPI, download.pytorch.org) multiplexes every request on one connection and never reaches
+// it. An HTTP/1 server gets a browser's share: a burst of 30 new connections overflows the
+// accept queue of a small server (Python's http.server listens with a backlog of 5), and each
+// dropped SYN costs the kernel's one-second retransmit, which was most of a 2-second lock
+// against a loopback index (bench/README.md).
+constexpr long kMaxHostConnections = 6;
+
+}  // namespace
 
 HttpClient::Shared::Shared() {
     static std::once_flag once;
@@ -15,6 +26,7 @@ HttpClient::Shared::Shared() {
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
     multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, kMaxHostConnections);
 }
 
 HttpClient::Shared::~Shared() {

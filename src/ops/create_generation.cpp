@@ -142,7 +142,7 @@ std::optional<std::string> link_project_dir(const fs::path& project_root, const 
     try {
         dir = make_own_dir(project_root, ".envbox");
     } catch (const Error& e) {
-        return std::string(e.what());
+        return "cannot create " + link_dir.string() + ": " + e.what();
     }
     struct stat st {};
     if (::fstatat(dir.get(), ".gitignore", &st, AT_SYMLINK_NOFOLLOW) != 0) {

@@ -157,7 +157,11 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
         check_env_name(env);
         if (ctx.project_root.empty())
             throw Error(ErrorCode::usage, spec + ": no project here to read git history from");
-        auto r = run_capture({"git", "-C", ctx.project_root.string(), "show",
+        // A revision, never an option: `ENV@--output=FILE` would make git write FILE.
+        if (rev.empty() || rev.front() == '-' || rev.find(':') != std::string::npos ||
+            rev.find('\0') != std::string::npos)
+            throw Error(ErrorCode::usage, spec + ": '" + rev + "' is not a git revision");
+        auto r = run_capture({"git", "-C", ctx.project_root.string(), "show", "--end-of-options",
                               rev + ":manifests/pylock." + env + ".toml"});
         if (r.status != 0)
             throw Error(ErrorCode::usage,

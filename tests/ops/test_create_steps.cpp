@@ -220,4 +220,14 @@ TEST_CASE("link_project_dir: .envbox/ENV follows current, or says why not", "[op
     auto why = link_project_dir(dir.path / "file", "e", edir);
     REQUIRE(why);
     CHECK(why->starts_with("cannot create " + (dir.path / "file" / ".envbox").string()));
+
+    // A committed `.envbox` link: refused, nothing written into its target.
+    const fs::path other = dir.path / "other", victim = dir.path / "victim";
+    fs::create_directories(other);
+    fs::create_directories(victim);
+    fs::create_symlink(victim, other / ".envbox");
+    why = link_project_dir(other, "e", edir);
+    REQUIRE(why);
+    CHECK(why->find("symbolic link") != std::string::npos);
+    CHECK(fs::is_empty(victim));
 }

@@ -69,7 +69,9 @@ class InfoReader {
             const std::string name = value(key, rest);
             for (auto& p : g_.packages)
                 if (p.name == name) p.preferred = true;
-        } else if (key == "bytecode")
+        } else if (key == "pip-shim")
+            g_.pip_shim = true;
+        else if (key == "bytecode")
             g_.bytecode.push_back(value(key, rest));
         else if (key == "package")
             package(rest);
@@ -228,6 +230,7 @@ void write_generation_record(const Generation& g, const std::string& lock_text) 
         .add("link-mode", e(g.link_mode));
     for (const auto& b : g.bytecode)
         w.add("bytecode", e(b));
+    if (g.pip_shim) w.add("pip-shim", "yes");
     for (const auto& p : g.packages)
         w.add_fields("package", {e(p.name), e(p.version), p.wheel_sha256, e(p.filename),
                                  p.requested ? "requested" : "-"});

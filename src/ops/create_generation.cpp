@@ -112,6 +112,7 @@ void build_generation(const store::Store& store, const Target& target, env::Gene
         progress.phase("Installing", requests.size());
         env::VenvLayout layout =
             env::create_venv(*target.interpreter, gen.path, opt.env, gen.packages);
+        gen.pip_shim = env::wants_pip_shim(gen.packages);
         result.install = env::install_wheels(store, *target.interpreter, layout, requests,
                                              opt.link_mode, ctx.jobs);
         for (const auto& n : result.install.notes)

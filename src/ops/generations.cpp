@@ -128,6 +128,13 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     env::InstallPlan plan = env::plan_install(store, in, layout, requests);
     auto skeleton =
         env::venv_skeleton(in, g.path, g.environment.empty() ? env : g.environment, g.packages);
+    // A generation built before envbox wrote its pip has none to check.
+    if (!g.pip_shim && env::wants_pip_shim(g.packages)) {
+        const std::string pkg = (layout.purelib / "pip").lexically_relative(layout.root).string();
+        std::erase_if(skeleton, [&pkg](const env::VenvEntry& e) {
+            return e.rel == pkg || e.rel.starts_with(pkg + "/") || e.rel.starts_with("bin/pip");
+        });
+    }
     result.plan_s = since(started) - result.load_s;
     result.report = env::verify_tree(store, layout, plan, skeleton, on_disk.get(), deep, ctx.jobs);
     // A touched store object changed every environment that links it: name them.

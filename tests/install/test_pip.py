@@ -322,6 +322,27 @@ class VerifyAndTamper(unittest.TestCase):
         self.assertIn(("missing", "bin/pip"), self.drift())
 
 
+    def test_a_generation_built_before_the_shim_verifies_clean_without_it(self):
+        """A generation an older envbox built has no shim and no `pip-shim` record line: verify
+        expects none there (upgrading envbox never turns an environment red)."""
+        gen, site = self.w.current("demo"), self.w.site("demo")
+        info = os.path.join(gen, ".envbox", "info")
+        with open(info) as f:
+            lines = f.read().splitlines(keepends=True)
+        self.assertIn("pip-shim yes\n", lines)
+        os.chmod(info, 0o644)
+        with open(info, "w") as f:
+            f.writelines(l for l in lines if not l.startswith("pip-shim "))
+        os.chmod(gen, 0o755)
+        os.chmod(os.path.join(gen, "bin"), 0o755)
+        os.chmod(site, 0o755)
+        shutil.rmtree(os.path.join(site, "pip"))
+        for name in os.listdir(os.path.join(gen, "bin")):
+            if name.startswith("pip"):
+                os.unlink(os.path.join(gen, "bin", name))
+        self.w.verify_clean(self, "demo")
+
+
 class RealPipInTheLock(unittest.TestCase):
     def test_a_locked_pip_is_the_pip_and_no_shim_is_written(self):
         if not PIP_WHEEL:

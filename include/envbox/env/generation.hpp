@@ -31,6 +31,9 @@ struct Generation {
     std::string platform;        ///< target platform tag
     std::string environment;     ///< the environment's name (its venv prompt)
     std::string link_mode;       ///< how files were placed: hardlink, reflink or copy
+    /// envbox wrote its pip into this generation (record key `pip-shim`). Generations built
+    /// before envbox had one lack it, and `verify` expects none there.
+    bool pip_shim = false;
     /// The bytecode keys its `.pyc` files were compiled for (store::BytecodeKey::name, one per
     /// optimisation level); empty: built without bytecode (`--no-compile`).
     std::vector<std::string> bytecode;

@@ -70,13 +70,16 @@ def hostile_repository(root):
                 f.write(f'\n[[packages]]\nname = "{n}"\nversion = "1.0"\n')
 
 
-class Completion(unittest.TestCase):
+class Repository(unittest.TestCase):
+    """A temporary repository (`fill` makes its manifests/) and the completion scripts for it."""
+
+    def fill(self):
+        raise NotImplementedError
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="envbox-completion-")
         self.home = os.path.join(self.tmp, "home")
-        os.makedirs(os.path.join(self.tmp, "manifests"))
-        for name in ("train-cu128.toml", "pylock.train-cu128.toml", "infer.toml"):
-            open(os.path.join(self.tmp, "manifests", name), "w").close()
+        self.fill()
 
     def tearDown(self):
         keep_or_remove(self.tmp)
@@ -86,6 +89,13 @@ class Completion(unittest.TestCase):
         with open(path, "w") as f:
             f.write(envbox("completion", shell, home=self.home).stdout)
         return path
+
+
+class Completion(Repository):
+    def fill(self):
+        os.makedirs(os.path.join(self.tmp, "manifests"))
+        for name in ("train-cu128.toml", "pylock.train-cu128.toml", "infer.toml"):
+            open(os.path.join(self.tmp, "manifests", name), "w").close()
 
     def shell(self, *argv):
         return subprocess.run(argv, capture_output=True, text=True, cwd=self.tmp,
@@ -130,23 +140,12 @@ class Completion(unittest.TestCase):
 
 
 
-class HostileNames(unittest.TestCase):
+class HostileNames(Repository):
     """Every shell completes environment and package names from a repository holding hostile
     ones: no command runs, every valid name is offered and nothing else."""
 
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="envbox-completion-")
-        self.home = os.path.join(self.tmp, "home")
+    def fill(self):
         hostile_repository(self.tmp)
-
-    def tearDown(self):
-        keep_or_remove(self.tmp)
-
-    def script(self, shell):
-        path = os.path.join(self.tmp, "envbox." + shell)
-        with open(path, "w") as f:
-            f.write(envbox("completion", shell, home=self.home).stdout)
-        return path
 
     def complete_bash(self, line):
         """COMPREPLY of `_envbox` for LINE (its last word being completed), one per line, the

@@ -19,25 +19,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
 import envboxtest  # noqa: E402
-from envboxtest import Project, keep_or_remove  # noqa: E402
+from envboxtest import Project, keep_or_remove, tree as snapshot  # noqa: E402  (what a victim must keep)
 from wheelgen import Wheel  # noqa: E402
-
-
-def snapshot(root):
-    """Every path below `root` with its type and content: what a victim must keep."""
-    out = {}
-    for d, dirs, files in os.walk(root):
-        for name in dirs + files:
-            p = os.path.join(d, name)
-            rel = os.path.relpath(p, root)
-            if os.path.islink(p):
-                out[rel] = ("link", os.readlink(p))
-            elif os.path.isdir(p):
-                out[rel] = ("dir", None)
-            else:
-                with open(p, "rb") as f:
-                    out[rel] = ("file", f.read())
-    return out
 
 
 class PlantedLinks(unittest.TestCase):

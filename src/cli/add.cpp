@@ -15,13 +15,13 @@ struct AddCommand {
     std::string env;
     std::vector<std::string> requirements;
     std::string index;  ///< --index, may be empty
-    bool no_sync = false, offline = false;
+    bool no_sync = false, offline = false, allow_cuda_change = false;
 };
 
 struct RemoveCommand {
     std::string env;
     std::vector<std::string> names;
-    bool no_sync = false, offline = false;
+    bool no_sync = false, offline = false, allow_cuda_change = false;
 };
 
 std::string joined(const std::vector<std::string>& words) {
@@ -43,6 +43,7 @@ void print_json(const std::string& env, const ops::EditResult& r) {
                    {"lock_changed", r.lock.changed},
                    {"packages", r.lock.packages},
                    {"changes", changes_json(r.lock.changes)},
+                   {"cuda_change", r.lock.cuda_change ? Json(*r.lock.cuda_change) : Json(nullptr)},
                    {"generation", r.create ? Json(r.create->generation) : Json(nullptr)},
                    {"created", r.create ? r.create->changed : false}};
     std::printf("%s\n", json_line(report).c_str());
@@ -100,6 +101,7 @@ void run_add(const GlobalOptions& global, const AddCommand& cmd) {
     if (!cmd.index.empty()) opt.index = cmd.index;
     opt.sync = !cmd.no_sync;
     opt.offline = cmd.offline;
+    opt.allow_cuda_change = cmd.allow_cuda_change;
     run_edit(global, cmd.env, cmd.index,
              [&](const ops::Context& ctx) { return ops::add(ctx, opt); });
 }
@@ -110,6 +112,7 @@ void run_remove(const GlobalOptions& global, const RemoveCommand& cmd) {
     opt.names = cmd.names;
     opt.sync = !cmd.no_sync;
     opt.offline = cmd.offline;
+    opt.allow_cuda_change = cmd.allow_cuda_change;
     run_edit(global, cmd.env, "", [&](const ops::Context& ctx) { return ops::remove(ctx, opt); });
 }
 
@@ -132,6 +135,8 @@ void register_add(CLI::App& app, GlobalOptions& global) {
                   "Pin the added packages to this [[index]] of the manifest (in [sources])");
     c->add_flag("--no-sync", cmd->no_sync, "Stop after the lock: do not create the environment");
     c->add_flag("--offline", cmd->offline, "Use only cached index pages and the store");
+    c->add_flag("--allow-cuda-change", cmd->allow_cuda_change,
+                "Lock even when ENV moves to another CUDA line (refused without it)");
     c->callback([&global, cmd] { run_add(global, *cmd); });
 }
 
@@ -150,6 +155,8 @@ void register_remove(CLI::App& app, GlobalOptions& global) {
     c->add_option("NAME", cmd->names, "Package names")->required();
     c->add_flag("--no-sync", cmd->no_sync, "Stop after the lock: do not create the environment");
     c->add_flag("--offline", cmd->offline, "Use only cached index pages and the store");
+    c->add_flag("--allow-cuda-change", cmd->allow_cuda_change,
+                "Lock even when ENV moves to another CUDA line (refused without it)");
     c->callback([&global, cmd] { run_remove(global, *cmd); });
 }
 

@@ -60,8 +60,10 @@ struct RunCommand {
 void report_lock(const GlobalOptions& global, const std::string& env, const ops::LockResult& r);
 
 /// The change list on stderr, as uv prints it: `+ tqdm 4.68.0`, `- foo 1.0`,
-/// `~ torch 2.11.0+cu128 → 2.11.1+cu128`; nothing with -q.
-void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes);
+/// `~ torch 2.11.0+cu128 → 2.11.1+cu128`, after `! CUDA 12.8 → 13.0 (…)` when the lock moved
+/// the environment to another CUDA line; nothing with -q.
+void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes,
+                   const std::optional<std::string>& cuda_change);
 
 /// The change list as JSON: `[{"name", "old", "new"}]`, null where absent.
 Json changes_json(const std::vector<ops::VersionChange>& changes);

@@ -68,8 +68,9 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
     if (global.verbosity > 1)
         std::fprintf(
             stderr,
-            "  seconds: select %.3f, fetch+ingest %.3f, publish %.3f, install %.3f, commit %.3f\n",
-            r.select_s, r.ingest_s, r.publish_s, r.install_s, r.commit_s);
+            "  seconds: select %.3f, fetch+ingest %.3f, publish %.3f, install %.3f, seal %.3f, "
+            "commit %.3f\n",
+            r.select_s, r.ingest_s, r.publish_s, r.install_s, r.seal_s, r.commit_s);
     if (global.verbosity > 1 && r.fetched > 0)
         std::fprintf(stderr,
                      "  ingest thread-seconds: decode %.2f, hash %.2f, write %.2f (%u threads)\n",

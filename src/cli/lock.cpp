@@ -10,6 +10,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/json.hpp"
+#include "envbox/util/printable.hpp"
 
 namespace envbox::cli {
 namespace {
@@ -21,6 +22,7 @@ struct LockCommand {
     std::vector<std::string> upgrade_packages;
     bool offline = false;
     bool allow_mixed_cuda = false;
+    bool allow_cuda_change = false;
     std::string target;  ///< --target (with --check), may be empty
 };
 
@@ -51,10 +53,15 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
     ops::Context ctx = make_context(global, progress);
     std::vector<std::string> stale;
     for (const auto& env : cmd.envs) {
-        ops::LockOptions opt{env,         cmd.check,
-                             cmd.upgrade, cmd.upgrade_packages,
-                             cmd.offline, cmd.allow_mixed_cuda,
-                             cmd.target};
+        ops::LockOptions opt;
+        opt.env = env;
+        opt.check = cmd.check;
+        opt.upgrade = cmd.upgrade;
+        opt.upgrade_packages = cmd.upgrade_packages;
+        opt.offline = cmd.offline;
+        opt.allow_mixed_cuda = cmd.allow_mixed_cuda;
+        opt.allow_cuda_change = cmd.allow_cuda_change;
+        opt.target = cmd.target;
         ops::require_environment_files(ctx, env);
         ops::LockResult r = ops::lock(ctx, opt);
         progress.clear();
@@ -79,8 +86,11 @@ Json changes_json(const std::vector<ops::VersionChange>& changes) {
     return out;
 }
 
-void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes) {
+void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes,
+                   const std::optional<std::string>& cuda_change) {
     if (global.verbosity < 0) return;
+    // A new CUDA line is the change that matters most: before every package.
+    if (cuda_change) std::fprintf(stderr, "! %s\n", printable(*cuda_change).c_str());
     for (const auto& c : changes) {
         if (c.before.empty())
             std::fprintf(stderr, "+ %s %s\n", c.name.c_str(), c.after.c_str());
@@ -129,6 +139,7 @@ void report_lock(const GlobalOptions& global, const std::string& env, const ops:
                        {"cache_hits", r.cache_hits},
                        {"peak_in_flight", r.peak_in_flight},
                        {"changes", changes_json(r.changes)},
+                       {"cuda_change", r.cuda_change ? Json(*r.cuda_change) : Json(nullptr)},
                        {"targets_differ", r.target_notes}};
         std::printf("%s\n", json_line(report).c_str());
     } else if (global.verbosity >= 0) {
@@ -139,7 +150,7 @@ void report_lock(const GlobalOptions& global, const std::string& env, const ops:
                      counted(r.packages, "package", "packages").c_str(), r.seconds,
                      counted(r.requests, "request", "requests").c_str(),
                      static_cast<unsigned long long>(r.cache_hits), r.peak_in_flight);
-        print_changes(global, r.changes);
+        print_changes(global, r.changes, r.cuda_change);
     }
 }
 
@@ -155,6 +166,9 @@ void register_lock(CLI::App& app, GlobalOptions& global) {
     c->add_flag("--offline", cmd->offline, "Use only cached index pages");
     c->add_flag("--allow-mixed-cuda", cmd->allow_mixed_cuda,
                 "Write a lock that mixes CUDA lines (recorded in the lock)");
+    c->add_flag("--allow-cuda-change", cmd->allow_cuda_change,
+                "Write a lock that moves ENV to another CUDA line than its lock's (refused "
+                "without it: a new line belongs in an environment of its own)");
     c->add_option("--target", cmd->target,
                   "With --check: also that the lock covers this platform of the manifest's "
                   "`platforms` (a tag or its machine: aarch64)");

@@ -173,10 +173,14 @@ void sync_first(const ops::Context& ctx, const RunCommand& args) {
         since ? " changed since generation " + std::to_string(since) : " has no generation yet";
     // A stale lock's reasons are create's notes as it locks; the others are said here.
     if (!stale_lock) what += " (" + reasons.front() + ")";
-    std::fprintf(stderr, "envbox: %s%s; creating…\n", args.env.c_str(), what.c_str());
     ops::CreateOptions options;
     options.env = args.env;
     options.locked = args.locked;
+    // Said once create has locked (a lock may be refused) and found a generation to build.
+    options.on_build = [&args, what] {
+        std::fprintf(stderr, "envbox: %s%s; creating…\n", args.env.c_str(), what.c_str());
+    };
+    options.keep_cuda_line = true;  // a new CUDA line is made on purpose, never by a launch
     ops::create(ctx, options);
 }
 

@@ -79,6 +79,40 @@ std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& pack
     return std::nullopt;
 }
 
+CudaIdentity cuda_identity(const std::vector<std::pair<std::string, std::string>>& packages) {
+    CudaIdentity id;
+    std::optional<CudaLine> torch, precise, any;  // torch's label decides, then a minor
+    for (const auto& [name, text] : packages) {
+        auto version = pep::Version::try_parse(text);
+        if (!version) continue;
+        if (name == "torch") id.torch = text;
+        auto line = cuda_line_of(name, *version);
+        if (!line) continue;
+        if (name == "torch") torch = line;
+        if (line->minor && !precise) precise = line;
+        if (!any) any = line;
+    }
+    id.line = torch ? torch : precise ? precise : any;
+    return id;
+}
+
+std::optional<std::string> cuda_change(const CudaIdentity& before, const CudaIdentity& after) {
+    if (!before.line) return std::nullopt;
+    const std::string torch = !before.torch.empty() && !after.torch.empty()
+                                  ? " (torch " + before.torch + " → " + after.torch + ")"
+                                  : "";
+    if (!after.line) {
+        // Only a torch still there, on another label (`+cpu`), moved the environment; one that
+        // dropped CUDA altogether left nothing to run on a line.
+        if (after.torch.empty() || after.torch == before.torch) return std::nullopt;
+        return "CUDA " + before.line->str() + " → none" + torch;
+    }
+    const CudaLine &a = *before.line, &b = *after.line;
+    const bool same = a.major == b.major && (!a.minor || !b.minor || *a.minor == *b.minor);
+    if (same) return std::nullopt;
+    return "CUDA " + a.str() + " → " + b.str() + torch;
+}
+
 namespace {
 
 // NVML through dlopen, so envbox neither links against nor needs the NVIDIA libraries.

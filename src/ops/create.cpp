@@ -2,11 +2,13 @@
 
 #include "create_steps.hpp"
 #include "envbox/env/cuda.hpp"
+#include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/generations.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/sha256.hpp"
 #include "settings.hpp"
@@ -180,6 +182,35 @@ std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items) {
     return lines;
 }
 
+namespace {
+
+// Run's sync never moves an environment to another CUDA line: only an explicit create does.
+void refuse_cuda_change(const CreateOptions& opt, const fs::path& edir,
+                        const std::vector<Item>& items, const fs::path& lock_path) {
+    auto cur = env::current_generation(edir);
+    std::error_code ec;
+    const fs::path built = cur ? cur->path / ".envbox" / "pylock.toml" : fs::path();
+    if (!cur || !fs::exists(built, ec)) return;
+    auto old = lock::Pylock::parse(read_file(built), built.string());
+    if (!old) return;
+    std::vector<std::pair<std::string, std::string>> was, now;
+    for (const auto& p : old->packages)
+        if (p.version) was.emplace_back(p.name, p.version->str());
+    for (const auto& item : items)
+        if (item.package->version)
+            now.emplace_back(item.package->name, item.package->version->str());
+    auto change = env::cuda_change(env::cuda_identity(was), env::cuda_identity(now));
+    if (!change) return;
+    throw Error(ErrorCode::invalid_input,
+                opt.env + ": " + *change + " in " + lock_path.string() + "\nrun does not move " +
+                    opt.env + " (generation " + std::to_string(cur->number) +
+                    ") to another CUDA line: `envbox create " + opt.env +
+                    "` does it on purpose; `envbox run --frozen " + opt.env +
+                    " …` runs generation " + std::to_string(cur->number) + " as it is");
+}
+
+}  // namespace
+
 EnvLocks lock_environment(const Context& ctx, const CreateOptions& opt, const fs::path& edir) {
     Progress& progress = *ctx.progress;
     // Never through a link planted in the home (the link rule, docs/SECURITY.md).
@@ -268,6 +299,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
         result.seconds = whole.total();
         return result;
     }
+    if (opt.keep_cuda_line) refuse_cuda_change(opt, edir, items, in.lock_path);
+    if (opt.on_build) opt.on_build();
     if (!ctx.project_root.empty())
         write_file_atomic(edir.parent_path() / "project", ctx.project_root.string() + "\n", 0644,
                           Durability::none);

@@ -118,9 +118,10 @@ void build_generation(const store::Store& store, const Target& target, env::Gene
         for (const auto& n : result.install.notes)
             progress.note(n);
         env::write_generation_record(gen, lock_text);
+        result.install_s = watch.lap();
         env::seal_generation(gen.path, result.install.dirs, ctx.jobs);
         result.install.dirs.clear();
-        result.install_s = watch.lap();
+        result.seal_s = watch.lap();
         env::stamp_complete(gen.path);
         env::switch_current(edir, gen.number);
         result.commit_s = watch.lap();

@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 
+#include "cuda_guard.hpp"
 #include "envbox/lock/manifest_edit.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/pep/name.hpp"
@@ -85,9 +86,10 @@ using AfterLock = std::function<std::string(const Snapshot&, const std::string&,
 // Edit (in memory: a refusal leaves every file as it was), write the manifest, lock (and when
 // `after_lock` changes the text, write and lock again), create; what fails after the write
 // puts the files back.
-EditResult apply_edit(const Context& ctx, const std::string& env, bool sync, bool offline,
+EditResult apply_edit(const Context& ctx, const LockOptions& lock_options, bool sync,
                       const std::string& doing, const Edit& edit,
                       const AfterLock& after_lock = {}) {
+    const std::string& env = lock_options.env;
     const Snapshot s = take_snapshot(ctx, env);
     EditResult r;
     r.manifest = s.manifest;
@@ -95,9 +97,6 @@ EditResult apply_edit(const Context& ctx, const std::string& env, bool sync, boo
     r.manifest_changed = text != s.manifest_text;
     if (r.manifest_changed) write_file_atomic(s.target, text, s.manifest_mode, Durability::fsync);
     try {
-        LockOptions lock_options;
-        lock_options.env = env;
-        lock_options.offline = offline;
         r.lock = lock(ctx, lock_options);
         if (after_lock) {
             std::string refined = after_lock(s, text, r);
@@ -120,7 +119,7 @@ EditResult apply_edit(const Context& ctx, const std::string& env, bool sync, boo
         if (sync) {
             CreateOptions create_options;
             create_options.env = env;
-            create_options.offline = offline;
+            create_options.offline = lock_options.offline;
             create_options.locked = true;  // just locked: create must not lock again
             r.create = create(ctx, create_options);
         }
@@ -217,7 +216,14 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
         }
         return t;
     };
-    return apply_edit(ctx, opt.env, opt.sync, opt.offline,
+    LockOptions lock_options;
+    lock_options.env = opt.env;
+    lock_options.offline = opt.offline;
+    lock_options.allow_cuda_change = opt.allow_cuda_change;
+    lock_options.retry = "envbox add " + opt.env;
+    for (const auto& r : opt.requirements)
+        lock_options.retry += " " + shell_word(r);
+    return apply_edit(ctx, lock_options, opt.sync,
                       "adding " + joined(opt.requirements) + " to " + opt.env, edit, bound);
 }
 
@@ -243,8 +249,15 @@ EditResult remove(const Context& ctx, const RemoveOptions& opt) {
         }
         return t;
     };
-    return apply_edit(ctx, opt.env, opt.sync, opt.offline,
-                      "removing " + joined(names) + " from " + opt.env, edit);
+    LockOptions lock_options;
+    lock_options.env = opt.env;
+    lock_options.offline = opt.offline;
+    lock_options.allow_cuda_change = opt.allow_cuda_change;
+    lock_options.retry = "envbox remove " + opt.env;
+    for (const auto& n : names)
+        lock_options.retry += " " + shell_word(n);
+    return apply_edit(ctx, lock_options, opt.sync, "removing " + joined(names) + " from " + opt.env,
+                      edit);
 }
 
 }  // namespace envbox::ops

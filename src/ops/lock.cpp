@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "cuda_guard.hpp"
 #include "direct.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/index/http.hpp"
@@ -250,7 +251,8 @@ Previous read_previous(const LockOptions& opt, const lock::Manifest& m,
 // packages of the lock (a misspelt name would settle nothing), and one CUDA line per lock, the
 // manifest's when it declares one (unless --allow-mixed-cuda).
 void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& m,
-                const LockOptions& opt, const fs::path& manifest_path, const fs::path& lock_path) {
+                const LockOptions& opt, const fs::path& manifest_path, const fs::path& project_root,
+                const fs::path& lock_path) {
     std::vector<std::string> names;
     for (const auto& pin : pins)
         names.push_back(pin.name);
@@ -259,11 +261,21 @@ void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& 
     for (const auto& pin : pins)
         if (auto line = env::cuda_line_of(pin.name, pin.version))
             cuda.push_back({pin.name, pin.version.str(), *line});
-    if (auto why = env::cuda_incoherence(cuda, m.cuda); why && !opt.allow_mixed_cuda)
-        throw Error(ErrorCode::invalid_input,
-                    *why + "\nrefusing to write " + lock_path.string() +
-                        " (pin the packages to one line, or lock with --allow-mixed-cuda "
-                        "if this is really meant)");
+    auto why = env::cuda_incoherence(cuda, m.cuda);
+    if (!why || opt.allow_mixed_cuda) return;
+    // What envbox is for comes first: the other line's stack in an environment of its own.
+    std::optional<env::CudaLine> declared;
+    if (m.cuda) declared = env::CudaLine{std::atoi(m.cuda->c_str()), std::nullopt};
+    const env::CudaLine other = declared       ? other_cuda_line(declared, m)
+                                : cuda.empty() ? env::CudaLine{13, 0}
+                                               : other_cuda_line(cuda.front().line, m);
+    throw Error(ErrorCode::invalid_input,
+                *why + "\nrefusing to write " + lock_path.string() +
+                    "\nan environment runs one CUDA line: put the CUDA " + other.str() +
+                    " packages in an environment of their own:\n  " +
+                    separate_environment_command(opt.env, m, project_root, other) +
+                    "\nor pin the packages to one line, or lock with --allow-mixed-cuda if "
+                    "mixing is really meant");
 }
 
 // One target's packages as the lock holds them: each package's wheel as the target's source
@@ -453,12 +465,16 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         t.source = t.index.get();
     }
     ctx.progress->phase("Resolving", 0);
-    resolve_targets(targets, m.requirements, ropt, opt.env, m.python);
+    try {
+        resolve_targets(targets, m.requirements, ropt, opt.env, m.python);
+    } catch (const Error& e) {
+        throw with_separate_environment_hint(e, opt.env, m, ctx.project_root);
+    }
     for (auto& t : targets)
         t.index->stop_prefetching();
     for (const auto& t : targets) {
         try {
-            check_pins(t.pins, m, opt, manifest_path, result.lock_path);
+            check_pins(t.pins, m, opt, manifest_path, ctx.project_root, result.lock_path);
         } catch (Error& e) {
             if (targets.size() > 1) e.add_context("on " + t.target.platform);
             throw;
@@ -467,6 +483,8 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
 
     std::vector<lock::Divergence> divergences;
     const lock::LockDocument doc = lock_document(targets, m, opt, divergences);
+    result.cuda_change =
+        check_cuda_line(opt, m, previous.text, doc, ctx.project_root, result.lock_path);
     result.target_notes = divergence_notes(divergences, targets);
     for (const auto& note : result.target_notes)
         ctx.progress->note("targets differ: " + note);

@@ -52,6 +52,32 @@ TEST_CASE("one lock, one CUDA line, and the manifest's") {
     CHECK_THAT(*declared, Catch::Contains("torch 2.11.0+cu128"));
 }
 
+TEST_CASE("an environment's CUDA line changes only when a line or torch's label does") {
+    using envbox::env::cuda_change;
+    using envbox::env::cuda_identity;
+    using Locked = std::vector<std::pair<std::string, std::string>>;
+    const auto cu128 = cuda_identity(
+        Locked{{"nvidia-cublas-cu12", "12.8.4.1"}, {"torch", "2.11.0+cu128"}, {"numpy", "2.3.3"}});
+    REQUIRE(cu128.line);
+    CHECK(cu128.line->str() == "12.8");  // torch's label, not cublas' 12.x
+    CHECK(cu128.torch == "2.11.0+cu128");
+    const auto cu130 =
+        cuda_identity(Locked{{"torch", "2.10.0+cu130"}, {"nvidia-cublas", "13.0.0.19"}});
+    CHECK(cuda_change(cu128, cu130).value_or("") ==
+          "CUDA 12.8 → 13.0 (torch 2.11.0+cu128 → 2.10.0+cu130)");
+    CHECK(cuda_change(cu128, cuda_identity(Locked{{"torch", "2.11.1+cu129"}})).value_or("") ==
+          "CUDA 12.8 → 12.9 (torch 2.11.0+cu128 → 2.11.1+cu129)");
+    CHECK(cuda_change(cu128, cuda_identity(Locked{{"torch", "2.11.0+cpu"}})).value_or("") ==
+          "CUDA 12.8 → none (torch 2.11.0+cu128 → 2.11.0+cpu)");
+    // Not a change: the same line at another version, a line less precise, a first line, and
+    // torch and CUDA gone altogether.
+    CHECK_FALSE(cuda_change(cu128, cuda_identity(Locked{{"torch", "2.12.0+cu128"}})));
+    CHECK_FALSE(cuda_change(cu128, cuda_identity(Locked{{"nvidia-cublas-cu12", "12.9.1.4"}})));
+    CHECK_FALSE(cuda_change(cuda_identity(Locked{{"numpy", "2.3.3"}}), cu130));
+    CHECK_FALSE(cuda_change(cu128, cuda_identity(Locked{{"numpy", "2.3.3"}})));
+    CHECK_FALSE(cuda_change(cu128, cuda_identity(Locked{{"torch", "not a version"}})));
+}
+
 TEST_CASE("driver minimums: cu13x needs 580, cu12x 525.60.13") {
     using envbox::env::driver_refuses;
     CHECK(driver_refuses("550.54.15", {13, 0}));

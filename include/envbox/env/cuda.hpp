@@ -35,6 +35,24 @@ struct CudaPackage {
 std::optional<std::string> cuda_incoherence(const std::vector<CudaPackage>& packages,
                                             const std::optional<std::string>& declared);
 
+/// An environment's CUDA line as its locked packages show it: the most precise line any of them
+/// declares (torch's `+cu128`, 12.8, over `nvidia-cublas-cu12`'s 12.x), and torch's own version
+/// when torch is locked (its local label, `+cu128` or `+cpu`, is what a job imports).
+struct CudaIdentity {
+    std::optional<CudaLine> line;
+    std::string torch;  ///< torch's version ("2.9.1+cu128"), empty without torch
+};
+
+/// The identity of `packages` (name, version as locked); versions that do not parse count as
+/// no CUDA.
+CudaIdentity cuda_identity(const std::vector<std::pair<std::string, std::string>>& packages);
+
+/// How `after` changes the CUDA line of `before`: "CUDA 12.8 → 13.0 (torch 2.9.1+cu128 →
+/// 2.10.0+cu130)", or "CUDA 12.8 → none (torch 2.9.1+cu128 → 2.9.1+cpu)". Nothing when it does
+/// not: the same line (12.x and 12.8 agree), no line before (an environment's first CUDA), or
+/// torch and every CUDA package gone (nothing is left to run on another line).
+std::optional<std::string> cuda_change(const CudaIdentity& before, const CudaIdentity& after);
+
 /// The NVIDIA driver version: `assumed` (ENVBOX_CUDA_DRIVER, as the cli read it) when not
 /// empty, else /sys/module/nvidia/version, else NVML (libnvidia-ml.so.1 through dlopen), else
 /// /proc/driver/nvidia/version. Nothing when there is no NVIDIA driver. Throws (usage, exit 2)

@@ -2,6 +2,7 @@
 /// `envbox create ENV`: make an environment match its lock.
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -38,6 +39,14 @@ struct CreateOptions {
     /// `url`; a wheel the artifact did not carry is an integrity error (exit 5) naming its
     /// package, before anything is fetched or stored.
     std::optional<std::set<std::string>> received;
+    /// Set by run's sync: a lock that would move the environment off its current generation's
+    /// CUDA line (or torch label) is refused (invalid_input) naming the change and the command
+    /// that makes it on purpose, before anything is fetched or built.
+    bool keep_cuda_line = false;
+    /// Called once create has decided to build a new generation (the lock is fresh, no
+    /// generation matches, nothing refused), before it fetches: run's sync says "creating…"
+    /// here, so it is never said of a create that did not happen.
+    std::function<void()> on_build;
 };
 
 struct CreateResult {
@@ -58,8 +67,9 @@ struct CreateResult {
     double seconds = 0;
     bool relocked = false;  ///< the lock was (re)written first
     /// Seconds per phase: select (read, probe, choose), ingest (fetch + store), publish (syncfs
-    /// + file lists), install (venv + links + generated files), commit (stamp + switch).
-    double select_s = 0, ingest_s = 0, publish_s = 0, install_s = 0, commit_s = 0;
+    /// + file lists), install (venv + links + generated files), seal (its directories made
+    /// read-only), commit (stamp + switch).
+    double select_s = 0, ingest_s = 0, publish_s = 0, install_s = 0, seal_s = 0, commit_s = 0;
     std::string python;  ///< "3.11.2 (/usr/bin/python3.11)"
     unsigned jobs = 0;   ///< worker threads used
     /// The wheels whose modules finished compiling last (at most 3, the last first), with

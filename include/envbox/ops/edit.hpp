@@ -26,6 +26,7 @@ struct AddOptions {
     std::optional<std::string> index;
     bool sync = true;  ///< create after the lock (`--no-sync`: stop after it)
     bool offline = false;
+    bool allow_cuda_change = false;  ///< LockOptions::allow_cuda_change
 };
 
 struct RemoveOptions {
@@ -33,6 +34,7 @@ struct RemoveOptions {
     std::vector<std::string> names;  ///< package names, compared canonicalized (PEP 503)
     bool sync = true;
     bool offline = false;
+    bool allow_cuda_change = false;  ///< LockOptions::allow_cuda_change
 };
 
 struct EditResult {

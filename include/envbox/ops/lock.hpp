@@ -3,6 +3,7 @@
 /// and write `manifests/pylock.ENV.toml`, one PEP 751 lock for all of them.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ struct LockOptions {
     std::vector<std::string> upgrade_packages;  ///< ignore the locked version of these
     bool offline = false;
     bool allow_mixed_cuda = false;  ///< write a lock that mixes CUDA lines (recorded)
+    /// Write a lock that moves the environment to another CUDA line (or torch label) than the
+    /// lock it replaces; without it such a lock is refused (invalid_input), naming the change.
+    bool allow_cuda_change = false;
+    /// The command that refusal tells to repeat with --allow-cuda-change (`envbox add ENV X`);
+    /// empty: `envbox lock ENV`.
+    std::string retry;
     /// With `check`: a platform of the manifest (a tag or its machine; another is a usage
     /// error) that the lock must also cover, else it is stale; only with `check`.
     std::string target;
@@ -42,6 +49,9 @@ struct LockResult {
     /// each and why ("torchvision: 0.26.0 on …, 0.25.0 on … (…: 0.26.0 has no wheel …)"),
     /// also shown as notes while locking.
     std::vector<std::string> target_notes;
+    /// When the lock moved the environment to another CUDA line (allowed): "CUDA 12.8 → 13.0
+    /// (torch 2.9.1+cu128 → 2.10.0+cu130)", said before every other change.
+    std::optional<std::string> cuda_change;
 };
 
 LockResult lock(const Context& ctx, const LockOptions& options);

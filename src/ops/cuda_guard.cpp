@@ -1,0 +1,132 @@
+#include "cuda_guard.hpp"
+
+#include <regex>
+
+#include "envbox/lock/pylock.hpp"
+#include "envbox/ops/context.hpp"
+#include "envbox/util/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+
+std::string shell_word(const std::string& text) {
+    static const std::regex plain(R"([A-Za-z0-9_@%+=:,./-]+)");
+    if (std::regex_match(text, plain)) return text;
+    std::string out = "'";
+    for (char c : text)
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+namespace {
+
+std::string line_digits(const env::CudaLine& line) {
+    return std::to_string(line.major) + std::to_string(line.minor.value_or(0));
+}
+
+const lock::IndexSpec* index_named(const std::vector<lock::IndexSpec>& indexes,
+                                   const std::string& name) {
+    for (const auto& i : indexes)
+        if (i.name == name) return &i;
+    return nullptr;
+}
+
+}  // namespace
+
+env::CudaLine other_cuda_line(const std::optional<env::CudaLine>& current,
+                              const lock::Manifest& manifest) {
+    int major = current ? current->major : 0;
+    if (!major && manifest.cuda) major = std::atoi(manifest.cuda->c_str());
+    return major == 13 ? env::CudaLine{12, 8} : env::CudaLine{13, 0};
+}
+
+std::string separate_environment_command(const std::string& env, const lock::Manifest& manifest,
+                                         const fs::path& project_root, const env::CudaLine& line) {
+    // init knows one line per major: the one PyTorch publishes an index for.
+    const env::CudaLine known = line.major == 13 ? env::CudaLine{13, 0} : env::CudaLine{12, 8};
+    const std::string cu = "cu" + line_digits(known);
+    static const std::regex label(R"(cu1[0-9]{2})");
+    std::string name =
+        std::regex_search(env, label) ? std::regex_replace(env, label, cu) : env + "-" + cu;
+    if (name == env) name = env + "-new";
+    std::string command = "envbox init " + name + " --cuda " + known.str();
+    // Indexes envbox.toml gives are the project's already: init reads them itself.
+    const auto project = read_project_file(project_root);
+    auto shared = [&](const std::string& index) {
+        return project && index_named(project->indexes, index) != nullptr;
+    };
+    if (auto pypi = index_named(manifest.indexes, "pypi");
+        pypi && !shared("pypi") && pypi->url != "https://pypi.org/simple")
+        command += " --default-index " + shell_word(pypi->url);
+    const std::string wanted = "pytorch-" + cu;
+    if (shared(wanted)) return command;
+    std::string url;
+    if (auto same = index_named(manifest.indexes, wanted)) url = same->url;
+    // A mirror of another line's PyTorch index names its line in its URL: the same mirror
+    // serves this one under the same shape.
+    static const std::regex pytorch(R"(pytorch-cu1[0-9]{2})");
+    for (const auto& i : manifest.indexes)
+        if (url.empty() && std::regex_match(i.name, pytorch) && std::regex_search(i.url, label) &&
+            i.url.rfind("https://download.pytorch.org/", 0) != 0)
+            url = std::regex_replace(i.url, label, cu);
+    if (!url.empty()) command += " --cuda-index " + shell_word(url);
+    return command;
+}
+
+std::string cuda_change_refusal(const std::string& env, const std::string& change,
+                                const lock::Manifest& manifest, const fs::path& project_root,
+                                const env::CudaLine& after, const std::string& command,
+                                const fs::path& lock_path) {
+    return env + ": " + change + "\nrefusing to write " + lock_path.string() + ": " + env +
+           " changes its CUDA line only on purpose (every job on it would run on the new line, "
+           "with new compile caches)\n"
+           "keep " +
+           env + " as it is and put the CUDA " + after.str() +
+           " stack in an environment of its own:\n  " +
+           separate_environment_command(env, manifest, project_root, after) + "\nor, to move " +
+           env + " itself: " + command + " --allow-cuda-change";
+}
+
+// Refuses a lock that moves the environment off the CUDA line of the lock it replaces (unless
+// --allow-cuda-change); returns the change when allowed, for the report.
+std::optional<std::string> check_cuda_line(const LockOptions& opt, const lock::Manifest& m,
+                                           const std::string& before, const lock::LockDocument& doc,
+                                           const fs::path& project_root,
+                                           const fs::path& lock_path) {
+    if (before.empty()) return std::nullopt;
+    auto old = lock::Pylock::parse(before, lock_path.string());
+    if (!old) return std::nullopt;  // a lock that no longer reads: nothing to keep
+    std::vector<std::pair<std::string, std::string>> was, now;
+    for (const auto& p : old->packages)
+        if (p.version) was.emplace_back(p.name, p.version->str());
+    for (const auto& p : doc.packages)
+        now.emplace_back(p.name, p.version);
+    const env::CudaIdentity after = env::cuda_identity(now);
+    auto change = env::cuda_change(env::cuda_identity(was), after);
+    if (!change || opt.allow_cuda_change) return change;
+    const env::CudaLine to = after.line ? *after.line : env::CudaLine{13, 0};
+    throw Error(
+        ErrorCode::invalid_input,
+        cuda_change_refusal(opt.env, *change, m, project_root, to,
+                            opt.retry.empty() ? "envbox lock " + opt.env : opt.retry, lock_path));
+}
+
+// A resolution that failed on a `[sources]` pin of a CUDA environment (torch from
+// pytorch-cu128 while a package needs what only another line's index has): the way out
+// envbox is for comes first, an environment of its own for the other line.
+Error with_separate_environment_hint(const Error& e, const std::string& env,
+                                     const lock::Manifest& m, const fs::path& project_root) {
+    if (!m.cuda || e.message().find("[sources]") == std::string::npos) return e;
+    const env::CudaLine other =
+        other_cuda_line(env::CudaLine{std::atoi(m.cuda->c_str()), std::nullopt}, m);
+    Error hinted(e.code(), e.message() + "\nif a package needs CUDA " + other.str() +
+                               " rather than " + env + "'s " + *m.cuda +
+                               ", give it an environment of its own:\n  " +
+                               separate_environment_command(env, m, project_root, other));
+    for (const auto& line : e.context())
+        hinted.add_context(line);
+    return hinted;
+}
+
+}  // namespace envbox::ops

@@ -1,0 +1,59 @@
+#pragma once
+// What envbox says when a lock would leave an environment's CUDA line: the separate environment
+// a user should make instead (`envbox init train-cu130 --cuda 13.0 …`, with the indexes the
+// project already uses), and the check that a lock keeps the line of the one it replaces.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "envbox/env/cuda.hpp"
+#include "envbox/lock/manifest.hpp"
+#include "envbox/lock/writer.hpp"
+#include "envbox/ops/lock.hpp"
+#include "envbox/util/error.hpp"
+
+namespace envbox::ops {
+
+/// `text` as one shell word for a command envbox prints for the user to copy: as it is when it
+/// holds only characters no shell treats specially, else single-quoted.
+std::string shell_word(const std::string& text);
+
+/// The `envbox init` command that makes an environment of its own for CUDA `line` beside `env`:
+/// its name is `env` with its `cuXYZ` replaced (`train-cu128` → `train-cu130`), else
+/// `env-cu130`; `--cuda` is the line init knows of that major (12.8, 13.0); `--default-index`
+/// and `--cuda-index` repeat the manifest's own mirrors (those of envbox.toml init finds
+/// itself). Every URL is shell-quoted when it needs to be.
+std::string separate_environment_command(const std::string& env, const lock::Manifest& manifest,
+                                         const std::filesystem::path& project_root,
+                                         const env::CudaLine& line);
+
+/// The line to suggest moving to when `manifest`'s environment is on `current` (or declares
+/// it): the other line init knows (12.x → 13.0, 13.x → 12.8).
+env::CudaLine other_cuda_line(const std::optional<env::CudaLine>& current,
+                              const lock::Manifest& manifest);
+
+/// The refusal of a lock of `env` that changes its CUDA line (`change`, from env::cuda_change)
+/// to `after`: what changed, the separate environment to make instead, and the flag that
+/// allows it. `command` is the command to repeat with --allow-cuda-change.
+std::string cuda_change_refusal(const std::string& env, const std::string& change,
+                                const lock::Manifest& manifest,
+                                const std::filesystem::path& project_root,
+                                const env::CudaLine& after, const std::string& command,
+                                const std::filesystem::path& lock_path);
+
+/// Refuses (invalid_input) a lock `doc` that moves the environment off the CUDA line (or torch
+/// label) of the lock it replaces (`before`, its text; "" when there is none), unless
+/// `opt.allow_cuda_change`; returns the change when allowed, for the report.
+std::optional<std::string> check_cuda_line(const LockOptions& opt, const lock::Manifest& m,
+                                           const std::string& before, const lock::LockDocument& doc,
+                                           const std::filesystem::path& project_root,
+                                           const std::filesystem::path& lock_path);
+
+/// `e`, a failed resolution, with the separate-environment suggestion when it failed on a
+/// `[sources]` pin of an environment that declares a CUDA line.
+Error with_separate_environment_hint(const Error& e, const std::string& env,
+                                     const lock::Manifest& m,
+                                     const std::filesystem::path& project_root);
+
+}  // namespace envbox::ops

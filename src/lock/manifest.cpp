@@ -48,6 +48,7 @@ class ManifestReader {
                 if (names.insert(i.name).second) m.indexes.push_back(i);
             m.sources = project_->sources;
             m.run_env = project_->run_env;
+            if (!m.prerelease) m.prerelease = project_->prerelease;
         }
         read_sources(m, doc, names);
         read_run(m, doc);
@@ -61,8 +62,8 @@ class ManifestReader {
 
     // `envbox.toml`: `default-env`, and the tables a manifest has that environments share.
     ProjectFile read_project(const toml::table& doc) {
-        r_.require_known_keys(doc, {"default-env", "index", "sources", "run", "tool"}, "",
-                              kToolHint);
+        r_.require_known_keys(
+            doc, {"default-env", "environment", "index", "sources", "run", "tool"}, "", kToolHint);
         if (const toml::node* tool = doc.get("tool"); tool && !tool->is_table())
             r_.wrong_type(*tool, "Mapping", "tool");
         Manifest m;
@@ -70,6 +71,13 @@ class ManifestReader {
         read_sources(m, doc, names);
         read_run(m, doc);
         ProjectFile p;
+        if (const auto* env = r_.opt_table(doc, "environment", "")) {
+            // Only what environments may share: their targets and requirements are their own.
+            r_.require_known_keys(*env, {"prerelease"}, "environment",
+                                  "python, platform, cuda and requirements belong in each "
+                                  "manifest");
+            p.prerelease = read_prerelease(*env);
+        }
         p.default_env = r_.opt_string(doc, "default-env", "");
         p.indexes = std::move(m.indexes);
         p.sources = std::move(m.sources);
@@ -86,8 +94,10 @@ class ManifestReader {
     void read_environment(Manifest& m, const toml::table& doc) {
         const auto* env = r_.opt_table(doc, "environment", "");
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
-        r_.require_known_keys(*env, {"python", "platform", "platforms", "cuda", "requirements"},
-                              "environment", kToolHint);
+        r_.require_known_keys(
+            *env, {"python", "platform", "platforms", "cuda", "prerelease", "requirements"},
+            "environment", kToolHint);
+        m.prerelease = read_prerelease(*env);
         const int line = TomlReader::line_of(*env);
         m.python = r_.req_string(*env, "python", "environment", line);
         if (!parse_major_minor(m.python, m.python_major, m.python_minor) || m.python_major != 3)
@@ -113,6 +123,19 @@ class ManifestReader {
                     r_.fail(&n, 0, ref.error().message(), path);
             m.requirements.push_back(std::move(*req));
         }
+    }
+
+    // `prerelease`, one of uv's policy names.
+    std::optional<std::string> read_prerelease(const toml::table& env) {
+        auto value = r_.opt_string(env, "prerelease", "environment");
+        static const std::set<std::string> names = {"if-necessary-or-explicit", "allow", "disallow",
+                                                    "explicit", "if-necessary"};
+        if (value && !names.count(*value))
+            r_.fail(env.get("prerelease"), TomlReader::line_of(env),
+                    "Expected one of \"if-necessary-or-explicit\", \"allow\", \"disallow\", "
+                    "\"explicit\", \"if-necessary\"",
+                    "environment.prerelease");
+        return value;
     }
 
     // `platform = "…"` or `platforms = ["…", …]` (not both): supported targets, each once, no

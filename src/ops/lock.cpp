@@ -35,9 +35,12 @@ namespace {
 struct Inputs {
     std::vector<std::string> requirements, indexes, sources;
     std::string python, platform, cuda;
+    std::string prerelease;  // the manifest's setting, "" when it has none (the default)
 
     std::string digest() const {
         std::string all = "python " + python + "\nplatform " + platform + "\ncuda " + cuda + "\n";
+        // Only when set, so locks written before the setting existed stay up to date.
+        if (!prerelease.empty()) all += "prerelease " + prerelease + "\n";
         for (const auto& r : requirements)
             all += "requirement " + r + "\n";
         for (const auto& i : indexes)
@@ -47,6 +50,11 @@ struct Inputs {
         return to_hex(sha256(all));
     }
 };
+
+// The policy a manifest's `prerelease` names (validated by its parser); "" is the default.
+resolve::Prerelease prerelease_policy(const std::string& setting) {
+    return resolve::prerelease_named(setting).value_or(resolve::Prerelease{});
+}
 
 std::string index_line(const lock::IndexSpec& i) {
     std::string line = i.name + " " + i.url + (i.explicit_ ? " explicit" : "");
@@ -74,6 +82,7 @@ Inputs inputs_of(const lock::Manifest& m) {
         in.platform += (in.platform.empty() ? "" : ", ") + p;
     if (in.platform.empty()) in.platform = m.platform;
     in.cuda = m.cuda.value_or("");
+    in.prerelease = m.prerelease.value_or("");
     return in;
 }
 
@@ -180,8 +189,13 @@ std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs:
     if (auto p = tool->lists.find("platforms"); p != tool->lists.end())
         for (const auto& platform : p->second)
             tool->values["platform"] += (tool->values["platform"].empty() ? "" : ", ") + platform;
-    for (const auto& [key, value] : std::map<std::string, std::string>{
-             {"python", now.python}, {"platform", now.platform}, {"cuda", now.cuda}})
+    const std::string policy(resolve::prerelease_name(prerelease_policy(now.prerelease)));
+    if (tool->values["prerelease"].empty())  // a lock from before the setting: the default
+        tool->values["prerelease"] = resolve::prerelease_name({});
+    for (const auto& [key, value] : std::map<std::string, std::string>{{"python", now.python},
+                                                                       {"platform", now.platform},
+                                                                       {"cuda", now.cuda},
+                                                                       {"prerelease", policy}})
         if (tool->values[key] != value)
             reasons.push_back(key + " changed: the lock has '" + tool->values[key] +
                               "', the manifest '" + value + "'");
@@ -342,6 +356,7 @@ lock::LockDocument lock_document(std::vector<TargetResolution>& targets, const l
     else
         doc.tool["platform"] = inputs.platform;
     doc.tool["cuda"] = inputs.cuda;
+    doc.tool["prerelease"] = resolve::prerelease_name(prerelease_policy(inputs.prerelease));
     if (opt.allow_mixed_cuda) doc.tool["allow-mixed-cuda"] = "true";
     doc.tool_lists["requirements"] = inputs.requirements;
     doc.tool_lists["indexes"] = inputs.indexes;
@@ -435,6 +450,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
 
     resolve::Options ropt;
     ropt.preferences = std::move(previous.preferences);
+    ropt.prerelease = prerelease_policy(m.prerelease.value_or(""));
     if (ctx.settings.resolve_debug)
         ropt.trace = [&ctx](std::string_view line) { ctx.progress->trace(std::string(line)); };
     ropt.max_steps = resolve_max_steps(ctx.settings);

@@ -215,11 +215,11 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
     for (const auto& extra : extras) {
         PackageId d = package(base, extra);
         Package& dp = package_at(d);
-        // Only the user's own requirements opt a package into pre-releases (uv's rule): a
-        // dependency's `==2.0b1` does not.
-        if (from == kRoot)
-            for (const auto& s : r.specifier.specifiers())
-                if (s.version() && s.version()->is_prerelease()) dp.explicit_prerelease = true;
+        // A specifier that names a pre-release opts its package into pre-releases wherever it
+        // comes from, the user's requirements or a dependency's metadata (SGLang's
+        // `cuda-tile==1.6.0rc5`), as pip reads PEP 440 and uv does since 0.12.
+        for (const auto& s : r.specifier.specifiers())
+            if (s.version() && s.version()->is_prerelease()) dp.explicit_prerelease = true;
         VersionSet set = versions_matching(d, r.specifier);
         if (from == kRoot)
             for (const auto& s : r.specifier.specifiers())
@@ -232,6 +232,24 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
     }
 }
 
+bool Solver::prereleases_allowed(const Package& p) const {
+    const bool only = std::all_of(p.candidates().begin(), p.candidates().end(),
+                                  [](const Candidate& c) { return c.version.is_prerelease(); });
+    switch (options_.prerelease) {
+        case Prerelease::allow:
+            return true;
+        case Prerelease::disallow:
+            return false;
+        case Prerelease::explicit_:
+            return p.explicit_prerelease;
+        case Prerelease::if_necessary:
+            return only;
+        case Prerelease::if_necessary_or_explicit:
+            break;
+    }
+    return p.explicit_prerelease || only;
+}
+
 std::optional<std::size_t> Solver::pick_version(PackageId id, const VersionSet& allowed) const {
     const Package& p = package_at(id);
     const auto& cands = p.candidates();
@@ -240,15 +258,13 @@ std::optional<std::size_t> Solver::pick_version(PackageId id, const VersionSet& 
         if (cands[i].yanked && p.pinned_exact != i) return false;
         return true;
     };
+    // A locked version is kept only where the pre-release policy would choose it now.
+    const bool prereleases = prereleases_allowed(p);
     if (auto pref = options_.preferences.find(p.base); pref != options_.preferences.end())
         for (std::size_t i = cands.size(); i-- > 0;)
-            if (usable(i) && cands[i].version == pref->second) return i;
-    // Pre-releases (uv's "if necessary or explicit"): when asked for everywhere, when a
-    // requirement on this package names a pre-release, or when the package has nothing but
-    // pre-releases.
-    bool only_prereleases = std::all_of(
-        cands.begin(), cands.end(), [](const Candidate& c) { return c.version.is_prerelease(); });
-    bool prereleases = options_.allow_prereleases || p.explicit_prerelease || only_prereleases;
+            if (usable(i) && cands[i].version == pref->second &&
+                (prereleases || !cands[i].version.is_prerelease()))
+                return i;
     for (std::size_t i = cands.size(); i-- > 0;)
         if (usable(i) && (prereleases || !cands[i].version.is_prerelease())) return i;
     return std::nullopt;

@@ -68,8 +68,9 @@ std::string describe_no_versions(const std::deque<Package>& packages, const Inco
         if (t.set.has(i) && !p.candidates()[i].version.is_prerelease()) only_pre = false;
     if (only_pre && !t.set.empty())
         return "only pre-releases of " + describe_set(packages, t.pkg, t.set) +
-               " exist, and pre-releases are used only when asked for (e.g. " + p.name +
-               ">=" + p.candidates().back().version.str() + ")";
+               " exist, and pre-releases are used only when a requirement names one (e.g. " +
+               p.name + ">=" + p.candidates().back().version.str() +
+               ") or the manifest allows them (prerelease = \"allow\" under [environment])";
     if (t.set.empty()) return "no version of " + p.name + " matches" + what_there_is(p);
     return "no usable version of " + describe_set(packages, t.pkg, t.set) + " exists";
 }

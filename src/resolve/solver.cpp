@@ -311,6 +311,29 @@ void Solver::trace_conflict(const Incompat& inc, int incompat_id) const {
                    " assignments)");
 }
 
+std::optional<Prerelease> prerelease_named(std::string_view text) {
+    for (auto p : {Prerelease::if_necessary_or_explicit, Prerelease::allow, Prerelease::disallow,
+                   Prerelease::explicit_, Prerelease::if_necessary})
+        if (prerelease_name(p) == text) return p;
+    return std::nullopt;
+}
+
+std::string_view prerelease_name(Prerelease policy) {
+    switch (policy) {
+        case Prerelease::allow:
+            return "allow";
+        case Prerelease::disallow:
+            return "disallow";
+        case Prerelease::explicit_:
+            return "explicit";
+        case Prerelease::if_necessary:
+            return "if-necessary";
+        case Prerelease::if_necessary_or_explicit:
+            break;
+    }
+    return "if-necessary-or-explicit";
+}
+
 Result<std::vector<Pinned>> resolve(const std::vector<pep::Requirement>& root,
                                     PackageSource& source, const Options& options) {
     Solver solver(source, options);

@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
             root.push_back(pep::Requirement::parse(r).value());
         resolve::Options opt;
         opt.environment = w.env;
-        opt.allow_prereleases = doc["resolver_options"]["prereleases"].value_or(false);
+        if (doc["resolver_options"]["prereleases"].value_or(false))
+            opt.prerelease = resolve::Prerelease::allow;
         auto result = resolve::resolve(root, w, opt);
         bool expect_ok = doc["expected"]["satisfiable"].value_or(false);
         std::string why;

@@ -46,6 +46,9 @@ struct ProjectFile {
     std::vector<IndexSpec> indexes;              ///< shared `[[index]]` entries, in order
     std::map<std::string, std::string> sources;  ///< shared `[sources]`: package → index name
     std::map<std::string, std::string> run_env;  ///< shared `[run].env`
+    /// `[environment] prerelease`: the resolution settings every environment shares (a
+    /// manifest's own wins); `[environment]` in envbox.toml holds nothing else.
+    std::optional<std::string> prerelease;
 
     /// Parses and validates as `Manifest::parse` does the same tables (index names unique,
     /// URLs absolute, `[sources]` naming its own indexes); unknown keys are errors naming the
@@ -64,6 +67,10 @@ struct Manifest {
     /// targets apart by `platform_machine`, never by glibc).
     std::vector<std::string> platforms;
     std::optional<std::string> cuda;  ///< declared CUDA line ("12.8")
+    /// `prerelease`: when a pre-release may be locked, with uv's names ("if-necessary-or-
+    /// explicit", "allow", "disallow", "explicit", "if-necessary"); unset: the first. From the
+    /// manifest, else envbox.toml.
+    std::optional<std::string> prerelease;
     std::vector<pep::Requirement> requirements;
     std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
     std::map<std::string, std::string> sources;  ///< normalised package name → index name

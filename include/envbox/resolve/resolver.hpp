@@ -82,9 +82,25 @@ struct DirectPackage {
     Dependencies dependencies;
 };
 
+/// When a pre-release may be chosen, with uv's names and meanings. "Explicit" is a
+/// requirement on the package whose specifier names a pre-release (`==1.6.0rc5`, `>=4.0.0b13`),
+/// the user's or a dependency's, as pip (and uv since 0.12) read PEP 440.
+enum class Prerelease {
+    if_necessary_or_explicit,  ///< explicit, or the package has nothing but pre-releases
+    allow,                     ///< every package
+    disallow,                  ///< none
+    explicit_,                 ///< explicit only
+    if_necessary,              ///< only a package that has nothing but pre-releases
+};
+
+/// The policy named `text` (`"if-necessary-or-explicit"`, `"allow"`, …); nothing for another.
+std::optional<Prerelease> prerelease_named(std::string_view text);
+/// The name of `policy`, as a manifest writes it.
+std::string_view prerelease_name(Prerelease policy);
+
 struct Options {
     pep::MarkerEnvironment environment;  ///< the target's markers (python_full_version, …)
-    bool allow_prereleases = false;      ///< pre-releases for every package
+    Prerelease prerelease = Prerelease::if_necessary_or_explicit;
     /// Versions to keep when they still satisfy everything (the current lock).
     std::map<std::string, pep::Version> preferences;
     /// Called with one line (no newline) for each conflict the solver resolves, for debugging

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/lock_agreement.hpp"
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
@@ -25,7 +26,8 @@ void print_json(const ops::DoctorReport& r) {
         environments.push_back(Json{{"name", e.name},
                                     {"ok", e.ok},
                                     {"cuda_lines", e.cuda_lines},
-                                    {"problem", e.ok ? Json() : Json(e.problem)}});
+                                    {"problem", e.ok ? Json() : Json(e.problem)},
+                                    {"manifests_lock", lock_agreement_json(e.lock)}});
     Json report = {{"ok", r.problems.empty()},
                    {"problems", r.problems},
                    {"interpreters", r.interpreters},
@@ -69,6 +71,9 @@ void print_text(const ops::DoctorReport& r) {
         if (!lines.empty()) lines += ")";
         std::printf("  %s%s  %s\n", e.name.c_str(), lines.c_str(),
                     e.ok ? "ok" : ("CANNOT RUN: " + e.problem).c_str());
+        if (e.lock.disagrees())
+            std::printf("    warning: %s (`envbox verify %s` says how to make them agree)\n",
+                        e.lock.summary().c_str(), e.name.c_str());
     }
     if (!r.indexes.empty()) std::printf("indexes:\n");
     for (const auto& i : r.indexes)

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/lock_agreement.hpp"
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
@@ -25,7 +26,8 @@ struct HistoryCommand {
 
 struct RollbackCommand {
     std::string env;
-    std::string to;  ///< --to N, may be empty: the previous generation
+    std::string to;           ///< --to N, may be empty: the previous generation
+    bool write_lock = false;  ///< --write-lock: the generation's lock into manifests/
 };
 
 struct GcCommand {
@@ -43,6 +45,7 @@ void print_verify_json(const VerifyCommand& cmd, const ops::VerifyResult& r) {
         {"environment", cmd.env}, {"generation", r.generation.number},  {"deep", cmd.deep},
         {"clean", rep.clean()},   {"files_checked", rep.files_checked}, {"hashed", rep.hashed},
         {"seconds", r.seconds},   {"drift", std::move(drift)}};
+    report["manifests_lock"] = lock_agreement_json(r.lock);  // a note, never drift
     std::printf("%s\n", json_line(report).c_str());
 }
 
@@ -62,6 +65,7 @@ void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
                                        .c_str(),
                      counted(rep.files_checked, "file", "files").c_str(),
                      cmd.deep ? " by content" : "", rep.hashed, r.seconds);
+    note_lock_agreement(global, r.lock);
     if (global.verbosity > 1)
         std::fprintf(stderr, "  seconds: load %.3f, plan %.3f, check %.3f\n", r.load_s, r.plan_s,
                      r.check_s);
@@ -166,6 +170,38 @@ void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
     }
 }
 
+// What a rollback did, on stderr: the switch, the lock written for the user to commit, and
+// how the repository and the environment disagree when they still do.
+void report_rollback(const GlobalOptions& global, const std::string& env,
+                     const ops::RollbackResult& r, const std::optional<ops::WrittenLock>& written,
+                     const ops::LockAgreement& agreement) {
+    if (global.verbosity < 0) return;
+    if (r.from == r.to)
+        std::fprintf(stderr, "%s is already on generation %d\n", env.c_str(), r.to);
+    else
+        std::fprintf(stderr, "%s: generation %d → %d (%.1f ms)\n", env.c_str(), r.from, r.to,
+                     r.seconds * 1000);
+    if (written) {
+        const std::string name = agreement.lock_name();
+        if (written->changed)
+            std::fprintf(stderr,
+                         "wrote generation %d's lock into %s: commit it (`git commit %s`), so "
+                         "that CI and teammates build generation %d's packages too\n",
+                         written->generation, name.c_str(), name.c_str(), written->generation);
+        else
+            std::fprintf(stderr, "%s holds generation %d's lock already\n", name.c_str(),
+                         written->generation);
+        if (!written->manifest_stale.empty())
+            std::fprintf(stderr,
+                         "warning: manifests/%s.toml is not the manifest this lock was made from "
+                         "(%s): revert it in git too, or the next `envbox lock %s` or `envbox "
+                         "run %s` locks it again\n",
+                         env.c_str(), written->manifest_stale.front().c_str(), env.c_str(),
+                         env.c_str());
+    }
+    note_lock_agreement(global, agreement);
+}
+
 void run_rollback(const GlobalOptions& global, const RollbackCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
@@ -180,19 +216,18 @@ void run_rollback(const GlobalOptions& global, const RollbackCommand& cmd) {
         }
     }
     auto r = ops::rollback(ctx, cmd.env, target);
+    std::optional<ops::WrittenLock> written;
+    if (cmd.write_lock) written = ops::write_generation_lock(ctx, cmd.env, r.to);
+    const ops::LockAgreement agreement = ops::lock_agreement(ctx, cmd.env);
     if (global.json) {
         Json report = {
             {"environment", cmd.env}, {"from", r.from}, {"to", r.to}, {"seconds", r.seconds}};
+        report["lock_written"] = written ? Json(written->path.string()) : Json();
+        report["manifests_lock"] = lock_agreement_json(agreement);
         std::printf("%s\n", json_line(report, 4).c_str());  // a switch takes well under 1 ms
         return;
     }
-    if (global.verbosity >= 0) {
-        if (r.from == r.to)
-            std::fprintf(stderr, "%s is already on generation %d\n", cmd.env.c_str(), r.to);
-        else
-            std::fprintf(stderr, "%s: generation %d → %d (%.1f ms)\n", cmd.env.c_str(), r.from,
-                         r.to, r.seconds * 1000);
-    }
+    report_rollback(global, cmd.env, r, written, agreement);
 }
 
 void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
@@ -263,6 +298,8 @@ void register_rollback(CLI::App& app, GlobalOptions& global) {
         app.add_subcommand("rollback", "Switch ENV back to an earlier generation, atomically");
     c->add_option("ENV", cmd->env, "Environment")->required();
     c->add_option("--to", cmd->to, "Generation number (default: the previous one)")->type_name("N");
+    c->add_flag("--write-lock", cmd->write_lock,
+                "Also write that generation's lock into manifests/pylock.ENV.toml, to commit");
     c->callback([&global, cmd] { run_rollback(global, *cmd); });
 }
 

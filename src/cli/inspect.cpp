@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/lock_agreement.hpp"
 #include "cli/progress.hpp"
 #include "envbox/util/json.hpp"
 
@@ -32,7 +33,8 @@ void run_list(const GlobalOptions& global, const ListCommand& cmd) {
                                 {"current", e.current ? Json(*e.current) : Json()},
                                 {"generations", e.generations},
                                 {"packages", e.packages},
-                                {"python", e.python_version}});
+                                {"python", e.python_version},
+                                {"manifests_lock", lock_agreement_json(e.lock)}});
         std::printf("%s\n", json_line(list).c_str());
         return;
     }
@@ -51,7 +53,12 @@ void run_list(const GlobalOptions& global, const ListCommand& cmd) {
                     e.current ? ("gen " + std::to_string(*e.current)).c_str() : "(none)",
                     counted(e.packages, "package", "packages").c_str(),
                     e.python_version.empty() ? "-" : e.python_version.c_str());
+        if (e.lock.disagrees())  // the marker; the note below says what to do
+            std::printf("  %-24s ! %s\n", "", e.lock.summary().c_str());
     }
+    std::fflush(stdout);
+    for (const auto& e : envs)
+        note_lock_agreement(global, e.lock);
 }
 
 void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
@@ -80,7 +87,8 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
                               {"unique_bytes", d.bytecode_bytes - d.bytecode_shared_bytes},
                               {"shared_bytes", d.bytecode_shared_bytes}}},
             {"generations", std::move(generations)},
-            {"packages", std::move(packages)}};
+            {"packages", std::move(packages)},
+            {"manifests_lock", lock_agreement_json(d.lock)}};
         std::printf("%s\n", json_line(report).c_str());
         return;
     }
@@ -93,6 +101,11 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
         std::printf("  no complete generation\n");
         return;
     }
+    if (d.lock.disagrees())
+        std::printf("lock: %s\n", d.lock.summary().c_str());
+    else if (d.lock.agrees)
+        std::printf("lock: %s is generation %d's, the current one\n", d.lock.lock_name().c_str(),
+                    d.current->number);
     std::printf("python %s (%s), platform %s\n", d.current->python_version.c_str(),
                 d.current->python.c_str(), d.current->platform.c_str());
     std::printf("%s, %s; %s unique to this generation, the rest shared\n",
@@ -111,6 +124,8 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
     std::printf("%s:\n", counted(d.current->packages.size(), "package", "packages").c_str());
     for (const auto& p : d.current->packages)
         std::printf("  %s %s\n", p.name.c_str(), p.version.c_str());
+    std::fflush(stdout);
+    note_lock_agreement(global, d.lock);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/lock_agreement.hpp"
 #include "cli/progress.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/util/error.hpp"
@@ -69,6 +70,8 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
             report_lock(global, env, r);
         else if (report_check(global, env, r))
             stale.push_back(env);
+        // A note, not staleness: CI without generations checks the lock against the manifest.
+        if (cmd.check) note_lock_agreement(global, ops::lock_agreement(ctx, env));
     }
     if (!stale.empty())
         throw Error(ErrorCode::invalid_input, counted(stale.size(), "stale lock", "stale locks") +

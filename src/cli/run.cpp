@@ -18,6 +18,7 @@
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/create.hpp"
 #include "envbox/ops/lock.hpp"
+#include "envbox/ops/lock_agreement.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/process.hpp"
@@ -104,25 +105,32 @@ void report_sandbox(const GlobalOptions& global, const std::filesystem::path& ho
             std::fprintf(stderr, "envbox: %s\n", n.c_str());
 }
 
-// Why ENV is not what its manifest and lock say, as create would decide it but without
-// resolving the target: the lock is missing or stale against the manifest (a lock envbox did
-// not write is taken as it is), or its text differs from the one the newest generation built
-// from it was made of, or there is no generation. The newest, not the current: after a
-// rollback the current one is older on purpose; a generation made with `create --lock FILE`
-// is left alone. Empty: run as it is, no create (the fast path). `stale_lock` tells whether
-// locking is among what is needed; `since` is the generation compared with (0: none).
-std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string& env,
-                                     bool& stale_lock, int& since) {
+// What run's sync does before running ENV, decided as create would but without resolving the
+// target. Nothing to do (the fast path: a few reads and a manifest digest) when the lock is fresh
+// against the manifest (a lock envbox did not write is taken as it is) and its bytes are the
+// current generation's. A rollback is on purpose: while the lock file is the lock of a newer
+// generation than the current one (the one rolled back from), run keeps the current one and
+// says so, never rebuilding what the user rolled back from. A lock of no generation, or of an
+// older one than the current (a `git revert` before a rollback), is created, as `create` does.
+// A generation made with `create --lock FILE` is left alone unless the project's lock changed
+// since a generation was built from it.
+struct SyncPlan {
+    std::vector<std::string> reasons;  ///< why a create is needed; empty: run as it is
+    bool stale_lock = false;           ///< locking is among what is needed
+    std::string what;                  ///< what "ENV…; creating…" says when it builds
+    std::string note;                  ///< said although nothing is created (a rollback kept)
+};
+
+SyncPlan plan_sync(const ops::Context& ctx, const std::string& env) {
     namespace fs = std::filesystem;
-    stale_lock = false;
-    since = 0;
+    SyncPlan plan;
     std::error_code ec;
     const fs::path manifests = ctx.project_root / "manifests";
     const fs::path manifest = manifests / (env + ".toml"),
                    lock_path = manifests / ("pylock." + env + ".toml");
-    if (ctx.project_root.empty() || !fs::exists(manifest, ec))
-        return {};  // run says what is missing
-    std::vector<std::string> reasons;
+    // No manifest: run says what is missing, or runs a generation made from --lock FILE.
+    if (ctx.project_root.empty() || !fs::exists(manifest, ec)) return plan;
+    auto& reasons = plan.reasons;
     if (!fs::exists(lock_path, ec)) {
         reasons.push_back("there is no lock file " + lock_path.string());
     } else {
@@ -130,54 +138,63 @@ std::vector<std::string> out_of_sync(const ops::Context& ctx, const std::string&
         if (tool && tool->values.count("manifest-digest"))
             reasons = ops::lock_staleness(manifest, lock_path);
     }
-    stale_lock = !reasons.empty();
-    const fs::path dir = ops::env_dir(ctx, env);
-    auto current = env::current_generation(dir);
-    if (!current) {
+    plan.stale_lock = !reasons.empty();
+    const ops::LockAgreement a = ops::lock_agreement(ctx, env);
+    if (!a.current) {
         reasons.push_back("no generation was ever created");
-        return reasons;
+        plan.what = " has no generation yet";
+        return plan;
     }
-    since = current->number;
-    if (stale_lock) return reasons;
-    std::optional<env::Generation> newest;  // the newest complete one built from this lock file
-    for (auto& g : env::list_generations(dir))
-        if (g.complete && g.lock_source == lock_path.string() &&
-            (!newest || g.number > newest->number))
-            newest = g;
-    if (!newest) return reasons;
-    since = newest->number;
-    const fs::path built = newest->path / ".envbox" / "pylock.toml";
-    if (!fs::exists(built, ec) || read_file(built) != read_file(lock_path))
-        reasons.push_back(lock_path.filename().string() + " changed since generation " +
-                          std::to_string(since));
-    return reasons;
+    const std::string cur = std::to_string(*a.current), file = lock_path.filename().string();
+    // A stale lock's reasons are create's notes as it locks; the others are said here.
+    if (plan.stale_lock) {
+        plan.what = " changed since generation " + cur;
+    } else if (a.other_source) {
+        if (!a.project_generation || a.lock_generation) return plan;
+        const std::string p = std::to_string(*a.project_generation);
+        reasons.push_back(file + " changed since generation " + p);
+        plan.what = " changed since generation " + p + " (" + reasons.front() + ")";
+    } else if (a.agrees) {
+        return plan;
+    } else if (a.lock_generation && *a.lock_generation > *a.current) {
+        const std::string n = std::to_string(*a.lock_generation);
+        plan.note = a.summary() + ": run keeps generation " + cur +
+                    " until they agree (revert the lock in git, `envbox rollback " + env +
+                    " --to " + cur + " --write-lock`, or `envbox rollback " + env + " --to " + n +
+                    "`)";
+    } else if (a.lock_generation) {
+        const std::string n = std::to_string(*a.lock_generation);
+        reasons.push_back(a.lock_name() + " is generation " + n + "'s lock");
+        plan.what = ": " + reasons.front() + "; generation " + cur +
+                    " is current (`envbox rollback " + env + " --to " + n + "` would switch to it)";
+    } else {
+        reasons.push_back(file + " changed since generation " + cur);
+        plan.what = " changed since generation " + cur + " (" + reasons.front() + ")";
+    }
+    return plan;
 }
 
 // `uv run`'s sync: lock and create first when ENV is out of date (said on stderr, as the
 // command's stdout is its own); --locked refuses a stale lock instead, --frozen skips this.
-void sync_first(const ops::Context& ctx, const RunCommand& args) {
+void sync_first(const GlobalOptions& global, const ops::Context& ctx, const RunCommand& args) {
     if (args.frozen) return;
-    bool stale_lock = false;
-    int since = 0;
-    auto reasons = out_of_sync(ctx, args.env, stale_lock, since);
-    if (reasons.empty()) return;
-    if (args.locked && stale_lock) {
+    const SyncPlan plan = plan_sync(ctx, args.env);
+    if (!plan.note.empty() && global.verbosity >= 0)
+        std::fprintf(stderr, "envbox: note: %s: %s\n", args.env.c_str(), plan.note.c_str());
+    if (plan.reasons.empty()) return;
+    if (args.locked && plan.stale_lock) {
         std::string msg = "--locked: the lock of " + args.env + " needs updating:";
-        for (const auto& r : reasons)
+        for (const auto& r : plan.reasons)
             msg += "\n  " + r;
         throw Error(ErrorCode::invalid_input,
                     msg + "\nrun `envbox lock " + args.env +
                         "`, or `envbox run --frozen` to run the current generation");
     }
-    std::string what =
-        since ? " changed since generation " + std::to_string(since) : " has no generation yet";
-    // A stale lock's reasons are create's notes as it locks; the others are said here.
-    if (!stale_lock) what += " (" + reasons.front() + ")";
     ops::CreateOptions options;
     options.env = args.env;
     options.locked = args.locked;
     // Said once create has locked (a lock may be refused) and found a generation to build.
-    options.on_build = [&args, what] {
+    options.on_build = [&args, what = plan.what] {
         std::fprintf(stderr, "envbox: %s%s; creating…\n", args.env.c_str(), what.c_str());
     };
     options.keep_cuda_line = true;  // a new CUDA line is made on purpose, never by a launch
@@ -240,7 +257,7 @@ void run_run(const GlobalOptions& global, const RunCommand& cmd) {
                                       args.env + (args.rest.empty() ? "" : " …") + "`");
         }
     }
-    sync_first(ctx, args);
+    sync_first(global, ctx, args);
     ops::RunPlan plan = ops::plan_run(ctx, args.env, std::move(argv), current_environment());
     for (const auto& [k, v] : args.environment)
         plan.environment[k] = v;

@@ -137,6 +137,11 @@ void check_project(const Context& ctx, DoctorReport& r) {
     for (const auto& path : manifests) {
         DoctorReport::Environment env;
         env.name = path.stem().string();
+        try {
+            env.lock = lock_agreement(ctx, env.name);
+        } catch (const Error&) {
+            // a link planted in the home: every command on this environment refuses it
+        }
         std::optional<lock::Manifest> m;
         try {
             // Read as lock and create read it: a manifest they refuse (an index URL with a

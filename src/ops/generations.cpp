@@ -150,6 +150,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
                 d.detail += (i ? ", " : " ") + it->second[i];
         }
     result.check_s = since(started) - result.load_s - result.plan_s;
+    result.lock = lock_agreement(ctx, env);
     result.seconds = since(started);
     return result;
 }

@@ -42,6 +42,7 @@ std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
             s.packages = cur->packages.size();
             s.python_version = cur->python_version;
         }
+        s.lock = lock_agreement(s.project, e.path, e.env);
         out.push_back(std::move(s));
     }
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
@@ -95,6 +96,7 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
                     "environment '" + env + "' does not exist; run `envbox create " + env + "`");
     d.generations = env::list_generations(d.path);
     d.current = env::current_generation(d.path);
+    d.lock = lock_agreement(ctx, env);
     if (!d.current) return d;
     // A file whose inode has one link beyond the store's (or none: a generated file) is unique
     // to this generation; anything with more links is shared with another generation, of this

@@ -5,6 +5,7 @@ interpreter and pip as the consumer of exported requirements.
 
     test_workflow.py ENVBOX_BINARY
 """
+import fcntl
 import glob
 import json
 import os
@@ -635,6 +636,157 @@ class RunSyncs(unittest.TestCase):
     def test_locked_and_frozen_exclude_each_other(self):
         r = self.run_envbox("run", "--locked", "--frozen", "e", "--", "true", check=False)
         self.assertEqual(r.returncode, 2, r.stderr)
+
+
+class RollbackAndTheRepository(unittest.TestCase):
+    """After a rollback the current generation is not the project's lock: every status command
+    says so and how to make them agree; `rollback --write-lock` writes the generation's lock into
+    manifests/; once the lock file is the current generation's again (a `git revert`), run runs
+    it directly; a lock of another generation is said to be that generation's."""
+
+    NOTE = "generation 1 is current (rolled back); manifests/pylock.e.toml is generation 2's lock"
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        os.makedirs(self.proj)
+        self.run_envbox("init", "e")
+        self.lock = os.path.join(self.proj, "manifests", "pylock.e.toml")
+        # Generation 1, then generation 2 from a lock one commit later (a comment is enough).
+        self.run_envbox("run", "e", "--", "true")
+        self.lock1 = self.read(self.lock)
+        with open(self.lock, "a") as f:
+            f.write("# the commit a rollback undoes\n")
+        self.lock2 = self.read(self.lock)
+        self.run_envbox("run", "e", "--", "true")
+        self.assertEqual(self.generations(), ["gen-1", "gen-2"])
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def run_envbox(self, *args, check=True, **kw):
+        return envbox(*args, home=self.home, cwd=self.proj, check=check, **kw)
+
+    def read(self, path):
+        with open(path) as f:
+            return f.read()
+
+    def generations(self):
+        return sorted(os.path.basename(p) for p in glob.glob(os.path.join(self.home, "envs", "*", "e", "gen-*")))
+
+    def gen_lock(self, n):
+        return self.read(glob.glob(os.path.join(self.home, "envs", "*", "e", f"gen-{n}", ".envbox", "pylock.toml"))[0])
+
+    def prefix(self, r):
+        return os.path.basename(r.stdout.strip())
+
+    def test_every_status_command_says_a_rollback_is_not_the_lock(self):
+        r = self.run_envbox("rollback", "e")
+        self.assertIn("2 → 1", r.stderr)
+        self.assertIn(self.NOTE, r.stderr)  # and how to make them agree
+        self.assertIn("`git revert`", r.stderr)
+        self.assertIn("`envbox rollback e --to 1 --write-lock`", r.stderr)
+        self.assertIn("`envbox rollback e --to 2` switches to generation 2, built from the file's lock", r.stderr)
+        # verify: the files are intact, so exit 0; the note is beside "clean", and in --json.
+        r = self.run_envbox("verify", "e")
+        self.assertIn("clean", r.stderr)
+        self.assertIn(self.NOTE, r.stderr)
+        self.assertIn("--write-lock", r.stderr)
+        report = json.loads(self.run_envbox("verify", "e", "--json").stdout)
+        self.assertTrue(report["clean"])
+        lock = report["manifests_lock"]
+        self.assertEqual((lock["agrees"], lock["current"], lock["lock_generation"], lock["rolled_back"]),
+                         (False, 1, 2, True))
+        self.assertEqual(lock["note"], self.NOTE)
+        # list and show: a marker and a field.
+        r = self.run_envbox("list")
+        self.assertIn("! " + self.NOTE, r.stdout)
+        [entry] = json.loads(self.run_envbox("list", "--json").stdout)
+        self.assertEqual(entry["manifests_lock"]["note"], self.NOTE)
+        self.assertIn("lock: " + self.NOTE, self.run_envbox("show", "e").stdout)
+        self.assertEqual(json.loads(self.run_envbox("show", "e", "--json").stdout)["manifests_lock"]["lock_generation"], 2)
+        # doctor: a warning line (it may exit 1 for what this machine lacks: pypi unreachable).
+        r = self.run_envbox("doctor", check=False)
+        self.assertIn("warning: " + self.NOTE, r.stdout)
+        r = self.run_envbox("doctor", "--json", check=False)
+        self.assertEqual(json.loads(r.stdout)["environments"][0]["manifests_lock"]["note"], self.NOTE)
+        # lock --check: the lock still fits the manifest (exit 0, as CI without generations needs);
+        # the note is on stderr.
+        r = self.run_envbox("lock", "--check", "e")
+        self.assertIn("the lock is up to date", r.stderr)
+        self.assertIn(self.NOTE, r.stderr)
+        # run keeps the rolled-back generation, says so, and creates nothing.
+        r = self.run_envbox("run", "e", "--", "python", "-c", "import sys; print(sys.prefix)")
+        self.assertEqual(self.prefix(r), "gen-1")
+        self.assertIn(self.NOTE + ": run keeps generation 1", r.stderr)
+        self.assertNotIn("creating", r.stderr)
+        self.assertEqual(self.generations(), ["gen-1", "gen-2"])
+        # -q: no note.
+        self.assertEqual(self.run_envbox("-q", "verify", "e").stderr, "")
+
+    def test_write_lock_makes_the_repository_agree(self):
+        r = self.run_envbox("rollback", "e", "--write-lock")
+        self.assertIn("wrote generation 1's lock into manifests/pylock.e.toml: commit it", r.stderr)
+        self.assertNotIn("note:", r.stderr)
+        self.assertEqual(self.read(self.lock), self.gen_lock(1))
+        self.assertEqual(self.read(self.lock), self.lock1)
+        for args in (("verify", "e"), ("lock", "--check", "e"), ("show", "e"), ("list",)):
+            r = self.run_envbox(*args)
+            self.assertNotIn("rolled back", r.stdout + r.stderr, args)
+        self.assertTrue(json.loads(self.run_envbox("verify", "e", "--json").stdout)["manifests_lock"]["agrees"])
+        self.assertIn("lock: manifests/pylock.e.toml is generation 1's, the current one",
+                      self.run_envbox("show", "e").stdout)
+        r = self.run_envbox("run", "e", "--", "python", "-c", "import sys; print(sys.prefix)")
+        self.assertEqual((self.prefix(r), r.stderr), ("gen-1", ""))
+        # On the current generation (no switch) it writes that generation's lock, and says when
+        # the file held it already.
+        r = self.run_envbox("rollback", "e", "--to", "1", "--write-lock")
+        self.assertIn("already on generation 1", r.stderr)
+        self.assertIn("holds generation 1's lock already", r.stderr)
+        r = json.loads(self.run_envbox("rollback", "e", "--to", "2", "--write-lock", "--json").stdout)
+        self.assertEqual((r["to"], r["lock_written"], r["manifests_lock"]["agrees"]), (2, self.lock, True))
+        self.assertEqual(self.read(self.lock), self.lock2)
+
+    def test_after_reverting_the_lock_run_runs_the_current_generation_directly(self):
+        self.run_envbox("rollback", "e")
+        with open(self.lock, "w") as f:  # what `git revert` of the lock's commit leaves
+            f.write(self.lock1)
+        for args in (("verify", "e"), ("lock", "--check", "e"), ("show", "e")):
+            r = self.run_envbox(*args)
+            self.assertNotIn("rolled back", r.stdout + r.stderr, args)
+        # The fast path: no create, so not even the environment's lock is taken.
+        [env_lock] = glob.glob(os.path.join(self.home, "locks", "*.e.lock"))
+        with open(env_lock) as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            for _ in range(2):
+                r = self.run_envbox("run", "e", "--", "python", "-c", "import sys; print(sys.prefix)", timeout=30)
+                self.assertEqual((self.prefix(r), r.stderr), ("gen-1", ""))
+        self.assertEqual(self.generations(), ["gen-1", "gen-2"])
+
+    def test_a_lock_of_an_older_generation_is_said_so_and_created_as_create_does(self):
+        # Generation 2 is current and the lock file goes back to generation 1's (a `git revert`
+        # before any rollback): run says whose lock it is and builds it, as `create` does;
+        # `rollback --to 1` would have switched without building.
+        with open(self.lock, "w") as f:
+            f.write(self.lock1)
+        r = self.run_envbox("verify", "e")
+        self.assertIn("generation 2 is current; manifests/pylock.e.toml is generation 1's lock", r.stderr)
+        r = self.run_envbox("run", "e", "--", "python", "-c", "import sys; print(sys.prefix)")
+        self.assertIn("envbox: e: manifests/pylock.e.toml is generation 1's lock; generation 2 is current "
+                      "(`envbox rollback e --to 1` would switch to it); creating…", r.stderr)
+        self.assertEqual(self.prefix(r), "gen-3")
+        self.assertEqual(self.gen_lock(3), self.lock1)
+        r = self.run_envbox("run", "e", "--", "true")
+        self.assertEqual(r.stderr, "")
+        # A lock no generation was built from: "has not been created yet", then created.
+        with open(self.lock, "a") as f:
+            f.write("# a third lock\n")
+        self.assertIn("generation 3 is current; manifests/pylock.e.toml has not been created yet",
+                      self.run_envbox("verify", "e").stderr)
+        r = self.run_envbox("run", "e", "--", "true")
+        self.assertIn("e changed since generation 3 (pylock.e.toml changed since generation 3); creating…", r.stderr)
+        self.assertEqual(self.generations(), ["gen-1", "gen-2", "gen-3", "gen-4"])
 
 
 class DefaultEnvironment(unittest.TestCase):

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "envbox/ops/context.hpp"
+#include "envbox/ops/lock_agreement.hpp"
 
 namespace envbox::ops {
 
@@ -37,6 +38,9 @@ struct DoctorReport {
             cuda_lines;  ///< from `cuda = "X.Y"` and the lock's packages ("12.x")
         bool ok = true;
         std::string problem;  ///< why not (the driver's refusal, a manifest error)
+        /// Whether its current generation is the project's lock: a warning when not (after a
+        /// rollback), never a problem (the machine lacks nothing).
+        LockAgreement lock;
     };
     std::vector<Environment> environments;
 

@@ -9,6 +9,7 @@
 #include "envbox/env/generation.hpp"
 #include "envbox/env/verify.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/ops/lock_agreement.hpp"
 #include "envbox/store/store.hpp"
 
 namespace envbox::ops {
@@ -18,6 +19,8 @@ struct VerifyResult {
     env::VerifyReport report;
     double seconds = 0;
     double load_s = 0, plan_s = 0, check_s = 0;  ///< file lists read, plan made, tree checked
+    /// Whether the generation is the project's lock (a note, not drift: see lock_agreement.hpp).
+    LockAgreement lock;
 };
 
 /// Verifies ENV's current generation against its lock (see env/verify.hpp).

@@ -11,6 +11,7 @@
 
 #include "envbox/env/generation.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/ops/lock_agreement.hpp"
 
 namespace envbox::ops {
 
@@ -21,6 +22,8 @@ struct EnvSummary {
     std::size_t generations = 0;
     std::size_t packages = 0;
     std::string python_version;
+    /// Whether the current generation is its project's lock (after a rollback it may not be).
+    LockAgreement lock;
 };
 
 /// Environments of the current project, or of every project when `all` (or when there is no
@@ -32,6 +35,8 @@ struct EnvDetails {
     std::filesystem::path path;  ///< env directory
     std::vector<env::Generation> generations;
     std::optional<env::Generation> current;
+    /// Whether `current` is the project's lock, and which generation the lock file is.
+    LockAgreement lock;
     std::size_t files = 0;           ///< in the current generation
     std::uint64_t bytes = 0;         ///< apparent size of the current generation
     std::uint64_t unique_bytes = 0;  ///< bytes no other generation or environment shares

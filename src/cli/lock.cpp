@@ -63,6 +63,7 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
         opt.allow_mixed_cuda = cmd.allow_mixed_cuda;
         opt.allow_cuda_change = cmd.allow_cuda_change;
         opt.target = cmd.target;
+        opt.explain_all = global.verbosity > 0;
         ops::require_environment_files(ctx, env);
         ops::LockResult r = ops::lock(ctx, opt);
         progress.clear();
@@ -143,7 +144,8 @@ void report_lock(const GlobalOptions& global, const std::string& env, const ops:
                        {"peak_in_flight", r.peak_in_flight},
                        {"changes", changes_json(r.changes)},
                        {"cuda_change", r.cuda_change ? Json(*r.cuda_change) : Json(nullptr)},
-                       {"targets_differ", r.target_notes}};
+                       {"targets_differ", r.target_notes},
+                       {"older", r.older}};
         std::printf("%s\n", json_line(report).c_str());
     } else if (global.verbosity >= 0) {
         std::fprintf(stderr,

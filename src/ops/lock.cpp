@@ -483,6 +483,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     ctx.progress->phase("Resolving", 0);
     try {
         resolve_targets(targets, m.requirements, ropt, opt.env, m.python);
+        result.older = older_than_newest(targets, m.requirements, ropt, opt.env, opt.explain_all);
     } catch (const Error& e) {
         throw with_separate_environment_hint(e, opt.env, m, ctx.project_root);
     }
@@ -504,6 +505,8 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     result.target_notes = divergence_notes(divergences, targets);
     for (const auto& note : result.target_notes)
         ctx.progress->note("targets differ: " + note);
+    for (const auto& line : result.older)
+        ctx.progress->note(line);
     std::string text = lock::write_pylock(doc);
     result.changed = text != previous.text;
     if (result.changed) {

@@ -1,9 +1,11 @@
 #include "lock_targets.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <set>
 
+#include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
 
@@ -144,6 +146,89 @@ std::vector<std::string> divergence_notes(const std::vector<lock::Divergence>& d
         notes.push_back(line + " (" + reasons + ")");
     }
     return notes;
+}
+
+namespace {
+
+// The newest version of `name` that `pin` could have been: usable on the target, not yanked,
+// a pre-release only when the pin is one or every pre-release is allowed.
+std::optional<pep::Version> newest_offered(resolve::PackageSource& source, const std::string& name,
+                                           const resolve::Pinned& pin,
+                                           const resolve::Options& options) {
+    const bool pre =
+        pin.version.is_prerelease() || options.prerelease == resolve::Prerelease::allow;
+    std::optional<pep::Version> best;
+    for (const auto& c : source.versions(name))
+        if (c.unusable.empty() && !c.yanked && (pre || !c.version.is_prerelease()) &&
+            (!best || *best < c.version))
+            best = c.version;
+    return best;
+}
+
+// Why `name==newest` is not in the lock: the first lines of the solver's explanation of a
+// resolution that requires it too, on one line.
+std::string why_not(TargetResolution& t, const std::vector<pep::Requirement>& root,
+                    const resolve::Options& options, const std::string& name,
+                    const pep::Version& newest) {
+    std::vector<pep::Requirement> with = root;
+    auto exact = pep::Requirement::parse(name + "==" + newest.str());
+    if (!exact) return "";
+    with.push_back(std::move(*exact));
+    resolve::Options o = options;
+    o.trace = nullptr;
+    o.preferences.erase(name);
+    auto pins = resolve::resolve(with, *t.source, o);
+    if (pins) return "";  // it resolves after all (the old lock's other versions held it back)
+    // The first step of the explanation says it: "Because sglang==0.5.12 depends on …,
+    // sglang==0.5.12 cannot be used."
+    std::string out, text = pins.error().message();
+    const auto first = text.find("Because ");
+    if (first != std::string::npos) {
+        const auto next = text.find("Because ", first + 8);
+        text = text.substr(first, next == std::string::npos ? std::string::npos : next - first);
+    }
+    for (char c : text)
+        if (!(std::isspace(static_cast<unsigned char>(c)) && (out.empty() || out.back() == ' ')))
+            out += std::isspace(static_cast<unsigned char>(c)) ? ' ' : c;
+    while (!out.empty() && out.back() == ' ')
+        out.pop_back();
+    constexpr std::size_t kMax = 400;
+    if (out.size() > kMax) out = out.substr(0, kMax) + "…";
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> older_than_newest(std::vector<TargetResolution>& targets,
+                                           const std::vector<pep::Requirement>& root,
+                                           const resolve::Options& options, const std::string& env,
+                                           bool everything) {
+    std::set<std::string> asked;
+    for (const auto& r : root)
+        if (!r.url) asked.insert(pep::canonicalize_name(r.name));
+    std::vector<std::string> lines;
+    std::set<std::string> said;
+    for (auto& t : targets)
+        for (const auto& pin : t.pins) {
+            if ((!everything && !asked.count(pin.name)) || t.direct.count(pin.name)) continue;
+            auto newest = newest_offered(*t.source, pin.name, pin, options);
+            if (!newest || !(pin.version < *newest)) continue;
+            std::string line =
+                pin.name + " " + pin.version.str() + " locked, not " + newest->str() + ": ";
+            auto kept = options.preferences.find(pin.name);
+            if (kept != options.preferences.end() && kept->second == pin.version) {
+                line += "kept from the lock (`envbox lock " + env + " --upgrade-package " +
+                        pin.name + "` takes the newest)";
+            } else {
+                std::string why = why_not(t, root, options, pin.name, *newest);
+                line += why.empty() ? "another locked version holds it back (`envbox lock " + env +
+                                          " --upgrade` resolves everything afresh)"
+                                    : why;
+            }
+            if (targets.size() > 1) line += " (on " + t.target.platform + ")";
+            if (said.insert(line).second) lines.push_back(std::move(line));
+        }
+    return lines;
 }
 
 }  // namespace envbox::ops

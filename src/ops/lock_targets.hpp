@@ -42,4 +42,15 @@ void resolve_targets(std::vector<TargetResolution>& targets,
 std::vector<std::string> divergence_notes(const std::vector<lock::Divergence>& divergences,
                                           std::vector<TargetResolution>& targets);
 
+/// No silent old versions: for each of the user's requirements (`root`) whose locked version
+/// is not the newest its target's indexes offer (usable there, not yanked, a pre-release only
+/// where the policy would take one), one line saying why: kept from the old lock
+/// (`options.preferences`, with the command that upgrades it), or what rules the newest out
+/// (the solver's own explanation of a resolution that also requires `name==newest`).
+/// `everything`: for every locked package, not only the user's (lock -v).
+std::vector<std::string> older_than_newest(std::vector<TargetResolution>& targets,
+                                           const std::vector<pep::Requirement>& root,
+                                           const resolve::Options& options, const std::string& env,
+                                           bool everything);
+
 }  // namespace envbox::ops

@@ -100,6 +100,21 @@ class Prerelease(unittest.TestCase):
                 self.assertEqual(got, want)
         self.assertEqual(pip_choice(self.flat, ["sglang"], pre=True), expected["allow"])
 
+    def test_an_older_version_of_a_requirement_says_why(self):
+        r, got = self.lock("why", ["sglang"], "if-necessary")
+        self.assertEqual(got["sglang"], "0.5.11")
+        self.assertIn("note: sglang 0.5.11 locked, not 0.5.12: Because sglang==0.5.12 depends on "
+                      "cuda-tile==1.6.0rc5 and only pre-releases of cuda-tile==1.6.0rc5 exist", r.stderr)
+        # A version kept from the lock says so, with the command that takes the newest.
+        r = envbox("lock", "why", "--upgrade-package", "numpy", home=self.home, project=self.proj)
+        self.assertNotIn("numpy", r.stderr)
+        with open(os.path.join(self.proj, "manifests", "why.toml")) as f:
+            text = f.read()
+        envboxtest.write_manifest(self.proj, "why", text.replace('"if-necessary"', '"allow"'))
+        r = envbox("lock", "why", home=self.home, project=self.proj)
+        self.assertIn("note: sglang 0.5.11 locked, not 0.5.12: kept from the lock "
+                      "(`envbox lock why --upgrade-package sglang` takes the newest)", r.stderr)
+
     def test_a_beta_only_package_and_what_disallow_says(self):
         _, got = self.lock("fa", ["flash-attn-4"])
         self.assertEqual(got, {"flash-attn-4": "4.0.0b14"})

@@ -27,6 +27,9 @@ struct LockOptions {
     /// The command that refusal tells to repeat with --allow-cuda-change (`envbox add ENV X`);
     /// empty: `envbox lock ENV`.
     std::string retry;
+    /// Say why for every locked package not at the newest version offered (lock -v), not only
+    /// for the user's own requirements.
+    bool explain_all = false;
     /// With `check`: a platform of the manifest (a tag or its machine; another is a usage
     /// error) that the lock must also cover, else it is stale; only with `check`.
     std::string target;
@@ -52,6 +55,10 @@ struct LockResult {
     /// When the lock moved the environment to another CUDA line (allowed): "CUDA 12.8 → 13.0
     /// (torch 2.9.1+cu128 → 2.10.0+cu130)", said before every other change.
     std::optional<std::string> cuda_change;
+    /// No silent old versions: one line per requirement (every package with `explain_all`)
+    /// locked below the newest version offered, saying why ("sglang 0.5.11 locked, not
+    /// 0.5.12: Because sglang==0.5.12 depends on …"), also shown as notes while locking.
+    std::vector<std::string> older;
 };
 
 LockResult lock(const Context& ctx, const LockOptions& options);

@@ -114,6 +114,11 @@ class Prerelease(unittest.TestCase):
         r = envbox("lock", "why", home=self.home, project=self.proj)
         self.assertIn("note: sglang 0.5.11 locked, not 0.5.12: kept from the lock "
                       "(`envbox lock why --upgrade-package sglang` takes the newest)", r.stderr)
+        # -v says it for every package, --json lists them.
+        r = envbox("-v", "--json", "lock", "why", "--upgrade-package", "cuda-tile", home=self.home,
+                   project=self.proj)
+        older = json.loads(r.stdout)["older"]
+        self.assertEqual([line.split(" locked")[0] for line in older], ["numpy 2.3.3", "sglang 0.5.11"])
 
     def test_a_beta_only_package_and_what_disallow_says(self):
         _, got = self.lock("fa", ["flash-attn-4"])

@@ -32,6 +32,7 @@ void print_json(const ops::DoctorReport& r) {
                    {"problems", r.problems},
                    {"interpreters", r.interpreters},
                    {"driver", r.driver ? Json(*r.driver) : Json()},
+                   {"driver_source", r.driver ? Json(r.driver_source) : Json()},
                    {"cuda_lines", r.cuda_lines},
                    {"store",
                     {{"path", r.store_path},
@@ -51,7 +52,9 @@ void print_text(const ops::DoctorReport& r) {
     for (const auto& i : r.interpreters)
         std::printf("  %s\n", i.c_str());
     if (r.driver) {
-        std::printf("NVIDIA driver: %s, runs CUDA", r.driver->c_str());
+        std::printf(
+            "NVIDIA driver: %s%s, runs CUDA", r.driver->c_str(),
+            r.driver_source == "installed" ? "" : (" (from " + r.driver_source + ")").c_str());
         for (const auto& l : r.cuda_lines)
             std::printf(" %s", l.c_str());
         std::printf("%s\n", r.cuda_lines.empty() ? " (no line envbox knows)" : "");

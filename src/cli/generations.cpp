@@ -8,8 +8,10 @@
 #include "cli/commands.hpp"
 #include "cli/lock_agreement.hpp"
 #include "cli/progress.hpp"
+#include "envbox/env/generation.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
+#include "envbox/util/printable.hpp"
 
 namespace envbox::cli {
 namespace {
@@ -49,12 +51,13 @@ void print_verify_json(const VerifyCommand& cmd, const ops::VerifyResult& r) {
     std::printf("%s\n", json_line(report).c_str());
 }
 
+// `named`: each drift line starts with the environment (`verify` of several).
 void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
-                       const ops::VerifyResult& r) {
+                       const ops::VerifyResult& r, bool named = false) {
     const auto& rep = r.report;
     for (const auto& d : rep.drift)
-        std::printf("%-9s %s%s%s\n", env::drift_kind_name(d.kind), d.path.c_str(),
-                    d.detail.empty() ? "" : "  (",
+        std::printf("%s%s%-9s %s%s%s\n", named ? cmd.env.c_str() : "", named ? "  " : "",
+                    env::drift_kind_name(d.kind), d.path.c_str(), d.detail.empty() ? "" : "  (",
                     d.detail.empty() ? "" : (d.detail + ")").c_str());
     if (global.verbosity >= 0)
         std::fprintf(stderr, "%s generation %d: %s (%s checked%s, %zu hashed, %.2f s)\n",
@@ -69,6 +72,79 @@ void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
     if (global.verbosity > 1)
         std::fprintf(stderr, "  seconds: load %.3f, plan %.3f, check %.3f\n", r.load_s, r.plan_s,
                      r.check_s);
+}
+
+// `verify` without ENV: every environment of the project (ops::project_environments), each
+// reported as `verify ENV` reports it (--json: its line); one never created here is said and
+// passed over (a node builds the environments it runs). Exit 5 when any drifted, else the
+// status of the first that could not be checked.
+void run_verify_all(const GlobalOptions& global, const VerifyCommand& cmd) {
+    ConsoleProgress progress(global.verbosity, false);
+    ops::Context ctx = make_context(global, progress);
+    const std::vector<std::string> envs = ops::project_environments(ctx);
+    if (envs.empty())
+        throw Error(ErrorCode::usage,
+                    "verify: give ENV, or --store to check the whole store (" +
+                        (ctx.project_root.empty() ? std::string("no project here")
+                                                  : ops::known_environments(ctx.project_root)) +
+                        ")");
+    std::vector<std::string> drifted, failed;
+    std::optional<ErrorCode> failure;
+    std::size_t clean = 0, absent = 0;
+    for (const auto& name : envs) {
+        VerifyCommand one = cmd;
+        one.env = name;
+        try {
+            if (!env::current_generation(ops::env_dir(ctx, name))) {
+                ++absent;
+                if (global.json)
+                    std::printf("%s\n", json_line(Json{{"environment", name},
+                                                       {"generation", Json()},
+                                                       {"clean", Json()},
+                                                       {"skipped", "never created"}})
+                                            .c_str());
+                else if (global.verbosity >= 0)
+                    std::fprintf(stderr, "%s: never created here (`envbox create %s`)\n",
+                                 name.c_str(), name.c_str());
+                continue;
+            }
+            const ops::VerifyResult r = ops::verify(ctx, name, cmd.deep);
+            global.json ? print_verify_json(one, r) : print_verify_text(global, one, r, true);
+            r.report.clean() ? void(++clean) : drifted.push_back(name);
+        } catch (const Error& e) {
+            failed.push_back(name);
+            if (!failure) failure = e.code();
+            if (global.json)
+                std::printf("%s\n", json_line(Json{{"environment", name},
+                                                   {"generation", Json()},
+                                                   {"clean", false},
+                                                   {"error", e.message()}})
+                                        .c_str());
+            else
+                std::fprintf(stderr, "%s: %s\n", name.c_str(),
+                             printable_lines(e.message()).c_str());
+        }
+    }
+    std::fflush(stdout);
+    if (!global.json && global.verbosity >= 0)
+        std::fprintf(stderr, "%s: %zu clean, %zu drifted, %zu not checked, %zu never created\n",
+                     counted(envs.size(), "environment", "environments").c_str(), clean,
+                     drifted.size(), failed.size(), absent);
+    auto names = [](const std::vector<std::string>& list) {
+        std::string out;
+        for (const auto& n : list)
+            out += (out.empty() ? "" : ", ") + n;
+        return out;
+    };
+    if (!drifted.empty())
+        throw Error(
+            ErrorCode::integrity,
+            names(drifted) + (drifted.size() == 1 ? " has" : " have") + " drifted from " +
+                (drifted.size() == 1 ? "its lock" : "their locks") +
+                (failed.empty() ? "" : " (and " + names(failed) + " could not be checked)") +
+                "; `envbox create --force ENV` builds a fresh generation from verified "
+                "store objects, `envbox rollback ENV` switches back");
+    if (failure) throw Error(*failure, names(failed) + " could not be checked (said above)");
 }
 
 // `verify --store`: every problem on stdout, a summary on stderr, exit 5 when any.
@@ -114,8 +190,7 @@ void run_verify_store(const GlobalOptions& global, const VerifyCommand& cmd) {
 
 void run_verify(const GlobalOptions& global, const VerifyCommand& cmd) {
     if (cmd.store) return run_verify_store(global, cmd);
-    if (cmd.env.empty())
-        throw Error(ErrorCode::usage, "verify: give ENV, or --store to check the whole store");
+    if (cmd.env.empty()) return run_verify_all(global, cmd);
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::VerifyResult r = ops::verify(ctx, cmd.env, cmd.deep);
@@ -275,8 +350,10 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
 
 void register_verify(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<VerifyCommand>();
-    CLI::App* c = app.add_subcommand("verify", "Prove ENV is exactly its lock; report drift");
-    c->add_option("ENV", cmd->env, "Environment (not with --store)");
+    CLI::App* c = app.add_subcommand(
+        "verify", "Prove ENV (none: each of the project's) is exactly its lock; report drift");
+    c->add_option("ENV", cmd->env,
+                  "Environment (not with --store); none: every environment of the project");
     c->add_flag("--deep", cmd->deep, "Compare file contents by hash, not only inodes");
     c->add_flag("--store", cmd->store,
                 "Check the whole store instead: every file list reads and every object it names "

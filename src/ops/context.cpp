@@ -97,6 +97,33 @@ std::string known_environments(const fs::path& project_root, std::string_view mi
     return (near ? "did you mean " + *near + "? " : "") + "the environments here are " + out;
 }
 
+std::vector<std::string> project_environments(const Context& ctx) {
+    std::set<std::string> names;
+    if (ctx.project_root.empty()) return {};
+    auto add = [&](std::string name) {
+        try {
+            check_env_name(name);
+            names.insert(std::move(name));
+        } catch (const Error&) {
+            // not an environment: a file that only looks like a manifest
+        }
+    };
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(ctx.project_root / "manifests", ec)) {
+        const std::string file = entry.path().filename().string();
+        if (!file.ends_with(".toml")) continue;
+        const std::size_t from = file.starts_with("pylock.") ? 7 : 0;
+        if (file.size() > from + 5) add(file.substr(from, file.size() - 5 - from));
+    }
+    // This project's folders only (another project's planted link is not this one's problem);
+    // a link among them is named, and refused when it is checked.
+    const fs::path rel = fs::path("envs") / project_key(ctx.project_root);
+    if (UniqueFd project = open_own_dir(ctx.home, rel))
+        for (const auto& e : list_own_dir(project.get(), ctx.home / rel))
+            if (e.type == OwnEntry::Type::folder || e.type == OwnEntry::Type::link) add(e.name);
+    return {names.begin(), names.end()};
+}
+
 void require_environment_files(const Context& ctx, const std::string& env) {
     if (ctx.project_root.empty()) return;
     check_env_name(env);

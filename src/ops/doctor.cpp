@@ -206,6 +206,8 @@ DoctorReport doctor(const Context& ctx) {
         }
     r.driver = env::nvidia_driver_version(ctx.settings.cuda_driver);
     if (r.driver)
+        r.driver_source = ctx.settings.cuda_driver.empty() ? "installed" : "ENVBOX_CUDA_DRIVER";
+    if (r.driver)
         for (int major : {12, 13})
             if (!env::driver_refuses(*r.driver, env::CudaLine{major, std::nullopt}))
                 r.cuda_lines.push_back(std::to_string(major) + ".x");

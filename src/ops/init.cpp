@@ -1,6 +1,8 @@
 #include "envbox/ops/init.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,9 +11,11 @@
 
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/target.hpp"
+#include "envbox/pep/tags.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/unique_fd.hpp"
 #include "settings.hpp"
 
 namespace fs = std::filesystem;
@@ -57,7 +61,137 @@ void write_new_file(const fs::path& path, const std::string& text) {
     throw Error(ErrorCode::generic, "cannot write " + path.string() + ": " + std::strerror(err));
 }
 
+// PyTorch's own Linux wheels (x86_64 and aarch64) are manylinux_2_28: the glibc a manifest
+// asks for unless this machine's is older.
+constexpr int kFloorMajor = 2, kFloorMinor = 28;
+
+// "2.36" → 2, 36; false for anything else.
+bool parse_glibc(const std::string& text, int& major, int& minor) {
+    char tail = 0;
+    return std::sscanf(text.c_str(), "%d.%d%c", &major, &minor, &tail) == 2;
+}
+
+// "manylinux_2_36_x86_64" → 2, 36, "x86_64"; false for any other tag.
+bool parse_manylinux(const std::string& tag, int& major, int& minor, std::string& arch) {
+    int used = 0;
+    if (std::sscanf(tag.c_str(), "manylinux_%d_%d_%n", &major, &minor, &used) != 2 || used == 0)
+        return false;
+    arch = tag.substr(static_cast<std::size_t>(used));
+    return !arch.empty();
+}
+
+bool newer(int major, int minor, int than_major, int than_minor) {
+    return major > than_major || (major == than_major && minor > than_minor);
+}
+
+// "platform TAG (--platform…)": a tag the user chose, with a warning when this machine's glibc
+// is older than it asks for (what the lock picks may not run where it was written).
+std::string chosen_platform_note(const std::string& tag, const env::Interpreter& interpreter) {
+    int want_major = 0, want_minor = 0, have_major = 0, have_minor = 0;
+    std::string arch;
+    std::string note = "platform " + tag + " (--platform";
+    if (parse_manylinux(tag, want_major, want_minor, arch) &&
+        parse_glibc(interpreter.glibc, have_major, have_minor) &&
+        newer(want_major, want_minor, have_major, have_minor))
+        note += "; this machine has glibc " + interpreter.glibc +
+                ": what the lock picks for it may not run here";
+    return note + ")";
+}
+
+// Whether a line of `text` gives the locks' pattern the `pylock` diff driver, however spaced
+// and whatever other attributes it sets.
+bool has_lock_diff_line(const std::string& text) {
+    auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+    for (std::size_t start = 0; start < text.size();) {
+        std::size_t end = std::min(text.find('\n', start), text.size());
+        std::vector<std::string> words;
+        for (std::size_t i = start; i < end;) {
+            while (i < end && blank(text[i]))
+                ++i;
+            std::size_t j = i;
+            while (j < end && !blank(text[j]))
+                ++j;
+            if (j > i) words.push_back(text.substr(i, j - i));
+            i = j;
+        }
+        if (words.size() > 1 && words[0] == "manifests/pylock.*.toml" &&
+            std::find(words.begin() + 1, words.end(), "diff=pylock") != words.end())
+            return true;
+        start = end + 1;
+    }
+    return false;
+}
+
+// Appends kLockDiffAttribute to `path` unless it has it. Opened without following a link and
+// only as a regular file of a sane size: a link planted there (to ~/.bashrc, say) is never
+// written through, a FIFO never blocks. An exclusive flock keeps two inits from both appending.
+LockDiffAttribute add_lock_diff_attribute(const fs::path& path, std::string& problem) {
+    constexpr off_t kMaxBytes = 1 << 20;  // a real .gitattributes is a few lines
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+    struct stat st {};
+    if (!fd)
+        problem = errno == ELOOP ? "it is a symbolic link" : std::strerror(errno);
+    else if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+        problem = "it is not a regular file";
+    else if (st.st_size > kMaxBytes)
+        problem = "it is larger than 1 MiB";
+    if (!problem.empty()) return LockDiffAttribute::refused;
+    ::flock(fd.get(), LOCK_EX);
+    std::string text;
+    char buf[8192];
+    for (ssize_t n; text.size() <= kMaxBytes && (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            problem = std::strerror(errno);
+            return LockDiffAttribute::refused;
+        }
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    if (has_lock_diff_line(text)) return LockDiffAttribute::present;
+    const std::string line =
+        std::string(text.empty() || text.back() == '\n' ? "" : "\n") + kLockDiffAttribute + "\n";
+    if (::lseek(fd.get(), 0, SEEK_END) < 0 || !write_all_fd(fd.get(), line.data(), line.size())) {
+        problem = std::strerror(errno);
+        return LockDiffAttribute::refused;
+    }
+    return LockDiffAttribute::added;
+}
+
 }  // namespace
+
+DefaultPlatform default_platform(const env::Interpreter& interpreter, const std::string& env) {
+    if (interpreter.glibc.empty()) {
+        auto m = interpreter.markers.values.find("platform_machine");
+        const std::string machine = m != interpreter.markers.values.end() ? m->second : "x86_64";
+        throw Error(ErrorCode::invalid_input, "cannot tell this machine's platform (" +
+                                                  interpreter.executable.string() +
+                                                  " reports no glibc); give one: `envbox init " +
+                                                  env + " --platform TAG` (musllinux_1_2_" +
+                                                  machine + ", manylinux_2_28_" + machine + ", …)");
+    }
+    const std::string mine = interpreter_platform(interpreter, env);
+    int major = 0, minor = 0, tag_major = 0, tag_minor = 0;
+    std::string arch;
+    if (parse_glibc(interpreter.glibc, major, minor) &&
+        parse_manylinux(mine, tag_major, tag_minor, arch) &&
+        newer(major, minor, kFloorMajor, kFloorMinor)) {
+        const std::string floor = "manylinux_" + std::to_string(kFloorMajor) + "_" +
+                                  std::to_string(kFloorMinor) + "_" + arch;
+        // An architecture whose manylinux range starts above the floor keeps its own tag.
+        if (pep::target_platforms(floor))
+            return {floor, "platform " + floor + " (PyTorch's floor; this machine has glibc " +
+                               interpreter.glibc + ": --platform " + mine +
+                               " for this machine only)"};
+    }
+    // Older than the floor, or a glibc the probe reported in another shape: this machine's.
+    std::string why = "this machine's: glibc " + interpreter.glibc;
+    if (major == kFloorMajor && minor == kFloorMinor)
+        why += ", PyTorch's floor";
+    else if (!newer(major, minor, kFloorMajor, kFloorMinor))
+        why += ", older than PyTorch's floor " + std::to_string(kFloorMajor) + "." +
+               std::to_string(kFloorMinor);
+    return {mine, "platform " + mine + " (" + why + ")"};
+}
 
 namespace {
 
@@ -155,6 +289,10 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     if (opt.cuda_index)
         if (auto problem = index_url_problem(*opt.cuda_index, pytorch_index_name(*opt.cuda)))
             throw Error(ErrorCode::usage, "--cuda-index" + *problem);
+    // The rule the manifest reader applies to `platform`.
+    if (opt.platform)
+        if (auto tags = pep::target_platforms(*opt.platform); !tags)
+            throw Error(ErrorCode::usage, "--platform: " + tags.error().message());
     const fs::path dir = ctx.project_root / "manifests";
     InitResult r;
     r.manifest = dir / (opt.env + ".toml");
@@ -176,7 +314,14 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     } else {
         r.interpreter = env::default_interpreter(probe_cache, interpreter_search(ctx.settings));
     }
-    r.platform = interpreter_platform(r.interpreter, opt.env);
+    if (opt.platform) {
+        r.platform = *opt.platform;
+        r.platform_note = chosen_platform_note(r.platform, r.interpreter);
+    } else {
+        DefaultPlatform chosen = default_platform(r.interpreter, opt.env);
+        r.platform = std::move(chosen.tag);
+        r.platform_note = std::move(chosen.note);
+    }
     r.cuda = opt.cuda;
     if (r.cuda) r.cuda_index = opt.cuda_index.value_or(pytorch_index_url(*r.cuda));
     std::vector<std::string> project_indexes;
@@ -196,6 +341,8 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create " + dir.string() + ": " + ec.message());
     write_new_file(r.manifest, r.text);
+    r.gitattributes = ctx.project_root / ".gitattributes";
+    r.lock_diff = add_lock_diff_attribute(r.gitattributes, r.lock_diff_problem);
     return r;
 }
 

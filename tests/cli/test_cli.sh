@@ -37,11 +37,17 @@ check "run of an environment with no manifest (a mistyped ENV)" 3 "$envbox" --ho
 check "lock outside a project" 3 "$envbox" --home "$home" --project "$home" lock env
 check "create --locked with --frozen is a usage error" 2 "$envbox" --home "$home" --project "$home" create env --locked --frozen
 check "a malformed ENVBOX_CUDA_DRIVER is a usage error" 2 env ENVBOX_CUDA_DRIVER=550. "$envbox" --home "$home" doctor
+env ENVBOX_CUDA_DRIVER=550.54.15 "$envbox" --home "$home" --project "$home" doctor | grep -q '^NVIDIA driver: 550.54.15 (from ENVBOX_CUDA_DRIVER), runs CUDA 12.x$' || { echo "FAIL doctor names ENVBOX_CUDA_DRIVER as the driver's source"; fail=1; }
+env ENVBOX_CUDA_DRIVER=550.54.15 "$envbox" --home "$home" --project "$home" doctor --json | grep -q '"driver": "550.54.15", "driver_source": "ENVBOX_CUDA_DRIVER"' || { echo "FAIL doctor --json driver_source"; fail=1; }
 check "run --sandbox takes auto, strict or off" 2 "$envbox" --home "$home" --project "$home" run --sandbox maybe env true
 check "run's unknown option before the command" 2 "$envbox" --home "$home" --project "$home" run env --frobnicate true
 check "run's -V after the command is the command's" 3 "$envbox" --home "$home" --project "$home" run nothere python -V
 "$envbox" --home "$home" --project "$home" doctor | grep -q '^run sandbox: ' || { echo "FAIL doctor reports the sandbox"; fail=1; }
 check "init --cuda takes 12.8, 13.0 or none" 2 "$envbox" --home "$home" --project "$home" init env --cuda 11.8
+check "init --platform takes a platform tag the manifest reads" 2 "$envbox" --home "$home" --project "$home" init env --platform macosx_11_0_arm64
+[ ! -e "$home/manifests/env.toml" ] && [ ! -e "$home/.gitattributes" ] || { echo "FAIL init with a bad --platform wrote something"; fail=1; }
+"$envbox" init --help | grep -q -- '--platform TEXT  *Platform tag to lock for (default: manylinux_2_28_ARCH' || { echo "FAIL init --help names --platform"; fail=1; }
+check "verify without ENV outside a project is a usage error" 2 "$envbox" --home "$home" --project "$home" verify
 check "export --format takes requirements-txt or pylock" 2 "$envbox" --home "$home" --project "$home" export env --format conda
 check "export without a lock" 3 "$envbox" --home "$home" --project "$home" export env
 check "delete of an environment with no manifest" 3 "$envbox" --home "$home" --project "$home" delete nothere

@@ -108,6 +108,50 @@ class HistoryAndRollback(unittest.TestCase):
         r = p.run("run", "env", "--", "python", "-c", "import stack; print(stack.VERSION)")
         self.assertEqual(r.stdout, "1.1\n")
 
+    def test_verify_without_env_checks_every_environment_of_the_project(self):
+        """Each environment of the project: a lock in manifests/, a manifest, or one created
+        from `--lock FILE`; one never created here is said and passed over (a node builds the
+        environments it runs); exit 5 when any has drifted, naming it."""
+        p = self.p
+        for env in ("a", "b", "c"):
+            p.lock(env, [Wheel(env + "lib", "1.0", {env + "lib.py": ""})])
+        p.run("create", "a")
+        p.run("create", "b")
+        p.run("create", "d", "--lock", p.lock_path("a"))  # no file in manifests/
+        envboxtest.write_manifest(p.root, "m", envboxtest.manifest_text([]))  # never created
+        with open(os.path.join(p.root, "manifests", "notes.txt"), "w") as f:
+            f.write("not an environment\n")
+        r = p.run("verify")
+        for env in ("a", "b", "d"):
+            self.assertRegex(r.stderr, rf"(?m)^{env} generation 1: clean \(")
+        self.assertIn("c: never created here (`envbox create c`)", r.stderr)
+        self.assertIn("5 environments: 3 clean, 0 drifted, 0 not checked, 2 never created", r.stderr)
+        lines = [json.loads(line) for line in p.run("verify", "--json").stdout.splitlines()]
+        self.assertEqual([(x["environment"], x["clean"]) for x in lines],
+                         [("a", True), ("b", True), ("c", None), ("d", True), ("m", None)])
+        self.assertEqual(lines[2]["skipped"], "never created")
+        # A file planted in b: exit 5 naming b, the others still checked and clean.
+        with open(os.path.join(p.site("b"), "planted.py"), "w") as f:
+            f.write("X = 1\n")
+        r = p.run("verify", check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^b  extra .*planted\.py$")  # each drift line names its environment
+        self.assertIn("b generation 1: 1 difference from the lock", r.stderr)
+        self.assertIn("error: b has drifted from its lock", r.stderr)
+        self.assertRegex(r.stderr, r"(?m)^d generation 1: clean \(")
+        r = p.run("verify", "--json", "--deep", check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        lines = {x["environment"]: x for x in map(json.loads, r.stdout.splitlines())}
+        self.assertEqual((lines["a"]["clean"], lines["b"]["clean"], lines["d"]["clean"]), (True, False, True))
+        self.assertTrue(lines["b"]["deep"])
+        self.assertEqual([d["kind"] for d in lines["b"]["drift"]], ["extra"])
+        # Without a project there is nothing to check: give ENV (or --store).
+        empty = os.path.join(self.tmp, "empty")
+        os.makedirs(empty)
+        r = envboxtest.envbox("verify", home=p.home, project=empty, check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("give ENV", r.stderr)
+
     def test_gc_keeps_current_and_newest(self):
         p = self.p
         for v in ("1.0", "2.0", "3.0", "4.0"):

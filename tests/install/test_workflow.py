@@ -33,6 +33,23 @@ def host_target():
     return out[0], "manylinux_" + out[1].replace(".", "_") + "_" + out[2]
 
 
+def host_glibc():
+    """(glibc version of PYTHON's machine as "2.36", its machine), as envbox's probe reads them."""
+    out = subprocess.run([PYTHON, "-c", "import os, platform; print(os.confstr('CS_GNU_LIBC_VERSION').split()[1]); "
+                          "print(platform.machine())"], capture_output=True, text=True, check=True).stdout.split()
+    return out[0], out[1]
+
+
+def glibc_wrapper(folder, glibc):
+    """An interpreter for ENVBOX_PYTHON: PYTHON itself, reporting `glibc` to envbox's probe (an
+    older or newer machine; "" for a machine without glibc)."""
+    path = os.path.join(folder, f"python-glibc-{glibc or 'none'}")
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\n{PYTHON} \"$@\" | sed 's/^glibc=.*/glibc={glibc}/'\n")
+    os.chmod(path, 0o755)
+    return path
+
+
 class Init(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="envbox-wf-")
@@ -49,9 +66,17 @@ class Init(unittest.TestCase):
 
     def test_writes_the_detected_target_and_pypi(self):
         r = envbox("init", "cpu", home=self.home, cwd=self.proj)
-        xy, plat = host_target()
+        xy, mine = host_target()
         self.assertIn("Detected CPython " + xy, r.stderr)
-        self.assertIn(plat, r.stderr)
+        # PyTorch's floor, manylinux_2_28, unless this machine's glibc is older (then its own).
+        glibc, machine = host_glibc()
+        if tuple(map(int, glibc.split("."))) > (2, 28):
+            plat = "manylinux_2_28_" + machine
+            self.assertIn(f"platform {plat} (PyTorch's floor; this machine has glibc {glibc}: "
+                          f"--platform {mine} for this machine only)\n", r.stderr)
+        else:
+            plat = mine
+            self.assertIn(f"platform {plat} (this machine's: glibc {glibc}", r.stderr)
         text = self.manifest("cpu")
         self.assertIn(f'python = "{xy}"\n', text)
         self.assertIn(f'platform = "{plat}"\n', text)
@@ -78,6 +103,133 @@ class Init(unittest.TestCase):
             for pkg in ("torch", "torchvision", "torchaudio", "triton"):
                 self.assertIn(f'{pkg} = "pytorch-{cu}"\n', text)
             envbox("lock", env, "--offline", home=self.home, project=self.proj)
+
+    def test_the_default_platform_is_pytorchs_floor_unless_this_machine_is_older(self):
+        """A manifest the team shares asks for no newer glibc than PyTorch's own wheels do
+        (manylinux_2_28); a machine older than that gets its own tag. The machine's glibc is
+        what its interpreter reports (ENVBOX_PYTHON here: PYTHON, reporting another glibc)."""
+        _, machine = host_glibc()
+        for glibc, plat, note in (
+                ("2.36", "manylinux_2_28", f"(PyTorch's floor; this machine has glibc 2.36: "
+                                           f"--platform manylinux_2_36_{machine} for this machine only)"),
+                ("2.39", "manylinux_2_28", f"(PyTorch's floor; this machine has glibc 2.39: "
+                                           f"--platform manylinux_2_39_{machine} for this machine only)"),
+                ("2.28", "manylinux_2_28", "(this machine's: glibc 2.28, PyTorch's floor)"),
+                ("2.17", "manylinux_2_17", "(this machine's: glibc 2.17, older than PyTorch's floor 2.28)")):
+            with self.subTest(glibc=glibc):
+                env = "g" + glibc.replace(".", "")
+                python = glibc_wrapper(self.tmp, glibc)
+                r = envbox("init", env, home=self.home, cwd=self.proj, env={"ENVBOX_PYTHON": python})
+                self.assertIn(f"platform {plat}_{machine} {note}\n", r.stderr)
+                self.assertIn(f'platform = "{plat}_{machine}"\n', self.manifest(env))
+                envbox("lock", env, "--offline", home=self.home, cwd=self.proj)
+        # A machine without glibc (musl) names no platform: init asks for one, and takes it.
+        python = glibc_wrapper(self.tmp, "")
+        r = envbox("init", "musl", home=self.home, cwd=self.proj, env={"ENVBOX_PYTHON": python}, check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("--platform", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.proj, "manifests", "musl.toml")))
+        envbox("init", "musl", "--platform", f"musllinux_1_2_{machine}", home=self.home, cwd=self.proj,
+               env={"ENVBOX_PYTHON": python})
+        self.assertIn(f'platform = "musllinux_1_2_{machine}"\n', self.manifest("musl"))
+
+    def test_platform_flag(self):
+        _, machine = host_glibc()
+        python = glibc_wrapper(self.tmp, "2.35")  # Ubuntu 22.04's
+        r = envbox("init", "old", "--platform", f"manylinux_2_17_{machine}", home=self.home, cwd=self.proj,
+                   env={"ENVBOX_PYTHON": python})
+        self.assertIn(f"platform manylinux_2_17_{machine} (--platform)\n", r.stderr)
+        self.assertIn(f'platform = "manylinux_2_17_{machine}"\n', self.manifest("old"))
+        # A tag newer than this machine: written, with a warning that what the lock picks may
+        # not run here.
+        r = envbox("init", "new", "--platform", f"manylinux_2_36_{machine}", "--cuda", "12.8", home=self.home,
+                   cwd=self.proj, env={"ENVBOX_PYTHON": python})
+        self.assertIn(f"platform manylinux_2_36_{machine} (--platform; this machine has glibc 2.35: "
+                      "what the lock picks for it may not run here)", r.stderr)
+        self.assertIn(f'platform = "manylinux_2_36_{machine}"\n', self.manifest("new"))
+        for plat in ("manylinux2014_aarch64", "linux_x86_64", "musllinux_1_1_aarch64"):
+            envbox("init", "e-" + plat, "--platform", plat, home=self.home, cwd=self.proj)
+            envbox("lock", "e-" + plat, "--offline", home=self.home, cwd=self.proj)
+        # What the manifest reader refuses is exit 2, before anything is written.
+        os.unlink(os.path.join(self.proj, ".gitattributes"))
+        for bad in ("", "macosx_11_0_arm64", "manylinux_2_28", "manylinux_2_1726484_x86_64", "win_amd64",
+                    'manylinux_2_28_x86_64"\n[sources]', "linux_x86-64", "manylinux_2_28_x86_64 "):
+            with self.subTest(platform=bad):
+                r = envbox("init", "bad", "--platform", bad, home=self.home, cwd=self.proj, check=False)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("--platform", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.proj, "manifests", "bad.toml")))
+                self.assertFalse(os.path.exists(os.path.join(self.proj, ".gitattributes")))
+
+    def test_gitattributes_gets_the_lock_diff_line_once(self):
+        """git diffs locks through `envbox diff --textconv` with the README's two lines: init
+        writes the .gitattributes one (appended, once) and prints the git config one."""
+        subprocess.run(["git", "init", "-q", self.proj], check=True)
+        attributes = os.path.join(self.proj, ".gitattributes")
+        with open(attributes, "w") as f:
+            f.write("*.whl binary")  # the user's own, without a final newline
+        r = envbox("init", "a", home=self.home, cwd=self.proj)
+        self.assertIn(f"Added `manifests/pylock.*.toml diff=pylock` to {attributes}", r.stderr)
+        self.assertIn('\n  git config diff.pylock.textconv "envbox diff --textconv"\n', r.stderr)
+        envbox("init", "b", home=self.home, cwd=self.proj)
+        with open(attributes) as f:
+            self.assertEqual(f.read(), "*.whl binary\nmanifests/pylock.*.toml diff=pylock\n")
+        envbox("lock", "a", "--offline", home=self.home, cwd=self.proj)
+        out = subprocess.run(["git", "check-attr", "diff", "manifests/pylock.a.toml"], cwd=self.proj,
+                             capture_output=True, text=True, check=True).stdout
+        self.assertEqual(out, "manifests/pylock.a.toml: diff: pylock\n")
+        # The line printed is the one each clone needs: git then shows a lock through envbox.
+        line = [l.strip() for l in r.stderr.splitlines() if l.strip().startswith("git config ")][0]
+        self.assertEqual(line, 'git config diff.pylock.textconv "envbox diff --textconv"')
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir)
+        os.symlink(ENVBOX, os.path.join(bindir, "envbox"))
+        subprocess.run(["sh", "-c", line], cwd=self.proj, check=True)
+        write_lock(os.path.join(self.proj, "manifests", "pylock.a.toml"),
+                   [Wheel("alpha", "1.0", {"alpha.py": ""}).build(os.path.join(self.tmp, "wheels"))])
+        subprocess.run(["git", "add", "manifests/pylock.a.toml"], cwd=self.proj, check=True)
+        shown = subprocess.run(["git", "diff", "--cached", "--", "manifests/pylock.a.toml"], cwd=self.proj,
+                               capture_output=True, text=True, check=True,
+                               env=dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])).stdout
+        self.assertRegex(shown, r"\n\+alpha==1\.0  py3-none-any  \d+ bytes  sha256=[0-9a-f]{64}\n")
+        self.assertNotIn("[[packages]]", shown)  # envbox's rendering, not the TOML
+        # A line giving the locks the same driver, spaced otherwise, counts as there.
+        with open(attributes, "w") as f:
+            f.write("manifests/pylock.*.toml\t-text  diff=pylock\n")
+        r = envbox("init", "c", home=self.home, cwd=self.proj)
+        self.assertIn(f"{attributes} has `manifests/pylock.*.toml diff=pylock`", r.stderr)
+        with open(attributes) as f:
+            self.assertEqual(f.read(), "manifests/pylock.*.toml\t-text  diff=pylock\n")
+
+    def test_a_link_planted_at_gitattributes_is_never_written_through(self):
+        victim = os.path.join(self.tmp, "bashrc")
+        with open(victim, "w") as f:
+            f.write("alias ls='ls -F'\n")
+        attributes = os.path.join(self.proj, ".gitattributes")
+        for target in (victim, os.path.join(self.tmp, "absent")):
+            with self.subTest(target=target):
+                os.symlink(target, attributes)
+                try:
+                    env = "e" + str(len(os.listdir(self.tmp)))
+                    r = envbox("init", env, home=self.home, cwd=self.proj)
+                    self.assertIn(f"warning: {attributes} left alone (it is a symbolic link)", r.stderr)
+                    self.assertIn('git config diff.pylock.textconv "envbox diff --textconv"', r.stderr)
+                    self.assertTrue(os.path.exists(os.path.join(self.proj, "manifests", env + ".toml")))
+                    self.assertEqual(os.readlink(attributes), target)
+                finally:
+                    os.unlink(attributes)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "alias ls='ls -F'\n")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "absent")))
+        # Nor a FIFO or a folder: init finishes, without blocking on it.
+        os.mkfifo(attributes)
+        r = envbox("init", "fifo", home=self.home, cwd=self.proj, timeout=60)
+        self.assertIn("left alone (it is not a regular file)", r.stderr)
+        os.unlink(attributes)
+        os.mkdir(attributes)
+        r = envbox("init", "folder", home=self.home, cwd=self.proj)
+        self.assertIn(f"warning: {attributes} left alone (", r.stderr)
+        self.assertEqual(os.listdir(attributes), [])
 
     def test_refuses_to_overwrite(self):
         envbox("init", "env", home=self.home, cwd=self.proj)
@@ -886,6 +1038,7 @@ class DoctorJson(unittest.TestCase):
         self.assertTrue(report["ok"])
         self.assertEqual(report["problems"], [])
         self.assertEqual(report["driver"], "580.82")
+        self.assertEqual(report["driver_source"], "ENVBOX_CUDA_DRIVER")  # assumed, not read
         envs = {e["name"]: e for e in report["environments"]}
         self.assertEqual(envs["gpu"]["cuda_lines"], ["13.x"])
         self.assertTrue(envs["gpu"]["ok"])
@@ -913,6 +1066,7 @@ class DoctorJson(unittest.TestCase):
         r = self.run_envbox("doctor", check=False, driver="550.54.15")
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("gpu (CUDA 13.x)  CANNOT RUN", r.stdout)
+        self.assertIn("NVIDIA driver: 550.54.15 (from ENVBOX_CUDA_DRIVER), runs CUDA 12.x\n", r.stdout)
         self.assertIn(f"http://127.0.0.1:{self.server.port}/simple  reachable (HTTP", r.stdout)
         self.assertIn("2 problems", r.stderr)
 

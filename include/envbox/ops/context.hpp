@@ -114,6 +114,12 @@ void check_env_name(const std::string& env);
 std::string known_environments(const std::filesystem::path& project_root,
                                std::string_view mistyped = {});
 
+/// Every environment of the project, sorted, each once: a manifest `manifests/ENV.toml`, a lock
+/// `manifests/pylock.ENV.toml` without one, or a folder under the home's `envs/<project key>/`
+/// (an environment created from `--lock FILE`). A file whose name is not an environment name
+/// is left out. Empty without a project root.
+std::vector<std::string> project_environments(const Context& ctx);
+
 /// Throws `invalid_input` (exit 3) when the project holds neither `manifests/ENV.toml` nor
 /// `manifests/pylock.ENV.toml`: "no manifest P (the environments here are …; `envbox init ENV`
 /// writes one)", so a mistyped ENV is named as such, never as a missing lock. Nothing without

@@ -11,8 +11,10 @@
 namespace envbox::ops {
 
 struct DoctorReport {
-    std::vector<std::string> interpreters;     ///< "3.11.2 /usr/bin/python3.11"
-    std::optional<std::string> driver;         ///< NVIDIA driver version
+    std::vector<std::string> interpreters;  ///< "3.11.2 /usr/bin/python3.11"
+    std::optional<std::string> driver;      ///< NVIDIA driver version
+    /// Where `driver` came from: "ENVBOX_CUDA_DRIVER" (assumed, not read), else "installed".
+    std::string driver_source;
     std::vector<std::string> cuda_lines;       ///< lines the driver can run ("12.x", "13.x")
     std::string store_path, store_filesystem;  ///< filesystem type by name
     std::string link_mode;  ///< what placing a file in the store's filesystem gives

@@ -230,6 +230,12 @@ class Init(unittest.TestCase):
         r = envbox("init", "folder", home=self.home, cwd=self.proj)
         self.assertIn(f"warning: {attributes} left alone (", r.stderr)
         self.assertEqual(os.listdir(attributes), [])
+        os.rmdir(attributes)
+        with open(attributes, "w") as f:  # read with a bound: a real one is a few lines
+            f.write("# padding\n" * 110_000)
+        r = envbox("init", "big", home=self.home, cwd=self.proj)
+        self.assertIn(f"warning: {attributes} left alone (it is larger than 1 MiB)", r.stderr)
+        self.assertEqual(os.path.getsize(attributes), 1_100_000)
 
     def test_refuses_to_overwrite(self):
         envbox("init", "env", home=self.home, cwd=self.proj)

@@ -26,6 +26,8 @@ void register_list(CLI::App& app, GlobalOptions& global);        // inspect.cpp
 void register_show(CLI::App& app, GlobalOptions& global);        // inspect.cpp
 void register_history(CLI::App& app, GlobalOptions& global);     // generations.cpp
 void register_rollback(CLI::App& app, GlobalOptions& global);    // generations.cpp
+void register_pin(CLI::App& app, GlobalOptions& global);         // generations.cpp
+void register_unpin(CLI::App& app, GlobalOptions& global);       // generations.cpp
 void register_gc(CLI::App& app, GlobalOptions& global);          // generations.cpp
 void register_doctor(CLI::App& app, GlobalOptions& global);      // doctor.cpp
 void register_init(CLI::App& app, GlobalOptions& global);        // init.cpp

@@ -29,6 +29,7 @@ struct CommandModel {
     std::vector<std::string> positional_choices;  ///< its positional's values (completion: bash …)
     bool takes_env = false;                       ///< a positional named ENV: manifest names
     bool takes_package = false;  ///< a positional named PKG: the package names of the locks
+    bool takes_number = false;   ///< a positional named N after ENV: a generation (`pin ENV N`)
 };
 
 // The values of an IsMember check, which CLI11 shows in the type name: "TEXT:{a,b,c}".
@@ -51,11 +52,12 @@ std::vector<std::string> choices_of(const CLI::Option& o) {
 
 // Options and positionals of one app (the root: its global options).
 CommandModel model_of(const CLI::App& app) {
-    CommandModel m{app.get_name(), app.get_description(), {}, {}, false, false};
+    CommandModel m{app.get_name(), app.get_description(), {}, {}, false, false, false};
     for (const CLI::Option* o : app.get_options()) {
         if (o->get_positional() && o->get_lnames().empty() && o->get_snames().empty()) {
             if (o->get_name(true) == "ENV") m.takes_env = true;
             if (o->get_name(true) == "PKG") m.takes_package = true;
+            if (o->get_name(true) == "N") m.takes_number = true;
             for (auto& c : choices_of(*o))
                 m.positional_choices.push_back(c);
             continue;
@@ -289,6 +291,8 @@ std::string zsh_script(const CommandModel& root, const std::vector<CommandModel>
     for (const auto& c : commands) {
         std::string positional = c.takes_env && c.takes_package
                                      ? " '1:environment:_envbox_envs' '2:package:_envbox_packages'"
+                                 : c.takes_env && c.takes_number
+                                     ? " '1:environment:_envbox_envs' '2:generation number: '"
                                  : c.takes_env ? " '*:environment:_envbox_envs'"
                                  : !c.positional_choices.empty()
                                      ? " '1:value:(" + join(c.positional_choices) + ")'"

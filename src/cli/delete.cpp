@@ -27,9 +27,10 @@ void run_delete(const GlobalOptions& global, const DeleteCommand& cmd) {
             std::fprintf(stderr, "removed %s\n", p.c_str());
     std::fprintf(
         stderr,
-        "Deleted %s (%zu generation%s); its manifest and lock stay, and store content no other "
+        "Deleted %s (%zu generation%s%s); its manifest and lock stay, and store content no other "
         "environment uses goes with the next `envbox gc`\n",
-        cmd.env.c_str(), r.generations.size(), r.generations.size() == 1 ? "" : "s");
+        cmd.env.c_str(), r.generations.size(), r.generations.size() == 1 ? "" : "s",
+        r.pins.empty() ? "" : (", " + std::to_string(r.pins.size()) + " of them pinned").c_str());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// envbox verify, history, rollback, gc
+// envbox verify, history, rollback, pin, unpin, gc
 #include "envbox/ops/generations.hpp"
 
 #include <chrono>
@@ -30,6 +30,11 @@ struct RollbackCommand {
     std::string env;
     std::string to;           ///< --to N, may be empty: the previous generation
     bool write_lock = false;  ///< --write-lock: the generation's lock into manifests/
+};
+
+struct PinCommand {
+    std::string env;
+    std::string number;  ///< N, may be empty (pin: the current generation)
 };
 
 struct GcCommand {
@@ -213,35 +218,72 @@ void run_verify(const GlobalOptions& global, const VerifyCommand& cmd) {
 void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    auto entries = ops::history(ctx, cmd.env);
+    const ops::History history = ops::history(ctx, cmd.env);
     if (global.json) {
-        Json list = Json::array();
-        for (const auto& h : entries)
+        Json list = Json::array(), events = Json::array(), pins = Json::array();
+        for (const auto& h : history.generations)
             list.push_back(Json{{"generation", h.generation.number},
                                 {"current", h.current},
                                 {"complete", h.generation.complete},
+                                {"pinned", h.pinned},
                                 {"created", h.generation.created},
                                 {"lock_digest", h.generation.lock_digest},
+                                {"same_lock_as", h.same_lock_as ? Json(*h.same_lock_as) : Json()},
                                 {"packages", h.generation.packages.size()},
                                 {"added", h.added},
                                 {"removed", h.removed},
                                 {"changed", h.changed}});
-        std::printf("%s\n", json_line(list).c_str());
+        for (const auto& e : history.events)
+            events.push_back(Json{{"when", e.when},
+                                  {"event", e.kind},
+                                  {"from", e.kind == "rollback" ? Json(e.from) : Json()},
+                                  {"generation", e.to},
+                                  {"text", e.describe()}});
+        for (const auto& p : history.pins)
+            pins.push_back(Json{{"generation", p.number}, {"when", p.when}});
+        std::printf("%s\n", json_line(Json{{"environment", cmd.env},
+                                           {"generations", std::move(list)},
+                                           {"events", std::move(events)},
+                                           {"pins", std::move(pins)}})
+                                .c_str());
         return;
     }
-    for (const auto& h : entries) {
+    for (const auto& h : history.generations) {
         std::printf(
-            "%s gen %-4d %s  lock %s  %s%s\n", h.current ? "*" : " ", h.generation.number,
+            "%s gen %-4d %s  lock %s  %s%s%s\n", h.current ? "*" : " ", h.generation.number,
             h.generation.created.empty() ? "(unknown date)        " : h.generation.created.c_str(),
             h.generation.lock_digest.substr(0, 12).c_str(),
             counted(h.generation.packages.size(), "package", "packages").c_str(),
+            h.pinned ? "  pinned" : "",
             h.generation.complete ? "" : "  INCOMPLETE (never switched to)");
+        if (h.same_lock_as) {
+            std::printf("           = same lock as generation %d\n", *h.same_lock_as);
+            continue;
+        }
         for (const auto& a : h.added)
             std::printf("           + %s\n", a.c_str());
         for (const auto& c : h.changed)
             std::printf("           ~ %s\n", c.c_str());
         for (const auto& r : h.removed)
             std::printf("           - %s\n", r.c_str());
+    }
+    if (!history.events.empty()) {
+        std::printf("events:\n");
+        for (const auto& e : history.events)
+            std::printf("  %s  %s\n", e.when.c_str(), e.describe().c_str());
+    }
+}
+
+// A generation number given on the command line; `what` names the argument ("--to", "N").
+int parse_generation_number(const std::string& text, const char* what) {
+    try {
+        std::size_t used = 0;
+        int n = std::stoi(text, &used);
+        if (used != text.size()) throw std::invalid_argument(text);
+        return n;
+    } catch (const std::exception&) {
+        throw Error(ErrorCode::usage,
+                    std::string(what) + " expects a generation number, not '" + text + "'");
     }
 }
 
@@ -281,15 +323,7 @@ void run_rollback(const GlobalOptions& global, const RollbackCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     std::optional<int> target;
-    if (!cmd.to.empty()) {
-        try {
-            std::size_t used = 0;
-            target = std::stoi(cmd.to, &used);
-            if (used != cmd.to.size()) throw std::invalid_argument(cmd.to);
-        } catch (const std::exception&) {
-            throw Error(ErrorCode::usage, "--to expects a generation number, not '" + cmd.to + "'");
-        }
-    }
+    if (!cmd.to.empty()) target = parse_generation_number(cmd.to, "--to");
     auto r = ops::rollback(ctx, cmd.env, target);
     std::optional<ops::WrittenLock> written;
     if (cmd.write_lock) written = ops::write_generation_lock(ctx, cmd.env, r.to);
@@ -303,6 +337,34 @@ void run_rollback(const GlobalOptions& global, const RollbackCommand& cmd) {
         return;
     }
     report_rollback(global, cmd.env, r, written, agreement);
+}
+
+// `pin ENV [N]` and `unpin ENV N`.
+void run_pin(const GlobalOptions& global, const PinCommand& cmd, bool pin) {
+    ConsoleProgress progress(global.verbosity, false);
+    ops::Context ctx = make_context(global, progress);
+    std::optional<int> number;
+    if (!cmd.number.empty()) number = parse_generation_number(cmd.number, "N");
+    const ops::PinResult r =
+        pin ? ops::pin(ctx, cmd.env, number) : ops::unpin(ctx, cmd.env, *number);
+    if (global.json) {
+        std::printf("%s\n", json_line(Json{{"environment", cmd.env},
+                                           {"generation", r.number},
+                                           {"pinned", pin},
+                                           {"changed", r.changed},
+                                           {"pins", r.pinned}})
+                                .c_str());
+        return;
+    }
+    if (global.verbosity < 0) return;
+    const std::string gen = cmd.env + " generation " + std::to_string(r.number);
+    if (pin)
+        std::fprintf(stderr, "%s %s: gc keeps it whatever --keep says (`envbox unpin %s %d`)\n",
+                     gen.c_str(), r.changed ? "pinned" : "was pinned already", cmd.env.c_str(),
+                     r.number);
+    else
+        std::fprintf(stderr, "%s %s\n", gen.c_str(),
+                     r.changed ? "unpinned: the next gc may remove it" : "was not pinned");
 }
 
 void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
@@ -322,13 +384,16 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
                        {"bytes_freed", r.bytes_freed},
                        {"busy", r.busy.size()},
                        {"removed", r.generations_removed},
-                       {"in_use", r.in_use}};
+                       {"in_use", r.in_use},
+                       {"kept", r.kept}};
         std::printf("%s\n", json_line(report).c_str());
         return;
     }
     const char* verb = cmd.dry_run ? "would remove" : "removed";
     for (const auto& g : r.generations_removed)
         std::printf("%s %s\n", verb, g.c_str());
+    for (const auto& k : r.kept)
+        std::fprintf(stderr, "note: kept %s\n", k.c_str());
     for (const auto& u : r.in_use)
         std::fprintf(stderr, "note: kept %s\n", u.c_str());
     for (const auto& b : r.busy)
@@ -364,7 +429,8 @@ void register_verify(CLI::App& app, GlobalOptions& global) {
 void register_history(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<HistoryCommand>();
     CLI::App* c = app.add_subcommand(
-        "history", "Generations of ENV with dates, lock digests and package changes");
+        "history",
+        "Generations of ENV (dates, lock digests, package changes, pins) and its rollbacks");
     c->add_option("ENV", cmd->env, "Environment")->required();
     c->callback([&global, cmd] { run_history(global, *cmd); });
 }
@@ -380,13 +446,35 @@ void register_rollback(CLI::App& app, GlobalOptions& global) {
     c->callback([&global, cmd] { run_rollback(global, *cmd); });
 }
 
+void register_pin(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<PinCommand>();
+    CLI::App* c = app.add_subcommand(
+        "pin", "Mark a generation of ENV known-good: gc keeps it whatever --keep says");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("N", cmd->number, "Generation number (default: the current one)")
+        ->type_name("INT");
+    c->footer(
+        "See `envbox history ENV` for the generations and their pins; `envbox unpin ENV N` "
+        "lets gc remove it again.");
+    c->callback([&global, cmd] { run_pin(global, *cmd, true); });
+}
+
+void register_unpin(CLI::App& app, GlobalOptions& global) {
+    auto cmd = std::make_shared<PinCommand>();
+    CLI::App* c = app.add_subcommand(
+        "unpin", "Remove the pin of a generation of ENV: gc counts it with --keep again");
+    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("N", cmd->number, "Generation number")->type_name("INT")->required();
+    c->callback([&global, cmd] { run_pin(global, *cmd, false); });
+}
+
 void register_gc(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<GcCommand>();
     CLI::App* c = app.add_subcommand("gc", "Delete old generations and unreferenced store content");
     c->add_flag("--dry-run", cmd->dry_run, "Report what would be deleted");
     c->add_option("--keep", cmd->keep,
-                  "Complete generations to keep per environment (default 3; "
-                  "the current one is always kept)");
+                  "Complete unpinned generations to keep per environment (default 3; "
+                  "the current one and pinned ones are always kept)");
     c->callback([&global, cmd] { run_gc(global, *cmd); });
 }
 

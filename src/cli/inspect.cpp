@@ -1,6 +1,7 @@
 // envbox list, envbox show ENV
 #include "envbox/ops/inspect.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -32,6 +33,7 @@ void run_list(const GlobalOptions& global, const ListCommand& cmd) {
                                 {"name", e.name},
                                 {"current", e.current ? Json(*e.current) : Json()},
                                 {"generations", e.generations},
+                                {"pinned", e.pinned},
                                 {"packages", e.packages},
                                 {"python", e.python_version},
                                 {"manifests_lock", lock_agreement_json(e.lock)}});
@@ -49,10 +51,13 @@ void run_list(const GlobalOptions& global, const ListCommand& cmd) {
             std::printf("%s\n", e.project.empty() ? "(no project)" : e.project.c_str());
             last_project = e.project;
         }
-        std::printf("  %-24s %s  %s  python %s\n", e.name.c_str(),
+        std::string pinned;
+        for (int n : e.pinned)
+            pinned += (pinned.empty() ? "  pinned " : ", ") + std::to_string(n);
+        std::printf("  %-24s %s  %s  python %s%s\n", e.name.c_str(),
                     e.current ? ("gen " + std::to_string(*e.current)).c_str() : "(none)",
                     counted(e.packages, "package", "packages").c_str(),
-                    e.python_version.empty() ? "-" : e.python_version.c_str());
+                    e.python_version.empty() ? "-" : e.python_version.c_str(), pinned.c_str());
         if (e.lock.disagrees())  // the marker; the note below says what to do
             std::printf("  %-24s ! %s\n", "", e.lock.summary().c_str());
     }
@@ -67,9 +72,13 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
     auto d = ops::show_environment(ctx, cmd.env);
     if (global.json) {
         Json generations = Json::array(), packages = Json::array();
+        auto is_pinned = [&d](int n) {
+            return std::find(d.pinned.begin(), d.pinned.end(), n) != d.pinned.end();
+        };
         for (const auto& g : d.generations)
             generations.push_back(Json{{"number", g.number},
                                        {"complete", g.complete},
+                                       {"pinned", is_pinned(g.number)},
                                        {"created", g.created},
                                        {"lock_digest", g.lock_digest}});
         if (d.current)
@@ -79,6 +88,7 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
             {"name", d.name},
             {"path", d.path.string()},
             {"current", d.current ? Json(d.current->number) : Json()},
+            {"pinned", d.pinned},
             {"files", d.files},
             {"bytes", d.bytes},
             {"unique_bytes", d.unique_bytes},
@@ -94,8 +104,11 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
     }
     std::printf("%s  (%s)\n", d.name.c_str(), d.path.c_str());
     for (const auto& g : d.generations)
-        std::printf("  gen %-4d %s  %s  lock %s%s\n", g.number, g.created.c_str(),
+        std::printf("  gen %-4d %s  %s  lock %s%s%s\n", g.number, g.created.c_str(),
                     g.complete ? "complete  " : "incomplete", g.lock_digest.substr(0, 12).c_str(),
+                    std::find(d.pinned.begin(), d.pinned.end(), g.number) != d.pinned.end()
+                        ? "  pinned"
+                        : "",
                     d.current && d.current->number == g.number ? "  <- current" : "");
     if (!d.current) {
         std::printf("  no complete generation\n");

@@ -51,6 +51,15 @@ std::string separate_environment_command(const std::string& env, const lock::Man
         std::regex_search(env, label) ? std::regex_replace(env, label, cu) : env + "-" + cu;
     if (name == env) name = env + "-new";
     std::string command = "envbox init " + name + " --cuda " + known.str();
+    // init's own default is PyTorch's floor, manylinux_2_28: another platform is repeated, so
+    // that both environments run on the same machines.
+    if (manifest.platforms.size() <= 1) {
+        const auto under = manifest.platform.rfind("_x86_64") != std::string::npos    ? "x86_64"
+                           : manifest.platform.rfind("_aarch64") != std::string::npos ? "aarch64"
+                                                                                      : "";
+        if (manifest.platform != std::string("manylinux_2_28_") + under)
+            command += " --platform " + shell_word(manifest.platform);
+    }
     // Indexes envbox.toml gives are the project's already: init reads them itself.
     const auto project = read_project_file(project_root);
     auto shared = [&](const std::string& index) {

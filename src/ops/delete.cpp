@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 
 #include "envbox/env/generation.hpp"
+#include "envbox/env/known_good.hpp"
 #include "envbox/ops/generations.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
@@ -86,6 +88,15 @@ DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
         FileLock lock(lock_path,
                       [&] { ctx.progress->note("waiting for another envbox using " + opt.env); });
         auto gens = env::list_generations(edir);
+        // Pins go with the environment: counted for the summary, never a reason to keep it (an
+        // unreadable pins file, or a link planted there, is removed like the rest).
+        try {
+            for (const auto& p : env::read_pins(edir))
+                if (std::any_of(gens.begin(), gens.end(),
+                                [&](const env::Generation& g) { return g.number == p.number; }))
+                    r.pins.push_back(p.number);
+        } catch (const Error&) {
+        }
         auto claims = claim_all(gens, r);
         if (!r.in_use.empty() && !opt.force) {
             std::string msg = "environment '" + opt.env + "' is in use, nothing was deleted:";

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -155,21 +156,30 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     return result;
 }
 
-std::vector<HistoryEntry> history(const Context& ctx, const std::string& env) {
+History history(const Context& ctx, const std::string& env) {
     require_known_environment(ctx, env);
     fs::path edir = env_dir(ctx, env);
     std::error_code ec;
     if (!fs::is_directory(edir, ec))
         throw Error(ErrorCode::generic,
                     "environment '" + env + "' does not exist; run `envbox create " + env + "`");
+    History out;
+    out.pins = env::read_pins(edir);
+    out.events = env::read_events(edir);
     auto current = env::current_generation(edir);
-    std::vector<HistoryEntry> out;
     const env::Generation* previous = nullptr;
+    std::map<std::string, int> first_of_lock;  // lock digest -> the oldest generation built from it
     auto gens = env::list_generations(edir);
     for (const auto& g : gens) {
         HistoryEntry h;
         h.generation = g;
         h.current = current && current->number == g.number;
+        h.pinned = std::any_of(out.pins.begin(), out.pins.end(),
+                               [&](const env::Pin& p) { return p.number == g.number; });
+        if (g.complete && !g.lock_digest.empty()) {
+            auto [it, fresh] = first_of_lock.try_emplace(g.lock_digest, g.number);
+            if (!fresh) h.same_lock_as = it->second;
+        }
         if (g.complete && previous) {
             std::map<std::string, std::string> before, after;
             for (const auto& p : previous->packages)
@@ -187,7 +197,7 @@ std::vector<HistoryEntry> history(const Context& ctx, const std::string& env) {
                 if (!after.count(n)) h.removed.push_back(n + " " + v);
         }
         if (g.complete) previous = &g;
-        out.push_back(std::move(h));
+        out.generations.push_back(std::move(h));
     }
     return out;
 }
@@ -225,8 +235,98 @@ RollbackResult rollback(const Context& ctx, const std::string& env, std::optiona
     RollbackResult r;
     r.from = current->number;
     r.to = target->number;
-    if (r.from != r.to) env::switch_current(edir, r.to);
+    // Opened first: a link planted where the log goes is refused before anything switches.
+    env::EventLog log(edir);
+    if (r.from != r.to) {
+        env::switch_current(edir, r.to);
+        try {
+            log.append({env::utc_timestamp(), "rollback", r.from, r.to});
+        } catch (const Error& e) {  // switched all the same: say what history will lack
+            ctx.progress->note("the rollback is not in " + env + "'s history: " + e.message());
+        }
+    }
     r.seconds = since(started);
+    return r;
+}
+
+namespace {
+
+// ENV's folder under envs/, which must exist (`pin` and `unpin` take ENV's lock after).
+fs::path existing_env_dir(const Context& ctx, const std::string& env) {
+    require_known_environment(ctx, env);
+    fs::path edir = env_dir(ctx, env);
+    std::error_code ec;
+    if (!fs::is_directory(edir, ec))
+        throw Error(ErrorCode::generic,
+                    "environment '" + env + "' does not exist; run `envbox create " + env + "`");
+    return edir;
+}
+
+std::vector<int> numbers_of(const std::vector<env::Pin>& pins) {
+    std::vector<int> out;
+    for (const auto& p : pins)
+        out.push_back(p.number);
+    return out;
+}
+
+}  // namespace
+
+PinResult pin(const Context& ctx, const std::string& env, std::optional<int> number) {
+    const fs::path edir = existing_env_dir(ctx, env);
+    fs::create_directories(store::Home(ctx.home).locks());
+    FileLock lock(env_lock_path(ctx, env));
+    auto pins = env::read_pins(edir);
+    PinResult r;
+    if (number) {
+        r.number = *number;
+        auto gen = env::read_generation(edir / env::generation_dir_name(*number));
+        std::error_code ec;
+        if (!gen || !fs::is_directory(gen->path, ec))
+            throw Error(ErrorCode::usage, "generation " + std::to_string(*number) + " of " + env +
+                                              " does not exist (see `envbox history " + env +
+                                              "`); nothing was pinned");
+        if (!gen->complete)
+            throw Error(ErrorCode::generic,
+                        "generation " + std::to_string(*number) + " of " + env +
+                            " is incomplete (its build never finished); refusing to pin it");
+    } else {
+        auto current = env::current_generation(edir);
+        if (!current)
+            throw Error(ErrorCode::generic, "environment '" + env +
+                                                "' has no current generation to pin; give N "
+                                                "(see `envbox history " +
+                                                env + "`)");
+        r.number = current->number;
+    }
+    env::EventLog log(edir);  // a link planted there is refused before the pin is written
+    if (std::none_of(pins.begin(), pins.end(),
+                     [&](const env::Pin& p) { return p.number == r.number; })) {
+        const std::string when = env::utc_timestamp();
+        pins.push_back({r.number, when});
+        std::sort(pins.begin(), pins.end(),
+                  [](const env::Pin& a, const env::Pin& b) { return a.number < b.number; });
+        env::write_pins(edir, pins);
+        log.append({when, "pin", 0, r.number});
+        r.changed = true;
+    }
+    r.pinned = numbers_of(pins);
+    return r;
+}
+
+PinResult unpin(const Context& ctx, const std::string& env, int number) {
+    const fs::path edir = existing_env_dir(ctx, env);
+    fs::create_directories(store::Home(ctx.home).locks());
+    FileLock lock(env_lock_path(ctx, env));
+    auto pins = env::read_pins(edir);
+    PinResult r;
+    r.number = number;
+    env::EventLog log(edir);
+    if (std::erase_if(pins, [&](const env::Pin& p) { return p.number == number; }) > 0) {
+        env::write_pins(edir, pins);
+        log.append({env::utc_timestamp(), "unpin", 0, number});
+        r.changed = true;
+    }
+    r.pinned = numbers_of(pins);
     return r;
 }
 
@@ -255,12 +355,22 @@ void prune_environment(const store::Home& home, const EnvDir& dir, const GcOptio
     }
     auto current = env::current_generation(dir.path);
     auto gens = env::list_generations(dir.path);
+    std::set<int> pinned;
+    for (const auto& p : env::read_pins(dir.path))
+        pinned.insert(p.number);
     int kept = 0;
     for (auto it = gens.rbegin(); it != gens.rend(); ++it) {
-        bool is_current = current && current->number == it->number;
-        bool keep = is_current || (it->complete && kept < opt.keep);
-        if (it->complete && (keep || is_current)) ++kept;
-        if (keep) continue;
+        const bool is_current = current && current->number == it->number;
+        const bool is_pinned = it->complete && pinned.count(it->number) > 0;
+        // Pinned generations are kept besides the newest `keep`, never counted among them.
+        const bool by_count = it->complete && !is_pinned && kept < opt.keep;
+        if (it->complete && !is_pinned && (by_count || is_current)) ++kept;
+        if (is_pinned || (is_current && !by_count))
+            result.kept.push_back(label + " " + env::generation_dir_name(it->number) + ": " +
+                                  (is_pinned && is_current ? "current, pinned"
+                                   : is_pinned             ? "pinned"
+                                                           : "current"));
+        if (by_count || is_current || is_pinned) continue;
         const std::string name = label + " " + env::generation_dir_name(it->number);
         // The claim is held until the tree is gone: a job starting now waits, then sees the
         // generation removed and runs in the current one.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "envbox/env/known_good.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -25,6 +26,16 @@ std::string project_root_of(const fs::path& project_dir) {
     return root;
 }
 
+// The pinned generations of `gens`, by number.
+std::vector<int> pinned_of(const fs::path& env_dir, const std::vector<env::Generation>& gens) {
+    std::vector<int> out;
+    for (const auto& p : env::read_pins(env_dir))
+        if (std::any_of(gens.begin(), gens.end(),
+                        [&](const env::Generation& g) { return g.number == p.number; }))
+            out.push_back(p.number);
+    return out;
+}
+
 }  // namespace
 
 std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
@@ -37,6 +48,7 @@ std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
         s.name = e.env;
         auto gens = env::list_generations(e.path);
         s.generations = gens.size();
+        s.pinned = pinned_of(e.path, gens);
         if (auto cur = env::current_generation(e.path)) {
             s.current = cur->number;
             s.packages = cur->packages.size();
@@ -97,6 +109,7 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
     d.generations = env::list_generations(d.path);
     d.current = env::current_generation(d.path);
     d.lock = lock_agreement(ctx, env);
+    d.pinned = pinned_of(d.path, d.generations);
     if (!d.current) return d;
     // A file whose inode has one link beyond the store's (or none: a generated file) is unique
     // to this generation; anything with more links is shared with another generation, of this

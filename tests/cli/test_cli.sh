@@ -25,6 +25,14 @@ check "unknown option" 2 "$envbox" --frobnicate
 check "bad --color" 2 "$envbox" --color purple list
 check "create --help" 0 "$envbox" create --help
 "$envbox" --help | grep -q 'rollback' || { echo "FAIL help lists commands"; fail=1; }
+"$envbox" --help | grep -q '^  pin  *Mark a generation of ENV known-good' || { echo "FAIL help lists pin"; fail=1; }
+"$envbox" --help | grep -q '^  unpin  *Remove the pin of a generation' || { echo "FAIL help lists unpin"; fail=1; }
+check "pin --help" 0 "$envbox" pin --help
+"$envbox" pin --help | grep -q '^Usage: envbox pin \[OPTIONS\] ENV \[N\]' || { echo "FAIL pin --help usage"; fail=1; }
+"$envbox" pin --help | grep -q 'N INT  *Generation number (default: the current one)' || { echo "FAIL pin --help N"; fail=1; }
+check "unpin --help" 0 "$envbox" unpin --help
+"$envbox" unpin --help | grep -q '^Usage: envbox unpin \[OPTIONS\] ENV N' || { echo "FAIL unpin --help usage"; fail=1; }
+"$envbox" gc --help | grep -q 'the current one and pinned ones are always kept' || { echo "FAIL gc --help names pins"; fail=1; }
 home=$(mktemp -d)
 # Outside a project doctor checks only the machine (a project's unreachable index would be exit 1).
 check "doctor" 0 "$envbox" --home "$home" --project "$home" doctor
@@ -33,6 +41,8 @@ check "doctor" 0 "$envbox" --home "$home" --project "$home" doctor
 check "run --locked with --frozen is a usage error" 2 "$envbox" --home "$home" --project "$home" run --locked --frozen env -- true
 check "diff without operands is a usage error" 2 "$envbox" --home "$home" diff
 check "rollback --to needs a number" 2 "$envbox" --home "$home" --project "$home" rollback env --to abc
+check "pin N must be a number" 2 "$envbox" --home "$home" --project "$home" pin env abc
+check "unpin needs N" 2 "$envbox" --home "$home" --project "$home" unpin env
 check "run of an environment with no manifest (a mistyped ENV)" 3 "$envbox" --home "$home" --project "$home" run nothere -- true
 check "lock outside a project" 3 "$envbox" --home "$home" --project "$home" lock env
 check "create --locked with --frozen is a usage error" 2 "$envbox" --home "$home" --project "$home" create env --locked --frozen

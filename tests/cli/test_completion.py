@@ -231,8 +231,9 @@ class HostileNames(Repository):
 
     def test_environment_names(self):
         for shell in ("bash", "zsh", "fish"):
-            with self.subTest(shell=shell):
-                self.check(shell, ENV_LINE, VALID_ENVS, VALID_ENVS)
+            for line in (ENV_LINE, "envbox pin ", "envbox unpin "):
+                with self.subTest(shell=shell, line=line):
+                    self.check(shell, line, VALID_ENVS, VALID_ENVS)
 
     def test_package_names(self):
         for shell in ("bash", "zsh", "fish"):

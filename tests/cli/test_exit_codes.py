@@ -91,7 +91,7 @@ class ExitCodes(unittest.TestCase):
         self.p.lock("never", [Wheel("alpha", "1.0", {"alpha/__init__.py": "X = 1\n"})])
         for args in (("verify", "never"), ("show", "never"), ("history", "never"), ("rollback", "never"),
                      ("run", "--frozen", "never", "--", "true"), ("shell", "--frozen", "never"),
-                     ("delete", "never"), ("diff", "never")):
+                     ("delete", "never"), ("diff", "never"), ("pin", "never"), ("unpin", "never", "1")):
             yield args, None
 
     def case_2(self):
@@ -117,6 +117,8 @@ class ExitCodes(unittest.TestCase):
         for cmd in ("create", "lock", "tree", "export", "verify", "show", "history", "rollback", "diff",
                     "delete"):
             yield (cmd, "nope"), missing
+        yield ("pin", "nope"), missing
+        yield ("unpin", "nope", "1"), missing
         yield ("run", "nope", "--", "true"), missing
         yield ("shell", "--frozen", "nope"), missing
         yield ("create", "evn"), "manifests/evn.toml (did you mean env? the environments here are "

@@ -42,7 +42,7 @@ class HistoryAndRollback(unittest.TestCase):
         # A create whose lock matches the current generation does nothing and says so.
         self.assertIn("up to date", p.run("create", "env").stderr)
 
-        h = json.loads(p.run("history", "env", "--json").stdout)
+        h = json.loads(p.run("history", "env", "--json").stdout)["generations"]
         self.assertEqual([g["generation"] for g in h], [1, 2])
         self.assertTrue(h[1]["current"])
         self.assertEqual(h[1]["added"], ["gamma 1.0"])
@@ -173,6 +173,184 @@ class HistoryAndRollback(unittest.TestCase):
         # Nothing left to collect.
         again = json.loads(p.run("gc", "--keep", "2", "--json").stdout)
         self.assertEqual((again["objects_removed"], again["wheels_removed"]), (0, 0))
+
+
+class KnownGood(unittest.TestCase):
+    """`envbox pin ENV [N]` / `unpin ENV N`: gc keeps a pinned generation (and the current one)
+    whatever --keep says, and says why; history records rollbacks and pins as events and marks
+    a generation built from an earlier one's lock; list and show show pins. The pins and the
+    event log live in the environment's folder and are read with bounds."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-pin-")
+        self.p = Project(self.tmp)
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def version(self, v):
+        return [Wheel("alpha", v, {"alpha.py": f"A = {v!r}\n"}), Wheel("beta", "1.0", {"beta.py": ""})]
+
+    def build(self, *versions):
+        for v in versions:
+            self.p.lock("env", self.version(v))
+            self.p.run("create", "env")
+
+    def edir(self):
+        return os.path.dirname(self.p.current("env"))
+
+    def gens(self):
+        return sorted(os.path.basename(g) for g in glob.glob(os.path.join(self.edir(), "gen-*")))
+
+    def test_a_pinned_generation_survives_gc_keep_1_and_rollback_to_it_works(self):
+        p = self.p
+        self.build("1.0")
+        r = p.run("pin", "env")  # the current generation: 1
+        self.assertIn("env generation 1 pinned", r.stderr)
+        self.build("2.0", "3.0", "4.0")
+        dry = json.loads(p.run("gc", "--keep", "1", "--dry-run", "--json").stdout)
+        self.assertEqual(self.gens(), ["gen-1", "gen-2", "gen-3", "gen-4"], "dry run deleted something")
+        r = p.run("gc", "--keep", "1")
+        self.assertRegex(r.stderr, r"note: kept \S+ env gen-1: pinned")
+        self.assertEqual(sorted(g.rsplit(" ", 1)[1] for g in dry["removed"]), ["gen-2", "gen-3"])
+        self.assertEqual(len(dry["kept"]), 1)
+        self.assertTrue(dry["kept"][0].endswith(" env gen-1: pinned"), dry["kept"])
+        self.assertEqual(self.gens(), ["gen-1", "gen-4"])
+        # The known-good generation is one rollback away, and whole.
+        p.run("rollback", "env", "--to", "1")
+        self.assertTrue(p.current("env").endswith("gen-1"))
+        self.assertEqual(p.run("verify", "env", "--deep").returncode, 0)
+        out = p.run("run", "env", "--", "python", "-c", "import alpha; print(alpha.A)").stdout
+        self.assertEqual(out, "1.0\n")
+        # --keep counts unpinned generations: the current one is kept, and says why when --keep
+        # alone would not have kept it.
+        self.build("5.0")
+        p.run("rollback", "env", "--to", "1")
+        r = json.loads(p.run("gc", "--keep", "1", "--json").stdout)
+        self.assertEqual([g.rsplit(" ", 1)[1] for g in r["removed"]], ["gen-4"])
+        self.assertTrue(r["kept"][0].endswith(" env gen-1: current, pinned"), r["kept"])
+        self.assertEqual(self.gens(), ["gen-1", "gen-5"])
+        # Unpinned, it goes like any other once it is no longer current.
+        r = p.run("unpin", "env", "1")
+        self.assertIn("env generation 1 unpinned", r.stderr)
+        self.assertIn("was not pinned", p.run("unpin", "env", "1").stderr)
+        p.run("rollback", "env", "--to", "5")
+        r = json.loads(p.run("gc", "--keep", "1", "--json").stdout)
+        self.assertEqual([g.rsplit(" ", 1)[1] for g in r["removed"]], ["gen-1"])
+        self.assertEqual(r["kept"], [])
+        self.assertEqual(self.gens(), ["gen-5"])
+        self.assertEqual(p.run("rollback", "env", "--to", "1", check=False).returncode, 2)
+
+    def test_history_records_rollbacks_and_pins_and_a_rebuilt_lock(self):
+        p = self.p
+        self.build("1.0", "2.0")
+        p.run("rollback", "env")
+        p.run("pin", "env", "1")
+        p.run("pin", "env", "1")  # pinned already: no second event
+        p.run("rollback", "env", "--to", "2")
+        p.run("rollback", "env", "--to", "2")  # already there: no event
+        p.run("pin", "env", "2")
+        p.run("unpin", "env", "2")
+        # Generation 1's lock built again (a `git revert` of the lock): the same lock, not changes.
+        self.build("1.0")
+        p.run("create", "env", "--force")
+        h = json.loads(p.run("history", "env", "--json").stdout)
+        self.assertEqual(h["environment"], "env")
+        gens = {g["generation"]: g for g in h["generations"]}
+        self.assertEqual(sorted(gens), [1, 2, 3, 4])
+        self.assertEqual([gens[n]["same_lock_as"] for n in (1, 2, 3, 4)], [None, None, 1, 1])
+        self.assertEqual([gens[n]["pinned"] for n in (1, 2, 3, 4)], [True, False, False, False])
+        self.assertTrue(gens[4]["current"])
+        self.assertEqual([e["text"] for e in h["events"]],
+                         ["rollback 2 → 1", "pin 1", "rollback 1 → 2", "pin 2", "unpin 2"])
+        self.assertEqual(h["events"][0] | {"when": None},
+                         {"when": None, "event": "rollback", "from": 2, "generation": 1, "text": "rollback 2 → 1"})
+        self.assertRegex(h["events"][1]["when"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual([pin["generation"] for pin in h["pins"]], [1])
+        text = p.run("history", "env").stdout
+        self.assertIn("same lock as generation 1", text)
+        gen3 = text[text.index("gen 3"):text.index("gen 4")]
+        self.assertNotIn("~ alpha", gen3)  # the same lock, not listed as changes against gen 2
+        self.assertRegex(text, r"gen 1 .*  pinned")
+        for line in ("rollback 2 → 1", "pin 1", "rollback 1 → 2", "pin 2", "unpin 2"):
+            self.assertRegex(text, r"\n  \S+Z  " + line + r"\n")
+        # list and show show the pins where they show generations.
+        listed = json.loads(p.run("list", "--json").stdout)
+        self.assertEqual(listed[0]["pinned"], [1])
+        self.assertIn("pinned 1", p.run("list").stdout)
+        shown = json.loads(p.run("show", "env", "--json").stdout)
+        self.assertEqual(shown["pinned"], [1])
+        self.assertEqual([g["pinned"] for g in shown["generations"]], [True, False, False, False])
+        self.assertRegex(p.run("show", "env").stdout, r"gen 1 .* pinned")
+        # delete removes pinned generations too, and says how many.
+        r = p.run("delete", "env")
+        self.assertIn("4 generations, 1 of them pinned", r.stderr)
+
+    def test_pinning_a_missing_or_incomplete_generation_is_refused(self):
+        p = self.p
+        self.build("1.0")
+        r = p.run("pin", "env", "7", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("generation 7 of env does not exist", r.stderr)
+        os.makedirs(os.path.join(self.edir(), "gen-3", ".envbox"))
+        r = p.run("pin", "env", "3", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("generation 3 of env is incomplete", r.stderr)
+        self.assertEqual(p.run("pin", "env", "x1", check=False).returncode, 2)
+        self.assertFalse(os.path.exists(os.path.join(self.edir(), "pins")))
+
+    def test_a_hostile_pins_or_event_file_is_an_error_naming_it(self):
+        p = self.p
+        self.build("1.0", "2.0", "3.0")
+        p.run("pin", "env", "1")
+        pins = os.path.join(self.edir(), "pins")
+        events = os.path.join(self.edir(), "events")
+        with open(pins) as f:
+            self.assertTrue(f.read().startswith("envbox-pins 1\n"))
+        for content in (b"envbox-pins 1\npin 1 $(reboot)\n", b"envbox-pins 1\npin -1 2025-01-01T00:00:00Z\n",
+                        b"\x00\xff garbage\n", b"envbox-pins 1\n" + b"pin " + b"9" * 100_000 + b"\n",
+                        b"envbox-pins 1\n" + b"pin 1 2025-01-01T00:00:00Z\n" * 80_000):
+            with self.subTest(content=content[:40]):
+                with open(pins, "wb") as f:
+                    f.write(content)
+                for args in (("gc", "--keep", "1"), ("history", "env"), ("pin", "env", "2"), ("list",)):
+                    r = p.run(*args, check=False)
+                    self.assertEqual(r.returncode, 5, (args, r.stderr))
+                    self.assertIn(pins, r.stderr)
+                self.assertEqual(self.gens(), ["gen-1", "gen-2", "gen-3"], "gc removed something on a bad pins file")
+        os.unlink(pins)
+        os.mkfifo(pins)  # never blocks a reader
+        r = p.run("gc", "--keep", "1", check=False, timeout=60)
+        self.assertEqual(r.returncode, 5)
+        self.assertIn(pins, r.stderr)
+        os.unlink(pins)
+        with open(events, "wb") as f:
+            f.write(b"envbox-events 1\nrollback 2025-01-01T00:00:00Z 3\n")
+        r = p.run("history", "env", check=False)
+        self.assertEqual(r.returncode, 5)
+        self.assertIn(events + ": line 2", r.stderr)
+        # delete still removes everything, a bad pins file included.
+        with open(pins, "wb") as f:
+            f.write(b"garbage")
+        p.run("delete", "env")
+        self.assertFalse(os.path.exists(pins))
+
+    def test_the_event_log_is_bounded(self):
+        p = self.p
+        self.build("1.0", "2.0")
+        for _ in range(20):
+            p.run("pin", "env", "1")
+            p.run("unpin", "env", "1")
+        events = os.path.join(self.edir(), "events")
+        size = os.path.getsize(events)
+        with open(events, "ab") as f:  # as if thousands of events had been recorded
+            f.write(b"pin 2025-01-01T00:00:00Z 1\nunpin 2025-01-01T00:00:00Z 1\n" * 1500)
+        p.run("rollback", "env")
+        self.assertLess(os.path.getsize(events), 64 << 10)
+        self.assertGreater(os.path.getsize(events), size)
+        h = json.loads(p.run("history", "env", "--json").stdout)
+        self.assertEqual(h["events"][-1]["text"], "rollback 2 → 1")
+        self.assertGreater(len(h["events"]), 500)
 
 
 NOBODY = 65534

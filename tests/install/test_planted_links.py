@@ -203,6 +203,41 @@ class PlantedLinks(unittest.TestCase):
         self.assertRefused(r, edir)
         self.assertVictimIntact()
 
+    # --- pins and the event log (known-good generations) -------------------------------------
+
+    def test_a_link_planted_where_the_pins_go_is_refused(self):
+        edir = self.create()
+        precious = os.path.join(self.victim, "precious.txt")
+        for target in (precious, os.path.join(self.victim, "created-by-envbox")):  # a dangling one too
+            with self.subTest(target=target):
+                link = os.path.join(edir, "pins")
+                os.symlink(target, link)
+                for args in (("pin", "app"), ("unpin", "app", "1"), ("history", "app"), ("gc", "--keep", "1"),
+                             ("list",), ("show", "app")):
+                    r = self.p.run(*args, check=False)
+                    self.assertRefused(r, link)
+                self.assertTrue(os.path.islink(link))
+                self.assertFalse(os.path.lexists(os.path.join(self.victim, "created-by-envbox")))
+                self.assertVictimIntact()
+                os.unlink(link)
+
+    def test_a_link_planted_where_the_event_log_goes_is_refused(self):
+        edir = self.create()
+        self.p.run("create", "app", "--frozen", "--force")  # gen-2, current
+        for target in (os.path.join(self.victim, "precious.txt"), os.path.join(self.victim, "created-by-envbox")):
+            with self.subTest(target=target):
+                link = os.path.join(edir, "events")
+                os.symlink(target, link)
+                for args in (("rollback", "app"), ("pin", "app", "1"), ("unpin", "app", "1"), ("history", "app")):
+                    r = self.p.run(*args, check=False)
+                    self.assertRefused(r, link)
+                # Refused before anything changed: still on generation 2, nothing pinned.
+                self.assertTrue(self.p.current("app").endswith("gen-2"))
+                self.assertFalse(os.path.lexists(os.path.join(edir, "pins")))
+                self.assertFalse(os.path.lexists(os.path.join(self.victim, "created-by-envbox")))
+                self.assertVictimIntact()
+                os.unlink(link)
+
     # --- diff: a revision is never an option ------------------------------------------------
 
     def test_diff_revision_is_never_a_git_option(self):

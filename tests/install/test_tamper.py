@@ -171,9 +171,13 @@ class Tampering(unittest.TestCase):
         self.assertIn("envbox create --force", r.stderr)
         p.run("create", "--force", "b")
         self.assertEqual(p.run("verify", "--store", "--deep").returncode, 0)
-        # Without ENV or --store there is nothing to verify.
-        r = p.run("verify", check=False)
-        self.assertEqual(r.returncode, 2)
+        # Without ENV, every environment of the project is verified; outside a project there is
+        # nothing to verify but the store.
+        r = p.run("verify", "--json", check=False)
+        self.assertEqual(sorted(json.loads(line)["environment"] for line in r.stdout.splitlines()), ["a", "b"],
+                         r.stdout + r.stderr)
+        r = envbox("verify", home=p.home, cwd=self.tmp, check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--store", r.stderr)
 
 

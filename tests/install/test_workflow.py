@@ -680,15 +680,16 @@ class Completion(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("complete -F _envbox envbox", r.stdout)
         commands = self.commands()
-        for c in ("init", "export", "delete", "shell", "completion", "run", "gc"):
+        for c in ("init", "export", "delete", "shell", "completion", "run", "gc", "pin", "unpin"):
             self.assertIn(c, commands)
         self.assertEqual(sorted(c for c in self.complete_bash("") if not c.startswith("-")), sorted(commands))
         self.assertEqual(self.complete_bash("de"), ["delete"])
         self.assertEqual(self.complete_bash("export", "env", "--f"), ["--format"])
         self.assertEqual(self.complete_bash("export", "env", "--format", ""), ["pylock", "requirements-txt"])
         self.assertEqual(self.complete_bash("--home", "/x", "init", "e", "--cuda", "1"), ["12.8", "13.0"])
-        envs = [w for w in self.complete_bash("delete", "") if not w.startswith("-")]
-        self.assertEqual(envs, ["infer", "train-cu128"])
+        for command in ("delete", "pin", "unpin"):
+            envs = [w for w in self.complete_bash(command, "") if not w.startswith("-")]
+            self.assertEqual(envs, ["infer", "train-cu128"], command)
         self.assertIn("--upgrade-package", self.complete_bash("lock", "--"))
 
     def test_zsh_and_fish_name_every_command_and_option(self):

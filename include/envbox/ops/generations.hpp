@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "envbox/env/generation.hpp"
+#include "envbox/env/known_good.hpp"
 #include "envbox/env/verify.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/lock_agreement.hpp"
@@ -33,10 +34,21 @@ store::CheckResult verify_store(const Context& ctx, bool deep);
 struct HistoryEntry {
     env::Generation generation;
     bool current = false;
+    bool pinned = false;  ///< `envbox pin`: gc keeps it whatever --keep says
+    /// The oldest earlier generation built from the same lock (equal lock digests): a rebuild
+    /// of a known lock, shown as such instead of as changes.
+    std::optional<int> same_lock_as;
     std::vector<std::string> added, removed, changed;  ///< vs the previous complete generation
 };
 
-std::vector<HistoryEntry> history(const Context& ctx, const std::string& env);
+struct History {
+    std::vector<HistoryEntry> generations;     ///< oldest first
+    std::vector<env::GenerationEvent> events;  ///< rollbacks, pins and unpins, oldest first
+    std::vector<env::Pin> pins;                ///< every pin, of generations gone too
+};
+
+/// ENV's generations, what each changed, and its event log (env/known_good.hpp).
+History history(const Context& ctx, const std::string& env);
 
 struct RollbackResult {
     int from = 0, to = 0;
@@ -44,11 +56,29 @@ struct RollbackResult {
 };
 
 /// Switches ENV's `current` to generation `to` (default: the newest complete one older than
-/// the current one) with one rename. Refuses an incomplete or missing generation.
+/// the current one) with one rename. Refuses an incomplete or missing generation. A switch is
+/// recorded in ENV's event log (`rollback 5 → 4`).
 RollbackResult rollback(const Context& ctx, const std::string& env, std::optional<int> to);
 
+struct PinResult {
+    int number = 0;
+    bool changed = false;     ///< false: it was pinned already (pin) or was not pinned (unpin)
+    std::vector<int> pinned;  ///< ENV's pinned generations afterwards
+};
+
+/// Pins generation `number` of ENV (default: the current one), under ENV's lock: gc never
+/// removes it, whatever --keep says. Refuses a missing (usage, exit 2) or incomplete (exit 1)
+/// generation, naming it. Recorded in ENV's event log (`pin N`) when it was not pinned yet.
+PinResult pin(const Context& ctx, const std::string& env, std::optional<int> number);
+
+/// Removes the pin of generation `number` (which need not exist any more); `changed` false
+/// when it was not pinned. Recorded in ENV's event log (`unpin N`).
+PinResult unpin(const Context& ctx, const std::string& env, int number);
+
 struct GcOptions {
-    int keep = 3;  ///< complete generations kept per environment (the current one always)
+    /// Complete unpinned generations kept per environment; the current one and pinned ones are
+    /// kept besides, always.
+    int keep = 3;
     bool dry_run = false;
 };
 
@@ -56,6 +86,9 @@ struct GcResult {
     std::vector<std::string> generations_removed;  ///< "project ENV gen-N"
     std::vector<std::string> busy;                 ///< environments skipped: a create is running
     std::vector<std::string> in_use;               ///< "project ENV gen-N: who uses it", kept
+    /// "project ENV gen-N: pinned" (or ": current", ": current, pinned"): generations --keep
+    /// alone would have removed (every pinned one: pins do not count towards --keep), kept
+    std::vector<std::string> kept;
     std::size_t wheels_removed = 0;
     std::size_t bytecode_removed = 0;  ///< bytecode lists no kept generation links
     std::size_t objects_removed = 0;
@@ -63,11 +96,11 @@ struct GcResult {
     std::uint64_t bytes_freed = 0;
 };
 
-/// Removes generations beyond the newest `keep` per environment (never the current one, never
-/// one being built, never one a process uses: an `envbox run` job holding it, or a process
-/// found in /proc; see env/generation.hpp), then, holding the store exclusively, the file lists
-/// and objects no remaining generation needs and leftover temporary files. A dry run reports
-/// exactly what the same call would remove.
+/// Removes generations beyond the newest `keep` unpinned ones per environment (never the
+/// current one, never a pinned one, never one being built, never one a process uses: an `envbox
+/// run` job holding it, or a process found in /proc; see env/generation.hpp), then, holding the
+/// store exclusively, the file lists and objects no remaining generation needs and leftover
+/// temporary files. A dry run reports exactly what the same call would remove.
 GcResult gc(const Context& ctx, const GcOptions& options);
 
 /// `home/locks/store.lock`: creates hold it shared for their whole run, gc's sweep exclusively.

@@ -20,6 +20,7 @@ struct EnvSummary {
     std::string name;
     std::optional<int> current;  ///< current generation number
     std::size_t generations = 0;
+    std::vector<int> pinned;  ///< pinned generations that exist (`envbox pin`)
     std::size_t packages = 0;
     std::string python_version;
     /// Whether the current generation is its project's lock (after a rollback it may not be).
@@ -37,6 +38,7 @@ struct EnvDetails {
     std::optional<env::Generation> current;
     /// Whether `current` is the project's lock, and which generation the lock file is.
     LockAgreement lock;
+    std::vector<int> pinned;         ///< pinned generations that exist (`envbox pin`)
     std::size_t files = 0;           ///< in the current generation
     std::uint64_t bytes = 0;         ///< apparent size of the current generation
     std::uint64_t unique_bytes = 0;  ///< bytes no other generation or environment shares

@@ -89,6 +89,11 @@ class Incident(unittest.TestCase):
         r = self.e("add", "train-cu128", "sgl-kernel", check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("[sources]", r.stderr)
+        # The README's quick start shows this refusal: its lines are these.
+        with open(os.path.join(HERE, "..", "..", "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        for line in r.stderr.splitlines()[:3]:
+            self.assertIn(line, readme)
         argv = suggested_init(r.stderr)
         self.assertEqual(argv[:4], ["init", "train-cu130", "--cuda", "13.0"], r.stderr)
         self.assertEqual((self.read("train-cu128.toml"), self.read("pylock.train-cu128.toml")), (manifest, lock))

@@ -1,8 +1,10 @@
 // envbox verify, history, rollback, pin, unpin, gc
 #include "envbox/ops/generations.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -100,7 +102,11 @@ void run_verify_all(const GlobalOptions& global, const VerifyCommand& cmd) {
         VerifyCommand one = cmd;
         one.env = name;
         try {
-            if (!env::current_generation(ops::env_dir(ctx, name))) {
+            // Never created: no generation at all. One whose `current` is gone or dangles, or
+            // whose generations are incomplete, is verified, and reported as verify ENV does.
+            const std::filesystem::path dir = ops::env_dir(ctx, name);
+            std::error_code ec;
+            if (!std::filesystem::exists(dir, ec) || env::list_generations(dir).empty()) {
                 ++absent;
                 if (global.json)
                     std::printf("%s\n", json_line(Json{{"environment", name},
@@ -276,15 +282,17 @@ void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
 
 // A generation number given on the command line; `what` names the argument ("--to", "N").
 int parse_generation_number(const std::string& text, const char* what) {
-    try {
-        std::size_t used = 0;
-        int n = std::stoi(text, &used);
-        if (used != text.size()) throw std::invalid_argument(text);
-        return n;
-    } catch (const std::exception&) {
-        throw Error(ErrorCode::usage,
-                    std::string(what) + " expects a generation number, not '" + text + "'");
-    }
+    // Digits only, 1 or more: no sign, no blank, nothing past them (gen-0 never exists).
+    int n = 0;
+    const bool digits =
+        !text.empty() && text.size() <= 9 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) n = std::stoi(text);
+    if (n < 1)
+        throw Error(
+            ErrorCode::usage,
+            std::string(what) + " expects a generation number (1 or more), not '" + text + "'");
+    return n;
 }
 
 // What a rollback did, on stderr: the switch, the lock written for the user to commit, and
@@ -367,6 +375,17 @@ void run_pin(const GlobalOptions& global, const PinCommand& cmd, bool pin) {
                      r.changed ? "unpinned: the next gc may remove it" : "was not pinned");
 }
 
+// gc collected everything else; an environment whose pins did not read is still an error.
+void fail_on_unreadable_pins(const ops::GcResult& r) {
+    if (r.unreadable_pins.empty()) return;
+    throw Error(ErrorCode::integrity,
+                r.unreadable_pins.front() +
+                    (r.unreadable_pins.size() > 1
+                         ? " (and " + std::to_string(r.unreadable_pins.size() - 1) + " more)"
+                         : "") +
+                    "; gc kept every generation of that environment");
+}
+
 void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
@@ -385,9 +404,10 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
                        {"busy", r.busy.size()},
                        {"removed", r.generations_removed},
                        {"in_use", r.in_use},
-                       {"kept", r.kept}};
+                       {"kept", r.kept},
+                       {"unreadable_pins", r.unreadable_pins}};
         std::printf("%s\n", json_line(report).c_str());
-        return;
+        return fail_on_unreadable_pins(r);
     }
     const char* verb = cmd.dry_run ? "would remove" : "removed";
     for (const auto& g : r.generations_removed)
@@ -409,6 +429,7 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
                      counted(r.objects_removed, "store object", "store objects").c_str(),
                      counted(r.temporary_removed, "temporary file", "temporary files").c_str(),
                      human_bytes(r.bytes_freed).c_str(), cmd.dry_run ? "would be freed" : "freed");
+    fail_on_unreadable_pins(r);
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ std::string CudaLine::str() const {
 }
 
 std::optional<CudaLine> cuda_line_of(const std::string& name, const pep::Version& version) {
-    static const std::regex local_cu(R"(cu(\d{2})(\d+))");
+    // Two digits of minor at most: a label from a hostile lock never overflows a number.
+    static const std::regex local_cu(R"(cu(\d{2})(\d{1,2}))");
     static const std::regex name_suffix(R"(^nvidia-.*-cu(\d{2})$)");
     static const std::regex cupy(R"(^cupy-cuda(\d{2})\d*x?$)");
     static const std::regex jax(R"(^jax-cuda(\d{2})-(plugin|pjrt)$)");
@@ -92,7 +93,9 @@ CudaIdentity cuda_identity(const std::vector<std::pair<std::string, std::string>
         if (line->minor && !precise) precise = line;
         if (!any) any = line;
     }
-    id.line = torch ? torch : precise ? precise : any;
+    // A labelled torch decides alone: `+cpu` is no line, whatever nvidia-*-cu12 stays beside it.
+    const bool labelled = id.torch.find('+') != std::string::npos;
+    id.line = torch ? torch : labelled ? std::nullopt : precise ? precise : any;
     return id;
 }
 

@@ -203,6 +203,13 @@ std::optional<Generation> current_generation(const fs::path& env_dir) {
     return g;
 }
 
+std::optional<std::string> read_generation_lock(const fs::path& gen_path) {
+    constexpr std::size_t kMaxLockBytes = 16u << 20;  // the lock reader's own bound
+    UniqueFd dir = open_own_dir(gen_path.parent_path(), gen_path.filename() / ".envbox");
+    if (!dir) return std::nullopt;
+    return read_own_file(dir.get(), gen_path / ".envbox" / "pylock.toml", kMaxLockBytes);
+}
+
 void write_generation_record(const Generation& g, const std::string& lock_text) {
     fs::path dir = g.path / ".envbox";
     std::error_code ec;

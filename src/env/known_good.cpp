@@ -33,42 +33,6 @@ UniqueFd open_env_dir(const fs::path& env_dir) {
     return open_own_dir(env_dir.parent_path(), env_dir.filename());
 }
 
-// `name` in the open folder `dir` (shown as `path`), at most `limit` bytes; nullopt when it
-// does not exist. Never through a link; a FIFO or a device is refused without blocking.
-std::optional<std::string> read_own_file(int dir, const fs::path& path, std::size_t limit) {
-    const std::string name = path.filename().string();
-    UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (!fd && errno == ENOENT) return std::nullopt;
-    if (!fd && errno == ELOOP) refuse_planted_link(path, /*folder=*/false);
-    if (!fd) throw sys_error("cannot open " + path.string(), errno);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) throw sys_error("cannot read " + path.string(), errno);
-    if (!S_ISREG(st.st_mode))
-        throw Error(ErrorCode::integrity,
-                    path.string() +
-                        " is not a regular file; envbox writes a plain file there "
-                        "(remove it if you did not put it there)");
-    if (static_cast<std::uint64_t>(st.st_size) > limit)
-        throw Error(ErrorCode::integrity,
-                    path.string() + " holds " + std::to_string(st.st_size) +
-                        " bytes, more than envbox ever writes there (at most " +
-                        std::to_string(limit) + "); it was not read");
-    std::string out;
-    char buf[65536];
-    for (;;) {
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw sys_error("cannot read " + path.string(), errno);
-        if (n == 0) break;
-        out.append(buf, static_cast<std::size_t>(n));
-        if (out.size() > limit)
-            throw Error(ErrorCode::integrity, path.string() + " grew past " +
-                                                  std::to_string(limit) +
-                                                  " bytes while it was read; it was not read");
-    }
-    return out;
-}
-
 // Replaces `path` (the entry of the open folder `dir` of that name) with `content`: a temporary
 // file beside it, then one rename, which replaces a link itself and never writes through it; a
 // link already there is refused all the same (the link rule). The mode is 0666 less the umask

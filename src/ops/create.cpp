@@ -1,6 +1,7 @@
 #include "envbox/ops/create.hpp"
 
 #include "create_steps.hpp"
+#include "cuda_guard.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
@@ -188,18 +189,15 @@ namespace {
 void refuse_cuda_change(const CreateOptions& opt, const fs::path& edir,
                         const std::vector<Item>& items, const fs::path& lock_path) {
     auto cur = env::current_generation(edir);
-    std::error_code ec;
-    const fs::path built = cur ? cur->path / ".envbox" / "pylock.toml" : fs::path();
-    if (!cur || !fs::exists(built, ec)) return;
-    auto old = lock::Pylock::parse(read_file(built), built.string());
-    if (!old) return;
-    std::vector<std::pair<std::string, std::string>> was, now;
-    for (const auto& p : old->packages)
-        if (p.version) was.emplace_back(p.name, p.version->str());
+    const auto text = cur ? env::read_generation_lock(cur->path) : std::nullopt;
+    const auto was =
+        text ? lock_identity(*text, cur->path / ".envbox" / "pylock.toml") : std::nullopt;
+    if (!was) return;
+    std::vector<std::pair<std::string, std::string>> now;
     for (const auto& item : items)
         if (item.package->version)
             now.emplace_back(item.package->name, item.package->version->str());
-    auto change = env::cuda_change(env::cuda_identity(was), env::cuda_identity(now));
+    auto change = env::cuda_change(*was, env::cuda_identity(now));
     if (!change) return;
     throw Error(ErrorCode::invalid_input,
                 opt.env + ": " + *change + " in " + lock_path.string() + "\nrun does not move " +

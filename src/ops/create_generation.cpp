@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "create_steps.hpp"
+#include "envbox/env/known_good.hpp"
 #include "envbox/env/venv.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
@@ -23,18 +24,6 @@
 namespace fs = std::filesystem;
 
 namespace envbox::ops::create_steps {
-namespace {
-
-std::string utc_now() {
-    std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-}  // namespace
 
 std::string direct_url_json(const Item& item, const fs::path& lock_dir) {
     const lock::FileRef& f = *item.file;
@@ -63,7 +52,7 @@ env::Generation next_generation(const fs::path& edir, const std::string& digest,
     env::Generation gen;
     gen.number = next_generation_number(edir);
     gen.path = edir / env::generation_dir_name(gen.number);
-    gen.created = utc_now();
+    gen.created = env::utc_timestamp();
     gen.lock_digest = digest;
     gen.lock_source = lock_path.string();
     gen.python = target.interpreter->executable.string();

@@ -42,15 +42,18 @@ env::CudaLine other_cuda_line(const std::optional<env::CudaLine>& current,
 }
 
 std::string separate_environment_command(const std::string& env, const lock::Manifest& manifest,
-                                         const fs::path& project_root, const env::CudaLine& line) {
-    // init knows one line per major: the one PyTorch publishes an index for.
-    const env::CudaLine known = line.major == 13 ? env::CudaLine{13, 0} : env::CudaLine{12, 8};
-    const std::string cu = "cu" + line_digits(known);
+                                         const fs::path& project_root,
+                                         const std::optional<env::CudaLine>& line) {
     static const std::regex label(R"(cu1[0-9]{2})");
+    // init knows one line per major: the one PyTorch publishes an index for; none is CPU-only.
+    const std::optional<env::CudaLine> known =
+        !line ? std::nullopt
+              : std::optional(line->major == 13 ? env::CudaLine{13, 0} : env::CudaLine{12, 8});
+    const std::string cu = known ? "cu" + line_digits(*known) : "cpu";
     std::string name =
         std::regex_search(env, label) ? std::regex_replace(env, label, cu) : env + "-" + cu;
     if (name == env) name = env + "-new";
-    std::string command = "envbox init " + name + " --cuda " + known.str();
+    std::string command = "envbox init " + name + (known ? " --cuda " + known->str() : "");
     // init's own default is PyTorch's floor, manylinux_2_28: another platform is repeated, so
     // that both environments run on the same machines.
     if (manifest.platforms.size() <= 1) {
@@ -69,7 +72,7 @@ std::string separate_environment_command(const std::string& env, const lock::Man
         pypi && !shared("pypi") && pypi->url != "https://pypi.org/simple")
         command += " --default-index " + shell_word(pypi->url);
     const std::string wanted = "pytorch-" + cu;
-    if (shared(wanted)) return command;
+    if (!known || shared(wanted)) return command;
     std::string url;
     if (auto same = index_named(manifest.indexes, wanted)) url = same->url;
     // A mirror of another line's PyTorch index names its line in its URL: the same mirror
@@ -85,16 +88,26 @@ std::string separate_environment_command(const std::string& env, const lock::Man
 
 std::string cuda_change_refusal(const std::string& env, const std::string& change,
                                 const lock::Manifest& manifest, const fs::path& project_root,
-                                const env::CudaLine& after, const std::string& command,
-                                const fs::path& lock_path) {
+                                const std::optional<env::CudaLine>& after,
+                                const std::string& command, const fs::path& lock_path) {
     return env + ": " + change + "\nrefusing to write " + lock_path.string() + ": " + env +
            " changes its CUDA line only on purpose (every job on it would run on the new line, "
            "with new compile caches)\n"
            "keep " +
-           env + " as it is and put the CUDA " + after.str() +
+           env + " as it is and put the " +
+           (after ? "CUDA " + after->str() : std::string("CPU-only")) +
            " stack in an environment of its own:\n  " +
            separate_environment_command(env, manifest, project_root, after) + "\nor, to move " +
            env + " itself: " + command + " --allow-cuda-change";
+}
+
+std::optional<env::CudaIdentity> lock_identity(const std::string& text, const fs::path& shown) {
+    auto lock = lock::Pylock::parse(text, shown.string());
+    if (!lock) return std::nullopt;
+    std::vector<std::pair<std::string, std::string>> packages;
+    for (const auto& p : lock->packages)
+        if (p.version) packages.emplace_back(p.name, p.version->str());
+    return env::cuda_identity(packages);
 }
 
 // Refuses a lock that moves the environment off the CUDA line of the lock it replaces (unless
@@ -104,20 +117,17 @@ std::optional<std::string> check_cuda_line(const LockOptions& opt, const lock::M
                                            const fs::path& project_root,
                                            const fs::path& lock_path) {
     if (before.empty()) return std::nullopt;
-    auto old = lock::Pylock::parse(before, lock_path.string());
-    if (!old) return std::nullopt;  // a lock that no longer reads: nothing to keep
-    std::vector<std::pair<std::string, std::string>> was, now;
-    for (const auto& p : old->packages)
-        if (p.version) was.emplace_back(p.name, p.version->str());
+    auto was = lock_identity(before, lock_path);
+    if (!was) return std::nullopt;  // a lock that no longer reads: nothing to keep
+    std::vector<std::pair<std::string, std::string>> now;
     for (const auto& p : doc.packages)
         now.emplace_back(p.name, p.version);
     const env::CudaIdentity after = env::cuda_identity(now);
-    auto change = env::cuda_change(env::cuda_identity(was), after);
+    auto change = env::cuda_change(*was, after);
     if (!change || opt.allow_cuda_change) return change;
-    const env::CudaLine to = after.line ? *after.line : env::CudaLine{13, 0};
     throw Error(
         ErrorCode::invalid_input,
-        cuda_change_refusal(opt.env, *change, m, project_root, to,
+        cuda_change_refusal(opt.env, *change, m, project_root, after.line,
                             opt.retry.empty() ? "envbox lock " + opt.env : opt.retry, lock_path));
 }
 

@@ -19,14 +19,15 @@ namespace envbox::ops {
 /// holds only characters no shell treats specially, else single-quoted.
 std::string shell_word(const std::string& text);
 
-/// The `envbox init` command that makes an environment of its own for CUDA `line` beside `env`:
+/// The `envbox init` command that makes an environment of its own for CUDA `line` (none: a
+/// CPU-only one, `train-cpu`, without --cuda) beside `env`:
 /// its name is `env` with its `cuXYZ` replaced (`train-cu128` → `train-cu130`), else
 /// `env-cu130`; `--cuda` is the line init knows of that major (12.8, 13.0); `--default-index`
 /// and `--cuda-index` repeat the manifest's own mirrors (those of envbox.toml init finds
 /// itself). Every URL is shell-quoted when it needs to be.
 std::string separate_environment_command(const std::string& env, const lock::Manifest& manifest,
                                          const std::filesystem::path& project_root,
-                                         const env::CudaLine& line);
+                                         const std::optional<env::CudaLine>& line);
 
 /// The line to suggest moving to when `manifest`'s environment is on `current` (or declares
 /// it): the other line init knows (12.x → 13.0, 13.x → 12.8).
@@ -39,8 +40,13 @@ env::CudaLine other_cuda_line(const std::optional<env::CudaLine>& current,
 std::string cuda_change_refusal(const std::string& env, const std::string& change,
                                 const lock::Manifest& manifest,
                                 const std::filesystem::path& project_root,
-                                const env::CudaLine& after, const std::string& command,
-                                const std::filesystem::path& lock_path);
+                                const std::optional<env::CudaLine>& after,
+                                const std::string& command, const std::filesystem::path& lock_path);
+
+/// The CUDA identity of the lock `text` (`shown` names it in errors); nullopt when it does not
+/// read as a lock.
+std::optional<env::CudaIdentity> lock_identity(const std::string& text,
+                                               const std::filesystem::path& shown);
 
 /// Refuses (invalid_input) a lock `doc` that moves the environment off the CUDA line (or torch
 /// label) of the lock it replaces (`before`, its text; "" when there is none), unless

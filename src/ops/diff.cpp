@@ -173,10 +173,11 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
         check_env_name(env);
         fs::path gen =
             env_dir(ctx, env) / env::generation_dir_name(std::atoi(spec.c_str() + hash + 1));
-        if (!fs::exists(gen / ".envbox" / "pylock.toml", ec))
+        const auto text = env::read_generation_lock(gen);
+        if (!text)
             throw Error(ErrorCode::usage,
                         spec + ": no such generation (see `envbox history " + env + "`)");
-        return view_of(read_file(gen / ".envbox" / "pylock.toml"), spec, ctx.home, target);
+        return view_of(*text, spec, ctx.home, target);
     }
     check_env_name(spec);
     if (current_generation) {
@@ -189,8 +190,11 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
                     (ctx.project_root.empty() ? std::string()
                                               : " for project " + ctx.project_root.string()) +
                     "; run `envbox create " + spec + "` first, or name two locks");
-        return view_of(read_file(gen->path / ".envbox" / "pylock.toml"),
-                       spec + "#" + std::to_string(gen->number), ctx.home, target);
+        const auto text = env::read_generation_lock(gen->path);
+        if (!text)
+            throw Error(ErrorCode::integrity, "generation " + std::to_string(gen->number) + " of " +
+                                                  spec + " has no lock");
+        return view_of(*text, spec + "#" + std::to_string(gen->number), ctx.home, target);
     }
     fs::path lock = ctx.project_root / "manifests" / ("pylock." + spec + ".toml");
     if (ctx.project_root.empty() || !fs::exists(lock, ec))

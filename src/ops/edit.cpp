@@ -223,6 +223,8 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
     lock_options.retry = "envbox add " + opt.env;
     for (const auto& r : opt.requirements)
         lock_options.retry += " " + shell_word(r);
+    if (opt.index) lock_options.retry += " --index " + shell_word(*opt.index);
+    if (!opt.sync) lock_options.retry += " --no-sync";
     return apply_edit(ctx, lock_options, opt.sync,
                       "adding " + joined(opt.requirements) + " to " + opt.env, edit, bound);
 }
@@ -256,6 +258,7 @@ EditResult remove(const Context& ctx, const RemoveOptions& opt) {
     lock_options.retry = "envbox remove " + opt.env;
     for (const auto& n : names)
         lock_options.retry += " " + shell_word(n);
+    if (!opt.sync) lock_options.retry += " --no-sync";
     return apply_edit(ctx, lock_options, opt.sync, "removing " + joined(names) + " from " + opt.env,
                       edit);
 }

@@ -356,8 +356,16 @@ void prune_environment(const store::Home& home, const EnvDir& dir, const GcOptio
     auto current = env::current_generation(dir.path);
     auto gens = env::list_generations(dir.path);
     std::set<int> pinned;
-    for (const auto& p : env::read_pins(dir.path))
-        pinned.insert(p.number);
+    try {
+        for (const auto& p : env::read_pins(dir.path))
+            pinned.insert(p.number);
+    } catch (const Error& e) {
+        // Pins that do not read might name any generation: this environment keeps them all,
+        // the others are collected as usual, and the sweep still runs.
+        result.kept.push_back(label + ": every generation (its pins do not read)");
+        result.unreadable_pins.push_back(e.message());
+        return;
+    }
     int kept = 0;
     for (auto it = gens.rbegin(); it != gens.rend(); ++it) {
         const bool is_current = current && current->number == it->number;

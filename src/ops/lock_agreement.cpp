@@ -14,7 +14,7 @@ namespace {
 // The lock a generation was built from; nullopt when it cannot be read.
 std::optional<std::string> built_lock(const env::Generation& g) {
     try {
-        return read_file(g.path / ".envbox" / "pylock.toml");
+        return env::read_generation_lock(g.path);  // never through a link planted there
     } catch (const Error&) {
         return std::nullopt;
     }
@@ -94,7 +94,10 @@ LockAgreement lock_agreement(const fs::path& project_root, const fs::path& dir,
     for (const auto& g : env::list_generations(dir)) {
         if (!g.complete) continue;
         if (g.number > current->number) a.rolled_back = true;
-        if (text && g.number != current->number && built_lock(g) == text)
+        // Sizes first: a run that keeps a rollback reads no lock of another size.
+        if (text && g.number != current->number &&
+            fs::file_size(g.path / ".envbox" / "pylock.toml", ec) == text->size() && !ec &&
+            built_lock(g) == text)
             a.lock_generation = g.number;
         if (a.other_source && from_project_lock(g, a.lock_path)) a.project_generation = g.number;
     }
@@ -119,7 +122,12 @@ WrittenLock write_generation_lock(const Context& ctx, const std::string& env, in
         throw Error(ErrorCode::generic, gen(number) + " of " + env +
                                             (g ? " is incomplete" : " does not exist") +
                                             "; there is no lock of it to write");
-    const std::string text = read_file(g->path / ".envbox" / "pylock.toml");
+    const auto lock = env::read_generation_lock(g->path);
+    if (!lock)
+        throw Error(ErrorCode::integrity, gen(number) + " of " + env + " has no lock (" +
+                                              (g->path / ".envbox" / "pylock.toml").string() +
+                                              " is missing)");
+    const std::string& text = *lock;
     WrittenLock w;
     w.generation = number;
     w.path = ctx.project_root / "manifests" / ("pylock." + env + ".toml");

@@ -165,6 +165,11 @@ std::optional<pep::Version> newest_offered(resolve::PackageSource& source, const
     return best;
 }
 
+// What the notes may cost: a second resolution each, for at most this many packages of one
+// lock, each given at most this many steps (the world of bench/lock_bench.py takes 171).
+constexpr std::size_t kWhyNotResolutions = 8;
+constexpr std::size_t kWhyNotSteps = 2000;
+
 // Why `name==newest` is not in the lock: the first lines of the solver's explanation of a
 // resolution that requires it too, on one line.
 std::string why_not(TargetResolution& t, const std::vector<pep::Requirement>& root,
@@ -177,16 +182,18 @@ std::string why_not(TargetResolution& t, const std::vector<pep::Requirement>& ro
     resolve::Options o = options;
     o.trace = nullptr;
     o.preferences.erase(name);
+    o.max_steps = std::min<std::size_t>(o.max_steps, kWhyNotSteps);
     auto pins = resolve::resolve(with, *t.source, o);
     if (pins) return "";  // it resolves after all (the old lock's other versions held it back)
     // The first step of the explanation says it: "Because sglang==0.5.12 depends on …,
     // sglang==0.5.12 cannot be used."
+    // Only a real explanation: an index that failed, the offline cache missing a page or a
+    // search given up on says nothing about the version.
     std::string out, text = pins.error().message();
     const auto first = text.find("Because ");
-    if (first != std::string::npos) {
-        const auto next = text.find("Because ", first + 8);
-        text = text.substr(first, next == std::string::npos ? std::string::npos : next - first);
-    }
+    if (first == std::string::npos) return "";
+    const auto next = text.find("Because ", first + 8);
+    text = text.substr(first, next == std::string::npos ? std::string::npos : next - first);
     for (char c : text)
         if (!(std::isspace(static_cast<unsigned char>(c)) && (out.empty() || out.back() == ' ')))
             out += std::isspace(static_cast<unsigned char>(c)) ? ' ' : c;
@@ -208,6 +215,7 @@ std::vector<std::string> older_than_newest(std::vector<TargetResolution>& target
         if (!r.url) asked.insert(pep::canonicalize_name(r.name));
     std::vector<std::string> lines;
     std::set<std::string> said;
+    std::size_t explained = 0;  // second resolutions run, at most kWhyNotResolutions
     for (auto& t : targets)
         for (const auto& pin : t.pins) {
             if ((!everything && !asked.count(pin.name)) || t.direct.count(pin.name)) continue;
@@ -220,9 +228,12 @@ std::vector<std::string> older_than_newest(std::vector<TargetResolution>& target
                 line += "kept from the lock (`envbox lock " + env + " --upgrade-package " +
                         pin.name + "` takes the newest)";
             } else {
-                std::string why = why_not(t, root, options, pin.name, *newest);
-                line += why.empty() ? "another locked version holds it back (`envbox lock " + env +
-                                          " --upgrade` resolves everything afresh)"
+                std::string why = explained++ < kWhyNotResolutions
+                                      ? why_not(t, root, options, pin.name, *newest)
+                                      : "";
+                line += why.empty() ? "the requirements or another locked version hold it back "
+                                      "(`envbox lock " +
+                                          env + " --upgrade` resolves everything afresh)"
                                     : why;
             }
             if (targets.size() > 1) line += " (on " + t.target.platform + ")";

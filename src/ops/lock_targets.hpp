@@ -46,7 +46,9 @@ std::vector<std::string> divergence_notes(const std::vector<lock::Divergence>& d
 /// is not the newest its target's indexes offer (usable there, not yanked, a pre-release only
 /// where the policy would take one), one line saying why: kept from the old lock
 /// (`options.preferences`, with the command that upgrades it), or what rules the newest out
-/// (the solver's own explanation of a resolution that also requires `name==newest`).
+/// (the solver's own explanation of a resolution that also requires `name==newest`, for at
+/// most 8 packages, each in at most 2000 steps; past them, or when the second resolution fails
+/// for another reason than a conflict, a general sentence).
 /// `everything`: for every locked package, not only the user's (lock -v).
 std::vector<std::string> older_than_newest(std::vector<TargetResolution>& targets,
                                            const std::vector<pep::Requirement>& root,

@@ -219,7 +219,13 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
         // comes from, the user's requirements or a dependency's metadata (SGLang's
         // `cuda-tile==1.6.0rc5`), as pip reads PEP 440 and uv does since 0.12.
         for (const auto& s : r.specifier.specifiers())
-            if (s.version() && s.version()->is_prerelease()) dp.explicit_prerelease = true;
+            if (s.version() && s.version()->is_prerelease()) {
+                if (from == kRoot)
+                    dp.explicit_prerelease = true;
+                else
+                    dp.prerelease_named_by.emplace_back(from, v);
+                break;
+            }
         VersionSet set = versions_matching(d, r.specifier);
         if (from == kRoot)
             for (const auto& s : r.specifier.specifiers())
@@ -235,19 +241,23 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
 bool Solver::prereleases_allowed(const Package& p) const {
     const bool only = std::all_of(p.candidates().begin(), p.candidates().end(),
                                   [](const Candidate& c) { return c.version.is_prerelease(); });
+    // Named by the user, or by a version decided now (not one the solver tried and left).
+    const bool named = p.explicit_prerelease ||
+                       std::any_of(p.prerelease_named_by.begin(), p.prerelease_named_by.end(),
+                                   [&](const auto& by) { return decided_[by.first] == by.second; });
     switch (options_.prerelease) {
         case Prerelease::allow:
             return true;
         case Prerelease::disallow:
             return false;
         case Prerelease::explicit_:
-            return p.explicit_prerelease;
+            return named;
         case Prerelease::if_necessary:
             return only;
         case Prerelease::if_necessary_or_explicit:
             break;
     }
-    return p.explicit_prerelease || only;
+    return named || only;
 }
 
 std::optional<std::size_t> Solver::pick_version(PackageId id, const VersionSet& allowed) const {

@@ -43,7 +43,10 @@ struct Package {
     // Ascending; one list for a package and all its extras (`a[x]` has `a`'s versions), so a
     // requirement's extras cost no copy of them.
     std::shared_ptr<std::vector<Candidate>> list;
-    bool explicit_prerelease = false;         // some requirement names a pre-release
+    bool explicit_prerelease = false;  // a root requirement names a pre-release
+    // The versions (package, candidate) whose requirement on this package names a pre-release:
+    // it may have one while any of them is decided, as pip's merged specifier would allow.
+    std::vector<std::pair<PackageId, std::size_t>> prerelease_named_by;
     std::optional<std::size_t> pinned_exact;  // `==V` from the root: V may be yanked
     const DirectPackage* direct = nullptr;    // fixed by `name @ URL`: its only candidate
     Origin origin;                            // PackageSource::origin, for messages

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
+#include <string>
 
 #include "envbox/util/error.hpp"
 
@@ -192,6 +194,40 @@ void require_no_link_below(const fs::path& root, const fs::path& path) {
         if (::lstat(shown.c_str(), &st) != 0) return;
         if (S_ISLNK(st.st_mode)) refuse_planted_link(shown);
     }
+}
+
+std::optional<std::string> read_own_file(int dir, const fs::path& path, std::size_t limit) {
+    const std::string name = path.filename().string();
+    UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd && errno == ENOENT) return std::nullopt;
+    if (!fd && errno == ELOOP) refuse_planted_link(path, /*folder=*/false);
+    if (!fd) throw sys_error("cannot open " + path.string(), errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw sys_error("cannot read " + path.string(), errno);
+    if (!S_ISREG(st.st_mode))
+        throw Error(ErrorCode::integrity,
+                    path.string() +
+                        " is not a regular file; envbox writes a plain file there "
+                        "(remove it if you did not put it there)");
+    if (static_cast<std::uint64_t>(st.st_size) > limit)
+        throw Error(ErrorCode::integrity,
+                    path.string() + " holds " + std::to_string(st.st_size) +
+                        " bytes, more than envbox ever writes there (at most " +
+                        std::to_string(limit) + "); it was not read");
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw sys_error("cannot read " + path.string(), errno);
+        if (n == 0) break;
+        out.append(buf, static_cast<std::size_t>(n));
+        if (out.size() > limit)
+            throw Error(ErrorCode::integrity, path.string() + " grew past " +
+                                                  std::to_string(limit) +
+                                                  " bytes while it was read; it was not read");
+    }
+    return out;
 }
 
 }  // namespace envbox

@@ -41,6 +41,8 @@ check "doctor" 0 "$envbox" --home "$home" --project "$home" doctor
 check "run --locked with --frozen is a usage error" 2 "$envbox" --home "$home" --project "$home" run --locked --frozen env -- true
 check "diff without operands is a usage error" 2 "$envbox" --home "$home" diff
 check "rollback --to needs a number" 2 "$envbox" --home "$home" --project "$home" rollback env --to abc
+check "rollback --to takes digits only (+5)" 2 "$envbox" --home "$home" --project "$home" rollback env --to +5
+check "rollback --to takes 1 or more" 2 "$envbox" --home "$home" --project "$home" rollback env --to 0
 check "pin N must be a number" 2 "$envbox" --home "$home" --project "$home" pin env abc
 check "unpin needs N" 2 "$envbox" --home "$home" --project "$home" unpin env
 check "run of an environment with no manifest (a mistyped ENV)" 3 "$envbox" --home "$home" --project "$home" run nothere -- true

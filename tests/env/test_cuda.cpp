@@ -69,6 +69,16 @@ TEST_CASE("an environment's CUDA line changes only when a line or torch's label 
           "CUDA 12.8 → 12.9 (torch 2.11.0+cu128 → 2.11.1+cu129)");
     CHECK(cuda_change(cu128, cuda_identity(Locked{{"torch", "2.11.0+cpu"}})).value_or("") ==
           "CUDA 12.8 → none (torch 2.11.0+cu128 → 2.11.0+cpu)");
+    // torch's label decides even when a CUDA 12 package stays beside a CPU torch.
+    CHECK(cuda_change(
+              cu128, cuda_identity(Locked{{"torch", "2.11.0+cpu"}, {"nvidia-nccl-cu12", "2.27.3"}}))
+              .value_or("") == "CUDA 12.8 → none (torch 2.11.0+cu128 → 2.11.0+cpu)");
+    // An unlabelled torch (PyPI's) takes its line from its CUDA packages.
+    CHECK(cuda_identity(Locked{{"torch", "2.11.0"}, {"nvidia-cublas-cu12", "12.8.4.1"}})
+              .line.value_or(envbox::env::CudaLine{})
+              .major == 12);
+    // A hostile label is no line, not an overflow.
+    CHECK_FALSE(cuda_identity(Locked{{"torch", "2.11.0+cu1299999999999999"}}).line);
     // Not a change: the same line at another version, a line less precise, a first line, and
     // torch and CUDA gone altogether.
     CHECK_FALSE(cuda_change(cu128, cuda_identity(Locked{{"torch", "2.12.0+cu128"}})));

@@ -203,6 +203,24 @@ class PlantedLinks(unittest.TestCase):
         self.assertRefused(r, edir)
         self.assertVictimIntact()
 
+    # --- a generation's own lock ------------------------------------------------------------
+
+    def test_a_generations_lock_is_never_read_through_a_link(self):
+        # .envbox/ stays writable in a sealed generation: a link there to a device or a FIFO
+        # must not make every status command read forever, nor diff read the victim.
+        edir = self.create()
+        lock = os.path.join(self.p.current("app"), ".envbox", "pylock.toml")
+        for target in ("/dev/zero", os.path.join(self.victim, "precious.txt")):
+            with self.subTest(target=target):
+                self.replace_with_link(lock, target)
+                for args in (("list",), ("show", "app"), ("verify", "app"), ("lock", "--check", "app")):
+                    r = self.p.run(*args, check=False, timeout=30)
+                    self.assertNotIn("precious", r.stdout)
+                r = self.p.run("diff", "app#1", check=False, timeout=30)
+                self.assertRefused(r, lock)
+                self.assertVictimIntact()
+        self.assertTrue(os.path.isdir(edir))
+
     # --- pins and the event log (known-good generations) -------------------------------------
 
     def test_a_link_planted_where_the_pins_go_is_refused(self):

@@ -179,6 +179,12 @@ class Tampering(unittest.TestCase):
         r = envbox("verify", home=p.home, cwd=self.tmp, check=False)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--store", r.stderr)
+        # An environment whose `current` was removed is not "never created": it fails.
+        os.unlink(glob.glob(os.path.join(p.home, "envs", "*", "a", "current"))[0])
+        r = p.run("verify", check=False)
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertIn("a: ", r.stderr)
+        self.assertIn("1 not checked, 0 never created", r.stderr)
 
 
 class SharedAndReadOnly(unittest.TestCase):

@@ -83,6 +83,21 @@ class Prerelease(unittest.TestCase):
         self.assertTrue(self.has_pip, "Debian's pip (python3-pip) is the oracle here")
         self.assertEqual(pip_choice(self.flat, ["sglang"]), got)
 
+    def test_a_pin_of_a_version_left_behind_admits_nothing(self):
+        # apkg 2.0 names bpkg's rc but cannot be used (cpkg>=5 does not exist); apkg 1.0 asks for
+        # bpkg>=1.0, which admits no pre-release: pip takes bpkg 1.0, and so must envbox.
+        flat = os.path.join(self.tmp, "left-behind")
+        for w in (wheel("apkg", "1.0", ["bpkg>=1.0"]), wheel("apkg", "2.0", ["bpkg==2.0rc1", "cpkg>=5"]),
+                  wheel("bpkg", "1.0"), wheel("bpkg", "2.0rc1"), wheel("cpkg", "1.0")):
+            w.build(flat)
+        text = manifest_text(["apkg"], indexes=[("wheelhouse", f"file://{flat}", "")])
+        envboxtest.write_manifest(self.proj, "left", text)
+        envbox("lock", "left", home=self.home, project=self.proj)
+        with open(os.path.join(self.proj, "manifests", "pylock.left.toml")) as f:
+            got = {n: v for n, (v, _) in packages(f.read()).items()}
+        self.assertEqual(got, {"apkg": "1.0", "bpkg": "1.0"})
+        self.assertEqual(pip_choice(flat, ["apkg"]), got)
+
     def test_each_policy(self):
         expected = {
             # "explicit" is any requirement naming a pre-release, a dependency's included.

@@ -56,6 +56,11 @@ std::optional<Generation> current_generation(const std::filesystem::path& env_di
 /// Reads `gen/.envbox/info` (and the stamp); nullopt when absent or unreadable.
 std::optional<Generation> read_generation(const std::filesystem::path& gen_path);
 
+/// The lock the generation at `gen_path` was built from (`.envbox/pylock.toml`), read without
+/// following a link (a link planted at the folder or the file is refused, exit 5; a FIFO or a
+/// device too, without blocking), at most 16 MiB as every lock; nullopt when there is none.
+std::optional<std::string> read_generation_lock(const std::filesystem::path& gen_path);
+
 /// Writes `.envbox/info` and `.envbox/pylock.toml` (the lock text) into `gen.path`. The record
 /// (format 2) percent-encodes every value, so no value — a Version with a blank, a folded
 /// header's line break — can shift a field or add a line; format 1 records are still read.

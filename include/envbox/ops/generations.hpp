@@ -89,6 +89,10 @@ struct GcResult {
     /// "project ENV gen-N: pinned" (or ": current", ": current, pinned"): generations --keep
     /// alone would have removed (every pinned one: pins do not count towards --keep), kept
     std::vector<std::string> kept;
+    /// Why an environment's pins did not read (a link planted there, content envbox did not
+    /// write): that environment kept every generation, the rest was collected; the command
+    /// then fails (integrity) naming the first.
+    std::vector<std::string> unreadable_pins;
     std::size_t wheels_removed = 0;
     std::size_t bytecode_removed = 0;  ///< bytecode lists no kept generation links
     std::size_t objects_removed = 0;

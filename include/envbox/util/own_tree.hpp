@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,13 @@ std::uint64_t remove_own_entry(int dir, const std::string& name,
 /// a link that *is* `path`, or lies inside its tree, is removed itself. False when `path` did
 /// not exist.
 bool remove_own_tree(const std::filesystem::path& root, const std::filesystem::path& path);
+
+/// The regular file of the open folder `dir` named `path.filename()` (`path` names it in
+/// errors), at most `limit` bytes; nullopt when it does not exist. Never through a link
+/// (`refuse_planted_link`); a FIFO, a device or a folder is refused without blocking, and so is
+/// a file larger than `limit` (integrity, exit 5, naming it).
+std::optional<std::string> read_own_file(int dir, const std::filesystem::path& path,
+                                         std::size_t limit);
 
 /// Throws `refuse_planted_link` when `path` (inside `root`) or a folder between `root` and it
 /// is a symbolic link; nothing when it or a folder above it does not exist. For readers that

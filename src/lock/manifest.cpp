@@ -49,6 +49,8 @@ class ManifestReader {
             m.sources = project_->sources;
             m.run_env = project_->run_env;
             if (!m.prerelease) m.prerelease = project_->prerelease;
+            if (!m.overrides) m.overrides = project_->overrides;
+            if (!m.constraints) m.constraints = project_->constraints;
         }
         read_sources(m, doc, names);
         read_run(m, doc);
@@ -73,10 +75,12 @@ class ManifestReader {
         ProjectFile p;
         if (const auto* env = r_.opt_table(doc, "environment", "")) {
             // Only what environments may share: their targets and requirements are their own.
-            r_.require_known_keys(*env, {"prerelease"}, "environment",
+            r_.require_known_keys(*env, {"prerelease", "overrides", "constraints"}, "environment",
                                   "python, platform, cuda and requirements belong in each "
                                   "manifest");
             p.prerelease = read_prerelease(*env);
+            p.overrides = read_resolution_list(*env, "overrides");
+            p.constraints = read_resolution_list(*env, "constraints");
         }
         p.default_env = r_.opt_string(doc, "default-env", "");
         p.indexes = std::move(m.indexes);
@@ -94,10 +98,13 @@ class ManifestReader {
     void read_environment(Manifest& m, const toml::table& doc) {
         const auto* env = r_.opt_table(doc, "environment", "");
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
-        r_.require_known_keys(
-            *env, {"python", "platform", "platforms", "cuda", "prerelease", "requirements"},
-            "environment", kToolHint);
+        r_.require_known_keys(*env,
+                              {"python", "platform", "platforms", "cuda", "prerelease", "overrides",
+                               "constraints", "requirements"},
+                              "environment", kToolHint);
         m.prerelease = read_prerelease(*env);
+        m.overrides = read_resolution_list(*env, "overrides");
+        m.constraints = read_resolution_list(*env, "constraints");
         const int line = TomlReader::line_of(*env);
         m.python = r_.req_string(*env, "python", "environment", line);
         if (!parse_major_minor(m.python, m.python_major, m.python_minor) || m.python_major != 3)
@@ -123,6 +130,29 @@ class ManifestReader {
                     r_.fail(&n, 0, ref.error().message(), path);
             m.requirements.push_back(std::move(*req));
         }
+    }
+
+    // `overrides` / `constraints`: PEP 508 requirements of index packages (markers allowed, no
+    // direct reference: they change what is chosen, not where it comes from), each package once.
+    std::optional<std::vector<pep::Requirement>> read_resolution_list(const toml::table& env,
+                                                                      const char* key) {
+        const auto* list = r_.opt_array(env, key, "environment");
+        if (!list) return std::nullopt;
+        std::vector<pep::Requirement> out;
+        std::set<std::string> seen;
+        for (std::size_t k = 0; k < list->size(); ++k) {
+            const toml::node& n = *list->get(k);
+            const std::string path = TomlReader::index(std::string("environment.") + key, k);
+            if (!n.is_string()) r_.wrong_type(n, "str", path);
+            auto req = pep::Requirement::parse(n.as_string()->get());
+            if (!req) r_.fail(&n, 0, req.error().message(), path);
+            if (req->url)
+                r_.fail(&n, 0, "Expected a requirement on an index package, not a URL", path);
+            if (!req->marker && !seen.insert(pep::canonicalize_name(req->name)).second)
+                r_.fail(&n, 0, "'" + req->name + "' is given twice without a marker", path);
+            out.push_back(std::move(*req));
+        }
+        return out;
     }
 
     // `prerelease`, one of uv's policy names.

@@ -188,7 +188,11 @@ DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env
                         "another tool); run `envbox lock " +
                         env + "` again to record them");
     if (!target.empty()) *parsed = lock_for_target(*parsed, text, path, target);
-    return dependency_graph(*parsed, tool->lists["requirements"], path);
+    DependencyGraph g = dependency_graph(*parsed, tool->lists["requirements"], path);
+    for (const auto& written : tool->lists["overrides"])
+        if (auto r = pep::Requirement::parse(written))
+            g.overridden[pep::canonicalize_name(r->name)] = written;
+    return g;
 }
 
 std::size_t package_node(const DependencyGraph& g, const std::string& package) {
@@ -230,6 +234,8 @@ std::string render_tree(const DependencyGraph& g, const std::vector<TreeLine>& l
             out += "]";
         }
         if (!n.version.empty()) out += " " + n.version;
+        if (auto o = g.overridden.find(n.name); o != g.overridden.end() && line.depth > 0)
+            out += " (overridden: " + o->second + ")";
         if (line.repeated) out += " (*)";
         out += "\n";
     }
@@ -320,8 +326,12 @@ std::string render_why(const DependencyGraph& g, std::size_t target, const WhyPa
                                                 : " (nothing depends on it)\n");
             continue;
         }
-        for (std::size_t i = 0; i < path.size(); ++i)
+        for (std::size_t i = 0; i < path.size(); ++i) {
             out += (i ? " → " : "") + g.label(path[i]);
+            // An edge into an overridden package is the override's requirement.
+            if (auto o = g.overridden.find(g.nodes[path[i]].name); i > 0 && o != g.overridden.end())
+                out += " (overridden: " + o->second + ")";
+        }
         out += "\n";
     }
     if (why.truncated)

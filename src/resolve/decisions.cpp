@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "envbox/index/http.hpp"
@@ -135,8 +136,37 @@ std::optional<PackageId> Solver::choose() {
     return best;
 }
 
+std::vector<pep::Requirement> Solver::overridden(std::vector<pep::Requirement> reqs) const {
+    if (options_.overrides.empty() && options_.constraints.empty()) return reqs;
+    std::vector<pep::Requirement> out;
+    std::set<std::string> replaced;  // each package's overrides once per list
+    for (auto& r : reqs) {
+        const std::string name = pep::canonicalize_name(r.name);
+        if (auto o = options_.overrides.find(name); o != options_.overrides.end()) {
+            if (replaced.insert(name).second)
+                out.insert(out.end(), o->second.begin(), o->second.end());
+            continue;
+        }
+        auto c = options_.constraints.find(name);
+        if (c != options_.constraints.end() && !r.url) {
+            std::string spec = r.specifier.str();
+            for (const auto& k : c->second) {
+                if (k.marker) {
+                    auto holds =
+                        k.marker->evaluate(options_.environment, pep::MarkerContext::metadata);
+                    if (!holds || !*holds) continue;
+                }
+                spec += (spec.empty() ? "" : ",") + k.specifier.str();
+            }
+            if (auto narrowed = pep::SpecifierSet::parse(spec)) r.specifier = std::move(*narrowed);
+        }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 std::optional<std::vector<pep::Requirement>> Solver::requirements_of(PackageId id, std::size_t v) {
-    if (id == kRoot) return root_requirements_;
+    if (id == kRoot) return overridden(root_requirements_);
     const Package& pkg = package_at(id);
     Dependencies deps = pkg.direct ? pkg.direct->dependencies
                                    : source_.dependencies(pkg.base, pkg.candidates()[v].version);
@@ -145,7 +175,7 @@ std::optional<std::vector<pep::Requirement>> Solver::requirements_of(PackageId i
         rule_out(id, v, deps.unusable);
         return std::nullopt;
     }
-    return std::move(deps.requires_dist);
+    return overridden(std::move(deps.requires_dist));
 }
 
 // The versions the solver will try next once `v` is ruled out: where pages carry no

@@ -120,6 +120,8 @@ class Solver {
     void add_requirement(PackageId from, std::size_t v, const pep::Requirement& r,
                          std::vector<int>& added);
     std::optional<std::size_t> pick_version(PackageId id, const VersionSet& allowed) const;
+    /// `reqs` with Options::overrides and Options::constraints applied.
+    std::vector<pep::Requirement> overridden(std::vector<pep::Requirement> reqs) const;
     /// Whether `p` may be given a pre-release under the policy (Options::prerelease).
     bool prereleases_allowed(const Package& p) const;
 };

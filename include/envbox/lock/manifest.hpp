@@ -49,6 +49,9 @@ struct ProjectFile {
     /// `[environment] prerelease`: the resolution settings every environment shares (a
     /// manifest's own wins); `[environment]` in envbox.toml holds nothing else.
     std::optional<std::string> prerelease;
+    /// `[environment] overrides` and `constraints`, shared the same way (a manifest's own list
+    /// replaces the project's).
+    std::optional<std::vector<pep::Requirement>> overrides, constraints;
 
     /// Parses and validates as `Manifest::parse` does the same tables (index names unique,
     /// URLs absolute, `[sources]` naming its own indexes); unknown keys are errors naming the
@@ -71,6 +74,13 @@ struct Manifest {
     /// explicit", "allow", "disallow", "explicit", "if-necessary"); unset: the first. From the
     /// manifest, else envbox.toml.
     std::optional<std::string> prerelease;
+    /// `overrides`: PEP 508 requirements that replace every requirement on their package,
+    /// whoever declares it (uv's override-dependencies: `cuda-python>=12,<13` for a package
+    /// whose metadata pins CUDA 13). From the manifest, else envbox.toml; none when unset.
+    std::optional<std::vector<pep::Requirement>> overrides;
+    /// `constraints`: PEP 508 requirements that narrow their package wherever something
+    /// requires it, adding nothing otherwise (uv's constraint-dependencies).
+    std::optional<std::vector<pep::Requirement>> constraints;
     std::vector<pep::Requirement> requirements;
     std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
     std::map<std::string, std::string> sources;  ///< normalised package name → index name

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ struct DependencyGraph {
     std::filesystem::path lock;  ///< the lock it was read from
     std::vector<Node> nodes;     ///< in the lock's order
     std::vector<Root> roots;     ///< sorted by name; every node is reachable from one
+    /// The lock's `[tool.envbox] overrides`, by normalised name ("cuda-python" →
+    /// "cuda-python>=12,<13"): every edge to such a package is the override's, not what its
+    /// dependents declare, and the text says so.
+    std::map<std::string, std::string> overridden;
 
     /// The node of `name` (any spelling), or nullopt.
     std::optional<std::size_t> find(const std::string& name) const;

@@ -101,6 +101,14 @@ std::string_view prerelease_name(Prerelease policy);
 struct Options {
     pep::MarkerEnvironment environment;  ///< the target's markers (python_full_version, …)
     Prerelease prerelease = Prerelease::if_necessary_or_explicit;
+    /// uv's override-dependencies, by normalised name: every requirement on such a package,
+    /// whoever declares it (the user's included), is replaced by these (their markers then
+    /// decide, as any requirement's).
+    std::map<std::string, std::vector<pep::Requirement>> overrides;
+    /// uv's constraint-dependencies, by normalised name: every requirement on such a package is
+    /// narrowed by these specifiers (those whose markers hold on the target); a package nothing
+    /// requires gets nothing.
+    std::map<std::string, std::vector<pep::Requirement>> constraints;
     /// Versions to keep when they still satisfy everything (the current lock).
     std::map<std::string, pep::Version> preferences;
     /// Called with one line (no newline) for each conflict the solver resolves, for debugging

@@ -1,0 +1,143 @@
+#include "lock_inputs.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "envbox/index/url.hpp"
+#include "envbox/lock/writer.hpp"
+#include "envbox/ops/context.hpp"
+#include "envbox/ops/lock.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+std::string index_line(const lock::IndexSpec& i) {
+    std::string line = i.name + " " + i.url + (i.explicit_ ? " explicit" : "");
+    // Only when given, so locks written before the setting existed stay up to date.
+    for (std::size_t k = 0; k < i.ignore_error_codes.size(); ++k)
+        line += (k ? "," : " ignore-error-codes=") + std::to_string(i.ignore_error_codes[k]);
+    return line;
+}
+
+std::string source_line(const std::string& package, const std::string& index) {
+    return package + " = " + index;
+}
+
+// Where the manifest's index and source lines come from: the project's envbox.toml gives
+// `shared` (those the manifest does not give itself).
+struct Origins {
+    bool project = false;  // the project has an envbox.toml
+    std::set<std::string> shared;
+
+    std::string of_added(const std::string& line) const {
+        return shared.count(line) ? "envbox.toml" : "the manifest";
+    }
+    std::string of_removed() const {
+        return project ? "the manifest or envbox.toml" : "the manifest";
+    }
+};
+
+Origins origins_of(const fs::path& manifest_path) {
+    Origins o;
+    const auto project = read_project_file(manifest_path.parent_path().parent_path());
+    if (!project) return o;
+    o.project = true;
+    std::set<std::string> own;  // the manifest's own lines (none when it cannot stand alone)
+    if (auto alone = lock::Manifest::parse(read_file(manifest_path), manifest_path.string())) {
+        Inputs in = inputs_of(*alone);
+        own.insert(in.indexes.begin(), in.indexes.end());
+        own.insert(in.sources.begin(), in.sources.end());
+    }
+    for (const auto& i : project->indexes)
+        if (!own.count(index_line(i))) o.shared.insert(index_line(i));
+    for (const auto& [pkg, ix] : project->sources)
+        if (!own.count(source_line(pkg, ix))) o.shared.insert(source_line(pkg, ix));
+    return o;
+}
+
+void diff_lists(const char* what, const std::vector<std::string>& locked,
+                const std::vector<std::string>& now, const Origins& origins,
+                std::vector<std::string>& reasons) {
+    std::set<std::string> a(locked.begin(), locked.end()), b(now.begin(), now.end());
+    for (const auto& x : b)
+        if (!a.count(x))
+            reasons.push_back(std::string(what) + " added or changed in " + origins.of_added(x) +
+                              ": " + index::redact_url(x));
+    for (const auto& x : a)
+        if (!b.count(x))
+            reasons.push_back(std::string(what) + " no longer in " + origins.of_removed() + ": " +
+                              x);
+}
+
+}  // namespace
+
+resolve::Prerelease prerelease_policy(const std::string& setting) {
+    return resolve::prerelease_named(setting).value_or(resolve::Prerelease{});
+}
+
+Inputs inputs_of(const lock::Manifest& m) {
+    Inputs in;
+    for (const auto& r : m.requirements)
+        in.requirements.push_back(r.str());
+    std::sort(in.requirements.begin(), in.requirements.end());
+    for (const auto& i : m.indexes)
+        in.indexes.push_back(index_line(i));
+    for (const auto& [pkg, ix] : m.sources)
+        in.sources.push_back(source_line(pkg, ix));
+    in.python = m.python;
+    for (const auto& p : m.platforms)
+        in.platform += (in.platform.empty() ? "" : ", ") + p;
+    if (in.platform.empty()) in.platform = m.platform;
+    in.cuda = m.cuda.value_or("");
+    in.prerelease = m.prerelease.value_or("");
+    for (const auto& o : m.overrides.value_or(std::vector<pep::Requirement>{}))
+        in.overrides.push_back(o.str());
+    for (const auto& c : m.constraints.value_or(std::vector<pep::Requirement>{}))
+        in.constraints.push_back(c.str());
+    std::sort(in.overrides.begin(), in.overrides.end());
+    std::sort(in.constraints.begin(), in.constraints.end());
+    return in;
+}
+
+std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs::path& lock_path) {
+    std::vector<std::string> reasons;
+    std::error_code ec;
+    if (!fs::exists(lock_path, ec)) return {"there is no lock file " + lock_path.string()};
+    Inputs now = inputs_of(read_manifest(manifest_path));
+    auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
+    if (!tool) throw tool.error();
+    if (!tool->values.count("manifest-digest"))
+        return {lock_path.string() +
+                " was not written by `envbox lock` (it has no [tool.envbox] table)"};
+    if (tool->values["manifest-digest"] == now.digest()) return {};
+    const Origins origins = origins_of(manifest_path);
+    diff_lists("requirement", tool->lists["requirements"], now.requirements, Origins{}, reasons);
+    diff_lists("index", tool->lists["indexes"], now.indexes, origins, reasons);
+    diff_lists("source pin", tool->lists["sources"], now.sources, origins, reasons);
+    diff_lists("override", tool->lists["overrides"], now.overrides, origins, reasons);
+    diff_lists("constraint", tool->lists["constraints"], now.constraints, origins, reasons);
+    // A lock of several targets records them as `platforms`, one as `platform`.
+    if (auto p = tool->lists.find("platforms"); p != tool->lists.end())
+        for (const auto& platform : p->second)
+            tool->values["platform"] += (tool->values["platform"].empty() ? "" : ", ") + platform;
+    const std::string policy(resolve::prerelease_name(prerelease_policy(now.prerelease)));
+    if (tool->values["prerelease"].empty())  // a lock from before the setting: the default
+        tool->values["prerelease"] = resolve::prerelease_name({});
+    for (const auto& [key, value] : std::map<std::string, std::string>{{"python", now.python},
+                                                                       {"platform", now.platform},
+                                                                       {"cuda", now.cuda},
+                                                                       {"prerelease", policy}})
+        if (tool->values[key] != value)
+            reasons.push_back(key + " changed: the lock has '" + tool->values[key] +
+                              "', the manifest '" + value + "'");
+    if (reasons.empty())
+        reasons.push_back(origins.of_removed() + " changed since the lock was written");
+    return reasons;
+}
+
+}  // namespace envbox::ops

@@ -1,0 +1,45 @@
+#pragma once
+// What a lock depends on in its manifest (`Inputs`, recorded in the lock's [tool.envbox]) and
+// how a lock is found stale against it (`lock_staleness`, ops/lock.hpp).
+
+#include <string>
+#include <vector>
+
+#include "envbox/lock/manifest.hpp"
+#include "envbox/resolve/resolver.hpp"
+#include "envbox/util/sha256.hpp"
+
+namespace envbox::ops {
+
+// What a lock depends on in its manifest; recorded in [tool.envbox] and compared by --check.
+struct Inputs {
+    std::vector<std::string> requirements, indexes, sources;
+    std::string python, platform, cuda;
+    std::string prerelease;  // the manifest's setting, "" when it has none (the default)
+    std::vector<std::string> overrides, constraints;  // as written, sorted
+
+    std::string digest() const {
+        std::string all = "python " + python + "\nplatform " + platform + "\ncuda " + cuda + "\n";
+        // Only when set, so locks written before the setting existed stay up to date.
+        if (!prerelease.empty()) all += "prerelease " + prerelease + "\n";
+        for (const auto& o : overrides)
+            all += "override " + o + "\n";
+        for (const auto& c : constraints)
+            all += "constraint " + c + "\n";
+        for (const auto& r : requirements)
+            all += "requirement " + r + "\n";
+        for (const auto& i : indexes)
+            all += "index " + i + "\n";
+        for (const auto& s : sources)
+            all += "source " + s + "\n";
+        return to_hex(sha256(all));
+    }
+};
+
+/// The policy a manifest's `prerelease` names (validated by its parser); "" is the default.
+resolve::Prerelease prerelease_policy(const std::string& setting);
+
+/// The inputs of `m`, each list sorted as the lock records it.
+Inputs inputs_of(const lock::Manifest& m);
+
+}  // namespace envbox::ops

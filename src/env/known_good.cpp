@@ -176,19 +176,8 @@ std::vector<GenerationEvent> read_events(const fs::path& env_dir) {
 EventLog::EventLog(const fs::path& env_dir) : env_dir_(env_dir) {
     dir_ = open_env_dir(env_dir);
     if (!dir_) throw Error(ErrorCode::generic, "no folder " + env_dir.string());
-    const fs::path path = events_path(env_dir);
-    file_.reset(::openat(dir_.get(), kEvents,
-                         O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-                         0666));
-    if (!file_ && errno == ELOOP) refuse_planted_link(path, /*folder=*/false);
-    if (!file_) throw sys_error("cannot open " + path.string(), errno);
     struct stat st {};
-    if (::fstat(file_.get(), &st) != 0) throw sys_error("cannot open " + path.string(), errno);
-    if (!S_ISREG(st.st_mode))
-        throw Error(ErrorCode::integrity,
-                    path.string() +
-                        " is not a regular file; envbox writes a plain file there "
-                        "(remove it if you did not put it there)");
+    file_ = open_own_file(dir_.get(), events_path(env_dir), O_WRONLY | O_APPEND | O_CREAT, st);
 }
 
 void EventLog::append(const GenerationEvent& e) {

@@ -156,13 +156,23 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     return result;
 }
 
-History history(const Context& ctx, const std::string& env) {
+namespace {
+
+// ENV's folder under envs/, which must exist (`history`, `pin`, `unpin`).
+fs::path existing_env_dir(const Context& ctx, const std::string& env) {
     require_known_environment(ctx, env);
     fs::path edir = env_dir(ctx, env);
     std::error_code ec;
     if (!fs::is_directory(edir, ec))
         throw Error(ErrorCode::generic,
                     "environment '" + env + "' does not exist; run `envbox create " + env + "`");
+    return edir;
+}
+
+}  // namespace
+
+History history(const Context& ctx, const std::string& env) {
+    const fs::path edir = existing_env_dir(ctx, env);
     History out;
     out.pins = env::read_pins(edir);
     out.events = env::read_events(edir);
@@ -250,17 +260,6 @@ RollbackResult rollback(const Context& ctx, const std::string& env, std::optiona
 }
 
 namespace {
-
-// ENV's folder under envs/, which must exist (`pin` and `unpin` take ENV's lock after).
-fs::path existing_env_dir(const Context& ctx, const std::string& env) {
-    require_known_environment(ctx, env);
-    fs::path edir = env_dir(ctx, env);
-    std::error_code ec;
-    if (!fs::is_directory(edir, ec))
-        throw Error(ErrorCode::generic,
-                    "environment '" + env + "' does not exist; run `envbox create " + env + "`");
-    return edir;
-}
 
 std::vector<int> numbers_of(const std::vector<env::Pin>& pins) {
     std::vector<int> out;

@@ -196,19 +196,25 @@ void require_no_link_below(const fs::path& root, const fs::path& path) {
     }
 }
 
-std::optional<std::string> read_own_file(int dir, const fs::path& path, std::size_t limit) {
+UniqueFd open_own_file(int dir, const fs::path& path, int flags, struct stat& st) {
     const std::string name = path.filename().string();
-    UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (!fd && errno == ENOENT) return std::nullopt;
+    UniqueFd fd(::openat(dir, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666));
+    if (!fd && errno == ENOENT && !(flags & O_CREAT)) return fd;
     if (!fd && errno == ELOOP) refuse_planted_link(path, /*folder=*/false);
     if (!fd) throw sys_error("cannot open " + path.string(), errno);
-    struct stat st {};
     if (::fstat(fd.get(), &st) != 0) throw sys_error("cannot read " + path.string(), errno);
     if (!S_ISREG(st.st_mode))
         throw Error(ErrorCode::integrity,
                     path.string() +
                         " is not a regular file; envbox writes a plain file there "
                         "(remove it if you did not put it there)");
+    return fd;
+}
+
+std::optional<std::string> read_own_file(int dir, const fs::path& path, std::size_t limit) {
+    struct stat st {};
+    UniqueFd fd = open_own_file(dir, path, O_RDONLY, st);
+    if (!fd) return std::nullopt;
     if (static_cast<std::uint64_t>(st.st_size) > limit)
         throw Error(ErrorCode::integrity,
                     path.string() + " holds " + std::to_string(st.st_size) +

@@ -13,6 +13,7 @@
 /// a folder is an `Error` (`ErrorCode::integrity`) naming its path; a link met *inside* a tree
 /// being removed is removed itself, never what it points to.
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -68,6 +69,13 @@ std::uint64_t remove_own_entry(int dir, const std::string& name,
 /// a link that *is* `path`, or lies inside its tree, is removed itself. False when `path` did
 /// not exist.
 bool remove_own_tree(const std::filesystem::path& root, const std::filesystem::path& path);
+
+/// Opens the regular file of the open folder `dir` named `path.filename()` (`path` names it in
+/// errors) with `flags` (O_RDONLY, or O_WRONLY|O_APPEND|O_CREAT: mode 0666 less the umask),
+/// never through a link (`refuse_planted_link`) and without blocking on a FIFO; anything but a
+/// regular file is refused (integrity). `st` gets its stat. Empty when it does not exist and
+/// `flags` has no O_CREAT.
+UniqueFd open_own_file(int dir, const std::filesystem::path& path, int flags, struct stat& st);
 
 /// The regular file of the open folder `dir` named `path.filename()` (`path` names it in
 /// errors), at most `limit` bytes; nullopt when it does not exist. Never through a link

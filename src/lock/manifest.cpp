@@ -8,6 +8,7 @@
 
 #include "envbox/lock/direct_reference.hpp"
 #include "envbox/pep/name.hpp"
+#include "envbox/util/time.hpp"
 #include "lock/toml_reader.hpp"
 
 namespace envbox::lock {
@@ -51,6 +52,7 @@ class ManifestReader {
             if (!m.prerelease) m.prerelease = project_->prerelease;
             if (!m.overrides) m.overrides = project_->overrides;
             if (!m.constraints) m.constraints = project_->constraints;
+            if (!m.exclude_newer) m.exclude_newer = project_->exclude_newer;
         }
         read_sources(m, doc, names);
         read_run(m, doc);
@@ -75,12 +77,14 @@ class ManifestReader {
         ProjectFile p;
         if (const auto* env = r_.opt_table(doc, "environment", "")) {
             // Only what environments may share: their targets and requirements are their own.
-            r_.require_known_keys(*env, {"prerelease", "overrides", "constraints"}, "environment",
+            r_.require_known_keys(*env, {"prerelease", "overrides", "constraints", "exclude-newer"},
+                                  "environment",
                                   "python, platform, cuda and requirements belong in each "
                                   "manifest");
             p.prerelease = read_prerelease(*env);
             p.overrides = read_resolution_list(*env, "overrides");
             p.constraints = read_resolution_list(*env, "constraints");
+            p.exclude_newer = read_exclude_newer(*env);
         }
         p.default_env = r_.opt_string(doc, "default-env", "");
         p.indexes = std::move(m.indexes);
@@ -100,11 +104,12 @@ class ManifestReader {
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
         r_.require_known_keys(*env,
                               {"python", "platform", "platforms", "cuda", "prerelease", "overrides",
-                               "constraints", "requirements"},
+                               "constraints", "exclude-newer", "requirements"},
                               "environment", kToolHint);
         m.prerelease = read_prerelease(*env);
         m.overrides = read_resolution_list(*env, "overrides");
         m.constraints = read_resolution_list(*env, "constraints");
+        m.exclude_newer = read_exclude_newer(*env);
         const int line = TomlReader::line_of(*env);
         m.python = r_.req_string(*env, "python", "environment", line);
         if (!parse_major_minor(m.python, m.python_major, m.python_minor) || m.python_major != 3)
@@ -166,6 +171,34 @@ class ManifestReader {
                     "\"explicit\", \"if-necessary\"",
                     "environment.prerelease");
         return value;
+    }
+
+    // `exclude-newer`: an RFC 3339 time with its offset, or a date (midnight UTC), as a string
+    // or a TOML offset date-time; kept as UTC (`2026-11-01T00:00:00Z`). A time without an
+    // offset is refused: it would name another instant on a machine in another time zone.
+    std::optional<std::string> read_exclude_newer(const toml::table& env) {
+        const toml::node* n = env.get("exclude-newer");
+        if (!n) return std::nullopt;
+        std::string text;
+        if (n->is_string()) {
+            text = n->as_string()->get();
+        } else if (n->is_date_time() && n->as_date_time()->get().offset) {
+            std::ostringstream out;
+            out << n->as_date_time()->get();
+            text = out.str();
+        } else if (n->is_date()) {
+            std::ostringstream out;
+            out << n->as_date()->get();
+            text = out.str();
+        }
+        if (text.size() == 10) text += "T00:00:00Z";  // a date: from its first instant, UTC
+        auto at = parse_rfc3339(text);
+        if (!at)
+            r_.fail(n, TomlReader::line_of(env),
+                    "Expected an RFC 3339 time with its offset, such as \"2026-11-01T00:00:00Z\", "
+                    "or a date, such as \"2026-11-01\"",
+                    "environment.exclude-newer");
+        return format_rfc3339(*at);
     }
 
     // `platform = "…"` or `platforms = ["…", …]` (not both): supported targets, each once, no
@@ -231,14 +264,16 @@ class ManifestReader {
             std::string path = TomlReader::index("index", k);
             if (!n.is_table()) r_.wrong_type(n, "Mapping", path);
             const auto& t = *n.as_table();
-            r_.require_known_keys(t, {"name", "url", "explicit", "ca", "ignore-error-codes"}, path,
-                                  kToolHint);
+            r_.require_known_keys(
+                t, {"name", "url", "explicit", "ca", "ignore-error-codes", "exclude-newer"}, path,
+                kToolHint);
             IndexSpec spec;
             spec.name = r_.req_string(t, "name", path, TomlReader::line_of(n));
             spec.url = r_.req_string(t, "url", path, TomlReader::line_of(n));
             spec.explicit_ = r_.opt_bool(t, "explicit", path).value_or(false);
             spec.ca = r_.opt_string(t, "ca", path);
             spec.ignore_error_codes = read_status_codes(t, path);
+            spec.exclude_newer = r_.opt_bool(t, "exclude-newer", path).value_or(true);
             if (!names.insert(spec.name).second)
                 r_.fail(t.get("name"), 0, "Duplicate index name '" + spec.name + "'",
                         path + ".name");

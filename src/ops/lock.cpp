@@ -23,6 +23,7 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
+#include "envbox/util/time.hpp"
 #include "lock_inputs.hpp"
 #include "lock_targets.hpp"
 #include "settings.hpp"
@@ -57,6 +58,7 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
             c.url.pop_back();
         c.explicit_ = i.explicit_;
         c.ignore_error_codes = i.ignore_error_codes;
+        c.exclude_newer = i.exclude_newer;
         if (i.ca)
             c.ca = fs::path(*i.ca).is_absolute() ? *i.ca
                                                  : (manifest_path.parent_path() / *i.ca).string();
@@ -182,6 +184,9 @@ lock::TargetPackages target_packages(TargetResolution& t) {
             w.url = index::strip_userinfo(chosen.file.url);
             w.sha256 = digest;
             w.size = size;
+            // PEP 751's upload-time, as UTC, when the index gave a valid one.
+            if (const auto& at = chosen.file.upload_time; at && at->size() <= 64)
+                if (auto when = parse_rfc3339(*at)) w.upload_time = format_rfc3339(*when);
             p.wheels.push_back(std::move(w));
         }
         p.dependencies.emplace();
@@ -220,6 +225,7 @@ lock::LockDocument lock_document(std::vector<TargetResolution>& targets, const l
         doc.tool["platform"] = inputs.platform;
     doc.tool["cuda"] = inputs.cuda;
     doc.tool["prerelease"] = resolve::prerelease_name(prerelease_policy(inputs.prerelease));
+    if (!inputs.exclude_newer.empty()) doc.tool["exclude-newer"] = inputs.exclude_newer;
     if (opt.allow_mixed_cuda) doc.tool["allow-mixed-cuda"] = "true";
     doc.tool_lists["requirements"] = inputs.requirements;
     doc.tool_lists["indexes"] = inputs.indexes;
@@ -347,6 +353,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         t.index = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, t.target.tags,
                                                          t.target.python_full_version,
                                                          store::Home(ctx.home), shared);
+        if (m.exclude_newer) t.index->exclude_newer(parse_rfc3339(*m.exclude_newer).value());
         t.source = t.index.get();
     }
     ctx.progress->phase("Resolving", 0);

@@ -21,6 +21,7 @@ std::string index_line(const lock::IndexSpec& i) {
     // Only when given, so locks written before the setting existed stay up to date.
     for (std::size_t k = 0; k < i.ignore_error_codes.size(); ++k)
         line += (k ? "," : " ignore-error-codes=") + std::to_string(i.ignore_error_codes[k]);
+    if (!i.exclude_newer) line += " exclude-newer=false";
     return line;
 }
 
@@ -95,6 +96,7 @@ Inputs inputs_of(const lock::Manifest& m) {
     if (in.platform.empty()) in.platform = m.platform;
     in.cuda = m.cuda.value_or("");
     in.prerelease = m.prerelease.value_or("");
+    in.exclude_newer = m.exclude_newer.value_or("");
     for (const auto& o : m.overrides.value_or(std::vector<pep::Requirement>{}))
         in.overrides.push_back(o.str());
     for (const auto& c : m.constraints.value_or(std::vector<pep::Requirement>{}))
@@ -135,6 +137,10 @@ std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs:
         if (tool->values[key] != value)
             reasons.push_back(key + " changed: the lock has '" + tool->values[key] +
                               "', the manifest '" + value + "'");
+    if (const std::string& was = tool->values["exclude-newer"]; was != now.exclude_newer)
+        reasons.push_back("exclude-newer changed: the lock has " +
+                          (was.empty() ? "none" : "'" + was + "'") + ", the manifest " +
+                          (now.exclude_newer.empty() ? "none" : "'" + now.exclude_newer + "'"));
     if (reasons.empty())
         reasons.push_back(origins.of_removed() + " changed since the lock was written");
     return reasons;

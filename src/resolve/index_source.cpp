@@ -7,6 +7,8 @@
 #include "envbox/pep/filename.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/printable.hpp"
+#include "envbox/util/time.hpp"
 #include "resolve/request_slot.hpp"
 
 // IndexSource: the index policy, pages and versions. Metadata, digests and sizes are in
@@ -175,7 +177,7 @@ std::shared_ptr<IndexSource::Project> IndexSource::fetch_project(const std::stri
         project->found = true;
         project->index_name = ix->name;
         project->index_url = ix->url;
-        project->versions = versions_on(**page, name);
+        project->versions = versions_on(**page, name, *ix);
         break;
     }
     if (project->found) prefetch_likely(name, *project);
@@ -260,8 +262,32 @@ std::optional<Result<index::ProjectPage>> IndexSource::fetch_http_page(const Ind
                 : index::parse_html_page(r.body, r.effective_url);
 }
 
+bool IndexSource::uploaded_after_cutoff(const index::IndexFile& f, const IndexConfig& ix,
+                                        const std::string& name) const {
+    if (!exclude_newer_ || !ix.exclude_newer) return false;
+    const std::string what =
+        "index " + ix.name + " (" + index::redact_url(ix.url + "/" + name + "/") + ")";
+    const std::string way_out =
+        "; exempt the index with `exclude-newer = false` in its [[index]] "
+        "entry, or remove exclude-newer from [environment]";
+    if (!f.upload_time)
+        throw Error(ErrorCode::invalid_input,
+                    what + " gives no upload time for " + printable(f.filename) +
+                        ", and exclude-newer needs one for every file (PEP 700 `upload-time`, "
+                        "on JSON pages)" +
+                        way_out);
+    const auto at = f.upload_time->size() <= 64 ? parse_rfc3339(*f.upload_time) : std::nullopt;
+    if (!at)
+        throw Error(ErrorCode::invalid_input, what + " gives upload-time '" +
+                                                  printable(f.upload_time->substr(0, 64)) +
+                                                  "' for " + printable(f.filename) +
+                                                  ", which is not an RFC 3339 time" + way_out);
+    return *at >= *exclude_newer_;
+}
+
 std::vector<IndexSource::VersionInfo> IndexSource::versions_on(index::ProjectPage& page,
-                                                               const std::string& name) const {
+                                                               const std::string& name,
+                                                               const IndexConfig& ix) const {
     std::map<std::string, VersionInfo> by_version;  // normalised version text
     std::map<std::string, std::size_t> best_rank;
     for (auto& f : page.files) {
@@ -283,6 +309,10 @@ std::vector<IndexSource::VersionInfo> IndexSource::versions_on(index::ProjectPag
         auto [it, fresh] = by_version.try_emplace(key);
         VersionInfo& info = it->second;
         if (fresh) info.version = *v;
+        if (uploaded_after_cutoff(f, ix, name)) {
+            info.uploaded_after = true;
+            continue;
+        }
         info.all_yanked = info.all_yanked && f.yanked;
         if (is_wheel) {
             info.any_wheel = true;
@@ -368,8 +398,11 @@ std::vector<Candidate> IndexSource::versions(const std::string& name) {
     for (const auto& v : project->versions) {
         Candidate c;
         c.version = v.version;
-        c.yanked = v.all_yanked;
-        if (!v.wheel) {
+        c.yanked = v.all_yanked && (v.any_wheel || v.any_sdist);
+        if (!v.any_wheel && !v.any_sdist) {  // every file came after the cutoff
+            c.unusable =
+                "was uploaded after exclude-newer (" + format_rfc3339(*exclude_newer_) + ")";
+        } else if (!v.wheel) {
             c.unusable = v.any_wheel
                              ? "has no wheel for the target (CPython " + python_full_ + ", " +
                                    tags_.tags().front().str() + other_tags_text(v) + ")"

@@ -59,7 +59,31 @@ std::string what_there_is(const Package& p) {
     return out;
 }
 
-std::string describe_no_versions(const std::deque<Package>& packages, const Incompat& inc) {
+// Why pre-releases were not used, under `policy`, and the setting that would use them.
+std::string prerelease_rule(Prerelease policy, const Package& p) {
+    const std::string allow = "prerelease = \"allow\" under [environment] admits them";
+    const std::string named = "a requirement names one (e.g. " + p.name +
+                              ">=" + p.candidates().back().version.str() + ")";
+    switch (policy) {
+        case Prerelease::disallow:
+            return "the manifest's prerelease = \"disallow\" excludes them (" + allow + ")";
+        case Prerelease::explicit_:
+            return "under prerelease = \"explicit\" a pre-release is used only when " + named +
+                   " (" + allow + ")";
+        case Prerelease::if_necessary:
+            return "under prerelease = \"if-necessary\" pre-releases are used only for a "
+                   "package that has no release (" +
+                   allow + ")";
+        case Prerelease::allow:
+        case Prerelease::if_necessary_or_explicit:
+            break;
+    }
+    return "pre-releases are used only when " + named + " or the manifest allows them (" + allow +
+           ")";
+}
+
+std::string describe_no_versions(const std::deque<Package>& packages, const Incompat& inc,
+                                 Prerelease policy) {
     const Term& t = inc.terms[0];
     const Package& p = packages[static_cast<std::size_t>(t.pkg)];
     if (p.candidates().empty()) return p.name + " was " + not_found(p);
@@ -67,10 +91,8 @@ std::string describe_no_versions(const std::deque<Package>& packages, const Inco
     for (std::size_t i = 0; i < p.candidates().size(); ++i)
         if (t.set.has(i) && !p.candidates()[i].version.is_prerelease()) only_pre = false;
     if (only_pre && !t.set.empty())
-        return "only pre-releases of " + describe_set(packages, t.pkg, t.set) +
-               " exist, and pre-releases are used only when a requirement names one (e.g. " +
-               p.name + ">=" + p.candidates().back().version.str() +
-               ") or the manifest allows them (prerelease = \"allow\" under [environment])";
+        return "only pre-releases of " + describe_set(packages, t.pkg, t.set) + " exist, and " +
+               prerelease_rule(policy, p);
     if (t.set.empty()) return "no version of " + p.name + " matches" + what_there_is(p);
     return "no usable version of " + describe_set(packages, t.pkg, t.set) + " exists";
 }
@@ -118,12 +140,12 @@ std::string describe_derived(const std::deque<Package>& packages, const Incompat
     return out + " are incompatible";
 }
 
-std::string describe(const std::deque<Package>& packages, const Incompat& inc) {
+std::string describe(const std::deque<Package>& packages, const Incompat& inc, Prerelease policy) {
     switch (inc.kind) {
         case Kind::root:
             return "the requirements must be satisfied";
         case Kind::no_versions:
-            return describe_no_versions(packages, inc);
+            return describe_no_versions(packages, inc, policy);
         case Kind::unavailable:
             return describe_set(packages, inc.terms[0].pkg, inc.terms[0].set) + " " + inc.text;
         case Kind::dependency:
@@ -143,7 +165,7 @@ std::string describe_term(const std::deque<Package>& packages, const Term& t) {
 }
 
 std::string explain(const std::deque<Package>& packages, const std::vector<Incompat>& incompats,
-                    int terminal_id) {
+                    int terminal_id, Prerelease policy) {
     auto at = [&](int id) -> const Incompat& { return incompats[static_cast<std::size_t>(id)]; };
     // Post-order over the derivation graph; a derived incompatibility used twice gets a
     // number so later lines can refer to it.
@@ -160,13 +182,13 @@ std::string explain(const std::deque<Package>& packages, const std::vector<Incom
     std::vector<std::string> lines;
     std::function<std::string(int)> visit = [&](int id) -> std::string {
         const Incompat& inc = at(id);
-        if (inc.kind != Kind::derived) return describe(packages, inc);
+        if (inc.kind != Kind::derived) return describe(packages, inc, policy);
         if (auto it = numbered.find(id); it != numbered.end())
-            return describe(packages, inc) + " (" + std::to_string(it->second) + ")";
+            return describe(packages, inc, policy) + " (" + std::to_string(it->second) + ")";
         std::string a = visit(inc.cause1);
         std::string b = visit(inc.cause2);
-        std::string conclusion =
-            id == terminal_id ? "the requirements are unsatisfiable" : describe(packages, inc);
+        std::string conclusion = id == terminal_id ? "the requirements are unsatisfiable"
+                                                   : describe(packages, inc, policy);
         std::string line = "Because " + a + " and " + b + ", " + conclusion + ".";
         if (uses[id] > 1) {
             int n = static_cast<int>(numbered.size()) + 1;

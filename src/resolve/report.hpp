@@ -15,8 +15,9 @@ namespace envbox::resolve {
 std::string describe_term(const std::deque<Package>& packages, const Term& t);
 
 /// "no solution:" and one line per derivation step leading to `terminal_id`; an incompatibility
-/// used twice is numbered so later lines can refer to it.
+/// used twice is numbered so later lines can refer to it. Where only pre-releases would do,
+/// the line says what `policy` admits and the setting that admits them.
 std::string explain(const std::deque<Package>& packages, const std::vector<Incompat>& incompats,
-                    int terminal_id);
+                    int terminal_id, Prerelease policy);
 
 }  // namespace envbox::resolve

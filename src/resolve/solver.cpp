@@ -228,7 +228,8 @@ Solver::Satisfier Solver::find_satisfier(const Incompat& inc, int incompat_id) c
     for (const auto& [p, i] : satisfied_at)
         if (i > s.index) s.index = i, s.pkg = p;
     if (s.index < 0)
-        throw Error(ErrorCode::invalid_input, explain(packages_, incompats_, incompat_id));
+        throw Error(ErrorCode::invalid_input,
+                    explain(packages_, incompats_, incompat_id, options_.prerelease));
     const Assignment& sat = assignments_[static_cast<std::size_t>(s.index)];
 
     // The previous satisfier: with the satisfier in place, the earliest assignment by
@@ -285,7 +286,8 @@ std::pair<PackageId, int> Solver::resolve_conflict(int incompat_id) {
         const Incompat inc = incompat_at(incompat_id);
         trace_conflict(inc, incompat_id);
         if (terminal(inc))
-            throw Error(ErrorCode::invalid_input, explain(packages_, incompats_, incompat_id));
+            throw Error(ErrorCode::invalid_input,
+                        explain(packages_, incompats_, incompat_id, options_.prerelease));
         const Satisfier s = find_satisfier(inc, incompat_id);
         const Assignment sat = assignments_[static_cast<std::size_t>(s.index)];
         if (sat.decision() || s.previous_level != sat.level) {

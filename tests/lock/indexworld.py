@@ -150,6 +150,8 @@ def write_indexes(root, indexes, html_only=()):
                 jf = {"filename": fn, "url": url, "hashes": {"sha256": digest}, "size": os.path.getsize(path)}
                 if rp:
                     jf["requires-python"] = rp
+                if getattr(w, "upload_time", None):  # PEP 700, JSON pages only
+                    jf["upload-time"] = w.upload_time
                 if meta is not None:
                     jf["core-metadata"] = {"sha256": hashlib.sha256(meta).hexdigest()}
                 jfiles.append(jf)

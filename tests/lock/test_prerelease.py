@@ -141,7 +141,13 @@ class Prerelease(unittest.TestCase):
         r, _ = self.lock("fa-none", ["flash-attn-4"], "disallow", check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("flash-attn-4", r.stderr)
-        self.assertIn('prerelease = "allow"', r.stderr)
+        # The message names the policy in force and the setting that admits them.
+        self.assertIn('the manifest\'s prerelease = "disallow" excludes them (prerelease = "allow" under '
+                      '[environment] admits them)', r.stderr)
+        r, _ = self.lock("fa-explicit", ["flash-attn-4"], "explicit", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn('under prerelease = "explicit" a pre-release is used only when a requirement names one '
+                      '(e.g. flash-attn-4>=4.0.0b14)', r.stderr)
 
     def test_the_policy_is_recorded_and_a_change_makes_the_lock_stale(self):
         self.lock("st", ["numpy"])

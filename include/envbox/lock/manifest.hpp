@@ -24,6 +24,9 @@ struct IndexSpec {
     /// `ignore-error-codes`: HTTP statuses that mean "this index does not have the project"
     /// for this index, as 404 and 410 do for every index (uv's setting of the same name).
     std::vector<int> ignore_error_codes;
+    /// `exclude-newer = false`: the manifest's `exclude-newer` does not apply to this index's
+    /// files (for an index that gives no upload times, as download.pytorch.org does not).
+    bool exclude_newer = true;
 };
 
 /// `ENVBOX_INDEX_<NAME>_<FIELD>`: the variable that gives index `name`'s `field` (`USERNAME`,
@@ -52,6 +55,8 @@ struct ProjectFile {
     /// `[environment] overrides` and `constraints`, shared the same way (a manifest's own list
     /// replaces the project's).
     std::optional<std::vector<pep::Requirement>> overrides, constraints;
+    /// `[environment] exclude-newer`, shared the same way.
+    std::optional<std::string> exclude_newer;
 
     /// Parses and validates as `Manifest::parse` does the same tables (index names unique,
     /// URLs absolute, `[sources]` naming its own indexes); unknown keys are errors naming the
@@ -81,6 +86,10 @@ struct Manifest {
     /// `constraints`: PEP 508 requirements that narrow their package wherever something
     /// requires it, adding nothing otherwise (uv's constraint-dependencies).
     std::optional<std::vector<pep::Requirement>> constraints;
+    /// `exclude-newer`: only files an index says were uploaded before this instant are
+    /// candidates (uv's setting; PEP 700 `upload-time`), as UTC RFC 3339
+    /// (`2026-11-01T00:00:00Z`). From the manifest, else envbox.toml.
+    std::optional<std::string> exclude_newer;
     std::vector<pep::Requirement> requirements;
     std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
     std::map<std::string, std::string> sources;  ///< normalised package name → index name

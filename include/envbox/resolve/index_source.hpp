@@ -10,6 +10,7 @@
 /// page's size for a whole wheel when it gives one).
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -40,6 +41,8 @@ struct IndexConfig {
     /// (the manifest's `ignore-error-codes`, as uv has): the next index is asked. 403 is one by
     /// default for download.pytorch.org, which answers so for projects it does not serve.
     std::vector<int> ignore_error_codes;
+    /// False: the lock's exclude-newer does not apply to this index's files.
+    bool exclude_newer = true;
 };
 
 /// The file the lock will name for one package version, and where it came from.
@@ -88,6 +91,10 @@ class IndexSource : public PackageSource {
     Origin origin(const std::string& name) override;
     /// Starts fetching the metadata of these versions (of packages whose pages are known).
     void prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) override;
+    /// Only files uploaded before `cutoff` (microseconds since the epoch, UTC) are candidates,
+    /// by their PEP 700 `upload-time`; a file without one, on an index the setting applies to,
+    /// is an error naming the index. Set before the first page is read.
+    void exclude_newer(std::int64_t cutoff) { exclude_newer_ = cutoff; }
     /// Once the resolution is done: speculative prefetches not yet sent are dropped (what
     /// `chosen` and `digest_and_size` need was fetched during the resolution).
     void stop_prefetching() { cancelled_ = true; }
@@ -106,6 +113,7 @@ class IndexSource : public PackageSource {
         pep::Version version;
         std::optional<index::IndexFile> wheel;  ///< best-ranked compatible wheel
         bool any_wheel = false, any_sdist = false, all_yanked = true;
+        bool uploaded_after = false;  ///< it has files uploaded after exclude-newer
         /// The tags (`cp312-cp312-macosx_11_0_arm64`) of its wheels the target cannot use,
         /// each once, the first kMaxTagsShown: what "no wheel for the target" lists.
         std::vector<std::string> other_tags;
@@ -139,7 +147,11 @@ class IndexSource : public PackageSource {
     std::optional<Result<index::ProjectPage>> fetch_http_page(const IndexConfig& ix,
                                                               const std::string& name);
     /// The versions of `name` a page offers, each with its best-ranked wheel for the target.
-    std::vector<VersionInfo> versions_on(index::ProjectPage& page, const std::string& name) const;
+    std::vector<VersionInfo> versions_on(index::ProjectPage& page, const std::string& name,
+                                         const IndexConfig& ix) const;
+    /// Whether exclude-newer leaves `f` out (its upload time is not before the cutoff).
+    bool uploaded_after_cutoff(const index::IndexFile& f, const IndexConfig& ix,
+                               const std::string& name) const;
     /// Starts on the metadata of the version the solver will most likely pick.
     void prefetch_likely(const std::string& name, const Project& project);
     const VersionInfo& version_info(const std::string& name, const pep::Version& version);
@@ -189,6 +201,7 @@ class IndexSource : public PackageSource {
     const pep::TargetTags& tags_;
     std::string python_full_;
     pep::Version python_version_;
+    std::optional<std::int64_t> exclude_newer_;  ///< the cutoff, when set
     store::Home home_;
     std::mutex mutex_;
     std::map<std::string, std::shared_future<std::shared_ptr<Project>>> projects_;

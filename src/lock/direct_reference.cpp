@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cctype>
+#include <optional>
 
 #include "envbox/pep/digest.hpp"
 #include "envbox/pep/name.hpp"
@@ -46,6 +47,59 @@ bool is_sdist_name(std::string_view name) {
     return false;
 }
 
+// The host part of an http(s) or file URL: present for http(s), local for file:, and never
+// with credentials.
+std::optional<Error> check_authority(const pep::Requirement& r, const DirectReference& ref,
+                                     const std::string& scheme) {
+    using Kind = DirectReference::Kind;
+    const auto start = ref.location.find("://");
+    if (start == std::string::npos)
+        return refused(r, "a " + scheme + " URL needs '//' after its scheme");
+    const auto end = ref.location.find_first_of("/?", start + 3);
+    const std::string authority = ref.location.substr(
+        start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
+    // Credentials would be committed with the manifest and copied into the lock.
+    if (authority.find('@') != std::string::npos)
+        return Error(ErrorCode::invalid_input,
+                     r.name +
+                         ": the URL of its direct reference has credentials in it; "
+                         "serve the wheel without them, or put it in an [[index]] "
+                         "whose credentials come from the environment or ~/.netrc");
+    if (ref.kind == Kind::http && authority.empty()) return refused(r, "the URL names no host");
+    if (ref.kind == Kind::file_url && !authority.empty() && authority != "localhost")
+        return refused(r, "a file:// URL must name a local path (file:///path)");
+    return std::nullopt;
+}
+
+// `#sha256=…` into `ref.sha256`; other keys (`egg=`, `subdirectory=`, other digests) have no
+// meaning for a wheel envbox checks by sha256, and are refused rather than silently ignored.
+std::optional<Error> read_fragment(const pep::Requirement& r, const std::string& url,
+                                   const std::string& fragment, DirectReference& ref) {
+    std::size_t at = 0;
+    while (!fragment.empty() && at <= fragment.size()) {
+        std::size_t amp = fragment.find('&', at);
+        std::string part =
+            fragment.substr(at, amp == std::string::npos ? std::string::npos : amp - at);
+        at = amp == std::string::npos ? fragment.size() + 1 : amp + 1;
+        if (part.empty()) continue;
+        auto eq = part.find('=');
+        std::string key = pep::ascii_lower(part.substr(0, eq));
+        std::string value = eq == std::string::npos ? "" : pep::ascii_lower(part.substr(eq + 1));
+        if (key != "sha256")
+            return Error(ErrorCode::invalid_input,
+                         r.name + " @ " + url + ": the fragment '#" + part +
+                             "' is not supported (give the wheel's digest as #sha256=…)");
+        if (!pep::is_sha256_hex(value))
+            return Error(ErrorCode::invalid_input,
+                         r.name + " @ " + url + ": '#sha256=' takes 64 hexadecimal digits");
+        if (ref.sha256 && *ref.sha256 != value)
+            return Error(ErrorCode::invalid_input,
+                         r.name + " @ " + url + ": two different #sha256= values");
+        ref.sha256 = value;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 Result<DirectReference> DirectReference::parse(const pep::Requirement& r) {
@@ -73,48 +127,9 @@ Result<DirectReference> DirectReference::parse(const pep::Requirement& r) {
         fragment = url.substr(hash + 1);
         ref.location = url.substr(0, hash);
     }
-    if (ref.kind != Kind::path) {
-        const auto start = ref.location.find("://");
-        if (start == std::string::npos)
-            return refused(r, "a " + scheme + " URL needs '//' after its scheme");
-        const auto end = ref.location.find_first_of("/?", start + 3);
-        const std::string authority = ref.location.substr(
-            start + 3, end == std::string::npos ? std::string::npos : end - start - 3);
-        // Credentials would be committed with the manifest and copied into the lock.
-        if (authority.find('@') != std::string::npos)
-            return Error(ErrorCode::invalid_input,
-                         r.name +
-                             ": the URL of its direct reference has credentials in it; "
-                             "serve the wheel without them, or put it in an [[index]] "
-                             "whose credentials come from the environment or ~/.netrc");
-        if (ref.kind == Kind::http && authority.empty()) return refused(r, "the URL names no host");
-        if (ref.kind == Kind::file_url && !authority.empty() && authority != "localhost")
-            return refused(r, "a file:// URL must name a local path (file:///path)");
-    }
-    // `#sha256=…`; other keys (`egg=`, `subdirectory=`, other digests) have no meaning for a
-    // wheel envbox checks by sha256, and are refused rather than silently ignored.
-    std::size_t at = 0;
-    while (!fragment.empty() && at <= fragment.size()) {
-        std::size_t amp = fragment.find('&', at);
-        std::string part =
-            fragment.substr(at, amp == std::string::npos ? std::string::npos : amp - at);
-        at = amp == std::string::npos ? fragment.size() + 1 : amp + 1;
-        if (part.empty()) continue;
-        auto eq = part.find('=');
-        std::string key = pep::ascii_lower(part.substr(0, eq));
-        std::string value = eq == std::string::npos ? "" : pep::ascii_lower(part.substr(eq + 1));
-        if (key != "sha256")
-            return Error(ErrorCode::invalid_input,
-                         r.name + " @ " + url + ": the fragment '#" + part +
-                             "' is not supported (give the wheel's digest as #sha256=…)");
-        if (!pep::is_sha256_hex(value))
-            return Error(ErrorCode::invalid_input,
-                         r.name + " @ " + url + ": '#sha256=' takes 64 hexadecimal digits");
-        if (ref.sha256 && *ref.sha256 != value)
-            return Error(ErrorCode::invalid_input,
-                         r.name + " @ " + url + ": two different #sha256= values");
-        ref.sha256 = value;
-    }
+    if (ref.kind != Kind::path)
+        if (auto bad = check_authority(r, ref, scheme)) return *bad;
+    if (auto bad = read_fragment(r, url, fragment, ref)) return *bad;
 
     ref.filename = pep::filename_from_url(ref.location);
     const bool dir = ref.location.ends_with("/") || ref.filename.empty() || ref.filename == "." ||

@@ -92,6 +92,64 @@ DirectWheel check_direct_wheel(const pep::Requirement& r, const lock::DirectRefe
     return w;
 }
 
+namespace {
+
+// The wheel of an http(s) reference: from the downloads when its #sha256 is there (checked
+// against the fragment by the caller, like a download), else fetched into a staging file that
+// `staged` removes unless kept.
+fs::path fetch_http_wheel(const lock::DirectReference& ref, index::HttpClient& http,
+                          const store::Home& home, std::optional<ScopedRemove>& staged) {
+    const fs::path cached =
+        ref.sha256 ? index::download_path(home.downloads(), *ref.sha256) : fs::path();
+    std::error_code ec;
+    if (!cached.empty() && fs::is_regular_file(cached, ec)) return cached;
+    const fs::path local = staging_path(home);
+    staged.emplace(local);
+    index::HttpRequest req;
+    req.url = ref.location;  // bounded by kMaxDownloadBytes: no size known
+    http.download(req, local);
+    return local;
+}
+
+// The wheel of a file: URL or a path (relative to the manifest, as the lock beside it writes
+// it), which must be a regular file.
+fs::path local_wheel(const lock::DirectReference& ref, const fs::path& manifest_path,
+                     lock::LockedArchive& where) {
+    fs::path local;
+    if (ref.kind == lock::DirectReference::Kind::file_url) {
+        where.url = ref.location;
+        local = index::file_url_path(ref.location);
+    } else {
+        const fs::path written(ref.location);
+        // The lock sits beside the manifest: a relative path means the same there.
+        where.path = written.lexically_normal().string();
+        local = written.is_absolute() ? written : manifest_path.parent_path() / written;
+    }
+    std::error_code ec;
+    if (fs::is_directory(local, ec))
+        throw Error(ErrorCode::invalid_input,
+                    local.string() +
+                        " is a directory; envbox installs wheels and never builds "
+                        "one: give the path of a wheel (.whl)");
+    if (!fs::is_regular_file(local, ec))
+        throw Error(ErrorCode::invalid_input, "no wheel at " + local.string());
+    return local;
+}
+
+// A fetched wheel goes where `create` looks for it by sha256: it is not fetched twice.
+void keep_download(const store::Home& home, const fs::path& local, const std::string& sha256,
+                   ScopedRemove& staged) {
+    std::error_code ec;
+    fs::create_directories(home.downloads(), ec);
+    const fs::path dest = index::download_path(home.downloads(), sha256);
+    if (!fs::exists(dest, ec)) {
+        fs::rename(local, dest, ec);
+        if (!ec) staged.release();
+    }
+}
+
+}  // namespace
+
 std::map<std::string, DirectWheel> direct_wheels(const lock::Manifest& manifest,
                                                  const fs::path& manifest_path,
                                                  const Target& target, index::HttpClient& http,
@@ -116,54 +174,18 @@ std::map<std::string, DirectWheel> direct_wheels(const lock::Manifest& manifest,
         if (!ref) throw ref.error();  // Manifest::parse checked it already
         try {
             lock::LockedArchive where;
-            fs::path local;
             std::optional<ScopedRemove> staged;
+            fs::path local;
             if (ref->kind == lock::DirectReference::Kind::http) {
                 where.url = ref->location;
-                const fs::path cached =
-                    ref->sha256 ? index::download_path(home.downloads(), *ref->sha256) : fs::path();
-                std::error_code ec;
-                if (!cached.empty() && fs::is_regular_file(cached, ec)) {
-                    local = cached;  // checked against the fragment below, like a download
-                } else {
-                    local = staging_path(home);
-                    staged.emplace(local);
-                    index::HttpRequest req;
-                    req.url = ref->location;  // bounded by kMaxDownloadBytes: no size known
-                    http.download(req, local);
-                }
+                local = fetch_http_wheel(*ref, http, home, staged);
             } else {
-                if (ref->kind == lock::DirectReference::Kind::file_url) {
-                    where.url = ref->location;
-                    local = index::file_url_path(ref->location);
-                } else {
-                    const fs::path written(ref->location);
-                    // The lock sits beside the manifest: a relative path means the same there.
-                    where.path = written.lexically_normal().string();
-                    local = written.is_absolute() ? written : manifest_path.parent_path() / written;
-                }
-                std::error_code ec;
-                if (fs::is_directory(local, ec))
-                    throw Error(ErrorCode::invalid_input,
-                                local.string() +
-                                    " is a directory; envbox installs wheels and never builds "
-                                    "one: give the path of a wheel (.whl)");
-                if (!fs::is_regular_file(local, ec))
-                    throw Error(ErrorCode::invalid_input, "no wheel at " + local.string());
+                local = local_wheel(*ref, manifest_path, where);
             }
             DirectWheel w = check_direct_wheel(r, *ref, local, target);
             w.archive.url = where.url;
             w.archive.path = where.path;
-            if (staged) {
-                // Where `create` looks for it by sha256: the wheel is not fetched twice.
-                std::error_code ec;
-                fs::create_directories(home.downloads(), ec);
-                const fs::path dest = index::download_path(home.downloads(), w.archive.sha256);
-                if (!fs::exists(dest, ec)) {
-                    fs::rename(local, dest, ec);
-                    if (!ec) staged->release();
-                }
-            }
+            if (staged) keep_download(home, local, w.archive.sha256, *staged);
             out.emplace(w.name, std::move(w));
         } catch (Error& e) {
             e.add_context("reading the direct reference " + label(r) + " of " +

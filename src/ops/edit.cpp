@@ -145,6 +145,45 @@ std::string joined(const std::vector<std::string>& words) {
     return out;
 }
 
+// A bare name gets the version the lock chose as its lower bound, as `uv add` writes it
+// (the public version: PEP 440 allows no local label in `>=`), so a later lock never goes
+// below what was added; a requirement with a specifier, a URL, or already in the manifest
+// as written stays as typed.
+std::string with_lower_bounds(const Context& ctx, const AddOptions& opt,
+                              const std::vector<pep::Requirement>& parsed, const Snapshot& s,
+                              const std::string& text, EditResult& r) {
+    const std::string source = s.manifest.string();
+    auto lock = lock::Pylock::parse(read_file(r.lock.lock_path), r.lock.lock_path.string());
+    if (!lock) throw lock.error();
+    const auto project = read_project_file(ctx.project_root);
+    std::string t = text;
+    for (std::size_t i = 0; i < parsed.size(); ++i) {
+        const pep::Requirement& req = parsed[i];
+        const std::string typed = trimmed(opt.requirements[i]);
+        std::string* listed = nullptr;  // its entry in what the edit reports
+        for (auto* list : {&r.added, &r.replaced})
+            if (auto it = std::find(list->begin(), list->end(), typed); it != list->end())
+                listed = &*it;
+        if (!req.specifier.empty() || req.url || !listed) continue;
+        // The lowest version any target locked (a lock of several may differ by target).
+        std::optional<pep::Version> lowest;
+        const std::string name = req.canonical_name();
+        for (const auto& p : lock->packages)
+            if (p.name == name && p.version && (!lowest || *p.version < *lowest))
+                lowest = p.version;
+        if (!lowest) continue;  // its marker holds on no target
+        pep::Requirement bounded = req;
+        auto spec = pep::SpecifierSet::parse(">=" + lowest->public_str());
+        if (!spec) continue;
+        bounded.specifier = std::move(*spec);
+        auto e = lock::add_requirement(t, source, bounded.str(), project ? &*project : nullptr);
+        if (!e) throw e.error();
+        t = std::move(e->text);
+        *listed = bounded.str();
+    }
+    return t;
+}
+
 }  // namespace
 
 EditResult add(const Context& ctx, const AddOptions& opt) {
@@ -180,41 +219,8 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
             }
         return t;
     };
-    // A bare name gets the version the lock chose as its lower bound, as `uv add` writes it
-    // (the public version: PEP 440 allows no local label in `>=`), so a later lock never goes
-    // below what was added; a requirement with a specifier, a URL, or already in the manifest
-    // as written stays as typed.
     auto bound = [&](const Snapshot& s, const std::string& text, EditResult& r) {
-        const std::string source = s.manifest.string();
-        auto lock = lock::Pylock::parse(read_file(r.lock.lock_path), r.lock.lock_path.string());
-        if (!lock) throw lock.error();
-        const auto project = read_project_file(ctx.project_root);
-        std::string t = text;
-        for (std::size_t i = 0; i < parsed.size(); ++i) {
-            const pep::Requirement& req = parsed[i];
-            const std::string typed = trimmed(opt.requirements[i]);
-            std::string* listed = nullptr;  // its entry in what the edit reports
-            for (auto* list : {&r.added, &r.replaced})
-                if (auto it = std::find(list->begin(), list->end(), typed); it != list->end())
-                    listed = &*it;
-            if (!req.specifier.empty() || req.url || !listed) continue;
-            // The lowest version any target locked (a lock of several may differ by target).
-            std::optional<pep::Version> lowest;
-            const std::string name = req.canonical_name();
-            for (const auto& p : lock->packages)
-                if (p.name == name && p.version && (!lowest || *p.version < *lowest))
-                    lowest = p.version;
-            if (!lowest) continue;  // its marker holds on no target
-            pep::Requirement bounded = req;
-            auto spec = pep::SpecifierSet::parse(">=" + lowest->public_str());
-            if (!spec) continue;
-            bounded.specifier = std::move(*spec);
-            auto e = lock::add_requirement(t, source, bounded.str(), project ? &*project : nullptr);
-            if (!e) throw e.error();
-            t = std::move(e->text);
-            *listed = bounded.str();
-        }
-        return t;
+        return with_lower_bounds(ctx, opt, parsed, s, text, r);
     };
     LockOptions lock_options;
     lock_options.env = opt.env;

@@ -70,17 +70,19 @@ store::CheckResult verify_store(const Context& ctx, bool deep) {
     return store.check(deep, ctx.jobs);
 }
 
-VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
-    auto started = std::chrono::steady_clock::now();
-    VerifyResult result;
-    result.generation = require_current(ctx, env);
-    const env::Generation& g = result.generation;
-    // The walk of the tree needs nothing but its path: it runs while the plan is made.
-    auto on_disk =
-        std::async(std::launch::async, [path = g.path] { return env::walk_generation(path); });
-    env::Interpreter in = env::probe_interpreter(g.python, store::Home(ctx.home).interpreters());
-    store::Store store(ctx.home);
+namespace {
+
+// What a generation was built from, as the store holds it: each package's wheel and the
+// bytecode of every key it was compiled for. Something missing is an integrity error naming
+// the command that rebuilds it.
+struct StoredInputs {
     std::vector<store::WheelFiles> wheels;
+    std::vector<std::vector<store::WheelBytecode>> bytecode;  // per wheel
+};
+
+StoredInputs stored_inputs(store::Store& store, const env::Generation& g, const std::string& env) {
+    StoredInputs out;
+    auto& wheels = out.wheels;
     wheels.reserve(g.packages.size());
     for (const auto& p : g.packages) {
         auto w = store.load_wheel(p.wheel_sha256);
@@ -101,7 +103,8 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
                                                   "'");
         keys.push_back(*k);
     }
-    std::vector<std::vector<store::WheelBytecode>> bytecode(wheels.size());
+    auto& bytecode = out.bytecode;
+    bytecode.resize(wheels.size());
     for (std::size_t i = 0; i < wheels.size(); ++i)
         for (const auto& k : keys) {
             auto b = store.load_bytecode(wheels[i].wheel_sha256, k);
@@ -113,6 +116,39 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
                                 " --force`");
             bytecode[i].push_back(std::move(*b));
         }
+    return out;
+}
+
+// A touched store object changed every environment that links it: each drift names them.
+void name_shared_objects(const Context& ctx, env::VerifyReport& report) {
+    std::set<std::string> touched;
+    for (const auto& d : report.drift)
+        if (!d.object_digest.empty()) touched.insert(d.object_digest);
+    auto linking = generations_linking(ctx, touched);
+    for (auto& d : report.drift)
+        if (auto it = linking.find(d.object_digest);
+            !d.object_digest.empty() && it != linking.end()) {
+            d.detail += "; shared by";
+            for (std::size_t i = 0; i < it->second.size(); ++i)
+                d.detail += (i ? ", " : " ") + it->second[i];
+        }
+}
+
+}  // namespace
+
+VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
+    auto started = std::chrono::steady_clock::now();
+    VerifyResult result;
+    result.generation = require_current(ctx, env);
+    const env::Generation& g = result.generation;
+    // The walk of the tree needs nothing but its path: it runs while the plan is made.
+    auto on_disk =
+        std::async(std::launch::async, [path = g.path] { return env::walk_generation(path); });
+    env::Interpreter in = env::probe_interpreter(g.python, store::Home(ctx.home).interpreters());
+    store::Store store(ctx.home);
+    const StoredInputs stored = stored_inputs(store, g, env);
+    const auto& wheels = stored.wheels;
+    const auto& bytecode = stored.bytecode;
     result.load_s = since(started);
     std::vector<env::InstallRequest> requests;
     for (std::size_t i = 0; i < wheels.size(); ++i) {
@@ -138,18 +174,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     }
     result.plan_s = since(started) - result.load_s;
     result.report = env::verify_tree(store, layout, plan, skeleton, on_disk.get(), deep, ctx.jobs);
-    // A touched store object changed every environment that links it: name them.
-    std::set<std::string> touched;
-    for (const auto& d : result.report.drift)
-        if (!d.object_digest.empty()) touched.insert(d.object_digest);
-    auto linking = generations_linking(ctx, touched);
-    for (auto& d : result.report.drift)
-        if (auto it = linking.find(d.object_digest);
-            !d.object_digest.empty() && it != linking.end()) {
-            d.detail += "; shared by";
-            for (std::size_t i = 0; i < it->second.size(); ++i)
-                d.detail += (i ? ", " : " ") + it->second[i];
-        }
+    name_shared_objects(ctx, result.report);
     result.check_s = since(started) - result.load_s - result.plan_s;
     result.lock = lock_agreement(ctx, env);
     result.seconds = since(started);

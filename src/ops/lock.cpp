@@ -251,6 +251,104 @@ double seconds_since(std::chrono::steady_clock::time_point started) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
+// `lock --check`: why the lock is stale (`--target`: or why it does not cover that platform).
+void check_lock(LockResult& result, const LockOptions& opt, const fs::path& manifest_path) {
+    if (!opt.target.empty()) {
+        const lock::Manifest m = read_manifest(manifest_path);
+        auto named = platform_named(m.platforms, opt.target);
+        if (!named)
+            throw Error(ErrorCode::usage, "--target " + opt.target + ": " + manifest_path.string() +
+                                              " names no such platform");
+        std::error_code ec;
+        if (fs::exists(result.lock_path, ec)) try {
+                lock_target(read_file(result.lock_path), result.lock_path, *named);
+            } catch (const Error&) {
+                result.reasons.push_back(result.lock_path.string() + " does not cover " + *named);
+            }
+    }
+    for (auto& why : lock_staleness(manifest_path, result.lock_path))
+        result.reasons.push_back(std::move(why));
+    result.stale = !result.reasons.empty();
+}
+
+// One resolution per target of the manifest; several must differ by machine, since the lock's
+// markers tell them apart by `platform_machine`.
+std::vector<TargetResolution> manifest_targets(const lock::Manifest& m,
+                                               const fs::path& manifest_path) {
+    std::vector<TargetResolution> targets;
+    for (Target& t : targets_of_manifest(m))
+        targets.push_back(TargetResolution{std::move(t), nullptr, nullptr, {}, {}});
+    if (targets.size() > 1)
+        for (const auto& t : targets)
+            if (t.target.machine().empty())
+                throw Error(ErrorCode::invalid_input,
+                            manifest_path.string() +
+                                ": a lock of several platforms tells them "
+                                "apart by machine, and " +
+                                t.target.platform + " is neither x86_64 nor aarch64");
+    return targets;
+}
+
+// The solver's options from the manifest's settings and the old lock's versions.
+resolve::Options resolution_options(const Context& ctx, const lock::Manifest& m,
+                                    Previous& previous) {
+    resolve::Options ropt;
+    ropt.preferences = std::move(previous.preferences);
+    ropt.prerelease = prerelease_policy(m.prerelease.value_or(""));
+    for (const auto& o : m.overrides.value_or(std::vector<pep::Requirement>{}))
+        ropt.overrides[pep::canonicalize_name(o.name)].push_back(o);
+    for (const auto& c : m.constraints.value_or(std::vector<pep::Requirement>{}))
+        ropt.constraints[pep::canonicalize_name(c.name)].push_back(c);
+    if (ctx.settings.resolve_debug)
+        ropt.trace = [&ctx](std::string_view line) { ctx.progress->trace(std::string(line)); };
+    ropt.max_steps = resolve_max_steps(ctx.settings);
+    return ropt;
+}
+
+// Each target's direct references and its view of the indexes (pages and pure wheels'
+// METADATA fetched once for every target).
+void open_sources(std::vector<TargetResolution>& targets, const Context& ctx,
+                  const lock::Manifest& m, const fs::path& manifest_path, index::HttpClient& http) {
+    const std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
+    // Direct references alone need no index (their own dependencies will ask for one).
+    if (indexes.empty() && std::any_of(m.requirements.begin(), m.requirements.end(),
+                                       [](const pep::Requirement& r) { return !r.url; }))
+        throw Error(ErrorCode::invalid_input,
+                    manifest_path.string() + " names no [[index]] to lock against");
+    if (std::any_of(m.requirements.begin(), m.requirements.end(),
+                    [](const pep::Requirement& r) { return r.url.has_value(); }))
+        ctx.progress->phase("Reading direct references", 0);
+    auto shared = targets.size() > 1 ? std::make_shared<resolve::SharedFetches>() : nullptr;
+    for (auto& t : targets) {
+        t.direct = direct_wheels(m, manifest_path, t.target, http, store::Home(ctx.home));
+        t.index = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, t.target.tags,
+                                                         t.target.python_full_version,
+                                                         store::Home(ctx.home), shared);
+        if (m.exclude_newer) t.index->exclude_newer(parse_rfc3339(*m.exclude_newer).value());
+        t.source = t.index.get();
+    }
+}
+
+// The merged document, checked (CUDA line), written when it changed, and reported.
+void write_lock(LockResult& result, std::vector<TargetResolution>& targets, const Context& ctx,
+                const lock::Manifest& m, const LockOptions& opt, const std::string& previous) {
+    std::vector<lock::Divergence> divergences;
+    const lock::LockDocument doc = lock_document(targets, m, opt, divergences);
+    result.cuda_change = check_cuda_line(opt, m, previous, doc, ctx.project_root, result.lock_path);
+    result.target_notes = divergence_notes(divergences, targets);
+    for (const auto& note : result.target_notes)
+        ctx.progress->note("targets differ: " + note);
+    for (const auto& line : result.older)
+        ctx.progress->note(line);
+    std::string text = lock::write_pylock(doc);
+    result.changed = text != previous;
+    if (result.changed) {
+        write_file_atomic(result.lock_path, text, 0644, Durability::fsync);
+        result.changes = changes_between(previous, text, result.lock_path);
+    }
+    result.packages = doc.packages.size();
+}
+
 }  // namespace
 
 // The pipeline: --check, or keep an up-to-date lock, or read the manifest and the old lock →
@@ -270,24 +368,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
                     "--target goes with --check (a lock is for every platform "
                     "of its manifest)");
     if (opt.check) {
-        if (!opt.target.empty()) {
-            const lock::Manifest m = read_manifest(manifest_path);
-            auto named = platform_named(m.platforms, opt.target);
-            if (!named)
-                throw Error(ErrorCode::usage, "--target " + opt.target + ": " +
-                                                  manifest_path.string() +
-                                                  " names no such platform");
-            std::error_code ec;
-            if (fs::exists(result.lock_path, ec)) try {
-                    lock_target(read_file(result.lock_path), result.lock_path, *named);
-                } catch (const Error&) {
-                    result.reasons.push_back(result.lock_path.string() + " does not cover " +
-                                             *named);
-                }
-        }
-        for (auto& why : lock_staleness(manifest_path, result.lock_path))
-            result.reasons.push_back(std::move(why));
-        result.stale = !result.reasons.empty();
+        check_lock(result, opt, manifest_path);
         return result;
     }
     // An up-to-date lock is kept as it is, without asking any index (as `uv lock` does);
@@ -300,35 +381,9 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
             return result;
         }
     const lock::Manifest m = read_manifest(manifest_path);
-    std::vector<TargetResolution> targets;
-    for (Target& t : targets_of_manifest(m))
-        targets.push_back(TargetResolution{std::move(t), nullptr, nullptr, {}, {}});
-    if (targets.size() > 1)
-        for (const auto& t : targets)
-            if (t.target.machine().empty())
-                throw Error(ErrorCode::invalid_input,
-                            manifest_path.string() +
-                                ": a lock of several platforms tells them "
-                                "apart by machine, and " +
-                                t.target.platform + " is neither x86_64 nor aarch64");
-    std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
-    // Direct references alone need no index (their own dependencies will ask for one).
-    if (indexes.empty() && std::any_of(m.requirements.begin(), m.requirements.end(),
-                                       [](const pep::Requirement& r) { return !r.url; }))
-        throw Error(ErrorCode::invalid_input,
-                    manifest_path.string() + " names no [[index]] to lock against");
+    std::vector<TargetResolution> targets = manifest_targets(m, manifest_path);
     Previous previous = read_previous(opt, m, manifest_path, result.lock_path);
-
-    resolve::Options ropt;
-    ropt.preferences = std::move(previous.preferences);
-    ropt.prerelease = prerelease_policy(m.prerelease.value_or(""));
-    for (const auto& o : m.overrides.value_or(std::vector<pep::Requirement>{}))
-        ropt.overrides[pep::canonicalize_name(o.name)].push_back(o);
-    for (const auto& c : m.constraints.value_or(std::vector<pep::Requirement>{}))
-        ropt.constraints[pep::canonicalize_name(c.name)].push_back(c);
-    if (ctx.settings.resolve_debug)
-        ropt.trace = [&ctx](std::string_view line) { ctx.progress->trace(std::string(line)); };
-    ropt.max_steps = resolve_max_steps(ctx.settings);
+    const resolve::Options ropt = resolution_options(ctx, m, previous);
     // One client for every target: its connections, and the home's page and metadata caches,
     // are shared; each target has its own source, since its tags decide a version's wheel.
     index::HttpClient http(http_options(ctx, opt.offline));
@@ -343,19 +398,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
             }
         }
     } release_sources{targets};
-    if (std::any_of(m.requirements.begin(), m.requirements.end(),
-                    [](const pep::Requirement& r) { return r.url.has_value(); }))
-        ctx.progress->phase("Reading direct references", 0);
-    // Pages and pure wheels' METADATA are fetched once for every target.
-    auto shared = targets.size() > 1 ? std::make_shared<resolve::SharedFetches>() : nullptr;
-    for (auto& t : targets) {
-        t.direct = direct_wheels(m, manifest_path, t.target, http, store::Home(ctx.home));
-        t.index = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, t.target.tags,
-                                                         t.target.python_full_version,
-                                                         store::Home(ctx.home), shared);
-        if (m.exclude_newer) t.index->exclude_newer(parse_rfc3339(*m.exclude_newer).value());
-        t.source = t.index.get();
-    }
+    open_sources(targets, ctx, m, manifest_path, http);
     ctx.progress->phase("Resolving", 0);
     try {
         resolve_targets(targets, m.requirements, ropt, opt.env, m.python);
@@ -363,9 +406,8 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     } catch (const Error& e) {
         throw with_separate_environment_hint(e, opt.env, m, ctx.project_root);
     }
-    for (auto& t : targets)
+    for (auto& t : targets) {
         t.index->stop_prefetching();
-    for (const auto& t : targets) {
         try {
             check_pins(t.pins, m, opt, manifest_path, ctx.project_root, result.lock_path);
         } catch (Error& e) {
@@ -373,23 +415,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
             throw;
         }
     }
-
-    std::vector<lock::Divergence> divergences;
-    const lock::LockDocument doc = lock_document(targets, m, opt, divergences);
-    result.cuda_change =
-        check_cuda_line(opt, m, previous.text, doc, ctx.project_root, result.lock_path);
-    result.target_notes = divergence_notes(divergences, targets);
-    for (const auto& note : result.target_notes)
-        ctx.progress->note("targets differ: " + note);
-    for (const auto& line : result.older)
-        ctx.progress->note(line);
-    std::string text = lock::write_pylock(doc);
-    result.changed = text != previous.text;
-    if (result.changed) {
-        write_file_atomic(result.lock_path, text, 0644, Durability::fsync);
-        result.changes = changes_between(previous.text, text, result.lock_path);
-    }
-    result.packages = doc.packages.size();
+    write_lock(result, targets, ctx, m, opt, previous.text);
     result.requests = http.stats().requests;
     result.cache_hits = http.stats().cache_hits;
     result.peak_in_flight = http.stats().peak_in_flight;

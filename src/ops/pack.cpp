@@ -220,6 +220,21 @@ void extract_wheel(archive* a, const fs::path& dest, const std::string& sha256, 
     remove.release();
 }
 
+// The size of a member that may be read: a regular file under a safe name, given once.
+std::uint64_t member_size(archive_entry* e, const std::string& name, const std::string& what,
+                          std::set<std::string>& seen) {
+    auto refuse = [&](const std::string& why) {
+        return Error(ErrorCode::integrity, what + " " + why);
+    };
+    if (!safe_name(name)) throw refuse("has an absolute name, an empty or `..` component");
+    if (archive_entry_hardlink(e) || archive_entry_symlink(e) ||
+        archive_entry_filetype(e) != AE_IFREG)
+        throw refuse("is not a regular file (links and devices are refused)");
+    if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0) throw refuse("has no size");
+    if (!seen.insert(name).second) throw refuse("appears twice");
+    return static_cast<std::uint64_t>(archive_entry_size(e));
+}
+
 }  // namespace
 
 ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
@@ -257,14 +272,7 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
             auto refuse = [&](const std::string& why) {
                 return Error(ErrorCode::integrity, what + " " + why);
             };
-            if (!safe_name(name)) throw refuse("has an absolute name, an empty or `..` component");
-            if (archive_entry_hardlink(e) || archive_entry_symlink(e) ||
-                archive_entry_filetype(e) != AE_IFREG)
-                throw refuse("is not a regular file (links and devices are refused)");
-            if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
-                throw refuse("has no size");
-            const auto size = static_cast<std::uint64_t>(archive_entry_size(e));
-            if (!seen.insert(name).second) throw refuse("appears twice");
+            const std::uint64_t size = member_size(e, name, what, seen);
             if (index == 0) {
                 if (name != kLockMember) throw refuse("comes first where pylock.toml must");
                 if (size > kMaxLockBytes) throw refuse("is larger than 64 MiB");

@@ -99,6 +99,45 @@ oci::ArtifactManifest manifest_of(const fleet::Bundle& b, const std::vector<Blob
     return m;
 }
 
+// The blobs, concurrently: each asked for (HEAD), else mounted from another repository of the
+// registry, else uploaded (a wheel resumably, from its file). Counts go into `result`.
+void push_blobs(const Context& ctx, oci::RegistryClient& client, const oci::Reference& ref,
+                const std::vector<const Blob*>& blobs, const std::string& mount_from,
+                PushResult& result) {
+    std::uint64_t total = 0;
+    for (const Blob* b : blobs)
+        total += b->size;
+    ctx.progress->phase("Pushing", blobs.size());
+    ctx.progress->download_total(total);
+    std::atomic<std::size_t> uploaded{0}, present{0}, mounted{0}, resumed{0};
+    std::atomic<std::uint64_t> bytes{0};
+    parallel_for(blobs.size(), std::min(8u, std::max(1u, ctx.jobs * 2)), [&](std::size_t i) {
+        const Blob& b = *blobs[i];
+        if (client.blob_size(b.digest)) {
+            present++;
+        } else if (!mount_from.empty() && client.mount_blob(b.digest, mount_from)) {
+            mounted++;
+        } else if (!b.file.empty()) {
+            const std::uint64_t from = client.upload_blob(
+                b.digest, b.file, b.size, [&](std::uint64_t n) { ctx.progress->downloaded(n); },
+                upload_session(ctx, ref, b.digest));
+            if (from > 0) resumed++;
+            bytes += b.size - from;
+            uploaded++;
+        } else {
+            client.upload_blob(b.digest, b.content);
+            bytes += b.size;
+            uploaded++;
+        }
+        ctx.progress->advance(1);
+    });
+    result.uploaded = uploaded;
+    result.present = present;
+    result.mounted = mounted;
+    result.resumed = resumed;
+    result.bytes_uploaded = bytes;
+}
+
 }  // namespace
 
 PushResult push(const Context& ctx, const PushOptions& opt) {
@@ -133,40 +172,13 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
     for (const auto& r : pushed_repositories(list))
         if (r != ref.repository) mount_from = r;
 
-    std::uint64_t total = 0;
-    for (const Blob* b : blobs)
-        total += b->size;
-    ctx.progress->phase("Pushing", blobs.size());
-    ctx.progress->download_total(total);
-    std::atomic<std::size_t> uploaded{0}, present{0}, mounted{0}, resumed{0};
-    std::atomic<std::uint64_t> bytes{0};
-    // Blobs first, concurrently (each HEAD, then mount, then upload); the manifest last, so
-    // the tag never names a blob the registry lacks.
-    parallel_for(blobs.size(), std::min(8u, std::max(1u, ctx.jobs * 2)), [&](std::size_t i) {
-        const Blob& b = *blobs[i];
-        try {
-            if (client.blob_size(b.digest)) {
-                present++;
-            } else if (!mount_from.empty() && client.mount_blob(b.digest, mount_from)) {
-                mounted++;
-            } else if (!b.file.empty()) {
-                const std::uint64_t from = client.upload_blob(
-                    b.digest, b.file, b.size, [&](std::uint64_t n) { ctx.progress->downloaded(n); },
-                    upload_session(ctx, ref, b.digest));
-                if (from > 0) resumed++;
-                bytes += b.size - from;
-                uploaded++;
-            } else {
-                client.upload_blob(b.digest, b.content);
-                bytes += b.size;
-                uploaded++;
-            }
-        } catch (Error& e) {
-            e.add_context("pushing " + opt.env + " to " + ref.str());
-            throw;
-        }
-        ctx.progress->advance(1);
-    });
+    // Blobs first; the manifest last, so the tag never names a blob the registry lacks.
+    try {
+        push_blobs(ctx, client, ref, blobs, mount_from, result);
+    } catch (Error& e) {
+        e.add_context("pushing " + opt.env + " to " + ref.str());
+        throw;
+    }
     oci::ArtifactManifest m = manifest_of(bundle, wheels, lock);
     try {
         result.manifest_digest = client.put_manifest(m.to_json());
@@ -176,11 +188,6 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
     }
     remember_repository(list, ref.repository);
     result.wheels = wheels.size();
-    result.uploaded = uploaded;
-    result.present = present;
-    result.mounted = mounted;
-    result.resumed = resumed;
-    result.bytes_uploaded = bytes;
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;

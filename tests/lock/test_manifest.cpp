@@ -101,8 +101,8 @@ TEST_CASE("unknown manifest keys are errors naming the line and the key meant") 
          "m.toml:6: Unknown key 'install.prefers' (did you mean 'prefer'?)"},
         // Nothing close: the valid keys are listed.
         {std::string(kHead) + "[[index]]\nname = \"a\"\nurl = \"https://a\"\npriority = 1\n",
-         "m.toml:8: Unknown key 'index[0].priority' (expected name, url, explicit, ca or "
-         "ignore-error-codes); "
+         "m.toml:8: Unknown key 'index[0].priority' (expected name, url, explicit, ca, "
+         "ignore-error-codes or exclude-newer); "
          "settings for other tools belong under [tool.NAME]"},
         {"dependencies = [\"x\"]\n" + std::string(kHead),
          "m.toml:1: Unknown key 'dependencies' (expected environment, index, sources, run, install "

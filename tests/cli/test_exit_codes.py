@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's exit-code table is true: the table is parsed from README.md and every row is
+"""The exit-code table is true: the table is parsed from docs/exit-codes.md and every row is
 provoked with the real binary (a real project, wheels built by the test, indexes on
 127.0.0.1), the exit status checked. A code the table lists that no case here provokes, or a
 case whose code the table lacks, fails too, so table and binary cannot drift apart.
@@ -25,13 +25,13 @@ from envboxtest import Project, envbox_cmd, envbox_env, keep_or_remove, manifest
 from httpserver import StaticServer, free_port  # noqa: E402
 from wheelgen import Wheel, normalize  # noqa: E402
 
-README = os.path.join(HERE, "..", "..", "README.md")
+TABLE = os.path.join(HERE, "..", "..", "docs", "exit-codes.md")
 OLD_DRIVER = {"ENVBOX_CUDA_DRIVER": "550.54.15"}  # runs CUDA 12, not CUDA 13
 
 
 def table_codes():
-    """{code: description} of the README's exit-code table (rows `| N | text |`)."""
-    with open(README, encoding="utf-8") as f:
+    """{code: description} of docs/exit-codes.md's table (rows `| N | text |`)."""
+    with open(TABLE, encoding="utf-8") as f:
         text = f.read()
     rows = re.findall(r"^\| (\d+) \| (.+) \|$", text, re.M)
     return {int(code): what for code, what in rows}
@@ -173,7 +173,7 @@ class ExitCodes(unittest.TestCase):
         table = table_codes()
         self.assertIn(0, table)
         cases = {int(n[len("case_"):]) for n in dir(self) if n.startswith("case_")} | {130}
-        self.assertEqual(sorted(table), sorted(cases), "the README's table and the cases here differ")
+        self.assertEqual(sorted(table), sorted(cases), "docs/exit-codes.md's table and the cases here differ")
 
     def test_each_row_gives_its_code(self):
         for name in sorted((n for n in dir(self) if n.startswith("case_")), key=lambda n: int(n[5:])):

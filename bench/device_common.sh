@@ -4,6 +4,8 @@
 # /tmp/repack.txt). Sets E (envbox), PY (python3) and SP (the stack's site-packages), with
 # BASELINE (a second bundle, for an A/B of two builds) B, its envbox; and defines `timed` and
 # `cpu`.
+# Each script writes its log into `out` (the device's $OUT, which comes back); a run kept for
+# the record is copied here to bench/results/<script>_<date>.txt, which bench/README.md quotes.
 mkdir -p "$out"
 tar -C /tmp -xzf "$bundle"
 E=$(ls -d /tmp/envbox-*/bin/envbox | head -1)

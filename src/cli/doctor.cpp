@@ -13,7 +13,7 @@
 namespace envbox::cli {
 namespace {
 
-// The shape README.md documents under `doctor --json`; one object on one line.
+// The shape docs/usage.md documents under `doctor --json`; one object on one line.
 void print_json(const ops::DoctorReport& r) {
     Json indexes = Json::array(), environments = Json::array();
     for (const auto& x : r.indexes)

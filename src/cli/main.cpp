@@ -1,5 +1,5 @@
 // envbox entry point: the only place that catches errors and turns them into output and exit
-// status (README, "Exit codes").
+// status (docs/exit-codes.md).
 
 #include <unistd.h>
 
@@ -65,7 +65,7 @@ bool unknown_option(CLI::App& app) {
     return true;
 }
 
-// SIGINT and SIGTERM end envbox with 130 (README, "Exit codes"), as documented, instead of the
+// SIGINT and SIGTERM end envbox with 130 (docs/exit-codes.md), as documented, instead of the
 // death by signal a caller would otherwise see. Nothing needs undoing first: every write of
 // envbox is a temporary name renamed into place (a crash leaves the previous state), a staged
 // folder in tmp/ goes with the next gc, a download's part is resumed or pruned, and the kernel

@@ -1,5 +1,5 @@
 #pragma once
-// Global options shared by every command (see README "Usage").
+// Global options shared by every command (see docs/usage.md and docs/commands.md).
 
 #include <CLI/CLI.hpp>
 #include <string>

@@ -72,7 +72,7 @@ struct HttpRequest {
     std::string authorization = {};
 };
 
-/// Limits on what a server may send (README "Limits"): an index page or any other body held in
+/// Limits on what a server may send (docs/indexes.md): an index page or any other body held in
 /// memory, a PEP 658 metadata file, a download whose size nothing states, a response's headers.
 inline constexpr std::uint64_t kMaxPageBytes = 64ull << 20;
 inline constexpr std::uint64_t kMaxMetadataBytes = 16ull << 20;

@@ -95,7 +95,7 @@ std::vector<TreeLine> tree_lines(const DependencyGraph& g, const TreeOptions& op
 std::string render_tree(const DependencyGraph& g, const std::vector<TreeLine>& lines);
 
 /// `{"lock", "invert", "roots": [NODE…]}`, NODE = `{"name", "version", ["extras"],
-/// ["repeated": true], "children": [NODE…]}` — the same tree as the text (README, "tree").
+/// ["repeated": true], "children": [NODE…]}` — the same tree as the text (docs/usage.md).
 Json tree_json(const DependencyGraph& g, const std::vector<TreeLine>& lines,
                const TreeOptions& options);
 

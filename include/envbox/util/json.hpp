@@ -1,7 +1,7 @@
 #pragma once
 /// The one JSON writer of envbox's `--json` reports and `diff --format json`. A report is built
 /// as a `Json` value (nlohmann's `ordered_json`: members keep the order they were set in, which
-/// is the order README.md documents) and written by `json_line`. envbox never parses JSON here.
+/// is the order docs/ documents) and written by `json_line`. envbox never parses JSON here.
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -34,11 +34,13 @@ def normalize(name: str) -> str:
 
 class Wheel:
     """A wheel to build. `files` maps archive paths to str/bytes (str is UTF-8 encoded);
-    `executables` lists paths stored with the exec bit."""
+    `executables` lists paths stored with the exec bit; `requires_python` and `provides_extras`
+    become METADATA's Requires-Python and Provides-Extra lines."""
 
     def __init__(self, name, version, files=None, *, tag="py3-none-any", purelib=True,
                  entry_points=None, requires=(), executables=(), crlf_record=False,
-                 explicit_dirs=False, metadata_name=None, wheel_version="1.0"):
+                 explicit_dirs=False, metadata_name=None, wheel_version="1.0", requires_python=None,
+                 provides_extras=()):
         self.name = name
         self.version = version
         self.files = dict(files or {})
@@ -51,6 +53,8 @@ class Wheel:
         self.explicit_dirs = explicit_dirs
         self.metadata_name = metadata_name or name
         self.wheel_version = wheel_version
+        self.requires_python = requires_python      # METADATA's Requires-Python, when given
+        self.provides_extras = list(provides_extras)
         # Hostile variants (tests only).
         self.extra_members = []       # (ZipInfo or name, bytes) appended after RECORD rows are made
         self.record_override = None   # callable(rows) -> rows
@@ -70,6 +74,9 @@ class Wheel:
 
     def _dist_info_files(self):
         meta = [f"Metadata-Version: 2.1", f"Name: {self.metadata_name}", f"Version: {self.version}"]
+        if self.requires_python:
+            meta.append(f"Requires-Python: {self.requires_python}")
+        meta += [f"Provides-Extra: {e}" for e in self.provides_extras]
         meta += [f"Requires-Dist: {r}" for r in self.requires]
         out = {
             f"{self.dist_info}/METADATA": "\n".join(meta) + "\n\n",

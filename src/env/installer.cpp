@@ -435,6 +435,7 @@ InstallPlan plan_install(const store::Store& store, const Interpreter& in, const
     return plan;
 }
 
+// shape: plan_install's four inputs, then apply_install's three (how to link).
 InstallReport install_wheels(const store::Store& store, const Interpreter& in,
                              const VenvLayout& layout, const std::vector<InstallRequest>& requests,
                              LinkMode mode, unsigned jobs, const LinkOps& ops) {

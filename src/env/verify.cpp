@@ -394,6 +394,8 @@ class TreeVerifier {
 
 }  // namespace
 
+// shape: what the tree should be (store, layout, plan, skeleton), what it is, and how hard to
+// look (deep, jobs); verify computes the first and walks the second concurrently.
 VerifyReport verify_tree(const store::Store& store, const VenvLayout& layout,
                          const InstallPlan& plan, const std::vector<VenvEntry>& skeleton,
                          const std::vector<TreeEntry>& on_disk, bool deep, unsigned jobs) {

@@ -64,19 +64,6 @@ Plan plan_request(const HttpRequest& req, int fd, const std::optional<CachedPage
     return p;
 }
 
-// A URL's userinfo is never sent: credentials come from the request's own fields (an index's
-// ENVBOX_INDEX_<NAME>_USERNAME / _PASSWORD, a registry's) or ~/.netrc, by origin. A URL that
-// carries some (a page's link, a lock's url, a token realm) is refused, not stripped: it is
-// asked for before the cache or a part file is touched, and nothing is sent. A redirect to one
-// is refused by libcurl (`CURLOPT_DISALLOW_USERNAME_IN_URL`, set_redirect_policy).
-void refuse_userinfo(const std::string& url) {
-    if (strip_userinfo(url) != url)
-        throw Error(ErrorCode::network,
-                    "refusing to request " + redact_url(url) +
-                        ": credentials in a URL are never sent (an index's belong in "
-                        "ENVBOX_INDEX_<NAME>_USERNAME / _PASSWORD or ~/.netrc)");
-}
-
 void rewind_part(int fd, const std::string& shown) {
     if (::ftruncate(fd, 0) != 0)
         throw Error(ErrorCode::generic,
@@ -289,11 +276,31 @@ std::string header_or_empty(const Collected& got, const std::string& name) {
     return it == got.headers.end() ? std::string() : it->second;
 }
 
+// The page cache's side of one request: the entry's path, what it held, and the time now.
+struct CacheSlot {
+    fs::path path;
+    std::optional<CachedPage> cached;
+    long long now = 0;
+};
+
+// One attempt's answer: its status, the URL it came from after redirects, and the file its
+// body went to (-1: none).
+struct Answer {
+    long status = 0;
+    std::string effective_url;
+    int fd = -1;
+};
+
 // The answer, once no retry is due: a 304 refreshes and returns the cached page; a 200 to a
 // cacheable request is stored for next time.
-HttpResponse accept_response(const HttpRequest& req, Collected& got, long status, int fd,
-                             std::string effective_url, std::optional<CachedPage>& cached,
-                             const fs::path& cache_path, long long now, HttpStats& stats) {
+HttpResponse accept_response(const HttpRequest& req, Collected& got, Answer answer, CacheSlot& slot,
+                             HttpStats& stats) {
+    long status = answer.status;
+    const int fd = answer.fd;
+    std::string effective_url = std::move(answer.effective_url);
+    std::optional<CachedPage>& cached = slot.cached;
+    const fs::path& cache_path = slot.path;
+    const long long now = slot.now;
     stats.bytes += got.body.size() + got.written;
     if (fd >= 0 && status == 206 && !req.range) status = 200;  // resumed: the file is whole
     if (status == 304 && cached) {
@@ -359,11 +366,12 @@ HttpResponse HttpClient::get(const HttpRequest& req) {
 // one is the answer or the retry decision gives up.
 HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
     refuse_userinfo(req.url);
-    const fs::path cache_path = cache_entry_path(options_.cache_dir, req.url, req.headers);
-    std::optional<CachedPage> cached =
-        req.cache && !req.range && !req.head ? read_cached_page(cache_path) : std::nullopt;
-    const long long now = static_cast<long long>(std::time(nullptr));
-    if (cached && (options_.offline || is_fresh(*cached, now))) {
+    CacheSlot slot;
+    slot.path = cache_entry_path(options_.cache_dir, req.url, req.headers);
+    if (req.cache && !req.range && !req.head) slot.cached = read_cached_page(slot.path);
+    slot.now = static_cast<long long>(std::time(nullptr));
+    std::optional<CachedPage>& cached = slot.cached;
+    if (cached && (options_.offline || is_fresh(*cached, slot.now))) {
         stats_.cache_hits++;
         return from_cache(std::move(*cached));
     }
@@ -405,8 +413,7 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
         RetryDecision d = decide_retry(result_of(rc, easy, status, got));
         using Action = RetryDecision::Action;
         if (d.action == Action::accept)
-            return accept_response(req, got, status, fd, std::move(effective_url), cached,
-                                   cache_path, now, stats_);
+            return accept_response(req, got, {status, std::move(effective_url), fd}, slot, stats_);
         if (d.action == Action::complete) {
             HttpResponse resp;
             resp.status = 200;
@@ -422,65 +429,6 @@ HttpResponse HttpClient::transfer(const HttpRequest& req, int fd) {
     throw Error(ErrorCode::network,
                 "cannot fetch " + plan.shown + ": " + last_error +
                     (attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : ""));
-}
-
-HttpResponse HttpClient::download(const HttpRequest& req, const fs::path& destination,
-                                  bool resumable) {
-    // Streamed to `<destination>.part` (wheels are gigabytes) and renamed into place once
-    // complete. A resumable download keeps the part when it fails, and the next attempt asks
-    // only for the rest; a lock file keeps two processes from writing one part.
-    refuse_userinfo(req.url);
-    fs::path part = destination;
-    part += ".part";
-    std::optional<FileLock> busy;
-    if (resumable) {
-        fs::path lock_path = destination;
-        lock_path += ".lock";
-        busy.emplace(lock_path);
-        std::error_code ec;
-        if (fs::exists(destination, ec))
-            return {200, {}, {}, req.url, true};  // another process finished it
-    }
-    ScopedRemove remove(resumable ? fs::path() : part);
-    // O_NOFOLLOW: a link planted as the part file is refused, never written through.
-    UniqueFd fd(::open(part.c_str(),
-                       O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resumable ? 0 : O_TRUNC),
-                       0644));
-    if (!fd)
-        throw Error(ErrorCode::generic,
-                    "cannot create " + part.string() + ": " + std::strerror(errno));
-    HttpRequest r = req;
-    r.cache = false;
-    r.range.reset();
-    HttpResponse resp;
-    try {
-        resp = transfer(r, fd.get());
-    } catch (...) {
-        struct stat st {};
-        if (::fstat(fd.get(), &st) == 0 && st.st_size == 0)
-            ::unlink(part.c_str());  // nothing worth resuming
-        throw;
-    }
-    fd.reset();
-    if (resp.status != 200 && !req.follow_redirects) {
-        // The caller follows redirects (and answers challenges) itself: the part stays for the
-        // request that comes next, unless it is empty.
-        struct stat st {};
-        if (::stat(part.c_str(), &st) == 0 && st.st_size == 0) ::unlink(part.c_str());
-        return resp;
-    }
-    if (resp.status != 200) {
-        if (resumable) ::unlink(part.c_str());  // a 404 part is worth nothing
-        throw Error(ErrorCode::network, "cannot download " + redact_url(req.url) + ": HTTP " +
-                                            std::to_string(resp.status));
-    }
-    std::error_code ec;
-    fs::rename(part, destination, ec);
-    if (ec)
-        throw Error(ErrorCode::generic, "cannot move " + part.string() + " to " +
-                                            destination.string() + ": " + ec.message());
-    remove.release();
-    return resp;
 }
 
 }  // namespace envbox::index

@@ -13,6 +13,10 @@
 
 namespace envbox::index {
 
+/// Refuses (network) a URL with userinfo: credentials in a URL are never sent
+/// (http_download.cpp).
+void refuse_userinfo(const std::string& url);
+
 /// A request body being sent: `memory`, else `length` bytes of `fd` from `offset`; `pos` is
 /// how far libcurl has read (back to 0 for each attempt, or where it seeks on a rewind).
 struct Upload {

@@ -2,6 +2,7 @@
 
 #include "create_steps.hpp"
 #include "cuda_guard.hpp"
+#include "envbox/env/build.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
@@ -245,6 +246,17 @@ std::string generation_digest(const std::string& lock_text, const Target& target
                          target.python_full_version + " " + target.platform + prefer + compiled));
 }
 
+// The generation transaction's report, in create's; its notes (a path two wheels ship, chosen
+// by [install].prefer) said.
+void take_build_report(CreateResult& result, env::BuildReport built, Progress& progress) {
+    for (const auto& n : built.install.notes)
+        progress.note(n);
+    result.install = std::move(built.install);
+    result.install_s = built.install_s;
+    result.seal_s = built.seal_s;
+    result.commit_s = built.commit_s;
+}
+
 }  // namespace create_steps
 
 std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines,
@@ -321,7 +333,12 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     for (const auto& k : bytecode)
         gen.bytecode.push_back(k.name());
     const std::vector<env::InstallRequest> requests = install_requests(items, manifest, gen);
-    build_generation(store, target, gen, requests, in.lock_text, edir, ctx, opt, phases, result);
+    progress.phase("Installing", requests.size());
+    env::BuildReport built =
+        env::build_generation(store, *target.interpreter, gen, edir, requests,
+                              {opt.env, in.lock_text, opt.link_mode, ctx.jobs});
+    phases.lap();
+    take_build_report(result, std::move(built), progress);
 
     // The project's .envbox/ENV link follows `current`, for IDEs. A convenience: the new
     // generation is current already, so a project that cannot be written (a read-only checkout)

@@ -92,38 +92,6 @@ std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items
     return requests;
 }
 
-void build_generation(const store::Store& store, const Target& target, env::Generation& gen,
-                      const std::vector<env::InstallRequest>& requests,
-                      const std::string& lock_text, const fs::path& edir, const Context& ctx,
-                      const CreateOptions& opt, Stopwatch& watch, CreateResult& result) {
-    Progress& progress = *ctx.progress;
-    try {
-        progress.phase("Installing", requests.size());
-        env::VenvLayout layout =
-            env::create_venv(*target.interpreter, gen.path, opt.env, gen.packages);
-        gen.pip_shim = env::wants_pip_shim(gen.packages);
-        result.install = env::install_wheels(store, *target.interpreter, layout, requests,
-                                             opt.link_mode, ctx.jobs);
-        for (const auto& n : result.install.notes)
-            progress.note(n);
-        env::write_generation_record(gen, lock_text);
-        result.install_s = watch.lap();
-        env::seal_generation(gen.path, result.install.dirs, ctx.jobs);
-        result.install.dirs.clear();
-        result.seal_s = watch.lap();
-        env::stamp_complete(gen.path);
-        env::switch_current(edir, gen.number);
-        result.commit_s = watch.lap();
-    } catch (Error& e) {
-        try {
-            remove_own_tree(edir, gen.path);
-        } catch (const Error&) {  // the error that matters is the one being reported
-        }
-        e.add_context("building " + opt.env + " generation " + std::to_string(gen.number));
-        throw;
-    }
-}
-
 std::optional<std::string> link_project_dir(const fs::path& project_root, const std::string& env,
                                             const fs::path& edir) {
     const fs::path link_dir = project_root / ".envbox";

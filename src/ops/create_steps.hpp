@@ -12,7 +12,7 @@
 ///   bytecode_keys        create_bytecode.cpp    the keys modules are compiled for (or none)
 ///   fetch_into_store     create_fetch.cpp       fetch and ingest what the store lacks, compile
 ///                                               what has no bytecode (same pool), publish
-///   build_generation     create_generation.cpp  venv + links in gen-N, stamp, switch `current`
+///   build_generation     env/build.cpp          venv + links in gen-N, stamp, switch `current`
 ///   link_project_dir     create_generation.cpp  PROJECT/.envbox/ENV follows `current`
 
 #include <atomic>
@@ -296,15 +296,6 @@ env::Generation next_generation(const std::filesystem::path& edir, const std::st
 std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items,
                                                   const lock::Manifest* manifest,
                                                   env::Generation& gen);
-
-/// Builds `gen` (venv, links, generated files, record), stamps it complete and switches `edir`'s
-/// `current` to it, filling `result`'s install report and times. On an error the half-built
-/// generation is removed and the previous one stays current.
-void build_generation(const store::Store& store, const Target& target, env::Generation& gen,
-                      const std::vector<env::InstallRequest>& requests,
-                      const std::string& lock_text, const std::filesystem::path& edir,
-                      const Context& ctx, const CreateOptions& opt, Stopwatch& watch,
-                      CreateResult& result);
 
 // ---- project view --------------------------------------------------------------------------
 

@@ -87,18 +87,17 @@ std::string separate_environment_command(const std::string& env, const lock::Man
 }
 
 std::string cuda_change_refusal(const std::string& env, const std::string& change,
-                                const lock::Manifest& manifest, const fs::path& project_root,
                                 const std::optional<env::CudaLine>& after,
-                                const std::string& command, const fs::path& lock_path) {
+                                const std::string& separate, const std::string& command,
+                                const fs::path& lock_path) {
     return env + ": " + change + "\nrefusing to write " + lock_path.string() + ": " + env +
            " changes its CUDA line only on purpose (every job on it would run on the new line, "
            "with new compile caches)\n"
            "keep " +
            env + " as it is and put the " +
            (after ? "CUDA " + after->str() : std::string("CPU-only")) +
-           " stack in an environment of its own:\n  " +
-           separate_environment_command(env, manifest, project_root, after) + "\nor, to move " +
-           env + " itself: " + command + " --allow-cuda-change";
+           " stack in an environment of its own:\n  " + separate + "\nor, to move " + env +
+           " itself: " + command + " --allow-cuda-change";
 }
 
 std::optional<env::CudaIdentity> lock_identity(const std::string& text, const fs::path& shown) {
@@ -127,7 +126,8 @@ std::optional<std::string> check_cuda_line(const LockOptions& opt, const lock::M
     if (!change || opt.allow_cuda_change) return change;
     throw Error(
         ErrorCode::invalid_input,
-        cuda_change_refusal(opt.env, *change, m, project_root, after.line,
+        cuda_change_refusal(opt.env, *change, after.line,
+                            separate_environment_command(opt.env, m, project_root, after.line),
                             opt.retry.empty() ? "envbox lock " + opt.env : opt.retry, lock_path));
 }
 

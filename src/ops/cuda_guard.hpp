@@ -36,12 +36,12 @@ env::CudaLine other_cuda_line(const std::optional<env::CudaLine>& current,
 
 /// The refusal of a lock of `env` that changes its CUDA line (`change`, from env::cuda_change)
 /// to `after`: what changed, the separate environment to make instead, and the flag that
-/// allows it. `command` is the command to repeat with --allow-cuda-change.
+/// allows it. `separate` is the command that makes that environment
+/// (`separate_environment_command`), `command` the one to repeat with --allow-cuda-change.
 std::string cuda_change_refusal(const std::string& env, const std::string& change,
-                                const lock::Manifest& manifest,
-                                const std::filesystem::path& project_root,
                                 const std::optional<env::CudaLine>& after,
-                                const std::string& command, const std::filesystem::path& lock_path);
+                                const std::string& separate, const std::string& command,
+                                const std::filesystem::path& lock_path);
 
 /// The CUDA identity of the lock `text` (`shown` names it in errors); nullopt when it does not
 /// read as a lock.

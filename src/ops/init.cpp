@@ -234,9 +234,11 @@ std::vector<std::string> project_indexes_used(const std::vector<std::string>& pr
 }
 
 std::string initial_manifest(const std::string& python_xy, const std::string& platform,
-                             const std::optional<std::string>& cuda, const std::string& comment,
-                             const std::vector<std::string>& project_indexes,
-                             const std::string& default_index, const std::string& cuda_index) {
+                             const std::string& comment, const IndexChoice& choice) {
+    const std::optional<std::string>& cuda = choice.cuda;
+    const std::vector<std::string>& project_indexes = choice.project_indexes;
+    const std::string& default_index = choice.default_index;
+    const std::string& cuda_index = choice.cuda_index;
     std::string t = "# " + comment + "\n";
     t += "[environment]\n";
     t += "python = \"" + python_xy + "\"\n";
@@ -330,11 +332,11 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
             project_indexes.push_back(i.name);
     const std::string default_index = opt.default_index.value_or("");
     const std::string cuda_index = opt.cuda_index.value_or("");
-    r.text = initial_manifest(r.interpreter.version_xy(), r.platform, r.cuda,
+    r.text = initial_manifest(r.interpreter.version_xy(), r.platform,
                               "Written by `envbox init` for CPython " + r.interpreter.full_version +
                                   " on " + r.platform + "; add requirements, then `envbox create " +
                                   opt.env + "`.",
-                              project_indexes, default_index, cuda_index);
+                              {r.cuda, project_indexes, default_index, cuda_index});
     r.shared_indexes = project_indexes_used(project_indexes, r.cuda, default_index, cuda_index);
     if (r.cuda && !own_cuda_index(project_indexes, r.cuda, cuda_index))
         r.cuda_index = "index " + pytorch_index_name(*r.cuda) + " of envbox.toml";

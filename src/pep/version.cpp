@@ -83,6 +83,8 @@ bool take_lettered(Cursor& c, TakeLabel take_label, std::uint64_t& number) {
     return true;
 }
 
+// shape: the text and the six parts of a PEP 440 version, filled in place (Version's own
+// fields; the fuzzer and the hot path parse without building a Version twice).
 bool parse_into(std::string_view text, std::uint64_t& epoch, std::vector<std::uint64_t>& release,
                 std::optional<Version::Pre>& pre, std::optional<std::uint64_t>& post,
                 std::optional<std::uint64_t>& dev, std::vector<LocalSegment>& local) {

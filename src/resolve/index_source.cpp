@@ -97,6 +97,7 @@ index::HttpRequest IndexSource::request_for(const IndexConfig* ix, std::string u
     return r;
 }
 
+// shape: the collaborators of one target's view of the indexes, each kept as a member.
 IndexSource::IndexSource(index::HttpClient& http, std::vector<IndexConfig> indexes,
                          std::map<std::string, std::string> pins, const pep::TargetTags& tags,
                          std::string python_full_version, const store::Home& home,

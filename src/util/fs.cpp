@@ -131,6 +131,7 @@ bool copy_contents(int in, int out) {
 
 // Clones (reflink) or copies src to dst through `ops`; returns 0 or an errno, and leaves no
 // dst behind on failure. ENOTSUP from a clone means "try a copy".
+// shape: two (directory, name) pairs as the *at(2) calls take them, then the mode and ops.
 int clone_or_copy(const LinkOps& ops, int src_dir, const char* src, int dst_dir, const char* dst,
                   bool clone, mode_t mode) {
     UniqueFd in(::openat(src_dir, src, O_RDONLY | O_CLOEXEC));
@@ -192,6 +193,7 @@ const LinkOps& LinkOps::system() {
     return real;
 }
 
+// shape: two (directory, name) pairs as linkat(2) takes them, then how to place the file.
 LinkMode place_file_at(int src_dir, const char* src, int dst_dir, const char* dst, LinkMode mode,
                        mode_t copy_mode, const LinkOps& ops) {
     auto failed = [&](const char* what, int err) {

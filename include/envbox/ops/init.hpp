@@ -63,19 +63,23 @@ struct DefaultPlatform {
 };
 DefaultPlatform default_platform(const env::Interpreter& interpreter, const std::string& env);
 
+/// The indexes a new manifest is written for.
+struct IndexChoice {
+    std::optional<std::string> cuda;  ///< the CUDA line, whose PyTorch index it gets
+    /// The indexes of the project's `envbox.toml`: when it has some, no PyPI entry is written,
+    /// nor a PyTorch one when it has one of that name (a same-named entry would hide the
+    /// project's); a comment names the project's indexes that apply.
+    std::vector<std::string> project_indexes;
+    /// When not empty, a mirror's URLs for PyPI and the PyTorch index, written even then.
+    std::string default_index, cuda_index;
+};
+
 /// The manifest text `init` writes: the interpreter's X.Y and `platform`, PyPI as the index,
-/// and with `cuda` the PyTorch index for that line (`pytorch-cuXYZ`), `explicit`, as the
-/// `[sources]` of torch, torchvision, torchaudio and triton. Every key is one
-/// `lock::Manifest::parse` knows. `project_indexes` names the indexes of the project's
-/// `envbox.toml`: when it has some, no PyPI entry is written, nor a PyTorch one when it has
-/// one of that name (a same-named entry would hide the project's); a comment names the
-/// project's indexes that apply. `default_index` and `cuda_index`, when not empty, are a
-/// mirror's URLs for PyPI and the PyTorch index, written even then.
+/// and with a CUDA line the PyTorch index for that line (`pytorch-cuXYZ`), `explicit`, as the
+/// `[sources]` of torch, torchvision, torchaudio and triton, as `choice` says. Every key is one
+/// `lock::Manifest::parse` knows.
 std::string initial_manifest(const std::string& python_xy, const std::string& platform,
-                             const std::optional<std::string>& cuda, const std::string& comment,
-                             const std::vector<std::string>& project_indexes = {},
-                             const std::string& default_index = {},
-                             const std::string& cuda_index = {});
+                             const std::string& comment, const IndexChoice& choice);
 
 /// Of `project_indexes`, the ones the manifest `initial_manifest` writes for these arguments
 /// does not replace with its own.

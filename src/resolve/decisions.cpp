@@ -12,6 +12,29 @@
 // next, which of its versions, and the incompatibilities its dependencies add.
 
 namespace envbox::resolve {
+namespace {
+
+// PEP 592: an exact pin (`==V` without `.*`, or `===V`) may select a yanked version, and only
+// when every usable version it matches is yanked (as pip reads it): those versions of `set`.
+std::optional<VersionSet> yanked_pin(const Package& p, const pep::SpecifierSet& spec,
+                                     const VersionSet& set) {
+    const bool exact = std::any_of(
+        spec.specifiers().begin(), spec.specifiers().end(), [](const pep::Specifier& s) {
+            return (s.op() == pep::Operator::equal && !s.is_wildcard()) ||
+                   s.op() == pep::Operator::arbitrary;
+        });
+    if (!exact) return std::nullopt;
+    VersionSet yanked = VersionSet::none(p.candidates().size());
+    for (std::size_t i = 0; i < p.candidates().size(); ++i) {
+        const Candidate& c = p.candidates()[i];
+        if (!set.has(i) || !c.unusable.empty()) continue;
+        if (!c.yanked) return std::nullopt;
+        yanked.set(i);
+    }
+    return yanked;
+}
+
+}  // namespace
 
 PackageId Solver::package(const std::string& base, const std::string& extra) {
     std::string name = extra.empty() ? base : base + "[" + extra + "]";
@@ -62,14 +85,12 @@ PackageId Solver::package(const std::string& base, const std::string& extra) {
         }
     }
     for (auto& [reason, set] : unusable)
-        add_incompat({{Term{id, true, set}}, Kind::unavailable, -1, -1, reason});
+        add_incompat(given({Term{id, true, set}}, Kind::unavailable, reason));
     if (others)
-        add_incompat({{Term{id, true, *others}},
-                      Kind::unavailable,
-                      -1,
-                      -1,
-                      "cannot be installed on the target, each for a reason of its own (past " +
-                          std::to_string(kMaxReasons) + " reasons they are not listed)"});
+        add_incompat(given({Term{id, true, *others}}, Kind::unavailable,
+                           "cannot be installed on the target, each for a reason of its own "
+                           "(past " +
+                               std::to_string(kMaxReasons) + " reasons they are not listed)"));
     return id;
 }
 
@@ -101,7 +122,9 @@ std::optional<PackageId> Solver::choose() {
     const VersionSet allowed = acc_[static_cast<std::size_t>(best)]->set;
     auto pick = pick_version(best, allowed);
     if (!pick) {
-        add_incompat({{Term{best, true, allowed}}, Kind::no_versions, -1, -1, ""});
+        Incompat none = given({Term{best, true, allowed}}, Kind::no_versions);
+        if (held_back_by_policy(pkg, allowed)) none.assumes.push_back(pkg.base);
+        add_incompat(std::move(none));
         return best;
     }
     std::size_t v = *pick;
@@ -200,15 +223,13 @@ PackageId Solver::rule_out(PackageId id, std::size_t v, const std::string& reaso
     Candidate& c = (*of.list)[v];  // the list every package of this base shares
     if (!c.unusable.empty()) return id;
     c.unusable = reason;
+    forget_assumptions(of.base);  // one release fewer: its pre-releases may now be all there is
     for (std::size_t p = 1; p < packages_.size(); ++p) {
         const Package& pkg = packages_[p];
         if (pkg.list != of.list) continue;
-        add_incompat(
-            {{Term{static_cast<PackageId>(p), true, VersionSet::one(pkg.candidates().size(), v)}},
-             Kind::unavailable,
-             -1,
-             -1,
-             reason});
+        add_incompat(given(
+            {Term{static_cast<PackageId>(p), true, VersionSet::one(pkg.candidates().size(), v)}},
+            Kind::unavailable, reason));
     }
     return id;
 }
@@ -242,26 +263,26 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
     std::vector<std::string> extras{""};
     for (const auto& e : r.extras)
         extras.push_back(pep::canonicalize_name(e));
+    // A specifier that names a pre-release opts its package into pre-releases wherever it
+    // comes from, the user's requirements or a dependency's metadata (SGLang's
+    // `cuda-tile==1.6.0rc5`), as pip reads PEP 440 and uv does since 0.12.
+    const bool names_prerelease = std::any_of(
+        r.specifier.specifiers().begin(), r.specifier.specifiers().end(),
+        [](const pep::Specifier& s) { return s.version() && s.version()->is_prerelease(); });
+    if (names_prerelease) {
+        Package& bp = package_at(package(base, ""));
+        if (from == kRoot) {
+            bp.explicit_prerelease = true;
+        } else {
+            bp.prerelease_named_by.emplace_back(from, v);
+            forget_assumptions(base);
+        }
+    }
     for (const auto& extra : extras) {
         PackageId d = package(base, extra);
         Package& dp = package_at(d);
-        // A specifier that names a pre-release opts its package into pre-releases wherever it
-        // comes from, the user's requirements or a dependency's metadata (SGLang's
-        // `cuda-tile==1.6.0rc5`), as pip reads PEP 440 and uv does since 0.12.
-        for (const auto& s : r.specifier.specifiers())
-            if (s.version() && s.version()->is_prerelease()) {
-                if (from == kRoot)
-                    dp.explicit_prerelease = true;
-                else
-                    dp.prerelease_named_by.emplace_back(from, v);
-                break;
-            }
         VersionSet set = versions_matching(d, r.specifier);
-        if (from == kRoot)
-            for (const auto& s : r.specifier.specifiers())
-                if (s.op() == pep::Operator::equal && r.specifier.specifiers().size() == 1)
-                    for (std::size_t i = 0; i < dp.candidates().size(); ++i)
-                        if (set.has(i)) dp.pinned_exact = i;
+        if (from == kRoot) dp.yanked_pinned = yanked_pin(dp, r.specifier, set);
         std::string text = r.name + (extra.empty() ? "" : "[" + extra + "]") +
                            (r.url ? " @ " + index::redact_url(*r.url) : r.specifier.str());
         added.push_back(add_dependency_incompat(from, v, d, set, std::move(text)));
@@ -269,11 +290,16 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
 }
 
 bool Solver::prereleases_allowed(const Package& p) const {
-    const bool only = std::all_of(p.candidates().begin(), p.candidates().end(),
-                                  [](const Candidate& c) { return c.version.is_prerelease(); });
-    // Named by the user, or by a version decided now (not one the solver tried and left).
-    const bool named = p.explicit_prerelease ||
-                       std::any_of(p.prerelease_named_by.begin(), p.prerelease_named_by.end(),
+    // Only pre-releases among the versions that can be installed (a yanked one counts, as pip
+    // counts it; one without a wheel for the target or for another Python does not).
+    const bool only = std::all_of(
+        p.candidates().begin(), p.candidates().end(),
+        [](const Candidate& c) { return !c.unusable.empty() || c.version.is_prerelease(); });
+    // Named by the user, or by a version decided now (not one the solver tried and left), on
+    // the package or any of its extras.
+    const Package& b = p.extra.empty() ? p : package_at(by_name_.at(p.base));
+    const bool named = b.explicit_prerelease ||
+                       std::any_of(b.prerelease_named_by.begin(), b.prerelease_named_by.end(),
                                    [&](const auto& by) { return decided_[by.first] == by.second; });
     switch (options_.prerelease) {
         case Prerelease::allow:
@@ -290,12 +316,40 @@ bool Solver::prereleases_allowed(const Package& p) const {
     return named || only;
 }
 
+bool Solver::held_back_by_policy(const Package& p, const VersionSet& allowed) const {
+    if (options_.prerelease == Prerelease::allow || options_.prerelease == Prerelease::disallow ||
+        prereleases_allowed(p))
+        return false;
+    const auto& cands = p.candidates();
+    for (std::size_t i = 0; i < cands.size(); ++i)
+        if (allowed.has(i) && cands[i].unusable.empty() && cands[i].version.is_prerelease())
+            return true;
+    return false;
+}
+
+void Solver::forget_assumptions(const std::string& base) {
+    bool any = false;
+    for (auto& inc : incompats_)
+        if (!inc.set_aside &&
+            std::find(inc.assumes.begin(), inc.assumes.end(), base) != inc.assumes.end())
+            inc.set_aside = any = true;
+    if (!any) return;
+    // What they derived goes too: the partial solution is cut back to before the first
+    // assignment one of them caused (later assignments may rest on it); propagation derives
+    // again what still holds.
+    for (std::size_t i = 0; i < assignments_.size(); ++i)
+        if (const int cause = assignments_[i].cause; cause >= 0 && incompat_at(cause).set_aside) {
+            truncate(i);
+            return;
+        }
+}
+
 std::optional<std::size_t> Solver::pick_version(PackageId id, const VersionSet& allowed) const {
     const Package& p = package_at(id);
     const auto& cands = p.candidates();
     auto usable = [&](std::size_t i) {
         if (!allowed.has(i) || !cands[i].unusable.empty()) return false;
-        if (cands[i].yanked && p.pinned_exact != i) return false;
+        if (cands[i].yanked && !(p.yanked_pinned && p.yanked_pinned->has(i))) return false;
         return true;
     };
     // A locked version is kept only where the pre-release policy would choose it now.

@@ -21,7 +21,7 @@ Solver::Solver(PackageSource& source, const Options& options) : source_(source),
 Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& root) {
     root_requirements_ = root;
     // The root must be selected.
-    add_incompat({{Term{kRoot, false, VersionSet::one(1, 0)}}, Kind::root, -1, -1, ""});
+    add_incompat(given({Term{kRoot, false, VersionSet::one(1, 0)}}, Kind::root));
     PackageId next = kRoot;
     try {
         for (;;) {
@@ -129,6 +129,16 @@ void Solver::backtrack(int level) {
     while (!assignments_.empty() && assignments_.back().level > level)
         assignments_.pop_back();
     level_ = level;
+    recompute();
+}
+
+void Solver::truncate(std::size_t keep) {
+    assignments_.resize(keep);
+    level_ = keep ? assignments_.back().level : 0;
+    recompute();
+}
+
+void Solver::recompute() {
     for (auto& a : acc_)
         a.reset();
     for (auto& d : decided_)
@@ -166,6 +176,7 @@ void Solver::propagate(PackageId start) {
         int conflict = -1;
         for (std::size_t k = ids.size(); k-- > 0;) {
             int id = incompats_of_[static_cast<std::size_t>(p)][k];
+            if (incompat_at(id).set_aside) continue;
             const Term* unsat = nullptr;
             Relation rel = relation(incompat_at(id), &unsat);
             if (rel == Relation::satisfied) {
@@ -274,6 +285,10 @@ Incompat Solver::derive(const Incompat& inc, int incompat_id, const Assignment& 
     prior.kind = Kind::derived;
     prior.cause1 = incompat_id;
     prior.cause2 = sat.cause;
+    prior.assumes = inc.assumes;
+    for (const auto& base : cause.assumes)
+        if (std::find(prior.assumes.begin(), prior.assumes.end(), base) == prior.assumes.end())
+            prior.assumes.push_back(base);
     for (auto& [p, t] : merged)
         if (!t.is_any()) prior.terms.push_back(t);
     if (own && !own->is_any()) prior.terms.push_back(*own);

@@ -27,7 +27,21 @@ struct Incompat {
     std::string text;  // dependency: the requirement as written; unavailable: the reason
     int dep = -1;      // dependency: the package depended on (its term is dropped when no
                        // version matches, as "depends on nothing possible" = "cannot be used")
+    // The packages whose pre-releases this holds only while nothing names one: a no_versions
+    // the pre-release policy caused, and whatever is derived from it. Set aside (no longer
+    // propagated) once a requirement names one, or a release is ruled out (forget_assumptions).
+    std::vector<std::string> assumes;
+    bool set_aside = false;
 };
+
+/// An incompatibility given, not derived (root, no_versions, unavailable).
+inline Incompat given(std::vector<Term> terms, Kind kind, std::string text = {}) {
+    Incompat inc;
+    inc.terms = std::move(terms);
+    inc.kind = kind;
+    inc.text = std::move(text);
+    return inc;
+}
 
 struct Assignment {
     Term term;
@@ -43,13 +57,16 @@ struct Package {
     // Ascending; one list for a package and all its extras (`a[x]` has `a`'s versions), so a
     // requirement's extras cost no copy of them.
     std::shared_ptr<std::vector<Candidate>> list;
+    // Kept on the package without extras, for all of them (`a[x]==V` is `a==V`):
     bool explicit_prerelease = false;  // a root requirement names a pre-release
     // The versions (package, candidate) whose requirement on this package names a pre-release:
     // it may have one while any of them is decided, as pip's merged specifier would allow.
     std::vector<std::pair<PackageId, std::size_t>> prerelease_named_by;
-    std::optional<std::size_t> pinned_exact;  // `==V` from the root: V may be yanked
-    const DirectPackage* direct = nullptr;    // fixed by `name @ URL`: its only candidate
-    Origin origin;                            // PackageSource::origin, for messages
+    // An exact pin from the root (`==V` without `.*`, or `===V`) whose every usable match is
+    // yanked: those may be chosen (PEP 592), and no other yanked version.
+    std::optional<VersionSet> yanked_pinned;
+    const DirectPackage* direct = nullptr;  // fixed by `name @ URL`: its only candidate
+    Origin origin;                          // PackageSource::origin, for messages
 
     const std::vector<Candidate>& candidates() const { return *list; }
 };
@@ -90,6 +107,10 @@ class Solver {
     Term accumulated(PackageId p) const;
     void assign(Term t, int cause);
     void backtrack(int level);
+    /// Keeps the first `keep` assignments (back to the middle of a decision level).
+    void truncate(std::size_t keep);
+    /// acc_ and decided_ from the assignments.
+    void recompute();
     enum class Relation { satisfied, almost, contradicted, inconclusive };
     Relation relation(const Incompat& inc, const Term** unsatisfied) const;
     void propagate(PackageId start);
@@ -124,6 +145,11 @@ class Solver {
     std::vector<pep::Requirement> overridden(std::vector<pep::Requirement> reqs) const;
     /// Whether `p` may be given a pre-release under the policy (Options::prerelease).
     bool prereleases_allowed(const Package& p) const;
+    /// Whether `allowed` holds a usable pre-release of `p` that only the policy keeps out, and
+    /// naming one (or losing a release) could let in.
+    bool held_back_by_policy(const Package& p, const VersionSet& allowed) const;
+    /// Sets aside what was learnt assuming `base` gets no pre-release.
+    void forget_assumptions(const std::string& base);
 };
 
 }  // namespace envbox::resolve

@@ -108,15 +108,14 @@ void print_changes(const GlobalOptions& global, const std::vector<ops::VersionCh
 
 void note_if_stale(const GlobalOptions& global, const ops::Context& ctx, const std::string& env) {
     if (global.verbosity < 0 || ctx.project_root.empty()) return;
-    const auto manifest = ctx.project_root / "manifests" / (env + ".toml");
-    const auto lock = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
+    const auto manifest = ctx.project().manifest(env);
     std::error_code ec;
-    if (!std::filesystem::exists(manifest, ec) || !std::filesystem::exists(lock, ec)) return;
+    if (!std::filesystem::exists(manifest, ec)) return;
     try {
-        auto tool = lock::read_tool_table(read_file(lock), lock.string());
-        if (!tool || !tool->values.count("manifest-digest")) return;  // not written by lock
-        const auto reasons = ops::lock_staleness(manifest, lock);
-        if (!reasons.empty())
+        // Only a lock envbox wrote, and that is there, is said to be stale here.
+        const ops::Freshness f = ops::freshness(manifest, ctx.project().lock(env));
+        const auto& reasons = f.reasons;
+        if (f.state == ops::Freshness::State::stale)
             std::fprintf(stderr,
                          "note: the lock of %s is stale (%s); `envbox lock %s` updates it\n",
                          env.c_str(), reasons.front().c_str(), env.c_str());

@@ -125,19 +125,12 @@ SyncPlan plan_sync(const ops::Context& ctx, const std::string& env) {
     namespace fs = std::filesystem;
     SyncPlan plan;
     std::error_code ec;
-    const fs::path manifests = ctx.project_root / "manifests";
-    const fs::path manifest = manifests / (env + ".toml"),
-                   lock_path = manifests / ("pylock." + env + ".toml");
+    const fs::path manifest = ctx.project().manifest(env), lock_path = ctx.project().lock(env);
     // No manifest: run says what is missing, or runs a generation made from --lock FILE.
     if (ctx.project_root.empty() || !fs::exists(manifest, ec)) return plan;
     auto& reasons = plan.reasons;
-    if (!fs::exists(lock_path, ec)) {
-        reasons.push_back("there is no lock file " + lock_path.string());
-    } else {
-        auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
-        if (tool && tool->values.count("manifest-digest"))
-            reasons = ops::lock_staleness(manifest, lock_path);
-    }
+    if (ops::Freshness f = ops::freshness(manifest, lock_path); f.needs_lock())
+        reasons = std::move(f.reasons);
     plan.stale_lock = !reasons.empty();
     const ops::LockAgreement a = ops::lock_agreement(ctx, env);
     if (!a.current) {
@@ -182,14 +175,9 @@ void sync_first(const GlobalOptions& global, const ops::Context& ctx, const RunC
     if (!plan.note.empty() && global.verbosity >= 0)
         std::fprintf(stderr, "envbox: note: %s: %s\n", args.env.c_str(), plan.note.c_str());
     if (plan.reasons.empty()) return;
-    if (args.locked && plan.stale_lock) {
-        std::string msg = "--locked: the lock of " + args.env + " needs updating:";
-        for (const auto& r : plan.reasons)
-            msg += "\n  " + r;
-        throw Error(ErrorCode::invalid_input,
-                    msg + "\nrun `envbox lock " + args.env +
-                        "`, or `envbox run --frozen` to run the current generation");
-    }
+    if (args.locked && plan.stale_lock)
+        throw ops::locked_refusal(args.env, plan.reasons,
+                                  "`envbox run --frozen` to run the current generation");
     ops::CreateOptions options;
     options.env = args.env;
     options.locked = args.locked;
@@ -219,14 +207,14 @@ std::string environment_or_default(const GlobalOptions& global, const std::strin
         return *project->default_env;
     std::vector<std::string> names;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(ctx.project_root / "manifests", ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(ctx.project().manifests(), ec)) {
         std::string n = e.path().filename().string();
         if (n.ends_with(".toml") && !n.starts_with("pylock.") && e.is_regular_file(ec))
             names.push_back(n.substr(0, n.size() - 5));
     }
     std::sort(names.begin(), names.end());
     if (names.size() == 1) return names.front();
-    std::string where = (ctx.project_root / "manifests").string();
+    std::string where = (ctx.project().manifests()).string();
     if (names.empty())
         throw Error(ErrorCode::usage, "no ENV given, no ENVBOX_ENV and no manifest in " + where);
     std::string list;

@@ -81,7 +81,7 @@ fs::path find_project_root(const fs::path& start) {
 std::string known_environments(const fs::path& project_root, std::string_view mistyped) {
     std::set<std::string> names;
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(project_root / "manifests", ec)) {
+    for (const auto& entry : fs::directory_iterator(Project{project_root}.manifests(), ec)) {
         const std::string file = entry.path().filename().string();
         if (file.ends_with(".toml") && !file.starts_with("pylock."))
             names.insert(file.substr(0, file.size() - 5));
@@ -109,7 +109,7 @@ std::vector<std::string> project_environments(const Context& ctx) {
         }
     };
     std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(ctx.project_root / "manifests", ec)) {
+    for (const auto& entry : fs::directory_iterator(ctx.project().manifests(), ec)) {
         const std::string file = entry.path().filename().string();
         if (!file.ends_with(".toml")) continue;
         const std::size_t from = file.starts_with("pylock.") ? 7 : 0;
@@ -127,10 +127,9 @@ std::vector<std::string> project_environments(const Context& ctx) {
 void require_environment_files(const Context& ctx, const std::string& env) {
     if (ctx.project_root.empty()) return;
     check_env_name(env);
-    const fs::path dir = ctx.project_root / "manifests";
-    const fs::path manifest = dir / (env + ".toml");
+    const fs::path manifest = ctx.project().manifest(env);
     std::error_code ec;
-    if (fs::exists(manifest, ec) || fs::exists(dir / ("pylock." + env + ".toml"), ec)) return;
+    if (fs::exists(manifest, ec) || fs::exists(ctx.project().lock(env), ec)) return;
     throw Error(ErrorCode::invalid_input, "no manifest " + manifest.string() + " (" +
                                               known_environments(ctx.project_root, env) +
                                               "; `envbox init " + env + "` writes one)");

@@ -32,12 +32,8 @@ double Stopwatch::total() const {
 }
 
 std::vector<std::string> relock_reasons(const fs::path& manifest_path, const fs::path& lock_path) {
-    std::error_code ec;
-    if (!fs::exists(lock_path, ec)) return {"there is no lock file " + lock_path.string()};
-    auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
-    if (tool && tool->values.count("manifest-digest"))
-        return lock_staleness(manifest_path, lock_path);
-    return {};
+    Freshness f = freshness(manifest_path, lock_path);
+    return f.needs_lock() ? std::move(f.reasons) : std::vector<std::string>{};
 }
 
 namespace {
@@ -53,12 +49,7 @@ std::optional<lock::Manifest> read_manifest_if_any(const fs::path& manifest_path
 bool relock_if_stale(const Context& ctx, const CreateOptions& opt, const Inputs& in) {
     std::vector<std::string> reasons = relock_reasons(in.manifest_path, in.lock_path);
     if (reasons.empty()) return false;
-    if (opt.locked) {
-        std::string msg = "--locked: the lock of " + opt.env + " needs updating:";
-        for (const auto& r : reasons)
-            msg += "\n  " + r;
-        throw Error(ErrorCode::invalid_input, msg + "\nrun `envbox lock " + opt.env + "`");
-    }
+    if (opt.locked) throw locked_refusal(opt.env, reasons);
     for (const auto& r : reasons)
         ctx.progress->note(r + "; locking first");
     LockOptions lo;
@@ -73,15 +64,10 @@ bool relock_if_stale(const Context& ctx, const CreateOptions& opt, const Inputs&
 Inputs read_inputs(const Context& ctx, const CreateOptions& opt) {
     // The manifest gives the target; the lock says what to install.
     Inputs in;
-    if (!ctx.project_root.empty())
-        in.manifest_path = ctx.project_root / "manifests" / (opt.env + ".toml");
+    if (!ctx.project_root.empty()) in.manifest_path = ctx.project().manifest(opt.env);
     in.manifest = read_manifest_if_any(in.manifest_path);
-    in.lock_path = opt.lock ? fs::absolute(*opt.lock)
-                            : ctx.project_root / "manifests" / ("pylock." + opt.env + ".toml");
-    if (ctx.project_root.empty() && !opt.lock)
-        throw Error(ErrorCode::invalid_input,
-                    "no project here (no manifests/ directory in this directory or above); "
-                    "use --project DIR or --lock FILE");
+    in.lock_path = opt.lock ? fs::absolute(*opt.lock) : ctx.project().lock(opt.env);
+    if (!opt.lock) ctx.project().required("; use --project DIR or --lock FILE");
     // With a manifest and its own lock: lock first when the lock is missing or stale.
     if (in.manifest && !opt.lock && !opt.frozen) in.relocked = relock_if_stale(ctx, opt, in);
     std::error_code ec;

@@ -162,10 +162,10 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
             rev.find('\0') != std::string::npos)
             throw Error(ErrorCode::usage, spec + ": '" + rev + "' is not a git revision");
         auto r = run_capture({"git", "-C", ctx.project_root.string(), "show", "--end-of-options",
-                              rev + ":manifests/pylock." + env + ".toml"});
+                              rev + ":" + Project::lock_name(env)});
         if (r.status != 0)
             throw Error(ErrorCode::usage,
-                        "cannot read manifests/pylock." + env + ".toml at " + rev + ": " + r.err);
+                        "cannot read " + Project::lock_name(env) + " at " + rev + ": " + r.err);
         return view_of(r.out, spec, ctx.home, target);
     }
     if (auto hash = spec.find('#'); hash != std::string::npos) {
@@ -196,7 +196,7 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
                                                   spec + " has no lock");
         return view_of(*text, spec + "#" + std::to_string(gen->number), ctx.home, target);
     }
-    fs::path lock = ctx.project_root / "manifests" / ("pylock." + spec + ".toml");
+    fs::path lock = ctx.project().lock(spec);
     if (ctx.project_root.empty() || !fs::exists(lock, ec))
         throw Error(ErrorCode::usage, "no lock for " + spec);
     return view_of(read_file(lock), (fs::path("manifests") / lock.filename()).string(), ctx.home,

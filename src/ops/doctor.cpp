@@ -124,7 +124,7 @@ std::vector<env::CudaLine> cuda_lines_of(const lock::Manifest& m, const fs::path
 // r.problems as well.
 void check_project(const Context& ctx, DoctorReport& r) {
     std::error_code ec;
-    const fs::path dir = ctx.project_root / "manifests";
+    const fs::path dir = ctx.project().manifests();
     if (ctx.project_root.empty() || !fs::is_directory(dir, ec)) return;
     std::vector<fs::path> manifests;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -156,7 +156,7 @@ void check_project(const Context& ctx, DoctorReport& r) {
             r.environments.push_back(std::move(env));
             continue;
         }
-        auto lines = cuda_lines_of(*m, dir / ("pylock." + env.name + ".toml"));
+        auto lines = cuda_lines_of(*m, ctx.project().lock(env.name));
         std::set<std::string> shown;
         for (const auto& l : lines)
             if (shown.insert(std::to_string(l.major) + ".x").second)

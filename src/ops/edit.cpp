@@ -30,12 +30,10 @@ struct Snapshot {
 
 Snapshot take_snapshot(const Context& ctx, const std::string& env) {
     check_env_name(env);
-    if (ctx.project_root.empty())
-        throw Error(ErrorCode::invalid_input,
-                    "no project here (no manifests/ directory in this directory or above)");
+    ctx.project().required();
     Snapshot s;
-    s.manifest = ctx.project_root / "manifests" / (env + ".toml");
-    s.lock = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
+    s.manifest = ctx.project().manifest(env);
+    s.lock = ctx.project().lock(env);
     std::error_code ec;
     if (!fs::exists(s.manifest, ec))
         throw Error(ErrorCode::invalid_input, "no manifest " + s.manifest.string() + " (" +

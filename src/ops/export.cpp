@@ -177,11 +177,9 @@ ExportResult export_lock(const Context& ctx, const std::string& env, ExportForma
                     "--target " + target +
                         ": the pylock format is the one lock of every target; export "
                         "requirements-txt for one target");
-    if (ctx.project_root.empty())
-        throw Error(ErrorCode::invalid_input,
-                    "no project here (no manifests/ directory in this directory or above)");
+    ctx.project().required();
     ExportResult r;
-    r.lock = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
+    r.lock = ctx.project().lock(env);
     std::error_code ec;
     if (!fs::exists(r.lock, ec))
         throw Error(ErrorCode::invalid_input, "no lock file " + r.lock.string() +

@@ -95,7 +95,7 @@ bool holds_wheel(const fs::path& path, BundleWheel& w) {
 // The manifest's indexes (for the credentials and CA of a refetch), when the project has one.
 std::vector<resolve::IndexConfig> project_indexes(const Context& ctx, const std::string& env) {
     if (ctx.project_root.empty()) return {};
-    const fs::path m = ctx.project_root / "manifests" / (env + ".toml");
+    const fs::path m = ctx.project().manifest(env);
     std::error_code ec;
     if (!fs::exists(m, ec)) return {};
     return index_configs(read_manifest(m), m, ctx.settings);
@@ -202,7 +202,7 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const std::st
                     const std::set<std::string>& carried, ReceiveResult& result) {
     Context c = ctx;
     if (c.project_root.empty()) c.project_root = fs::current_path();
-    const fs::path lock_path = c.project_root / "manifests" / ("pylock." + opt.env + ".toml");
+    const fs::path lock_path = c.project().lock(opt.env);
     std::error_code ec;
     fs::create_directories(lock_path.parent_path(), ec);
     std::optional<std::string> previous;

@@ -295,7 +295,7 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     if (opt.platform)
         if (auto tags = pep::target_platforms(*opt.platform); !tags)
             throw Error(ErrorCode::usage, "--platform: " + tags.error().message());
-    const fs::path dir = ctx.project_root / "manifests";
+    const fs::path dir = ctx.project().manifests();
     InitResult r;
     r.manifest = dir / (opt.env + ".toml");
     std::error_code ec;

@@ -81,12 +81,7 @@ struct Previous {
 // (envbox wrote it and `lock_staleness` finds nothing); nullopt when it must be resolved.
 std::optional<std::size_t> up_to_date_packages(const fs::path& manifest_path,
                                                const fs::path& lock_path) {
-    std::error_code ec;
-    if (!fs::exists(lock_path, ec)) return std::nullopt;
-    auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
-    if (!tool || !tool->values.count("manifest-digest") ||
-        !lock_staleness(manifest_path, lock_path).empty())
-        return std::nullopt;
+    if (freshness(manifest_path, lock_path).state != Freshness::State::fresh) return std::nullopt;
     auto old = lock::Pylock::parse(read_file(lock_path), lock_path.string());
     // A lock written before envbox recorded dependency edges is resolved again for them.
     if (!old || !old->has_dependency_graph()) return std::nullopt;
@@ -158,8 +153,9 @@ void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& 
 }
 
 // One target's packages as the lock holds them: each package's wheel as the target's source
-// chose it (or its direct wheel), its edges on that target.
-lock::TargetPackages target_packages(TargetResolution& t) {
+// chose it (or its direct wheel), its edges on that target; `upload_times`: with each wheel's
+// upload-time.
+lock::TargetPackages target_packages(TargetResolution& t, bool upload_times) {
     lock::TargetPackages out;
     out.name = t.target.platform;
     out.marker = target_marker(t.target);
@@ -184,8 +180,9 @@ lock::TargetPackages target_packages(TargetResolution& t) {
             w.url = index::strip_userinfo(chosen.file.url);
             w.sha256 = digest;
             w.size = size;
-            // PEP 751's upload-time, as UTC, when the index gave a valid one.
-            if (const auto& at = chosen.file.upload_time; at && at->size() <= 64)
+            // PEP 751's upload-time, as UTC, where exclude-newer chose by it (not otherwise: a
+            // lock's bytes, and so its environment's generation, stay those of its packages).
+            if (const auto& at = chosen.file.upload_time; upload_times && at && at->size() <= 64)
                 if (auto when = parse_rfc3339(*at)) w.upload_time = format_rfc3339(*when);
             p.wheels.push_back(std::move(w));
         }
@@ -210,7 +207,7 @@ lock::LockDocument lock_document(std::vector<TargetResolution>& targets, const l
         doc.environments.push_back(
             "python_version == '" + m.python + "' and sys_platform == 'linux'" +
             (machine.empty() ? "" : " and platform_machine == '" + machine + "'"));
-        each.push_back(target_packages(t));
+        each.push_back(target_packages(t, m.exclude_newer.has_value()));
     }
     doc.requires_python = "==" + m.python + ".*";
     lock::MergedPackages merged = lock::merge_targets(each);
@@ -357,12 +354,10 @@ void write_lock(LockResult& result, std::vector<TargetResolution>& targets, cons
 LockResult lock(const Context& ctx, const LockOptions& opt) {
     auto started = std::chrono::steady_clock::now();
     check_env_name(opt.env);
-    if (ctx.project_root.empty())
-        throw Error(ErrorCode::invalid_input,
-                    "no project here (no manifests/ directory in this directory or above)");
+    ctx.project().required();
     LockResult result;
-    const fs::path manifest_path = ctx.project_root / "manifests" / (opt.env + ".toml");
-    result.lock_path = ctx.project_root / "manifests" / ("pylock." + opt.env + ".toml");
+    const fs::path manifest_path = ctx.project().manifest(opt.env);
+    result.lock_path = ctx.project().lock(opt.env);
     if (!opt.target.empty() && !opt.check)
         throw Error(ErrorCode::usage,
                     "--target goes with --check (a lock is for every platform "

@@ -37,7 +37,7 @@ std::string gen(int n) {
 }  // namespace
 
 std::string LockAgreement::lock_name() const {
-    return "manifests/pylock." + env + ".toml";
+    return Project::lock_name(env);
 }
 
 std::string LockAgreement::summary() const {
@@ -74,9 +74,10 @@ LockAgreement lock_agreement(const fs::path& project_root, const fs::path& dir,
     if (current) a.current = current->number;
     std::error_code ec;
     // No project, or one that is gone (`list --all`): nothing to compare with.
-    if (project_root.empty() || !current || !fs::is_directory(project_root / "manifests", ec))
+    if (project_root.empty() || !current ||
+        !fs::is_directory(Project{project_root}.manifests(), ec))
         return a;
-    a.lock_path = project_root / "manifests" / ("pylock." + env + ".toml");
+    a.lock_path = Project{project_root}.lock(env);
     a.lock_exists = fs::is_regular_file(a.lock_path, ec);
     std::optional<std::string> text;
     if (a.lock_exists) {
@@ -130,11 +131,11 @@ WrittenLock write_generation_lock(const Context& ctx, const std::string& env, in
     const std::string& text = *lock;
     WrittenLock w;
     w.generation = number;
-    w.path = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
+    w.path = ctx.project().lock(env);
     std::error_code ec;
     w.changed = !fs::is_regular_file(w.path, ec) || read_file(w.path) != text;
     if (w.changed) write_file_atomic(w.path, text, 0644, Durability::fsync);
-    const fs::path manifest = ctx.project_root / "manifests" / (env + ".toml");
+    const fs::path manifest = ctx.project().manifest(env);
     if (fs::exists(manifest, ec)) {
         try {
             auto tool = lock::read_tool_table(text, w.path.string());

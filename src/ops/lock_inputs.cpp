@@ -106,6 +106,33 @@ Inputs inputs_of(const lock::Manifest& m) {
     return in;
 }
 
+Freshness freshness(const fs::path& manifest_path, const fs::path& lock_path) {
+    Freshness f;
+    std::error_code ec;
+    if (!fs::exists(lock_path, ec)) {
+        f.state = Freshness::State::missing;
+        f.reasons = {"there is no lock file " + lock_path.string()};
+        return f;
+    }
+    auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
+    if (!tool || !tool->values.count("manifest-digest")) {
+        f.state = Freshness::State::foreign;
+        return f;
+    }
+    f.reasons = lock_staleness(manifest_path, lock_path);
+    if (!f.reasons.empty()) f.state = Freshness::State::stale;
+    return f;
+}
+
+Error locked_refusal(const std::string& env, const std::vector<std::string>& reasons,
+                     const std::string& also) {
+    std::string msg = "--locked: the lock of " + env + " needs updating:";
+    for (const auto& r : reasons)
+        msg += "\n  " + r;
+    return Error(ErrorCode::invalid_input,
+                 msg + "\nrun `envbox lock " + env + "`" + (also.empty() ? "" : ", or " + also));
+}
+
 std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs::path& lock_path) {
     std::vector<std::string> reasons;
     std::error_code ec;

@@ -92,7 +92,7 @@ void add_compile_caches(const Context& ctx, const std::string& env,
 void add_manifest_run_env(const Context& ctx, const std::string& env,
                           std::map<std::string, std::string>& base, RunPlan& plan) {
     if (ctx.project_root.empty()) return;
-    fs::path manifest = ctx.project_root / "manifests" / (env + ".toml");
+    fs::path manifest = ctx.project().manifest(env);
     std::error_code ec;
     if (!fs::exists(manifest, ec)) return;
     const lock::Manifest m = read_manifest(manifest);

@@ -168,10 +168,8 @@ DependencyGraph dependency_graph(const lock::Pylock& lock,
 DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env,
                                       const std::string& target) {
     check_env_name(env);
-    if (ctx.project_root.empty())
-        throw Error(ErrorCode::invalid_input,
-                    "no project here (no manifests/ directory in this directory or above)");
-    const fs::path path = ctx.project_root / "manifests" / ("pylock." + env + ".toml");
+    ctx.project().required();
+    const fs::path path = ctx.project().lock(env);
     std::error_code ec;
     if (!fs::exists(path, ec))
         throw Error(ErrorCode::invalid_input, "no lock file " + path.string() +

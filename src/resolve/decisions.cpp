@@ -223,7 +223,10 @@ PackageId Solver::rule_out(PackageId id, std::size_t v, const std::string& reaso
     Candidate& c = (*of.list)[v];  // the list every package of this base shares
     if (!c.unusable.empty()) return id;
     c.unusable = reason;
-    forget_assumptions(of.base);  // one release fewer: its pre-releases may now be all there is
+    // One release fewer: its pre-releases may now be all there is (the policies that read it).
+    if (!c.version.is_prerelease() && (options_.prerelease == Prerelease::if_necessary ||
+                                       options_.prerelease == Prerelease::if_necessary_or_explicit))
+        forget_assumptions(of.base);
     for (std::size_t p = 1; p < packages_.size(); ++p) {
         const Package& pkg = packages_[p];
         if (pkg.list != of.list) continue;
@@ -274,7 +277,10 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
         if (from == kRoot) {
             bp.explicit_prerelease = true;
         } else {
-            bp.prerelease_named_by.emplace_back(from, v);
+            const std::pair<PackageId, std::size_t> by{from, v};
+            if (std::find(bp.prerelease_named_by.begin(), bp.prerelease_named_by.end(), by) ==
+                bp.prerelease_named_by.end())
+                bp.prerelease_named_by.push_back(by);
             forget_assumptions(base);
         }
     }
@@ -282,7 +288,9 @@ void Solver::add_requirement(PackageId from, std::size_t v, const pep::Requireme
         PackageId d = package(base, extra);
         Package& dp = package_at(d);
         VersionSet set = versions_matching(d, r.specifier);
-        if (from == kRoot) dp.yanked_pinned = yanked_pin(dp, r.specifier, set);
+        if (from == kRoot)  // the first exact pin of the user's gives it (a bound beside keeps it)
+            if (auto yanked = yanked_pin(dp, r.specifier, set))
+                dp.yanked_pinned = std::move(yanked);
         std::string text = r.name + (extra.empty() ? "" : "[" + extra + "]") +
                            (r.url ? " @ " + index::redact_url(*r.url) : r.specifier.str());
         added.push_back(add_dependency_incompat(from, v, d, set, std::move(text)));
@@ -328,11 +336,13 @@ bool Solver::held_back_by_policy(const Package& p, const VersionSet& allowed) co
 }
 
 void Solver::forget_assumptions(const std::string& base) {
+    auto them = assumers_.find(base);
+    if (them == assumers_.end()) return;
     bool any = false;
-    for (auto& inc : incompats_)
-        if (!inc.set_aside &&
-            std::find(inc.assumes.begin(), inc.assumes.end(), base) != inc.assumes.end())
-            inc.set_aside = any = true;
+    for (int id : them->second)
+        if (!incompats_[static_cast<std::size_t>(id)].set_aside)
+            incompats_[static_cast<std::size_t>(id)].set_aside = any = true;
+    assumers_.erase(them);
     if (!any) return;
     // What they derived goes too: the partial solution is cut back to before the first
     // assignment one of them caused (later assignments may rest on it); propagation derives

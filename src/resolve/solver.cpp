@@ -26,6 +26,13 @@ Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& r
     try {
         for (;;) {
             propagate(next);
+            // After a cut (forget_assumptions), what the kept assignments imply is derived
+            // again from every package, not only the one chosen.
+            while (repropagate_) {
+                repropagate_ = false;
+                for (std::size_t p = 0; p < packages_.size() && !repropagate_; ++p)
+                    if (acc_[p]) propagate(static_cast<PackageId>(p));
+            }
             auto chosen = most_constrained() ? (spend(1, nullptr), choose()) : std::nullopt;
             if (!chosen) break;
             next = *chosen;
@@ -34,9 +41,10 @@ Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& r
         return e;
     }
     std::map<std::string, Pinned> out;
+    const std::vector<bool> required = required_packages();
     for (std::size_t p = 1; p < packages_.size(); ++p) {
         auto d = decided_[p];
-        if (!d) continue;
+        if (!d || !required[p]) continue;
         const Package& pkg = packages_[p];
         auto& pin = out[pkg.base];
         pin.name = pkg.base;
@@ -59,6 +67,25 @@ Result<std::vector<Pinned>> Solver::solve(const std::vector<pep::Requirement>& r
     for (auto& [_, p] : out)
         result.push_back(std::move(p));
     return result;
+}
+
+std::vector<bool> Solver::required_packages() const {
+    std::vector<bool> reached(packages_.size(), false);
+    reached[kRoot] = true;
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (const Incompat& inc : incompats_) {
+            if (inc.kind != Kind::dependency || inc.terms.empty() || inc.dep < 0) continue;
+            const auto from = static_cast<std::size_t>(inc.terms.front().pkg);
+            const auto dep = static_cast<std::size_t>(inc.dep);
+            const auto d = decided_[from];
+            if (reached[dep] || !reached[from] || !d || !inc.terms.front().set.has(*d) ||
+                !decided_[dep])
+                continue;
+            reached[dep] = grew = true;
+        }
+    }
+    return reached;
 }
 
 // ---- incompatibilities and the partial solution ----------------------------------------------
@@ -94,6 +121,8 @@ int Solver::add_incompat(Incompat inc) {
     int id = static_cast<int>(incompats_.size());
     for (const auto& t : inc.terms)
         incompats_of_[static_cast<std::size_t>(t.pkg)].push_back(id);
+    for (const auto& base : inc.assumes)
+        assumers_[base].push_back(id);
     incompats_.push_back(std::move(inc));
     return id;
 }
@@ -133,6 +162,7 @@ void Solver::backtrack(int level) {
 }
 
 void Solver::truncate(std::size_t keep) {
+    repropagate_ = true;
     assignments_.resize(keep);
     level_ = keep ? assignments_.back().level : 0;
     recompute();

@@ -84,6 +84,9 @@ class Solver {
     std::unordered_map<std::string, PackageId> by_name_;
     std::vector<Incompat> incompats_;
     std::vector<std::vector<int>> incompats_of_;  // per package
+    // The incompatibilities that assume a package gets no pre-release, by its base name.
+    std::unordered_map<std::string, std::vector<int>> assumers_;
+    bool repropagate_ = false;  // forget_assumptions cut the partial solution: propagate again
     std::vector<Assignment> assignments_;
     std::vector<std::optional<Term>> acc_;  // per package: intersection of its assignments
     std::vector<std::optional<std::size_t>> decided_;
@@ -101,6 +104,9 @@ class Solver {
     const Incompat& incompat_at(int id) const { return incompats_[static_cast<std::size_t>(id)]; }
 
     // ---- solver.cpp: incompatibilities, the partial solution, propagation ----------------
+    /// The decided packages the root reaches through the dependencies of decided versions (a
+    /// package decided before a cut of the partial solution may be required by nothing).
+    std::vector<bool> required_packages() const;
     int add_incompat(Incompat inc);
     int add_dependency_incompat(PackageId from, std::size_t v, PackageId dep, const VersionSet& set,
                                 std::string text);

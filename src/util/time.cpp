@@ -98,6 +98,11 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
         days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) *
             kSecondsPerDay +
         hour * 3600 + minute * 60 + second - offset;
+    // In UTC too the year is 0001-9999: an offset may not carry it out (TOML and Python's
+    // datetime, which read the lock, have no other years).
+    static const std::int64_t kFirst = days_from_civil(1, 1, 1) * kSecondsPerDay,
+                              kEnd = days_from_civil(10000, 1, 1) * kSecondsPerDay;
+    if (seconds < kFirst || seconds >= kEnd) return std::nullopt;
     return seconds * kMicrosPerSecond + micros;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "envbox/lock/manifest.hpp"
+#include "envbox/ops/project.hpp"
 
 namespace envbox::ops {
 
@@ -58,6 +59,9 @@ struct Context {
     /// `home_umask`).
     unsigned user_umask = 022;
     Settings settings;  ///< the process environment, as the cli read it
+
+    /// The project's layout (ops/project.hpp).
+    Project project() const { return Project{project_root}; }
 };
 
 /// The umask envbox works under in `home`, whatever the user's: 022 (directories 0755, files

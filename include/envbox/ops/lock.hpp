@@ -11,6 +11,7 @@
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/diff.hpp"
 #include "envbox/resolve/index_source.hpp"
+#include "envbox/util/error.hpp"
 
 namespace envbox::ops {
 
@@ -67,6 +68,29 @@ LockResult lock(const Context& ctx, const LockOptions& options);
 /// matches). Compares what `[tool.envbox]` recorded: requirements, indexes, sources, target.
 std::vector<std::string> lock_staleness(const std::filesystem::path& manifest_path,
                                         const std::filesystem::path& lock_path);
+
+/// Whether a project's lock is what its manifest would lock now: the one rule `lock`, `create`,
+/// `run` and the notes of other commands apply.
+struct Freshness {
+    enum class State {
+        fresh,    ///< envbox wrote it and the manifest has not changed since
+        missing,  ///< there is no lock file
+        foreign,  ///< another tool wrote it (no [tool.envbox] digest): used as it is
+        stale,    ///< envbox wrote it for another manifest: `reasons` say what changed
+    };
+    State state = State::fresh;
+    std::vector<std::string> reasons;  ///< missing: "there is no lock file P"; stale: each change
+
+    /// What makes a lock be written again first: missing or stale.
+    bool needs_lock() const { return state == State::missing || state == State::stale; }
+};
+Freshness freshness(const std::filesystem::path& manifest_path,
+                    const std::filesystem::path& lock_path);
+
+/// The refusal of `--locked` when the lock of `env` must be written again: each reason, then
+/// the command that writes it and `also` (another way out) when given.
+Error locked_refusal(const std::string& env, const std::vector<std::string>& reasons,
+                     const std::string& also = {});
 
 /// The manifest's `[[index]]` entries as the resolver and downloads use them: the URL without a
 /// trailing slash, or the mirror `ENVBOX_INDEX_<NAME>_URL` names instead (http(s) or file,

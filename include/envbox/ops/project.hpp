@@ -1,0 +1,33 @@
+#pragma once
+/// A project's layout, spelled in one place: `manifests/ENV.toml`, its lock
+/// `manifests/pylock.ENV.toml`, the shared `envbox.toml`, and the view `.envbox/ENV` that
+/// follows an environment's current generation.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace envbox::ops {
+
+struct Project {
+    std::filesystem::path root;  ///< holds manifests/; empty: no project (a command given --lock)
+
+    std::filesystem::path manifests() const { return root / "manifests"; }
+    std::filesystem::path manifest(const std::string& env) const {
+        return manifests() / (env + ".toml");
+    }
+    std::filesystem::path lock(const std::string& env) const { return root / lock_name(env); }
+    std::filesystem::path file() const { return root / "envbox.toml"; }
+    std::filesystem::path view(const std::string& env) const { return root / ".envbox" / env; }
+
+    /// `manifests/pylock.ENV.toml`: the lock's path from the root, as messages and git name it.
+    static std::string lock_name(const std::string& env) {
+        return "manifests/pylock." + env + ".toml";
+    }
+
+    /// Throws invalid_input, "no project here (no manifests/ directory in this directory or
+    /// above)" and `hint` after it, when there is none; else the project.
+    const Project& required(std::string_view hint = {}) const;
+};
+
+}  // namespace envbox::ops

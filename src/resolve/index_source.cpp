@@ -266,23 +266,22 @@ std::optional<Result<index::ProjectPage>> IndexSource::fetch_http_page(const Ind
 bool IndexSource::uploaded_after_cutoff(const index::IndexFile& f, const IndexConfig& ix,
                                         const std::string& name) const {
     if (!exclude_newer_ || !ix.exclude_newer) return false;
-    const std::string what =
-        "index " + ix.name + " (" + index::redact_url(ix.url + "/" + name + "/") + ")";
-    const std::string way_out =
-        "; exempt the index with `exclude-newer = false` in its [[index]] "
-        "entry, or remove exclude-newer from [environment]";
+    // The refusal, built only when a file is refused (this runs for every file of every page).
+    auto refused = [&](const std::string& problem) {
+        return Error(ErrorCode::invalid_input,
+                     "index " + ix.name + " (" + index::redact_url(ix.url + "/" + name + "/") +
+                         ") " + problem +
+                         "; exempt the index with `exclude-newer = false` in its [[index]] "
+                         "entry, or remove exclude-newer from [environment]");
+    };
     if (!f.upload_time)
-        throw Error(ErrorCode::invalid_input,
-                    what + " gives no upload time for " + printable(f.filename) +
-                        ", and exclude-newer needs one for every file (PEP 700 `upload-time`, "
-                        "on JSON pages)" +
-                        way_out);
+        throw refused("gives no upload time for " + printable(f.filename) +
+                      ", and exclude-newer needs one for every file (PEP 700 `upload-time`, on "
+                      "JSON pages)");
     const auto at = f.upload_time->size() <= 64 ? parse_rfc3339(*f.upload_time) : std::nullopt;
     if (!at)
-        throw Error(ErrorCode::invalid_input, what + " gives upload-time '" +
-                                                  printable(f.upload_time->substr(0, 64)) +
-                                                  "' for " + printable(f.filename) +
-                                                  ", which is not an RFC 3339 time" + way_out);
+        throw refused("gives upload-time '" + printable(f.upload_time->substr(0, 64)) + "' for " +
+                      printable(f.filename) + ", which is not an RFC 3339 time");
     return *at >= *exclude_newer_;
 }
 

@@ -1,7 +1,6 @@
 #pragma once
-/// A project's layout, spelled in one place: `manifests/ENV.toml`, its lock
-/// `manifests/pylock.ENV.toml`, the shared `envbox.toml`, and the view `.envbox/ENV` that
-/// follows an environment's current generation.
+/// A project's layout, spelled in one place: `manifests/ENV.toml` and its lock
+/// `manifests/pylock.ENV.toml`.
 
 #include <filesystem>
 #include <string>
@@ -17,8 +16,6 @@ struct Project {
         return manifests() / (env + ".toml");
     }
     std::filesystem::path lock(const std::string& env) const { return root / lock_name(env); }
-    std::filesystem::path file() const { return root / "envbox.toml"; }
-    std::filesystem::path view(const std::string& env) const { return root / ".envbox" / env; }
 
     /// `manifests/pylock.ENV.toml`: the lock's path from the root, as messages and git name it.
     static std::string lock_name(const std::string& env) {

@@ -76,8 +76,8 @@ void print_text(const GlobalOptions& global, const std::string& env, const std::
     } else {
         std::fprintf(stderr, "Installed %s (%s) in %.2f s into %s generation %d\n",
                      counted(r.create->packages, "package", "packages").c_str(),
-                     counted(r.create->install.files, "file", "files").c_str(), r.create->seconds,
-                     env.c_str(), r.create->generation);
+                     counted(r.create->build.install.files, "file", "files").c_str(),
+                     r.create->seconds, env.c_str(), r.create->generation);
     }
 }
 

@@ -24,13 +24,20 @@ struct CreateCommand {
 };
 
 void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
-    Json report = {{"environment", cmd.env},           {"changed", r.changed},
-                   {"generation", r.generation},       {"path", r.path.string()},
-                   {"packages", r.packages},           {"fetched", r.fetched},
-                   {"files", r.install.files},         {"hardlinked", r.install.hardlinked},
-                   {"reflinked", r.install.reflinked}, {"copied", r.install.copied},
-                   {"generated", r.install.generated}, {"bytecode", r.install.bytecode},
-                   {"compiled", r.compiled},           {"seconds", r.seconds}};
+    Json report = {{"environment", cmd.env},
+                   {"changed", r.changed},
+                   {"generation", r.generation},
+                   {"path", r.path.string()},
+                   {"packages", r.packages},
+                   {"fetched", r.fetch.fetched},
+                   {"files", r.build.install.files},
+                   {"hardlinked", r.build.install.hardlinked},
+                   {"reflinked", r.build.install.reflinked},
+                   {"copied", r.build.install.copied},
+                   {"generated", r.build.install.generated},
+                   {"bytecode", r.build.install.bytecode},
+                   {"compiled", r.fetch.bytecode.compiled},
+                   {"seconds", r.seconds}};
     std::printf("%s\n", json_line(report).c_str());
 }
 
@@ -41,48 +48,50 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
                      counted(r.packages, "package", "packages").c_str());
         return;
     }
-    if (r.repaired > 0)
+    if (r.fetch.repaired > 0)
         std::fprintf(stderr, "Repaired %s whose store objects had been touched\n",
-                     counted(r.repaired, "wheel", "wheels").c_str());
-    if (r.fetched > 0)
+                     counted(r.fetch.repaired, "wheel", "wheels").c_str());
+    if (r.fetch.fetched > 0)
         std::fprintf(stderr, "Stored %s (%s unpacked, %s)\n",
-                     counted(r.fetched, "wheel", "wheels").c_str(),
-                     human_bytes(r.ingest.unpacked_bytes).c_str(),
-                     counted(r.ingest.new_objects, "new object", "new objects").c_str());
-    if (r.compiled > 0)
-        std::fprintf(stderr, "Compiled %zu %s into the store%s\n", r.compiled,
-                     r.compiled == 1 ? "module" : "modules",
-                     r.compile_failed ? (" (" + std::to_string(r.compile_failed) +
-                                         " sources did not compile and have no .pyc)")
-                                            .c_str()
-                                      : "");
+                     counted(r.fetch.fetched, "wheel", "wheels").c_str(),
+                     human_bytes(r.fetch.ingest.unpacked_bytes).c_str(),
+                     counted(r.fetch.ingest.new_objects, "new object", "new objects").c_str());
+    if (r.fetch.bytecode.compiled > 0)
+        std::fprintf(stderr, "Compiled %zu %s into the store%s\n", r.fetch.bytecode.compiled,
+                     r.fetch.bytecode.compiled == 1 ? "module" : "modules",
+                     r.fetch.bytecode.compile_failed
+                         ? (" (" + std::to_string(r.fetch.bytecode.compile_failed) +
+                            " sources did not compile and have no .pyc)")
+                               .c_str()
+                         : "");
     std::fprintf(stderr, "Installed %s (%s) in %.2f s into %s generation %d\n",
                  counted(r.packages, "package", "packages").c_str(),
-                 counted(r.install.files, "file", "files").c_str(), r.seconds, cmd.env.c_str(),
-                 r.generation);
+                 counted(r.build.install.files, "file", "files").c_str(), r.seconds,
+                 cmd.env.c_str(), r.generation);
     if (global.verbosity > 0)
         std::fprintf(stderr,
                      "  %s\n  python %s; %zu hard links, %zu reflinks, %zu copies, %zu written\n",
-                     r.path.c_str(), r.python.c_str(), r.install.hardlinked, r.install.reflinked,
-                     r.install.copied, r.install.generated);
+                     r.path.c_str(), r.python.c_str(), r.build.install.hardlinked,
+                     r.build.install.reflinked, r.build.install.copied, r.build.install.generated);
     if (global.verbosity > 1)
         std::fprintf(
             stderr,
             "  seconds: select %.3f, fetch+ingest %.3f, publish %.3f, install %.3f, seal %.3f, "
             "commit %.3f\n",
-            r.select_s, r.ingest_s, r.publish_s, r.install_s, r.seal_s, r.commit_s);
-    if (global.verbosity > 1 && r.fetched > 0)
-        std::fprintf(stderr,
-                     "  ingest thread-seconds: decode %.2f, hash %.2f, write %.2f (%u threads)\n",
-                     r.ingest.decode_s, r.ingest.hash_s, r.ingest.write_s, r.jobs);
-    if (global.verbosity > 1 && !r.last_compiled.empty()) {
+            r.select_s, r.fetch.ingest_s, r.fetch.publish_s, r.build.install_s, r.build.seal_s,
+            r.build.commit_s);
+    if (global.verbosity > 1 && r.fetch.fetched > 0)
+        std::fprintf(
+            stderr, "  ingest thread-seconds: decode %.2f, hash %.2f, write %.2f (%u threads)\n",
+            r.fetch.ingest.decode_s, r.fetch.ingest.hash_s, r.fetch.ingest.write_s, r.fetch.jobs);
+    if (global.verbosity > 1 && !r.fetch.last_compiled.empty()) {
         auto fixed = [](double v) {
             char buf[32];
             std::snprintf(buf, sizeof buf, "%.1f", v);
             return std::string(buf);
         };
         std::string line;
-        for (const auto& f : r.last_compiled)
+        for (const auto& f : r.fetch.last_compiled)
             line += (line.empty() ? "" : "; ") + f.package +
                     (f.stored_at > 0 ? " stored " + fixed(f.stored_at) + " s," : "") +
                     " compiled " + fixed(f.compiled_at) + " s";
@@ -90,16 +99,18 @@ void print_text(const GlobalOptions& global, const CreateCommand& cmd, const ops
         std::fprintf(stderr,
                      "  compile thread-seconds: %.2f, %.2f of them waiting on a module an early "
                      "task was compiling\n",
-                     r.compile_s, r.compile_wait_s);
+                     r.fetch.bytecode.compile_s, r.fetch.bytecode.compile_wait_s);
     }
-    if (global.verbosity > 0 && r.install.bytecode > 0)
-        std::fprintf(stderr, "  bytecode: %zu .pyc files linked, %zu compiled now%s\n",
-                     r.install.bytecode, r.compiled,
-                     r.compiled ? (" (" + std::to_string(r.compile_workers) + " workers, " +
-                                   std::to_string(r.compile_s).substr(0, 5) + " thread-seconds; " +
-                                   std::to_string(r.compiled_early) + " by early tasks)")
-                                      .c_str()
-                                : "");
+    if (global.verbosity > 0 && r.build.install.bytecode > 0)
+        std::fprintf(
+            stderr, "  bytecode: %zu .pyc files linked, %zu compiled now%s\n",
+            r.build.install.bytecode, r.fetch.bytecode.compiled,
+            r.fetch.bytecode.compiled
+                ? (" (" + std::to_string(r.fetch.bytecode.compile_workers) + " workers, " +
+                   std::to_string(r.fetch.bytecode.compile_s).substr(0, 5) + " thread-seconds; " +
+                   std::to_string(r.fetch.bytecode.compiled_early) + " by early tasks)")
+                      .c_str()
+                : "");
 }
 
 void run_create(const GlobalOptions& global, const CreateCommand& cmd) {

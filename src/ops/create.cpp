@@ -13,23 +13,13 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/sha256.hpp"
+#include "envbox/util/stopwatch.hpp"
 #include "settings.hpp"
 
 namespace fs = std::filesystem;
 
 namespace envbox::ops {
 namespace create_steps {
-
-double Stopwatch::lap() {
-    auto now = std::chrono::steady_clock::now();
-    double s = std::chrono::duration<double>(now - last_).count();
-    last_ = now;
-    return s;
-}
-
-double Stopwatch::total() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-}
 
 std::vector<std::string> relock_reasons(const fs::path& manifest_path, const fs::path& lock_path) {
     Freshness f = freshness(manifest_path, lock_path);
@@ -88,63 +78,7 @@ Inputs read_inputs(const Context& ctx, const CreateOptions& opt) {
     return in;
 }
 
-namespace {
-
-const char* non_wheel_kind(lock::Selection::Kind kind) {
-    using Kind = lock::Selection::Kind;
-    return kind == Kind::sdist       ? "only an sdist"
-           : kind == Kind::directory ? "a local directory"
-           : kind == Kind::vcs       ? "a VCS checkout"
-                                     : "a non-wheel archive";
-}
-
-}  // namespace
-
-std::vector<Item> select_items(const lock::Pylock& pylock, const Target& target,
-                               const fs::path& lock_path) {
-    lock::SelectTarget select_target;
-    select_target.environment = target.markers;
-    select_target.tags = &target.tags;
-    auto selected = lock::select(pylock, select_target);
-    if (!selected) {
-        Error e = selected.error();
-        std::string covered;  // the targets the lock is for, when it names them
-        if (pylock.environments)
-            for (const auto& m : *pylock.environments)
-                covered += (covered.empty() ? "; the lock is for " : ", ") + m.str();
-        e.add_context("selecting packages from " + lock_path.string() + " for CPython " +
-                      target.python_full_version + " on " + target.platform + covered);
-        throw e;
-    }
-    const std::string python_xy =
-        std::to_string(target.python_major) + "." + std::to_string(target.python_minor);
-    std::vector<Item> items;
-    for (const auto& sel : *selected) {
-        Item item;
-        item.package = sel.package;
-        const std::string label =
-            sel.package->name + (sel.package->version ? " " + sel.package->version->str() : "");
-        const std::string where = lock_path.string() + ":";
-        item.file = sel.file;
-        item.direct = sel.kind == lock::Selection::Kind::archive;
-        if (sel.kind != lock::Selection::Kind::wheel &&
-            !(item.direct && sel.file && sel.file->filename().ends_with(".whl")))
-            throw Error(ErrorCode::invalid_input,
-                        where + std::to_string(sel.package->line) + ": " + label + " offers " +
-                            non_wheel_kind(sel.kind) + " for CPython " + python_xy + " on " +
-                            target.platform + "; envbox installs wheels only");
-        auto sha = item.file->sha256();
-        if (!sha)
-            throw Error(ErrorCode::invalid_input, where + std::to_string(item.file->line) + ": " +
-                                                      label + " has no sha256 hash");
-        item.sha256 = *sha;
-        item.filename = item.file->filename();
-        items.push_back(std::move(item));
-    }
-    return items;
-}
-
-void check_cuda_coherence(const std::vector<Item>& items, const lock::Manifest* manifest,
+void check_cuda_coherence(const std::vector<install::Item>& items, const lock::Manifest* manifest,
                           const Inputs& in) {
     std::vector<env::CudaPackage> cuda;
     for (const auto& item : items)
@@ -161,20 +95,11 @@ void check_cuda_coherence(const std::vector<Item>& items, const lock::Manifest* 
                     "really meant, which the lock records)");
 }
 
-std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items) {
-    std::vector<env::CudaLine> lines;
-    for (const auto& item : items)
-        if (item.package->version)
-            if (auto l = env::cuda_line_of(item.package->name, *item.package->version))
-                lines.push_back(*l);
-    return lines;
-}
-
 namespace {
 
 // Run's sync never moves an environment to another CUDA line: only an explicit create does.
 void refuse_cuda_change(const CreateOptions& opt, const fs::path& edir,
-                        const std::vector<Item>& items, const fs::path& lock_path) {
+                        const std::vector<install::Item>& items, const fs::path& lock_path) {
     auto cur = env::current_generation(edir);
     const auto text = cur ? env::read_generation_lock(cur->path) : std::nullopt;
     const auto was =
@@ -218,7 +143,7 @@ EnvLocks lock_environment(const Context& ctx, const CreateOptions& opt, const fs
     return EnvLocks{std::move(env_lock), std::move(store_lock)};
 }
 
-std::string generation_digest(const std::string& lock_text, const Target& target,
+std::string generation_digest(const std::string& lock_text, const install::Target& target,
                               const lock::Manifest* manifest,
                               const std::vector<store::BytecodeKey>& bytecode) {
     std::string prefer;  // [install].prefer decides which file overlapping wheels install
@@ -230,17 +155,6 @@ std::string generation_digest(const std::string& lock_text, const Target& target
         compiled += "\n--bytecode " + k.name();
     return to_hex(sha256(lock_text + "\n--target " + target.interpreter->executable.string() + " " +
                          target.python_full_version + " " + target.platform + prefer + compiled));
-}
-
-// The generation transaction's report, in create's; its notes (a path two wheels ship, chosen
-// by [install].prefer) said.
-void take_build_report(CreateResult& result, env::BuildReport built, Progress& progress) {
-    for (const auto& n : built.install.notes)
-        progress.note(n);
-    result.install = std::move(built.install);
-    result.install_s = built.install_s;
-    result.seal_s = built.seal_s;
-    result.commit_s = built.commit_s;
 }
 
 }  // namespace create_steps
@@ -269,25 +183,25 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     const Inputs in = read_inputs(ctx, opt);
     const lock::Manifest* manifest = in.manifest ? &*in.manifest : nullptr;
-    const Target target = create_target(manifest, home.interpreters(), opt.env,
-                                        interpreter_search(ctx.settings), opt.target);
-    std::vector<Item> items = select_items(in.pylock, target, in.lock_path);
+    const install::Target target = install::create_target(
+        manifest, home.interpreters(), opt.env, interpreter_search(ctx.settings), opt.target);
+    std::vector<install::Item> items = install::select_items(in.pylock, target, in.lock_path);
     const env::Interpreter& interpreter = *target.interpreter;
 
     CreateResult result;
     result.relocked = in.relocked;
     result.select_s = whole.total();
-    Stopwatch phases;
     result.python = interpreter.full_version + " (" + interpreter.executable.string() + ")";
     result.packages = items.size();
 
     check_cuda_coherence(items, manifest, in);
-    if (auto note = check_driver(items_cuda_lines(items), ctx.settings)) progress.note(*note);
+    if (auto note = check_driver(install::items_cuda_lines(items), ctx.settings))
+        progress.note(*note);
     const fs::path edir = env_dir(ctx, opt.env);
     EnvLocks held = lock_environment(ctx, opt, edir);
 
     const std::vector<store::BytecodeKey> bytecode =
-        bytecode_keys(interpreter, manifest, opt, progress);
+        install::bytecode_keys(interpreter, manifest, opt.compile, progress);
     const std::string digest = generation_digest(in.lock_text, target, manifest, bytecode);
     if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest && !opt.force) {
         result.generation = cur->number;
@@ -302,7 +216,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                           Durability::none);
 
     store::Store store(ctx.home);
-    FetchPlan plan;
+    install::FetchPlan plan;
     plan.lock_dir = in.lock_path.parent_path();
     plan.downloads = home.downloads();
     plan.http = http_options(ctx, opt.offline);
@@ -313,18 +227,17 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     plan.jobs = ctx.jobs;
     plan.interpreter = &interpreter;
     plan.bytecode = bytecode;
-    fetch_into_store(store, items, plan, progress, phases, result);
+    result.fetch = install::fetch_into_store(store, items, plan, progress);
 
     env::Generation gen = next_generation(edir, digest, in.lock_path, target, opt);
     for (const auto& k : bytecode)
         gen.bytecode.push_back(k.name());
     const std::vector<env::InstallRequest> requests = install_requests(items, manifest, gen);
     progress.phase("Installing", requests.size());
-    env::BuildReport built =
-        env::build_generation(store, *target.interpreter, gen, edir, requests,
-                              {opt.env, in.lock_text, opt.link_mode, ctx.jobs});
-    phases.lap();
-    take_build_report(result, std::move(built), progress);
+    result.build = env::build_generation(store, *target.interpreter, gen, edir, requests,
+                                         {opt.env, in.lock_text, opt.link_mode, ctx.jobs});
+    for (const auto& n : result.build.install.notes)  // a path two wheels ship, and the choice
+        progress.note(n);
 
     // The project's .envbox/ENV link follows `current`, for IDEs. A convenience: the new
     // generation is current already, so a project that cannot be written (a read-only checkout)

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace envbox::ops::create_steps {
 
-std::string direct_url_json(const Item& item, const fs::path& lock_dir) {
+std::string direct_url_json(const install::Item& item, const fs::path& lock_dir) {
     const lock::FileRef& f = *item.file;
     // PEP 610: the recorded URL carries no credentials, and is absolute.
     fs::path local(f.path ? *f.path : item.filename);
@@ -47,7 +47,7 @@ int next_generation_number(const fs::path& edir) {
 }
 
 env::Generation next_generation(const fs::path& edir, const std::string& digest,
-                                const fs::path& lock_path, const Target& target,
+                                const fs::path& lock_path, const install::Target& target,
                                 const CreateOptions& opt) {
     env::Generation gen;
     gen.number = next_generation_number(edir);
@@ -63,7 +63,7 @@ env::Generation next_generation(const fs::path& edir, const std::string& digest,
     return gen;
 }
 
-std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items,
+std::vector<env::InstallRequest> install_requests(const std::vector<install::Item>& items,
                                                   const lock::Manifest* manifest,
                                                   env::Generation& gen) {
     std::set<std::string> roots;

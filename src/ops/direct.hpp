@@ -9,10 +9,10 @@
 #include <string>
 
 #include "envbox/index/http.hpp"
+#include "envbox/install/target.hpp"
 #include "envbox/lock/direct_reference.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/writer.hpp"
-#include "envbox/ops/target.hpp"
 #include "envbox/resolve/resolver.hpp"
 #include "envbox/store/home.hpp"
 
@@ -36,7 +36,7 @@ struct DirectWheel {
 /// digest unlike the fragment's, a file that is not a readable wheel, no METADATA or one past
 /// the store's bound.
 DirectWheel check_direct_wheel(const pep::Requirement& r, const lock::DirectReference& ref,
-                               const std::filesystem::path& file, const Target& target);
+                               const std::filesystem::path& file, const install::Target& target);
 
 /// Every direct reference of `manifest` (at `manifest_path`) whose marker holds for `target`,
 /// by normalised name. An http(s) wheel is downloaded once into `home.downloads()` (where
@@ -45,10 +45,10 @@ DirectWheel check_direct_wheel(const pep::Requirement& r, const lock::DirectRefe
 /// naming both.
 std::map<std::string, DirectWheel> direct_wheels(const lock::Manifest& manifest,
                                                  const std::filesystem::path& manifest_path,
-                                                 const Target& target, index::HttpClient& http,
-                                                 const store::Home& home);
+                                                 const install::Target& target,
+                                                 index::HttpClient& http, const store::Home& home);
 
 /// The tags of `target` for a message: its best few and how many there are.
-std::string describe_target_tags(const Target& target);
+std::string describe_target_tags(const install::Target& target);
 
 }  // namespace envbox::ops

@@ -5,7 +5,7 @@
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/http.hpp"
-#include "envbox/ops/target.hpp"
+#include "envbox/install/target.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/printable.hpp"
@@ -187,7 +187,7 @@ ExportResult export_lock(const Context& ctx, const std::string& env, ExportForma
     const std::string text = read_file(r.lock);
     auto parsed = lock::Pylock::parse(text, r.lock.string());
     if (!parsed) throw parsed.error();
-    if (!target.empty()) *parsed = lock_for_target(*parsed, text, r.lock, target);
+    if (!target.empty()) *parsed = install::lock_for_target(*parsed, text, r.lock, target);
     r.packages = parsed->packages.size();
     r.text = format == ExportFormat::pylock
                  ? text

@@ -4,8 +4,8 @@
 
 #include <mutex>
 
-#include "create_steps.hpp"
 #include "envbox/index/fetch.hpp"
+#include "envbox/install/fetch.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/store/home.hpp"
@@ -107,7 +107,7 @@ index::ArtifactRequest refetch_request(const BundleWheel& w,
     std::optional<std::string> index;  // the index of w's package, as the lock gives it
     for (const auto& p : pylock.packages)
         if (p.name == w.name && p.index) index = p.index;
-    return create_steps::artifact_request(w.filename, *w.file, w.sha256, index, indexes);
+    return install::artifact_request(w.filename, *w.file, w.sha256, index, indexes);
 }
 
 }  // namespace

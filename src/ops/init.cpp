@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "envbox/install/target.hpp"
 #include "envbox/lock/writer.hpp"
-#include "envbox/ops/target.hpp"
 #include "envbox/pep/tags.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
@@ -169,7 +169,7 @@ DefaultPlatform default_platform(const env::Interpreter& interpreter, const std:
                                                   env + " --platform TAG` (musllinux_1_2_" +
                                                   machine + ", manylinux_2_28_" + machine + ", …)");
     }
-    const std::string mine = interpreter_platform(interpreter, env);
+    const std::string mine = install::interpreter_platform(interpreter, env);
     int major = 0, minor = 0, tag_major = 0, tag_minor = 0;
     std::string arch;
     if (parse_glibc(interpreter.glibc, major, minor) &&

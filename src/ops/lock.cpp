@@ -9,12 +9,12 @@
 #include "direct.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/index/http.hpp"
+#include "envbox/install/target.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/merge.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/diff.hpp"
-#include "envbox/ops/target.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/resolve/index_source.hpp"
 #include "envbox/resolve/resolver.hpp"
@@ -158,7 +158,7 @@ void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& 
 lock::TargetPackages target_packages(TargetResolution& t, bool upload_times) {
     lock::TargetPackages out;
     out.name = t.target.platform;
-    out.marker = target_marker(t.target);
+    out.marker = install::target_marker(t.target);
     const std::vector<resolve::Pinned>& pins = t.pins;
     // A digest or size the index did not give costs a request (a HEAD, or the whole wheel):
     // those run side by side, not one after another.
@@ -252,13 +252,13 @@ double seconds_since(std::chrono::steady_clock::time_point started) {
 void check_lock(LockResult& result, const LockOptions& opt, const fs::path& manifest_path) {
     if (!opt.target.empty()) {
         const lock::Manifest m = read_manifest(manifest_path);
-        auto named = platform_named(m.platforms, opt.target);
+        auto named = install::platform_named(m.platforms, opt.target);
         if (!named)
             throw Error(ErrorCode::usage, "--target " + opt.target + ": " + manifest_path.string() +
                                               " names no such platform");
         std::error_code ec;
         if (fs::exists(result.lock_path, ec)) try {
-                lock_target(read_file(result.lock_path), result.lock_path, *named);
+                install::lock_target(read_file(result.lock_path), result.lock_path, *named);
             } catch (const Error&) {
                 result.reasons.push_back(result.lock_path.string() + " does not cover " + *named);
             }
@@ -273,7 +273,7 @@ void check_lock(LockResult& result, const LockOptions& opt, const fs::path& mani
 std::vector<TargetResolution> manifest_targets(const lock::Manifest& m,
                                                const fs::path& manifest_path) {
     std::vector<TargetResolution> targets;
-    for (Target& t : targets_of_manifest(m))
+    for (install::Target& t : install::targets_of_manifest(m))
         targets.push_back(TargetResolution{std::move(t), nullptr, nullptr, {}, {}});
     if (targets.size() > 1)
         for (const auto& t : targets)

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "direct.hpp"
+#include "envbox/install/target.hpp"
 #include "envbox/lock/merge.hpp"
-#include "envbox/ops/target.hpp"
 #include "envbox/resolve/index_source.hpp"
 #include "envbox/resolve/resolver.hpp"
 
@@ -18,7 +18,7 @@ namespace envbox::ops {
 
 /// One target of a lock being written.
 struct TargetResolution {
-    Target target;
+    install::Target target;
     std::unique_ptr<resolve::IndexSource> index;  ///< this target's view of the indexes
     /// What the solver asks (`index`, or a test's world); never null for `resolve_targets`.
     resolve::PackageSource* source = nullptr;

@@ -7,12 +7,15 @@
 #include <filesystem>
 
 #include "../../src/ops/create_steps.hpp"
+#include "envbox/install/bytecode.hpp"
+#include "envbox/install/fetch.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "temp_dir.hpp"
 
 using namespace envbox;
 using namespace envbox::ops::create_steps;
+using namespace envbox::install;
 namespace fs = std::filesystem;
 
 namespace {
@@ -36,13 +39,13 @@ lock::Pylock parse_lock(const std::string& packages) {
     return std::move(*p);
 }
 
-ops::Target target() {
+install::Target target() {
     auto m = lock::Manifest::parse(
         "[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\nrequirements = "
         "[]\n",
         "m.toml");
     REQUIRE(m.ok());
-    ops::Target t = ops::target_of_manifest(*m);
+    install::Target t = install::target_of_manifest(*m);
     env::Interpreter i;
     i.executable = "/usr/bin/python3.12";
     i.major = 3;
@@ -130,12 +133,12 @@ TEST_CASE("artifact_request: the package's index gives CA and credentials", "[op
 
 TEST_CASE("generation_digest: the lock, the interpreter, the platform and prefer",
           "[ops][create]") {
-    const ops::Target t = target();
+    const install::Target t = target();
     const std::string base = generation_digest("lock text", t, nullptr);
     CHECK(base.size() == 64);
     CHECK(generation_digest("lock text", t, nullptr) == base);
     CHECK(generation_digest("lock text!", t, nullptr) != base);
-    ops::Target other = t;
+    install::Target other = t;
     other.interpreter->executable = "/opt/python3.12";
     CHECK(generation_digest("lock text", other, nullptr) != base);
     other = t;
@@ -157,26 +160,26 @@ TEST_CASE(
     "bytecode_keys: none with --no-compile or [install] compile = false; PYTHONOPTIMIZE "
     "adds its level",
     "[ops][create]") {
-    const ops::Target t = target();
+    const install::Target t = target();
     env::Interpreter in = *t.interpreter;
     in.cache_tag = "cpython-311";
     in.magic = "a70d0d0a";
     ops::Progress progress;
-    ops::CreateOptions opt;
-    CHECK(bytecode_keys(in, nullptr, opt, progress).size() == 1);
+    std::optional<bool> compile;  // create's --no-compile: false
+    CHECK(bytecode_keys(in, nullptr, compile, progress).size() == 1);
     lock::Manifest m;
     m.run_env["PYTHONOPTIMIZE"] = "1";
-    auto keys = bytecode_keys(in, &m, opt, progress);
+    auto keys = bytecode_keys(in, &m, compile, progress);
     REQUIRE(keys.size() == 2);
     CHECK(keys[1].optimize == 1);
     m.install_compile = false;
-    CHECK(bytecode_keys(in, &m, opt, progress).empty());
+    CHECK(bytecode_keys(in, &m, compile, progress).empty());
     m.install_compile = true;
-    opt.compile = false;
-    CHECK(bytecode_keys(in, &m, opt, progress).empty());
-    opt.compile.reset();
+    compile = false;
+    CHECK(bytecode_keys(in, &m, compile, progress).empty());
+    compile.reset();
     in.cache_tag.clear();  // an interpreter that cannot cache bytecode: none, with a note
-    CHECK(bytecode_keys(in, &m, opt, progress).empty());
+    CHECK(bytecode_keys(in, &m, compile, progress).empty());
 }
 
 TEST_CASE("next_generation_number: one past the highest; unstamped leftovers go", "[ops][create]") {

@@ -24,13 +24,13 @@ fs::path wheel_file(const fs::path& dir, const std::string& filename, const std:
     return p;
 }
 
-ops::Target target() {
+install::Target target() {
     lock::Manifest m;
     m.python = "3.12";
     m.python_major = 3;
     m.python_minor = 12;
     m.platform = "manylinux_2_28_x86_64";
-    return ops::target_of_manifest(m);
+    return install::target_of_manifest(m);
 }
 
 ops::DirectWheel check(const std::string& requirement, const fs::path& file) {

@@ -11,27 +11,12 @@
 
 #include "envbox/lock/manifest.hpp"
 #include "envbox/ops/project.hpp"
+#include "envbox/util/progress.hpp"
 
 namespace envbox::ops {
 
-/// Progress events of long operations. The cli renders them (a bar on a TTY, nothing in CI).
-class Progress {
-  public:
-    virtual ~Progress() = default;
-    /// A new phase ("Fetching", "Installing") with `total` units (0 when unknown).
-    virtual void phase(const std::string& name, std::uint64_t total) { (void)name, (void)total; }
-    /// `n` more units of the current phase are done.
-    virtual void advance(std::uint64_t n) { (void)n; }
-    /// Bytes downloaded during the current phase, beside its units: `total` (0 when unknown)
-    /// sets the expected sum, `n` adds what arrived. Called from any thread.
-    virtual void download_total(std::uint64_t total) { (void)total; }
-    virtual void downloaded(std::uint64_t n) { (void)n; }
-    /// A line worth showing (fallbacks, waits); shown with -v or when it matters.
-    virtual void note(const std::string& line) { (void)line; }
-    /// A line of a trace the user asked for (ENVBOX_RESOLVE_DEBUG: the solver's conflicts),
-    /// shown as it is, whatever the verbosity. Called from the thread doing the work.
-    virtual void trace(const std::string& line) { (void)line; }
-};
+/// Progress is util's observer (util/progress.hpp); ops reports through it.
+using envbox::Progress;
 
 /// What envbox takes from the process environment. The cli reads it once, at start
 /// (`cli::settings_from_environment`); no layer below calls getenv, each takes what it needs as

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "envbox/env/build.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/installer.hpp"
+#include "envbox/install/fetch.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/fs.hpp"
@@ -31,7 +33,7 @@ struct CreateOptions {
     /// false: no bytecode (--no-compile); nullopt: the manifest's `[install].compile`, else on.
     std::optional<bool> compile;
     /// `--target`: the platform to build for (one of the manifest's `platforms`, or its
-    /// machine), instead of this machine's; empty: this machine's (ops::create_target).
+    /// machine), instead of this machine's; empty: this machine's (install::create_target).
     std::string target;
     /// Set by pull and unpack (the artifact rule, docs/SECURITY.md): the sha256 of each wheel
     /// the received artifact carried, each now at cache/downloads/<sha256>.whl. A wheel the
@@ -54,32 +56,14 @@ struct CreateResult {
     int generation = 0;
     std::filesystem::path path;  ///< the generation's directory
     std::size_t packages = 0;
-    std::size_t fetched = 0;   ///< wheels that were not in the store (or were repaired)
-    std::size_t repaired = 0;  ///< of those, wheels stored again because an object was touched
-    std::size_t compiled = 0;  ///< modules compiled into the store (0: every `.pyc` was there)
-    std::size_t compiled_early = 0;   ///< of those, by early tasks (before the wheel's check)
-    std::size_t compile_failed = 0;   ///< sources the interpreter refused (left without `.pyc`)
-    std::size_t compile_workers = 0;  ///< interpreter workers started
-    double compile_s = 0;             ///< thread-seconds spent compiling and storing
-    double compile_wait_s = 0;        ///< of those, waiting on a module an early task was compiling
-    store::IngestStats ingest;        ///< totals over fetched wheels
-    env::InstallReport install;
-    double seconds = 0;
     bool relocked = false;  ///< the lock was (re)written first
-    /// Seconds per phase: select (read, probe, choose), ingest (fetch + store), publish (syncfs
-    /// + file lists), install (venv + links + generated files), seal (its directories made
-    /// read-only), commit (stamp + switch).
-    double select_s = 0, ingest_s = 0, publish_s = 0, install_s = 0, seal_s = 0, commit_s = 0;
-    std::string python;  ///< "3.11.2 (/usr/bin/python3.11)"
-    unsigned jobs = 0;   ///< worker threads used
-    /// The wheels whose modules finished compiling last (at most 3, the last first), with
-    /// the seconds into the fetch when each was stored and when its compiling ended: where a
-    /// cold create's tail goes.
-    struct Finished {
-        std::string package;
-        double stored_at = 0, compiled_at = 0;
-    };
-    std::vector<Finished> last_compiled;
+    std::string python;     ///< "3.11.2 (/usr/bin/python3.11)"
+    /// What the fetch did: wheels fetched and repaired, ingest and compile counts, its times.
+    install::FetchReport fetch;
+    /// What building the generation did: files linked, install, seal and commit times.
+    env::BuildReport build;
+    /// Seconds: select (read, probe, choose), and the whole create.
+    double select_s = 0, seconds = 0;
 };
 
 /// Reads the lock (and the manifest, when there is one, for the target), selects one wheel

@@ -14,7 +14,7 @@
 #include "envbox/pep/marker.hpp"
 #include "envbox/pep/tags.hpp"
 
-namespace envbox::ops {
+namespace envbox::install {
 
 struct Target {
     /// The interpreter that will run the environment; absent for a lock, which is resolved for
@@ -99,4 +99,4 @@ lock::Pylock lock_for_target(const lock::Pylock& lock, const std::string& text,
 std::optional<std::string> platform_named(const std::vector<std::string>& platforms,
                                           const std::string& wanted);
 
-}  // namespace envbox::ops
+}  // namespace envbox::install

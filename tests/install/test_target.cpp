@@ -1,8 +1,8 @@
-// The target an environment is locked or built for (ops/target.hpp): from a manifest, as `lock`
+// The target an environment is locked or built for (install/target.hpp): from a manifest, as `lock`
 // resolves; from a probed interpreter, as `create` builds.
 #include <catch2/catch.hpp>
 
-#include "envbox/ops/target.hpp"
+#include "envbox/install/target.hpp"
 #include "envbox/util/error.hpp"
 
 using namespace envbox;
@@ -34,7 +34,7 @@ env::Interpreter interpreter(int minor, const std::string& full, const std::stri
 
 }  // namespace
 
-TEST_CASE("a manifest's target is CPython 3.N.0 on its platform", "[ops][target]") {
+TEST_CASE("a manifest's target is CPython 3.N.0 on its platform", "[install][target]") {
     struct Row {
         const char *python, *platform, *full, *machine, *best_tag;
     };
@@ -46,7 +46,7 @@ TEST_CASE("a manifest's target is CPython 3.N.0 on its platform", "[ops][target]
     };
     for (const auto& r : rows) {
         INFO(r.python << " " << r.platform);
-        ops::Target t = ops::target_of_manifest(manifest(r.python, r.platform));
+        install::Target t = install::target_of_manifest(manifest(r.python, r.platform));
         CHECK_FALSE(t.interpreter);
         CHECK(t.python_full_version == r.full);
         CHECK(t.platform == r.platform);
@@ -60,16 +60,16 @@ TEST_CASE("a manifest's target is CPython 3.N.0 on its platform", "[ops][target]
 }
 
 TEST_CASE("this machine's platform comes from the interpreter's glibc and machine",
-          "[ops][target]") {
-    CHECK(ops::interpreter_platform(interpreter(12, "3.12.8", "2.36", "aarch64"), "e") ==
+          "[install][target]") {
+    CHECK(install::interpreter_platform(interpreter(12, "3.12.8", "2.36", "aarch64"), "e") ==
           "manylinux_2_36_aarch64");
-    CHECK(ops::interpreter_platform(interpreter(12, "3.12.8", "2.28", "x86_64"), "e") ==
+    CHECK(install::interpreter_platform(interpreter(12, "3.12.8", "2.28", "x86_64"), "e") ==
           "manylinux_2_28_x86_64");
     // An interpreter that reports no machine is taken for x86_64.
-    CHECK(ops::interpreter_platform(interpreter(12, "3.12.8", "2.31", ""), "e") ==
+    CHECK(install::interpreter_platform(interpreter(12, "3.12.8", "2.31", ""), "e") ==
           "manylinux_2_31_x86_64");
     try {
-        ops::interpreter_platform(interpreter(12, "3.12.8", "", "x86_64"), "train");
+        install::interpreter_platform(interpreter(12, "3.12.8", "", "x86_64"), "train");
         FAIL("no glibc must be refused");
     } catch (const Error& e) {
         CHECK(e.code() == ErrorCode::invalid_input);
@@ -80,9 +80,9 @@ TEST_CASE("this machine's platform comes from the interpreter's glibc and machin
 }
 
 TEST_CASE("an interpreter's target keeps its version, markers and free-threading",
-          "[ops][target]") {
-    ops::Target t =
-        ops::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"), "", "e");
+          "[install][target]") {
+    install::Target t =
+        install::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"), "", "e");
     REQUIRE(t.interpreter);
     CHECK(t.interpreter->full_version == "3.12.8");
     CHECK(t.python_full_version == "3.12.8");
@@ -93,32 +93,32 @@ TEST_CASE("an interpreter's target keeps its version, markers and free-threading
     CHECK(t.tags.tags().front().str() == "cp312-cp312-manylinux_2_36_x86_64");
 
     // The manifest's platform wins over the machine's.
-    ops::Target m = ops::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"),
-                                               "manylinux_2_28_x86_64", "e");
+    install::Target m = install::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"),
+                                                       "manylinux_2_28_x86_64", "e");
     CHECK(m.platform == "manylinux_2_28_x86_64");
     CHECK(m.tags.tags().front().str() == "cp312-cp312-manylinux_2_28_x86_64");
     // Without glibc, a platform given is enough.
-    CHECK_NOTHROW(ops::target_of_interpreter(interpreter(12, "3.12.8", "", "x86_64"),
-                                             "manylinux_2_28_x86_64", "e"));
+    CHECK_NOTHROW(install::target_of_interpreter(interpreter(12, "3.12.8", "", "x86_64"),
+                                                 "manylinux_2_28_x86_64", "e"));
 
-    ops::Target ft = ops::target_of_interpreter(interpreter(13, "3.13.1", "2.36", "x86_64", "t"),
-                                                "manylinux_2_28_x86_64", "e");
+    install::Target ft = install::target_of_interpreter(
+        interpreter(13, "3.13.1", "2.36", "x86_64", "t"), "manylinux_2_28_x86_64", "e");
     CHECK(ft.tags.tags().front().str() == "cp313-cp313t-manylinux_2_28_x86_64");
 }
 
-TEST_CASE("a manifest's target and its interpreter's rank wheels alike", "[ops][target]") {
-    ops::Target locked = ops::target_of_manifest(manifest("3.12", "manylinux_2_28_x86_64"));
-    ops::Target built = ops::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"),
-                                                   "manylinux_2_28_x86_64", "e");
+TEST_CASE("a manifest's target and its interpreter's rank wheels alike", "[install][target]") {
+    install::Target locked = install::target_of_manifest(manifest("3.12", "manylinux_2_28_x86_64"));
+    install::Target built = install::target_of_interpreter(
+        interpreter(12, "3.12.8", "2.36", "x86_64"), "manylinux_2_28_x86_64", "e");
     REQUIRE(locked.tags.tags().size() == built.tags.tags().size());
     for (std::size_t i = 0; i < locked.tags.tags().size(); ++i)
         CHECK(locked.tags.tags()[i].str() == built.tags.tags()[i].str());
     CHECK(locked.machine() == built.machine());
 }
 
-TEST_CASE("an unknown platform is no target", "[ops][target]") {
-    CHECK_THROWS_AS(ops::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"),
-                                               "windows_amd64", "e"),
+TEST_CASE("an unknown platform is no target", "[install][target]") {
+    CHECK_THROWS_AS(install::target_of_interpreter(interpreter(12, "3.12.8", "2.36", "x86_64"),
+                                                   "windows_amd64", "e"),
                     Error);
 }
 
@@ -129,12 +129,12 @@ TEST_CASE("a manifest of several platforms: one target each, create picks the ho
         "\"manylinux_2_28_aarch64\"]\nrequirements = []\n",
         "m.toml");
     REQUIRE(m.ok());
-    auto targets = ops::targets_of_manifest(*m);
+    auto targets = install::targets_of_manifest(*m);
     REQUIRE(targets.size() == 2);
     CHECK(targets[1].platform == "manylinux_2_28_aarch64");
     CHECK(targets[1].markers.values.at("platform_machine") == "aarch64");
     CHECK(targets[1].tags.tags().front().str() == "cp312-cp312-manylinux_2_28_aarch64");
-    CHECK(ops::target_marker(targets[0]) == "platform_machine == 'x86_64'");
+    CHECK(install::target_marker(targets[0]) == "platform_machine == 'x86_64'");
 
     struct Row {
         const char *host, *wanted, *chosen;
@@ -147,10 +147,10 @@ TEST_CASE("a manifest of several platforms: one target each, create picks the ho
     };
     for (const auto& r : rows) {
         INFO(r.host << " " << r.wanted);
-        CHECK(ops::platform_for_host(*m, r.host, r.wanted, "train") == r.chosen);
+        CHECK(install::platform_for_host(*m, r.host, r.wanted, "train") == r.chosen);
     }
     try {
-        ops::platform_for_host(*m, "manylinux_2_28_ppc64le", "", "train");
+        install::platform_for_host(*m, "manylinux_2_28_ppc64le", "", "train");
         FAIL("a host the lock does not cover was accepted");
     } catch (const Error& e) {
         CHECK(e.code() == ErrorCode::invalid_input);
@@ -159,7 +159,7 @@ TEST_CASE("a manifest of several platforms: one target each, create picks the ho
                                              "manylinux_2_28_x86_64, manylinux_2_28_aarch64 only"));
     }
     try {
-        ops::platform_for_host(*m, "manylinux_2_31_x86_64", "ppc64le", "train");
+        install::platform_for_host(*m, "manylinux_2_31_x86_64", "ppc64le", "train");
         FAIL("a --target the lock does not cover was accepted");
     } catch (const Error& e) {
         CHECK(e.code() == ErrorCode::usage);
@@ -170,6 +170,6 @@ TEST_CASE("a manifest of several platforms: one target each, create picks the ho
         "\"manylinux_2_28_x86_64\"\nrequirements = []\n",
         "m.toml");
     REQUIRE(one.ok());
-    CHECK(ops::platform_for_host(*one, "manylinux_2_36_aarch64", "", "t") ==
+    CHECK(install::platform_for_host(*one, "manylinux_2_36_aarch64", "", "t") ==
           "manylinux_2_28_x86_64");
 }

@@ -1,9 +1,9 @@
-#include "envbox/ops/target.hpp"
+#include "envbox/install/target.hpp"
 
 #include "envbox/lock/writer.hpp"
 #include "envbox/util/error.hpp"
 
-namespace envbox::ops {
+namespace envbox::install {
 
 std::string Target::machine() const {
     return platform.ends_with("aarch64") ? "aarch64" : platform.ends_with("x86_64") ? "x86_64" : "";
@@ -164,4 +164,4 @@ Target create_target(const lock::Manifest* manifest, const std::filesystem::path
     return t;
 }
 
-}  // namespace envbox::ops
+}  // namespace envbox::install

@@ -1,22 +1,24 @@
-// `create`'s bytecode: which keys, what the store lacks, and the compile tasks that run in the
-// fetch's pool (contracts in create_steps.hpp; the design in docs/ARCHITECTURE.md, "Bytecode").
+// An environment's bytecode: which keys, what the store lacks, and the compile tasks that run in
+// the fetch's pool (contracts in install/bytecode.hpp; the design in docs/ARCHITECTURE.md,
+// "Bytecode").
+
+#include "envbox/install/bytecode.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <numeric>
 
-#include "create_steps.hpp"
 #include "envbox/util/error.hpp"
 
 namespace fs = std::filesystem;
 
-namespace envbox::ops::create_steps {
+namespace envbox::install {
 
 std::vector<store::BytecodeKey> bytecode_keys(const env::Interpreter& in,
                                               const lock::Manifest* manifest,
-                                              const CreateOptions& opt, Progress& progress) {
-    bool on = opt.compile.value_or(!manifest || manifest->install_compile.value_or(true));
+                                              std::optional<bool> compile, Progress& progress) {
+    bool on = compile.value_or(!manifest || manifest->install_compile.value_or(true));
     if (!on) return {};
     if (in.cache_tag.empty() || in.magic.empty()) {
         progress.note(in.executable.string() + " reports no bytecode cache tag: no .pyc files");
@@ -347,8 +349,9 @@ void BytecodeTasks::run(State& st, const std::vector<std::size_t>& batch, bool w
     }
 }
 
-std::vector<const store::WheelBytecode*> BytecodeTasks::finish(CreateResult& result) {
-    std::vector<const store::WheelBytecode*> out;
+CompiledLists BytecodeTasks::finish() {
+    CompiledLists out;
+    BytecodeReport& result = out.report;
     for (auto& st : states_) {
         ItemBytecode& b = st->item->bytecode[st->key];
         store::WheelBytecode list;
@@ -359,7 +362,7 @@ std::vector<const store::WheelBytecode*> BytecodeTasks::finish(CreateResult& res
             if (f) list.files.push_back(std::move(*f));
         b.list = std::move(list);
         b.compile = false;
-        out.push_back(&*b.list);
+        out.lists.push_back(&*b.list);
         result.compiled += st->compiled;
         result.compiled_early += st->early;
         result.compile_failed += st->failed;
@@ -370,4 +373,4 @@ std::vector<const store::WheelBytecode*> BytecodeTasks::finish(CreateResult& res
     return out;
 }
 
-}  // namespace envbox::ops::create_steps
+}  // namespace envbox::install

@@ -1,12 +1,12 @@
-// `create`'s fetch into the store: what the store lacks is downloaded (or read from a local
-// path) and ingested in one pool over all wheels, then published (contracts in
-// create_steps.hpp).
+// The fetch into the store: what the store lacks is downloaded (or read from a local path) and
+// ingested in one pool over all wheels, then published (contracts in install/fetch.hpp).
+
+#include "envbox/install/fetch.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <memory>
 
-#include "create_steps.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
@@ -14,7 +14,7 @@
 
 namespace fs = std::filesystem;
 
-namespace envbox::ops::create_steps {
+namespace envbox::install {
 
 std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vector<Item>& items,
                                            bool hash, unsigned jobs, Progress& progress) {
@@ -264,8 +264,10 @@ class FetchPool {
 
 }  // namespace
 
-void fetch_into_store(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
-                      Progress& progress, Stopwatch& watch, CreateResult& result) {
+FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
+                             Progress& progress) {
+    Stopwatch watch;
+    FetchReport result;
     std::vector<std::size_t> missing =
         stored_or_missing(store, items, plan.verify_by_content, plan.jobs, progress);
     result.repaired =
@@ -305,7 +307,11 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
         result.ingest += items[i].stats;
     }
     std::vector<const store::WheelBytecode*> compiled;
-    if (bytecode) compiled = bytecode->finish(result);
+    if (bytecode) {
+        CompiledLists done = bytecode->finish();
+        compiled = std::move(done.lists);
+        result.bytecode = done.report;
+    }
     std::vector<const Item*> by_end;
     for (const auto& item : items)
         if (item.compiled_at > 0) by_end.push_back(&item);
@@ -316,6 +322,7 @@ void fetch_into_store(store::Store& store, std::vector<Item>& items, const Fetch
             {by_end[k]->package->name, by_end[k]->stored_at, by_end[k]->compiled_at});
     store.publish(to_publish, compiled);
     result.publish_s = watch.lap();
+    return result;
 }
 
-}  // namespace envbox::ops::create_steps
+}  // namespace envbox::install

@@ -1,5 +1,5 @@
-// `create`'s compile tasks (src/ops/create_bytecode.cpp) against the real interpreter and a real
-// ingest: modules compiled while their wheel is still being stored, their .pyc held until the
+// The install layer's compile tasks (src/install/bytecode.cpp) against the real interpreter and a
+// real ingest: modules compiled while their wheel is still being stored, their .pyc held until the
 // wheel is, and a staged source read where its ingest moved it.
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -10,14 +10,14 @@
 #include <thread>
 #include <vector>
 
-#include "../../src/ops/create_steps.hpp"
+#include "envbox/install/bytecode.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
 #include "stored_zip.hpp"
 #include "temp_dir.hpp"
 
 using namespace envbox;
-using namespace envbox::ops::create_steps;
+using namespace envbox::install;
 namespace fs = std::filesystem;
 
 namespace {
@@ -66,7 +66,7 @@ struct World {
     envboxtest::TempDir tmp{"envbox-create-bytecode"};
     store::Store store{tmp.path / "home"};
     env::Interpreter in = env::probe_interpreter("/usr/bin/python3", tmp.path / "probe");
-    ops::Progress progress;
+    Progress progress;
     Item item;
 
     explicit World(const fs::path& wheel) {
@@ -105,21 +105,19 @@ void ingest_and_compile(store::Ingest& ingest, BytecodeTasks& tasks, Item& item,
 }
 
 // Once the wheel is stored: its `.pyc` files stored (compiling what was not), the counts.
-ops::CreateResult store_bytecode(BytecodeTasks& tasks, Item& item, unsigned jobs) {
+BytecodeReport store_bytecode(BytecodeTasks& tasks, Item& item, unsigned jobs) {
     {
         TaskPool pool(jobs, BytecodeTasks::kLanes);
         tasks.add(item, pool);
         pool.run();
     }
-    ops::CreateResult r;
-    tasks.finish(r);
-    return r;
+    return tasks.finish().report;
 }
 
 }  // namespace
 
 TEST_CASE("BytecodeTasks: modules compile while their wheel is stored, and enter the store after",
-          "[ops][create][bytecode]") {
+          "[install][bytecode]") {
     envboxtest::TempDir dir("envbox-create-bytecode-wheel");
     const fs::path wheel = write_wheel(dir.path);
     World w(wheel);
@@ -137,8 +135,7 @@ TEST_CASE("BytecodeTasks: modules compile while their wheel is stored, and enter
         tasks.add(w.item, pool);
         pool.run();
     }
-    ops::CreateResult r;
-    const auto lists = tasks.finish(r);
+    const auto [lists, r] = tasks.finish();
     CHECK(r.compiled == 2);
     CHECK(r.compiled_early == 2);  // none compiled again once the wheel was stored
     CHECK(r.compile_failed == 1);  // demo/broken.py
@@ -160,7 +157,7 @@ TEST_CASE("BytecodeTasks: modules compile while their wheel is stored, and enter
 TEST_CASE(
     "BytecodeTasks: a staged source is read where its ingest moved it; a failed ingest "
     "leaves no .pyc",
-    "[ops][create][bytecode]") {
+    "[install][bytecode]") {
     envboxtest::TempDir dir("envbox-create-bytecode-wheel");
     SECTION("moved into the store before its compile task ran") {
         const fs::path wheel = write_wheel(dir.path);
@@ -175,7 +172,7 @@ TEST_CASE(
             tasks.add_ingested(w.item, members, pool);
             pool.run();
         }
-        const ops::CreateResult r = store_bytecode(tasks, w.item, 1);
+        const BytecodeReport r = store_bytecode(tasks, w.item, 1);
         CHECK(r.compiled == 2);
         CHECK(r.compiled_early == 2);
     }
@@ -190,14 +187,13 @@ TEST_CASE(
             CHECK_THROWS_WITH(ingest.finish(), Catch::Contains("demo/data.txt"));
         }
         CHECK(object_count(w.store) == 0);
-        ops::CreateResult r;
-        tasks.finish(r);
+        const BytecodeReport r = tasks.finish().report;
         CHECK(r.compiled == 0);
     }
 }
 
 TEST_CASE("BytecodeTasks::ingest_priority: tasks holding modules first, the most source first",
-          "[ops][create][bytecode]") {
+          "[install][bytecode]") {
     auto file = [](std::string path, std::uint64_t size) {
         store::WheelFile f;
         f.path = std::move(path);
@@ -226,7 +222,7 @@ TEST_CASE("BytecodeTasks::ingest_priority: tasks holding modules first, the most
 }
 
 TEST_CASE("BytecodeTasks: a module whose stored source a repair replaces waits for its wheel",
-          "[ops][create][bytecode]") {
+          "[install][bytecode]") {
     envboxtest::TempDir dir("envbox-create-bytecode-wheel");
     const fs::path wheel = write_wheel(dir.path);
     World w(wheel);
@@ -243,7 +239,7 @@ TEST_CASE("BytecodeTasks: a module whose stored source a repair replaces waits f
     tasks.expect(w.item, ingest.file_count());
     ingest_and_compile(ingest, tasks, w.item, 1);
     w.item.wheel = ingest.finish();
-    const ops::CreateResult r = store_bytecode(tasks, w.item, 1);
+    const BytecodeReport r = store_bytecode(tasks, w.item, 1);
     CHECK(r.compiled == 2);
     CHECK(r.compiled_early == 1);  // demo/__init__.py alone
 }
@@ -251,7 +247,7 @@ TEST_CASE("BytecodeTasks: a module whose stored source a repair replaces waits f
 TEST_CASE(
     "BytecodeTasks: once the wheel is stored, modules an early task is compiling are passed over "
     "first, not waited for",
-    "[ops][create][bytecode]") {
+    "[install][bytecode]") {
     // An early task compiles demo/a_slow.py (about 2.5 s of CPython's compiler) while the
     // pass after the wheel is stored starts on the same modules in file order, a_slow.py first.
     // It must store the twenty small modules' .pyc files while a_slow.py is still compiling:
@@ -300,8 +296,7 @@ TEST_CASE(
     early.join();
     after.join();
     CHECK(small_first);
-    ops::CreateResult r;
-    tasks.finish(r);
+    const BytecodeReport r = tasks.finish().report;
     CHECK(r.compiled == 21);
     CHECK(r.compiled_early == 1);  // a_slow.py, taken from the early task's slot
     CHECK(r.compile_wait_s > 0);   // by the task of its own, once nothing else was left

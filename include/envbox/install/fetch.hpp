@@ -1,0 +1,89 @@
+#pragma once
+/// Fetching an environment's wheels into the store: what the store lacks (or holds damaged) is
+/// downloaded or read from a local path and ingested in one pool over all wheels, its modules
+/// compiled in the same pool, then published. `create` runs it; `push` and `pack` ask it how to
+/// fetch a lock's file again (`artifact_request`).
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "envbox/env/interpreter.hpp"
+#include "envbox/index/fetch.hpp"
+#include "envbox/index/http.hpp"
+#include "envbox/install/bytecode.hpp"
+#include "envbox/install/item.hpp"
+#include "envbox/resolve/index_source.hpp"
+#include "envbox/store/bytecode.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/progress.hpp"
+
+namespace envbox::install {
+
+/// Loads each item's wheel from the store, and returns the items to fetch and ingest: those
+/// the store lacks, and those with an object that was touched since ingest (checked by stat, or
+/// with `hash` by content too), so nothing touched is ever linked into a new generation; their
+/// ingest replaces the damaged objects. Every object is checked, on `jobs` threads.
+std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vector<Item>& items,
+                                           bool hash, unsigned jobs, Progress& progress);
+
+/// How to fetch the lock's file entry `file` (shown as `display`): its path or URL, `sha256`
+/// and size, and, when `index` (its package's) is an index of the manifest (trailing slashes
+/// aside), that index's CA and credentials. Create's fetch and push's refetch both ask it.
+index::ArtifactRequest artifact_request(const std::string& display, const lock::FileRef& file,
+                                        const std::string& sha256,
+                                        const std::optional<std::string>& index,
+                                        const std::vector<resolve::IndexConfig>& indexes);
+/// The same for `item`.
+index::ArtifactRequest artifact_request(const Item& item,
+                                        const std::vector<resolve::IndexConfig>& indexes);
+
+/// What the fetch needs besides the items.
+struct FetchPlan {
+    std::filesystem::path lock_dir;   ///< relative lock paths are found from here
+    std::filesystem::path downloads;  ///< cache/downloads/<sha256>.whl, resumed when interrupted
+    index::HttpOptions http;          ///< the page cache, offline, timeout, CA bundle
+    std::vector<resolve::IndexConfig> indexes;  ///< the manifest's, for CA and credentials
+    bool offline = false;
+    /// The wheels an artifact carried (pull, unpack): only these, from `downloads`, fill what
+    /// the store lacks.
+    const std::set<std::string>* received = nullptr;
+    bool verify_by_content = false;  ///< --force: check stored objects by content
+    unsigned jobs = 1;
+    const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode
+    std::vector<store::BytecodeKey> bytecode;       ///< `bytecode_keys`; empty: none
+};
+
+/// What `fetch_into_store` did.
+struct FetchReport {
+    std::size_t fetched = 0;    ///< wheels that were not in the store (or were repaired)
+    std::size_t repaired = 0;   ///< of those, wheels stored again because an object was touched
+    store::IngestStats ingest;  ///< totals over fetched wheels
+    BytecodeReport bytecode;
+    unsigned jobs = 0;  ///< worker threads used
+    /// Seconds: fetch + ingest + compile (one pool), then publish (syncfs + file lists).
+    double ingest_s = 0, publish_s = 0;
+    /// The wheels whose modules finished compiling last (at most 3, the last first), with
+    /// the seconds into the fetch when each was stored and when its compiling ended: where a
+    /// cold create's tail goes.
+    struct Finished {
+        std::string package;
+        double stored_at = 0, compiled_at = 0;
+    };
+    std::vector<Finished> last_compiled;
+};
+
+/// Fetches and ingests every item the store lacks (or holds damaged), in one pool over all
+/// wheels, then publishes them; every item's `wheel` is set after. Returns what it did. With
+/// `received`, an item the store lacks whose wheel the artifact did not carry (or did not leave in
+/// `downloads`) is an error (integrity, exit 5, naming its package), and the others are read from
+/// `downloads` only; otherwise with --offline, an item that would be downloaded is an error
+/// (network, exit 4); both before anything is fetched. A download that proves bad is removed; one
+/// never ingested stays for the next run.
+FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
+                             Progress& progress);
+
+}  // namespace envbox::install

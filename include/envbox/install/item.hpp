@@ -1,0 +1,56 @@
+#pragma once
+/// What an environment installs: one `Item` per package the lock selects for a target, with
+/// the wheel it installs from and, as the install steps fill them in, its file list from the
+/// store and its bytecode. `create`, `push`, `pack` and `pull` all start from these.
+
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "envbox/env/cuda.hpp"
+#include "envbox/install/target.hpp"
+#include "envbox/lock/pylock.hpp"
+#include "envbox/store/bytecode.hpp"
+#include "envbox/store/store.hpp"
+
+namespace envbox::install {
+
+/// An item's bytecode for one key: loaded from the store, or to compile.
+struct ItemBytecode {
+    store::BytecodeKey key;
+    std::optional<store::WheelBytecode> list;  ///< set once the store has it (or it compiled)
+    bool compile = false;  ///< no list yet, or one with a damaged `.pyc`: compile
+    bool replace = false;  ///< store every `.pyc` again (a damaged one was found by content)
+};
+
+/// What one selected package installs from.
+struct Item {
+    const lock::Package* package = nullptr;
+    const lock::FileRef* file = nullptr;
+    bool direct = false;  ///< installed from `archive` (PEP 610 direct URL)
+    std::string sha256;
+    std::string filename;
+    std::optional<store::WheelFiles> wheel;  ///< set once the store has it
+    store::IngestStats stats;
+    bool fetched = false;
+    bool repair = false;                 ///< in the store, but an object of it was touched
+    std::set<std::string> replace;       ///< repair: the objects to store again
+    std::vector<ItemBytecode> bytecode;  ///< one per key of `bytecode_keys`
+    /// Seconds into the fetch when its wheel was stored and when its last module compiled
+    /// (0: it was in the store / compiled nothing), for `create -vv`'s timeline.
+    double stored_at = 0, compiled_at = 0;
+};
+
+/// One item per package PEP 751's selection picks for `target`: a wheel, or an `archive` that
+/// is a wheel (installed as a direct URL). Throws invalid_input, naming the lock's line, for a
+/// package that offers only an sdist, a directory, a VCS checkout or a non-wheel archive, and
+/// for a file without a sha256; a selection error gets the lock and the target as context.
+std::vector<Item> select_items(const lock::Pylock& pylock, const Target& target,
+                               const std::filesystem::path& lock_path);
+
+/// The CUDA lines the items' packages belong to (none for a CPU-only environment).
+std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items);
+
+}  // namespace envbox::install

@@ -13,6 +13,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
 #include "envbox/util/printable.hpp"
+#include "envbox/util/stopwatch.hpp"
 
 namespace envbox::cli {
 namespace {
@@ -141,10 +142,9 @@ void run_verify_all(const GlobalOptions& global, const VerifyCommand& cmd) {
 void run_verify_store(const GlobalOptions& global, const VerifyCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    auto started = std::chrono::steady_clock::now();
+    const Stopwatch started;
     const store::CheckResult r = ops::verify_store(ctx, cmd.deep);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double seconds = started.total();
     if (global.json) {
         Json problems = Json::array();
         for (const auto& p : r.problems)

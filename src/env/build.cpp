@@ -1,41 +1,30 @@
 #include "envbox/env/build.hpp"
 
-#include <chrono>
-
 #include "envbox/env/venv.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/own_tree.hpp"
+#include "envbox/util/stopwatch.hpp"
 
 namespace envbox::env {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point& lap) {
-    const auto now = std::chrono::steady_clock::now();
-    const double s = std::chrono::duration<double>(now - lap).count();
-    lap = now;
-    return s;
-}
-
-}  // namespace
 
 BuildReport build_generation(const store::Store& store, const Interpreter& interpreter,
                              Generation& gen, const std::filesystem::path& env_dir,
                              const std::vector<InstallRequest>& requests, const BuildOptions& opt) {
     BuildReport report;
-    auto lap = std::chrono::steady_clock::now();
+    Stopwatch lap;
     try {
         VenvLayout layout = create_venv(interpreter, gen.path, opt.env, gen.packages);
         gen.pip_shim = wants_pip_shim(gen.packages);
         report.install =
             install_wheels(store, interpreter, layout, requests, opt.link_mode, opt.jobs);
         write_generation_record(gen, opt.lock_text);
-        report.install_s = seconds_since(lap);
+        report.install_s = lap.lap();
         seal_generation(gen.path, report.install.dirs, opt.jobs);
         report.install.dirs.clear();
-        report.seal_s = seconds_since(lap);
+        report.seal_s = lap.lap();
         stamp_complete(gen.path);
         switch_current(env_dir, gen.number);
-        report.commit_s = seconds_since(lap);
+        report.commit_s = lap.lap();
     } catch (Error& e) {
         try {
             remove_own_tree(env_dir, gen.path);

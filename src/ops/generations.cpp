@@ -16,15 +16,12 @@
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/stopwatch.hpp"
 
 namespace fs = std::filesystem;
 
 namespace envbox::ops {
 namespace {
-
-double since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 env::Generation require_current(const Context& ctx, const std::string& env) {
     require_known_environment(ctx, env);
@@ -137,7 +134,7 @@ void name_shared_objects(const Context& ctx, env::VerifyReport& report) {
 }  // namespace
 
 VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
-    auto started = std::chrono::steady_clock::now();
+    const Stopwatch started;
     VerifyResult result;
     result.generation = require_current(ctx, env);
     const env::Generation& g = result.generation;
@@ -149,7 +146,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     const StoredInputs stored = stored_inputs(store, g, env);
     const auto& wheels = stored.wheels;
     const auto& bytecode = stored.bytecode;
-    result.load_s = since(started);
+    result.load_s = started.total();
     std::vector<env::InstallRequest> requests;
     for (std::size_t i = 0; i < wheels.size(); ++i) {
         env::InstallRequest r;
@@ -172,12 +169,12 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
             return e.rel == pkg || e.rel.starts_with(pkg + "/") || e.rel.starts_with("bin/pip");
         });
     }
-    result.plan_s = since(started) - result.load_s;
+    result.plan_s = started.total() - result.load_s;
     result.report = env::verify_tree(store, layout, plan, skeleton, on_disk.get(), deep, ctx.jobs);
     name_shared_objects(ctx, result.report);
-    result.check_s = since(started) - result.load_s - result.plan_s;
+    result.check_s = started.total() - result.load_s - result.plan_s;
     result.lock = lock_agreement(ctx, env);
-    result.seconds = since(started);
+    result.seconds = started.total();
     return result;
 }
 
@@ -238,7 +235,7 @@ History history(const Context& ctx, const std::string& env) {
 }
 
 RollbackResult rollback(const Context& ctx, const std::string& env, std::optional<int> to) {
-    auto started = std::chrono::steady_clock::now();
+    const Stopwatch started;
     require_known_environment(ctx, env);
     fs::path edir = env_dir(ctx, env);
     fs::create_directories(store::Home(ctx.home).locks());
@@ -280,7 +277,7 @@ RollbackResult rollback(const Context& ctx, const std::string& env, std::optiona
             ctx.progress->note("the rollback is not in " + env + "'s history: " + e.message());
         }
     }
-    r.seconds = since(started);
+    r.seconds = started.total();
     return r;
 }
 

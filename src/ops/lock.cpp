@@ -6,9 +6,9 @@
 #include <set>
 
 #include "cuda_guard.hpp"
-#include "direct.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/index/http.hpp"
+#include "envbox/install/direct.hpp"
 #include "envbox/install/target.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/merge.hpp"
@@ -18,14 +18,15 @@
 #include "envbox/pep/name.hpp"
 #include "envbox/resolve/index_source.hpp"
 #include "envbox/resolve/resolver.hpp"
+#include "envbox/resolve/targets.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
+#include "envbox/util/stopwatch.hpp"
 #include "envbox/util/time.hpp"
 #include "lock_inputs.hpp"
-#include "lock_targets.hpp"
 #include "settings.hpp"
 
 namespace fs = std::filesystem;
@@ -152,13 +153,27 @@ void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& 
                     "mixing is really meant");
 }
 
+// A target of the lock being written as install sees it (its tags and machine) and the direct
+// wheels checked for it (what the lock records of them).
+struct LockTarget {
+    install::Target target;
+    std::map<std::string, install::DirectWheel> direct;
+};
+
+// The targets, and at the same positions, what the resolver makes of each.
+struct LockTargets {
+    std::vector<LockTarget> plan;
+    std::vector<resolve::TargetResolution> resolved;
+};
+
 // One target's packages as the lock holds them: each package's wheel as the target's source
 // chose it (or its direct wheel), its edges on that target; `upload_times`: with each wheel's
 // upload-time.
-lock::TargetPackages target_packages(TargetResolution& t, bool upload_times) {
+lock::TargetPackages target_packages(const LockTarget& lt, resolve::TargetResolution& t,
+                                     bool upload_times) {
     lock::TargetPackages out;
-    out.name = t.target.platform;
-    out.marker = install::target_marker(t.target);
+    out.name = lt.target.platform;
+    out.marker = install::target_marker(lt.target);
     const std::vector<resolve::Pinned>& pins = t.pins;
     // A digest or size the index did not give costs a request (a HEAD, or the whole wheel):
     // those run side by side, not one after another.
@@ -168,7 +183,7 @@ lock::TargetPackages target_packages(TargetResolution& t, bool upload_times) {
         lock::LockedPackage& p = out.packages[i];
         p.name = pin.name;
         p.version = pin.version.str();
-        if (auto d = t.direct.find(pin.name); d != t.direct.end()) {
+        if (auto d = lt.direct.find(pin.name); d != lt.direct.end()) {
             p.archive = d->second.archive;  // a direct reference: no index
         } else {
             auto chosen = t.index->chosen(pin.name, pin.version);
@@ -197,17 +212,18 @@ lock::TargetPackages target_packages(TargetResolution& t, bool upload_times) {
 // The lock document of every target's resolution, merged (lock/merge.hpp: one entry where
 // targets agree, markers where they differ), with `environments` naming the targets and
 // [tool.envbox] recording the manifest's inputs. `divergences` gets where targets differ.
-lock::LockDocument lock_document(std::vector<TargetResolution>& targets, const lock::Manifest& m,
+lock::LockDocument lock_document(LockTargets& targets, const lock::Manifest& m,
                                  const LockOptions& opt,
                                  std::vector<lock::Divergence>& divergences) {
     lock::LockDocument doc;
     std::vector<lock::TargetPackages> each;
-    for (auto& t : targets) {
-        const std::string machine = t.target.machine();
+    const std::vector<LockTarget>& plan = targets.plan;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+        const std::string machine = plan[i].target.machine();
         doc.environments.push_back(
             "python_version == '" + m.python + "' and sys_platform == 'linux'" +
             (machine.empty() ? "" : " and platform_machine == '" + machine + "'"));
-        each.push_back(target_packages(t, m.exclude_newer.has_value()));
+        each.push_back(target_packages(plan[i], targets.resolved[i], m.exclude_newer.has_value()));
     }
     doc.requires_python = "==" + m.python + ".*";
     lock::MergedPackages merged = lock::merge_targets(each);
@@ -244,10 +260,6 @@ std::vector<VersionChange> changes_between(const std::string& before, const std:
     return version_changes(diff(old, lock_view(after, lock_path.string())));
 }
 
-double seconds_since(std::chrono::steady_clock::time_point started) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-}
-
 // `lock --check`: why the lock is stale (`--target`: or why it does not cover that platform).
 void check_lock(LockResult& result, const LockOptions& opt, const fs::path& manifest_path) {
     if (!opt.target.empty()) {
@@ -270,11 +282,10 @@ void check_lock(LockResult& result, const LockOptions& opt, const fs::path& mani
 
 // One resolution per target of the manifest; several must differ by machine, since the lock's
 // markers tell them apart by `platform_machine`.
-std::vector<TargetResolution> manifest_targets(const lock::Manifest& m,
-                                               const fs::path& manifest_path) {
-    std::vector<TargetResolution> targets;
+std::vector<LockTarget> manifest_targets(const lock::Manifest& m, const fs::path& manifest_path) {
+    std::vector<LockTarget> targets;
     for (install::Target& t : install::targets_of_manifest(m))
-        targets.push_back(TargetResolution{std::move(t), nullptr, nullptr, {}, {}});
+        targets.push_back(LockTarget{std::move(t), {}});
     if (targets.size() > 1)
         for (const auto& t : targets)
             if (t.target.machine().empty())
@@ -304,8 +315,8 @@ resolve::Options resolution_options(const Context& ctx, const lock::Manifest& m,
 
 // Each target's direct references and its view of the indexes (pages and pure wheels'
 // METADATA fetched once for every target).
-void open_sources(std::vector<TargetResolution>& targets, const Context& ctx,
-                  const lock::Manifest& m, const fs::path& manifest_path, index::HttpClient& http) {
+void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest& m,
+                  const fs::path& manifest_path, index::HttpClient& http) {
     const std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
     // Direct references alone need no index (their own dependencies will ask for one).
     if (indexes.empty() && std::any_of(m.requirements.begin(), m.requirements.end(),
@@ -315,11 +326,18 @@ void open_sources(std::vector<TargetResolution>& targets, const Context& ctx,
     if (std::any_of(m.requirements.begin(), m.requirements.end(),
                     [](const pep::Requirement& r) { return r.url.has_value(); }))
         ctx.progress->phase("Reading direct references", 0);
-    auto shared = targets.size() > 1 ? std::make_shared<resolve::SharedFetches>() : nullptr;
-    for (auto& t : targets) {
-        t.direct = direct_wheels(m, manifest_path, t.target, http, store::Home(ctx.home));
-        t.index = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, t.target.tags,
-                                                         t.target.python_full_version,
+    auto shared = targets.plan.size() > 1 ? std::make_shared<resolve::SharedFetches>() : nullptr;
+    targets.resolved.clear();
+    for (auto& lt : targets.plan) {
+        resolve::TargetResolution& t = targets.resolved.emplace_back();
+        t.platform = lt.target.platform;
+        t.markers = lt.target.markers;
+        lt.direct =
+            install::direct_wheels(m, manifest_path, lt.target, http, store::Home(ctx.home));
+        for (const auto& [name, wheel] : lt.direct)
+            t.direct[name] = wheel.package;
+        t.index = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, lt.target.tags,
+                                                         lt.target.python_full_version,
                                                          store::Home(ctx.home), shared);
         if (m.exclude_newer) t.index->exclude_newer(parse_rfc3339(*m.exclude_newer).value());
         t.source = t.index.get();
@@ -327,12 +345,15 @@ void open_sources(std::vector<TargetResolution>& targets, const Context& ctx,
 }
 
 // The merged document, checked (CUDA line), written when it changed, and reported.
-void write_lock(LockResult& result, std::vector<TargetResolution>& targets, const Context& ctx,
+void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
                 const lock::Manifest& m, const LockOptions& opt, const std::string& previous) {
     std::vector<lock::Divergence> divergences;
     const lock::LockDocument doc = lock_document(targets, m, opt, divergences);
     result.cuda_change = check_cuda_line(opt, m, previous, doc, ctx.project_root, result.lock_path);
-    result.target_notes = divergence_notes(divergences, targets);
+    std::vector<std::string> diverging;
+    for (const auto& d : divergences)
+        diverging.push_back(d.name);
+    result.target_notes = resolve::divergence_notes(diverging, targets.resolved);
     for (const auto& note : result.target_notes)
         ctx.progress->note("targets differ: " + note);
     for (const auto& line : result.older)
@@ -349,10 +370,10 @@ void write_lock(LockResult& result, std::vector<TargetResolution>& targets, cons
 }  // namespace
 
 // The pipeline: --check, or keep an up-to-date lock, or read the manifest and the old lock →
-// its `Target`s → resolve each against the manifest's indexes (lock_targets.cpp) → check each
+// its `Target`s → resolve each against the manifest's indexes (resolve/targets.cpp) → check each
 // target's pins → merge them into one document and write it.
 LockResult lock(const Context& ctx, const LockOptions& opt) {
-    auto started = std::chrono::steady_clock::now();
+    const Stopwatch started;
     check_env_name(opt.env);
     ctx.project().required();
     LockResult result;
@@ -372,11 +393,11 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         if (auto n = up_to_date_packages(manifest_path, result.lock_path)) {
             result.packages = *n;
             result.up_to_date = true;
-            result.seconds = seconds_since(started);
+            result.seconds = started.total();
             return result;
         }
     const lock::Manifest m = read_manifest(manifest_path);
-    std::vector<TargetResolution> targets = manifest_targets(m, manifest_path);
+    LockTargets targets{manifest_targets(m, manifest_path), {}};
     Previous previous = read_previous(opt, m, manifest_path, result.lock_path);
     const resolve::Options ropt = resolution_options(ctx, m, previous);
     // One client for every target: its connections, and the home's page and metadata caches,
@@ -385,28 +406,29 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     // The sources go before `http`, however the lock ends (a failed resolution included):
     // their destructors wait for prefetches still in flight, which only its loop completes.
     struct ReleaseSources {
-        std::vector<TargetResolution>& targets;
+        std::vector<resolve::TargetResolution>& targets;
         ~ReleaseSources() {
             for (auto& t : targets) {
                 t.source = nullptr;
                 t.index.reset();
             }
         }
-    } release_sources{targets};
+    } release_sources{targets.resolved};
     open_sources(targets, ctx, m, manifest_path, http);
     ctx.progress->phase("Resolving", 0);
     try {
-        resolve_targets(targets, m.requirements, ropt, opt.env, m.python);
-        result.older = older_than_newest(targets, m.requirements, ropt, opt.env, opt.explain_all);
+        resolve::resolve_targets(targets.resolved, m.requirements, ropt, opt.env, m.python);
+        result.older = resolve::older_than_newest(targets.resolved, m.requirements, ropt, opt.env,
+                                                  opt.explain_all);
     } catch (const Error& e) {
         throw with_separate_environment_hint(e, opt.env, m, ctx.project_root);
     }
-    for (auto& t : targets) {
+    for (auto& t : targets.resolved) {
         t.index->stop_prefetching();
         try {
             check_pins(t.pins, m, opt, manifest_path, ctx.project_root, result.lock_path);
         } catch (Error& e) {
-            if (targets.size() > 1) e.add_context("on " + t.target.platform);
+            if (targets.resolved.size() > 1) e.add_context("on " + t.platform);
             throw;
         }
     }
@@ -414,7 +436,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     result.requests = http.stats().requests;
     result.cache_hits = http.stats().cache_hits;
     result.peak_in_flight = http.stats().peak_in_flight;
-    result.seconds = seconds_since(started);
+    result.seconds = started.total();
     return result;
 }
 

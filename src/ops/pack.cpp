@@ -20,6 +20,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/sha256.hpp"
+#include "envbox/util/stopwatch.hpp"
 #include "envbox/util/unique_fd.hpp"
 #include "fleet_steps.hpp"
 
@@ -77,7 +78,7 @@ bool zstd_by_name(const fs::path& p) {
 }  // namespace
 
 PackResult pack(const Context& ctx, const PackOptions& opt) {
-    const auto start = std::chrono::steady_clock::now();
+    const Stopwatch start;
     if (opt.output.empty()) throw Error(ErrorCode::usage, "pack needs -o FILE");
     fleet::Bundle bundle = fleet::current_bundle(ctx, opt.env);
     ctx.progress->phase("Reading wheels", 0);
@@ -141,8 +142,7 @@ PackResult pack(const Context& ctx, const PackOptions& opt) {
                                             result.output.string() + ": " + ec.message());
     remove.release();
     result.bytes = fs::file_size(result.output, ec);
-    result.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds = start.total();
     return result;
 }
 
@@ -238,7 +238,7 @@ std::uint64_t member_size(archive_entry* e, const std::string& name, const std::
 }  // namespace
 
 ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
-    const auto start = std::chrono::steady_clock::now();
+    const Stopwatch start;
     const fs::path file = fs::absolute(opt.archive);
     const std::string shown = file.string();
     ReceiveOptions receive = opt.receive;
@@ -309,8 +309,7 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
         e.add_context("unpacking " + shown);
         throw;
     }
-    result.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds = start.total();
     return result;
 }
 

@@ -12,6 +12,7 @@
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
+#include "envbox/util/stopwatch.hpp"
 #include "fleet_steps.hpp"
 #include "settings.hpp"
 
@@ -49,7 +50,7 @@ void check_layers(const oci::ArtifactManifest& m, const lock::Pylock& pylock,
 }  // namespace
 
 ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
-    const auto start = std::chrono::steady_clock::now();
+    const Stopwatch start;
     const oci::Reference ref = oci::Reference::parse(opt.ref);
     if (ref.tag.empty() && ref.digest.empty())
         throw Error(ErrorCode::usage, opt.ref + " names no tag or digest (REGISTRY/REPO:TAG)");
@@ -115,8 +116,7 @@ ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
         e.add_context("pulling " + name);
         throw;
     }
-    result.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds = start.total();
     return result;
 }
 

@@ -12,6 +12,7 @@
 #include "envbox/util/fs.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/sha256.hpp"
+#include "envbox/util/stopwatch.hpp"
 #include "fleet_steps.hpp"
 #include "settings.hpp"
 
@@ -141,7 +142,7 @@ void push_blobs(const Context& ctx, oci::RegistryClient& client, const oci::Refe
 }  // namespace
 
 PushResult push(const Context& ctx, const PushOptions& opt) {
-    const auto start = std::chrono::steady_clock::now();
+    const Stopwatch start;
     oci::Reference ref = oci::Reference::parse(opt.ref);
     if (!ref.digest.empty())
         throw Error(ErrorCode::usage, "push takes a tag, not a digest: " + opt.ref);
@@ -188,8 +189,7 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
     }
     remember_repository(list, ref.repository);
     result.wheels = wheels.size();
-    result.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds = start.total();
     return result;
 }
 

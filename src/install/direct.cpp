@@ -1,4 +1,4 @@
-#include "direct.hpp"
+#include "envbox/install/direct.hpp"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 
 namespace fs = std::filesystem;
 
-namespace envbox::ops {
+namespace envbox::install {
 namespace {
 
 // "flash-attn @ https://host/flash_attn-….whl", without credentials, for messages.
@@ -40,7 +40,7 @@ fs::path staging_path(const store::Home& home) {
 
 }  // namespace
 
-std::string describe_target_tags(const install::Target& target) {
+std::string describe_target_tags(const Target& target) {
     const auto& tags = target.tags.tags();
     std::string out = "CPython " + std::to_string(target.python_major) + "." +
                       std::to_string(target.python_minor) + " on " + target.platform + " accepts ";
@@ -52,7 +52,7 @@ std::string describe_target_tags(const install::Target& target) {
 }
 
 DirectWheel check_direct_wheel(const pep::Requirement& r, const lock::DirectReference& ref,
-                               const fs::path& file, const install::Target& target) {
+                               const fs::path& file, const Target& target) {
     DirectWheel w;
     w.name = pep::canonicalize_name(r.name);
     w.reference = ref;
@@ -152,8 +152,8 @@ void keep_download(const store::Home& home, const fs::path& local, const std::st
 
 std::map<std::string, DirectWheel> direct_wheels(const lock::Manifest& manifest,
                                                  const fs::path& manifest_path,
-                                                 const install::Target& target,
-                                                 index::HttpClient& http, const store::Home& home) {
+                                                 const Target& target, index::HttpClient& http,
+                                                 const store::Home& home) {
     std::map<std::string, DirectWheel> out;
     std::map<std::string, const pep::Requirement*> by_name;
     for (const pep::Requirement& r : manifest.requirements) {
@@ -196,4 +196,4 @@ std::map<std::string, DirectWheel> direct_wheels(const lock::Manifest& manifest,
     return out;
 }
 
-}  // namespace envbox::ops
+}  // namespace envbox::install

@@ -1,8 +1,8 @@
 #pragma once
-// Direct wheel references of a manifest (`name @ URL`, `name @ ./wheels/x.whl`) for `lock`:
-// each wheel fetched (http, https) or read in place (file://, paths), checked as hostile input,
-// and described for the resolver (`resolve::DirectPackage`) and for the lock's
-// `[packages.archive]` (`lock::LockedArchive`). Private to src/ops.
+/// Direct wheel references of a manifest (`name @ URL`, `name @ ./wheels/x.whl`) for `lock`:
+/// each wheel fetched (http, https) or read in place (file://, paths), checked as hostile input,
+/// and described for the resolver (`resolve::DirectPackage`) and for the lock's
+/// `[packages.archive]` (`lock::LockedArchive`).
 
 #include <filesystem>
 #include <map>
@@ -16,7 +16,7 @@
 #include "envbox/resolve/resolver.hpp"
 #include "envbox/store/home.hpp"
 
-namespace envbox::ops {
+namespace envbox::install {
 
 /// One direct reference's wheel, checked.
 struct DirectWheel {
@@ -36,7 +36,7 @@ struct DirectWheel {
 /// digest unlike the fragment's, a file that is not a readable wheel, no METADATA or one past
 /// the store's bound.
 DirectWheel check_direct_wheel(const pep::Requirement& r, const lock::DirectReference& ref,
-                               const std::filesystem::path& file, const install::Target& target);
+                               const std::filesystem::path& file, const Target& target);
 
 /// Every direct reference of `manifest` (at `manifest_path`) whose marker holds for `target`,
 /// by normalised name. An http(s) wheel is downloaded once into `home.downloads()` (where
@@ -45,10 +45,10 @@ DirectWheel check_direct_wheel(const pep::Requirement& r, const lock::DirectRefe
 /// naming both.
 std::map<std::string, DirectWheel> direct_wheels(const lock::Manifest& manifest,
                                                  const std::filesystem::path& manifest_path,
-                                                 const install::Target& target,
-                                                 index::HttpClient& http, const store::Home& home);
+                                                 const Target& target, index::HttpClient& http,
+                                                 const store::Home& home);
 
 /// The tags of `target` for a message: its best few and how many there are.
-std::string describe_target_tags(const install::Target& target);
+std::string describe_target_tags(const Target& target);
 
-}  // namespace envbox::ops
+}  // namespace envbox::install

@@ -1,11 +1,11 @@
-// The check of a direct reference's wheel (src/ops/direct.hpp), in-process on real wheel files:
+// The check of a direct reference's wheel (install/direct.hpp), in-process on real wheel files:
 // tags against the target (both listed), the `#sha256=` fragment, METADATA's Name and Version
 // against the file name, Requires-Dist and Requires-Python taken from it.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
-#include "../../src/ops/direct.hpp"
+#include "envbox/install/direct.hpp"
 #include "envbox/util/sha256.hpp"
 #include "stored_zip.hpp"
 #include "temp_dir.hpp"
@@ -33,10 +33,10 @@ install::Target target() {
     return install::target_of_manifest(m);
 }
 
-ops::DirectWheel check(const std::string& requirement, const fs::path& file) {
+install::DirectWheel check(const std::string& requirement, const fs::path& file) {
     auto r = pep::Requirement::parse(requirement).value();
     auto ref = lock::DirectReference::parse(r).value();
-    return ops::check_direct_wheel(r, ref, file, target());
+    return install::check_direct_wheel(r, ref, file, target());
 }
 
 const std::string kMeta =
@@ -45,10 +45,10 @@ const std::string kMeta =
 
 }  // namespace
 
-TEST_CASE("a direct wheel's digest, size and metadata are its own", "[ops][direct]") {
+TEST_CASE("a direct wheel's digest, size and metadata are its own", "[install][direct]") {
     envboxtest::TempDir dir("envbox-direct");
     fs::path w = wheel_file(dir.path, "pkg-1.0-py3-none-any.whl", kMeta);
-    ops::DirectWheel d = check("pkg @ ./pkg-1.0-py3-none-any.whl", w);
+    install::DirectWheel d = check("pkg @ ./pkg-1.0-py3-none-any.whl", w);
     CHECK(d.name == "pkg");
     CHECK(d.archive.sha256 == to_hex(sha256_file(w)));
     CHECK(d.archive.size == fs::file_size(w));
@@ -61,7 +61,7 @@ TEST_CASE("a direct wheel's digest, size and metadata are its own", "[ops][direc
     CHECK_NOTHROW(check("pkg @ ./pkg-1.0-py3-none-any.whl#sha256=" + d.archive.sha256, w));
 }
 
-TEST_CASE("a direct wheel unlike its reference is refused, saying how", "[ops][direct]") {
+TEST_CASE("a direct wheel unlike its reference is refused, saying how", "[install][direct]") {
     envboxtest::TempDir dir("envbox-direct");
     struct Row {
         std::string filename, metadata, requirement_tail;
@@ -113,7 +113,8 @@ TEST_CASE("a direct wheel unlike its reference is refused, saying how", "[ops][d
     CHECK_THROWS_AS(check("pkg @ ./pkg-1.0-py3-none-any.whl", broken), Error);
 }
 
-TEST_CASE("a direct wheel's Requires-Python is kept as why it cannot be used", "[ops][direct]") {
+TEST_CASE("a direct wheel's Requires-Python is kept as why it cannot be used",
+          "[install][direct]") {
     envboxtest::TempDir dir("envbox-direct");
     fs::path w = wheel_file(dir.path, "pkg-1.0-py3-none-any.whl",
                             "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"

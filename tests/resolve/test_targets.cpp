@@ -1,9 +1,9 @@
-// Several targets resolved for one lock (src/ops/lock_targets.hpp): one version where one is
+// Several targets resolved for one lock (resolve/targets.hpp): one version where one is
 // usable on every target, and the notes that say where targets still differ and why.
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "../../src/ops/lock_targets.hpp"
+#include "envbox/resolve/targets.hpp"
 #include "envbox/util/error.hpp"
 
 using namespace envbox;
@@ -52,21 +52,21 @@ std::pair<World, World> worlds() {
     return {x86, arm};
 }
 
-std::vector<ops::TargetResolution> targets(World& x86, World& arm) {
-    std::vector<ops::TargetResolution> out;
+std::vector<resolve::TargetResolution> targets(World& x86, World& arm) {
+    std::vector<resolve::TargetResolution> out;
     for (auto [platform, world] :
          {std::pair{"manylinux_2_28_x86_64", &x86}, std::pair{"manylinux_2_28_aarch64", &arm}}) {
-        ops::TargetResolution t;
-        t.target.platform = platform;
-        t.target.python_full_version = "3.12.0";
-        t.target.markers = pep::MarkerEnvironment::linux_cpython("3.12.0", t.target.machine());
+        resolve::TargetResolution t;
+        t.platform = platform;
+        t.markers = pep::MarkerEnvironment::linux_cpython(
+            "3.12.0", t.platform.substr(t.platform.rfind("_2_28_") + 6));
         t.source = world;
         out.push_back(std::move(t));
     }
     return out;
 }
 
-std::map<std::string, std::string> versions(const ops::TargetResolution& t) {
+std::map<std::string, std::string> versions(const resolve::TargetResolution& t) {
     std::map<std::string, std::string> out;
     for (const auto& p : t.pins)
         out[p.name] = p.version.str();
@@ -82,20 +82,17 @@ std::vector<pep::Requirement> root(std::vector<std::string> texts) {
 
 }  // namespace
 
-TEST_CASE("targets agree on the highest version usable on all of them",
-          "[ops][lock][multi-target]") {
+TEST_CASE("targets agree on the highest version usable on all of them", "[resolve][multi-target]") {
     auto [x86, arm] = worlds();
     auto ts = targets(x86, arm);
-    ops::resolve_targets(ts, root({"torch", "tv", "bnb"}), {}, "train", "3.12");
+    resolve::resolve_targets(ts, root({"torch", "tv", "bnb"}), {}, "train", "3.12");
     CHECK(versions(ts[0]) ==
           std::map<std::string, std::string>{
               {"bnb", "0.48.1"}, {"torch", "2.11.0"}, {"triton", "3.5.0"}, {"tv", "0.25.0"}});
     CHECK(versions(ts[1]) == std::map<std::string, std::string>{
                                  {"bnb", "0.47.0"}, {"torch", "2.11.0"}, {"tv", "0.25.0"}});
 
-    lock::Divergence bnb{"bnb", {"0.48.1", "0.47.0"}};
-    lock::Divergence triton{"triton", {"3.5.0", ""}};
-    auto notes = ops::divergence_notes({bnb, triton}, ts);
+    auto notes = resolve::divergence_notes({"bnb", "triton"}, ts);
     REQUIRE(notes.size() == 2);
     CHECK(notes[0] ==
           "bnb: 0.48.1 on manylinux_2_28_x86_64, 0.47.0 on manylinux_2_28_aarch64 "
@@ -105,20 +102,20 @@ TEST_CASE("targets agree on the highest version usable on all of them",
           "triton: 3.5.0 on manylinux_2_28_x86_64 (nothing requires it on manylinux_2_28_aarch64)");
 }
 
-TEST_CASE("one target alone resolves as a single-target lock does", "[ops][lock][multi-target]") {
+TEST_CASE("one target alone resolves as a single-target lock does", "[resolve][multi-target]") {
     auto [x86, arm] = worlds();
     auto ts = targets(x86, arm);
     ts.pop_back();
-    ops::resolve_targets(ts, root({"tv"}), {}, "train", "3.12");
+    resolve::resolve_targets(ts, root({"tv"}), {}, "train", "3.12");
     CHECK(versions(ts[0]).at("tv") == "0.26.0");
 }
 
 TEST_CASE("a target that cannot resolve fails the lock, naming the target",
-          "[ops][lock][multi-target]") {
+          "[resolve][multi-target]") {
     auto [x86, arm] = worlds();
     auto ts = targets(x86, arm);
     try {
-        ops::resolve_targets(ts, root({"tv==0.26.0"}), {}, "train", "3.12");
+        resolve::resolve_targets(ts, root({"tv==0.26.0"}), {}, "train", "3.12");
         FAIL("an unresolvable target was accepted");
     } catch (const Error& e) {
         CHECK_THAT(e.describe(),
@@ -126,7 +123,7 @@ TEST_CASE("a target that cannot resolve fails the lock, naming the target",
     }
 }
 
-TEST_CASE("the targets of one lock share its memory budget", "[ops][lock][multi-target]") {
+TEST_CASE("the targets of one lock share its memory budget", "[resolve][multi-target]") {
     // The smallest power-of-two budget x86_64 resolves in alone; half of it does not.
     auto fits = [](std::size_t bytes, bool both) {
         auto [x86, arm] = worlds();
@@ -135,7 +132,7 @@ TEST_CASE("the targets of one lock share its memory budget", "[ops][lock][multi-
         resolve::Options o;
         o.max_set_bytes = bytes;
         try {
-            ops::resolve_targets(ts, root({"torch", "tv", "bnb"}), o, "train", "3.12");
+            resolve::resolve_targets(ts, root({"torch", "tv", "bnb"}), o, "train", "3.12");
             return std::string();
         } catch (const Error& e) {
             return e.describe();

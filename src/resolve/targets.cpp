@@ -1,4 +1,4 @@
-#include "lock_targets.hpp"
+#include "envbox/resolve/targets.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,10 +9,10 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
 
-namespace envbox::ops {
+namespace envbox::resolve {
 namespace {
 
-const resolve::Pinned* pin_of(const TargetResolution& t, const std::string& name) {
+const Pinned* pin_of(const TargetResolution& t, const std::string& name) {
     for (const auto& p : t.pins)
         if (p.name == name) return &p;
     return nullptr;
@@ -21,18 +21,18 @@ const resolve::Pinned* pin_of(const TargetResolution& t, const std::string& name
 // Resolves the targets at positions `which`, side by side, each with `preferences`; a
 // failure is thrown once every run has returned.
 void resolve_some(std::vector<TargetResolution>& targets, const std::vector<std::size_t>& which,
-                  const std::vector<pep::Requirement>& root, const resolve::Options& options,
+                  const std::vector<pep::Requirement>& root, const Options& options,
                   const std::string& env, const std::string& python) {
     std::vector<std::optional<Error>> failed(which.size());
     parallel_for(which.size(), static_cast<unsigned>(which.size()), [&](std::size_t i) {
         TargetResolution& t = targets[which[i]];
-        resolve::Options o = options;
+        Options o = options;
         // The targets resolve side by side: the memory budget is the lock's, shared out.
         o.max_set_bytes = options.max_set_bytes / which.size();
-        o.environment = t.target.markers;
-        for (const auto& [name, wheel] : t.direct)
-            o.direct[name] = wheel.package;
-        auto pins = resolve::resolve(root, *t.source, o);
+        o.environment = t.markers;
+        for (const auto& [name, package] : t.direct)
+            o.direct[name] = package;
+        auto pins = resolve(root, *t.source, o);
         if (pins)
             t.pins = std::move(*pins);
         else
@@ -42,7 +42,7 @@ void resolve_some(std::vector<TargetResolution>& targets, const std::vector<std:
         if (failed[i]) {
             Error e = *failed[i];
             e.add_context("locking " + env + " for CPython " + python + " on " +
-                          targets[which[i]].target.platform);
+                          targets[which[i]].platform);
             throw e;
         }
 }
@@ -74,7 +74,7 @@ std::optional<pep::Version> common_version(std::vector<TargetResolution>& target
 }  // namespace
 
 void resolve_targets(std::vector<TargetResolution>& targets,
-                     const std::vector<pep::Requirement>& root, const resolve::Options& options,
+                     const std::vector<pep::Requirement>& root, const Options& options,
                      const std::string& env, const std::string& python) {
     std::vector<std::size_t> all;
     for (std::size_t t = 0; t < targets.size(); ++t)
@@ -87,7 +87,7 @@ void resolve_targets(std::vector<TargetResolution>& targets,
     for (std::size_t t = 0; t < targets.size(); ++t)
         for (const auto& p : targets[t].pins)
             if (!targets[t].direct.count(p.name)) locked_on[p.name].push_back(t);
-    resolve::Options again = options;
+    Options again = options;
     std::set<std::size_t> rerun;
     for (const auto& [name, on] : locked_on) {
         std::set<std::string> versions;
@@ -105,34 +105,34 @@ void resolve_targets(std::vector<TargetResolution>& targets,
                  python);
 }
 
-std::vector<std::string> divergence_notes(const std::vector<lock::Divergence>& divergences,
+std::vector<std::string> divergence_notes(const std::vector<std::string>& diverging,
                                           std::vector<TargetResolution>& targets) {
     std::vector<std::string> notes;
-    for (const auto& d : divergences) {
-        std::string line = d.name + ":";
+    for (const auto& name : diverging) {
+        std::string line = name + ":";
         std::vector<std::string> without;
         const pep::Version* newest = nullptr;
         for (std::size_t t = 0; t < targets.size(); ++t) {
-            const resolve::Pinned* pin = pin_of(targets[t], d.name);
+            const Pinned* pin = pin_of(targets[t], name);
             if (!pin) {
-                without.push_back(targets[t].target.platform);
+                without.push_back(targets[t].platform);
                 continue;
             }
             line += (line.back() == ':' ? " " : ", ") + pin->version.str() + " on " +
-                    targets[t].target.platform;
+                    targets[t].platform;
             if (!newest || *newest < pin->version) newest = &pin->version;
         }
         std::vector<std::string> why;
         for (std::size_t t = 0; t < targets.size(); ++t) {
-            const resolve::Pinned* pin = pin_of(targets[t], d.name);
+            const Pinned* pin = pin_of(targets[t], name);
             if (!pin || pin->version == *newest) continue;
             std::string reason = "its index has no " + newest->str();
-            for (const auto& c : targets[t].source->versions(d.name))
+            for (const auto& c : targets[t].source->versions(name))
                 if (c.version == *newest)
                     reason = !c.unusable.empty() ? newest->str() + " " + c.unusable
                              : c.yanked          ? newest->str() + " is yanked"
                                         : "its requirements there rule out " + newest->str();
-            why.push_back(targets[t].target.platform + ": " + reason);
+            why.push_back(targets[t].platform + ": " + reason);
         }
         if (!without.empty()) {
             std::string none;
@@ -152,11 +152,9 @@ namespace {
 
 // The newest version of `name` that `pin` could have been: usable on the target, not yanked,
 // a pre-release only when the pin is one or every pre-release is allowed.
-std::optional<pep::Version> newest_offered(resolve::PackageSource& source, const std::string& name,
-                                           const resolve::Pinned& pin,
-                                           const resolve::Options& options) {
-    const bool pre =
-        pin.version.is_prerelease() || options.prerelease == resolve::Prerelease::allow;
+std::optional<pep::Version> newest_offered(PackageSource& source, const std::string& name,
+                                           const Pinned& pin, const Options& options) {
+    const bool pre = pin.version.is_prerelease() || options.prerelease == Prerelease::allow;
     std::optional<pep::Version> best;
     for (const auto& c : source.versions(name))
         if (c.unusable.empty() && !c.yanked && (pre || !c.version.is_prerelease()) &&
@@ -173,17 +171,16 @@ constexpr std::size_t kWhyNotSteps = 2000;
 // Why `name==newest` is not in the lock: the first lines of the solver's explanation of a
 // resolution that requires it too, on one line.
 std::string why_not(TargetResolution& t, const std::vector<pep::Requirement>& root,
-                    const resolve::Options& options, const std::string& name,
-                    const pep::Version& newest) {
+                    const Options& options, const std::string& name, const pep::Version& newest) {
     std::vector<pep::Requirement> with = root;
     auto exact = pep::Requirement::parse(name + "==" + newest.str());
     if (!exact) return "";
     with.push_back(std::move(*exact));
-    resolve::Options o = options;
+    Options o = options;
     o.trace = nullptr;
     o.preferences.erase(name);
     o.max_steps = std::min<std::size_t>(o.max_steps, kWhyNotSteps);
-    auto pins = resolve::resolve(with, *t.source, o);
+    auto pins = resolve(with, *t.source, o);
     if (pins) return "";  // it resolves after all (the old lock's other versions held it back)
     // The first step of the explanation says it: "Because sglang==0.5.12 depends on …,
     // sglang==0.5.12 cannot be used."
@@ -208,7 +205,7 @@ std::string why_not(TargetResolution& t, const std::vector<pep::Requirement>& ro
 
 std::vector<std::string> older_than_newest(std::vector<TargetResolution>& targets,
                                            const std::vector<pep::Requirement>& root,
-                                           const resolve::Options& options, const std::string& env,
+                                           const Options& options, const std::string& env,
                                            bool everything) {
     std::set<std::string> asked;
     for (const auto& r : root)
@@ -236,10 +233,10 @@ std::vector<std::string> older_than_newest(std::vector<TargetResolution>& target
                                           env + " --upgrade` resolves everything afresh)"
                                     : why;
             }
-            if (targets.size() > 1) line += " (on " + t.target.platform + ")";
+            if (targets.size() > 1) line += " (on " + t.platform + ")";
             if (said.insert(line).second) lines.push_back(std::move(line));
         }
     return lines;
 }
 
-}  // namespace envbox::ops
+}  // namespace envbox::resolve

@@ -8,8 +8,10 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/diff_render.hpp"
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 
 namespace envbox::cli {
 namespace {
@@ -23,7 +25,8 @@ struct DiffCommand {
 
 void run_diff(const GlobalOptions& global, const DiffCommand& cmd) {
     if (!cmd.textconv_file.empty()) {
-        std::fputs(ops::textconv(cmd.textconv_file).c_str(), stdout);
+        const std::string& path = cmd.textconv_file;
+        std::fputs(render_textconv(ops::lock_view(read_file(path), path)).c_str(), stdout);
         return;
     }
     if (cmd.a.empty())
@@ -37,13 +40,13 @@ void run_diff(const GlobalOptions& global, const DiffCommand& cmd) {
     ops::Diff d = ops::diff(old_side, new_side);
     std::string out;
     if (cmd.format == "json" || global.json)
-        out = ops::render_json(d);
+        out = render_json(d);
     else if (cmd.format == "markdown")
-        out = ops::render_markdown(d);
+        out = render_markdown(d);
     else {
         bool color = global.color == "always" ||
                      (global.color == "auto" && ::isatty(1) && !std::getenv("NO_COLOR"));
-        out = ops::render_text(d, color);
+        out = render_text(d, color);
     }
     std::fputs(out.c_str(), stdout);
 }

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "cli/tree_render.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
 #include "envbox/util/printable.hpp"
@@ -40,9 +41,9 @@ void run_tree(const GlobalOptions& global, const TreeCommand& cmd) {
     options.depth = cmd.depth;
     const auto lines = ops::tree_lines(g, options);
     if (global.json)
-        print(json_line(ops::tree_json(g, lines, options)) + "\n");
+        print(json_line(tree_json(g, lines, options)) + "\n");
     else
-        print(printable_lines(ops::render_tree(g, lines)));  // names and versions from the lock
+        print(printable_lines(render_tree(g, lines)));  // names and versions from the lock
 }
 
 void run_why(const GlobalOptions& global, const WhyCommand& cmd) {
@@ -54,9 +55,9 @@ void run_why(const GlobalOptions& global, const WhyCommand& cmd) {
     const std::size_t target = ops::package_node(g, cmd.package);
     const ops::WhyPaths why = ops::why_paths(g, target);
     if (global.json)
-        print(json_line(ops::why_json(g, target, why)) + "\n");
+        print(json_line(why_json(g, target, why)) + "\n");
     else
-        print(printable_lines(ops::render_why(g, target, why)));
+        print(printable_lines(render_why(g, target, why)));
 }
 
 }  // namespace

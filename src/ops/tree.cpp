@@ -4,8 +4,8 @@
 #include <deque>
 #include <map>
 
+#include "envbox/install/target.hpp"
 #include "envbox/lock/writer.hpp"
-#include "envbox/ops/target.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/pep/requirement.hpp"
 #include "envbox/util/error.hpp"
@@ -185,7 +185,7 @@ DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env
                         " has no dependency edges (it was written by an older envbox or by "
                         "another tool); run `envbox lock " +
                         env + "` again to record them");
-    if (!target.empty()) *parsed = lock_for_target(*parsed, text, path, target);
+    if (!target.empty()) *parsed = install::lock_for_target(*parsed, text, path, target);
     DependencyGraph g = dependency_graph(*parsed, tool->lists["requirements"], path);
     for (const auto& written : tool->lists["overrides"])
         if (auto r = pep::Requirement::parse(written))
@@ -212,52 +212,6 @@ std::vector<TreeLine> tree_lines(const DependencyGraph& g, const TreeOptions& op
             tops.push_back(
                 TreeLine{0, g.roots[i].node, g.roots[i].extras, false, i + 1 == g.roots.size()});
     return walk_tree(g, options, std::move(tops));
-}
-
-std::string render_tree(const DependencyGraph& g, const std::vector<TreeLine>& lines) {
-    std::string out;
-    std::vector<bool> last_at;  // per depth: was the line shown there last of its parent
-    for (const TreeLine& line : lines) {
-        last_at.resize(line.depth + 1);
-        last_at[line.depth] = line.last;
-        for (std::size_t d = 1; d < line.depth; ++d)
-            out += last_at[d] ? "    " : "│   ";
-        if (line.depth > 0) out += line.last ? "└── " : "├── ";
-        const auto& n = g.nodes[line.node];
-        out += n.name;
-        if (!line.extras.empty()) {
-            out += "[";
-            for (std::size_t i = 0; i < line.extras.size(); ++i)
-                out += (i ? "," : "") + line.extras[i];
-            out += "]";
-        }
-        if (!n.version.empty()) out += " " + n.version;
-        if (auto o = g.overridden.find(n.name); o != g.overridden.end() && line.depth > 0)
-            out += " (overridden: " + o->second + ")";
-        if (line.repeated) out += " (*)";
-        out += "\n";
-    }
-    return out;
-}
-
-Json tree_json(const DependencyGraph& g, const std::vector<TreeLine>& lines,
-               const TreeOptions& options) {
-    Json roots = Json::array();
-    std::vector<Json*> stack;  // the open node at each depth
-    for (const TreeLine& line : lines) {
-        const auto& n = g.nodes[line.node];
-        Json node = {{"name", n.name}, {"version", n.version}};
-        if (!line.extras.empty()) node["extras"] = line.extras;
-        if (line.repeated) node["repeated"] = true;
-        node["children"] = Json::array();
-        stack.resize(line.depth);
-        Json& siblings = line.depth == 0 ? roots : (*stack.back())["children"];
-        siblings.push_back(std::move(node));
-        stack.push_back(&siblings.back());
-    }
-    return Json{{"lock", g.lock.string()},
-                {"invert", options.invert ? Json(g.nodes[*options.invert].name) : Json()},
-                {"roots", std::move(roots)}};
 }
 
 WhyPaths why_paths(const DependencyGraph& g, std::size_t target, std::size_t limit) {
@@ -311,50 +265,6 @@ WhyPaths why_paths(const DependencyGraph& g, std::size_t target, std::size_t lim
         if (out.truncated) break;
     }
     return out;
-}
-
-std::string render_why(const DependencyGraph& g, std::size_t target, const WhyPaths& why) {
-    std::string out;
-    for (const auto& path : why.paths) {
-        if (path.size() == 1) {
-            bool requested = std::any_of(g.roots.begin(), g.roots.end(), [&](const auto& r) {
-                return r.node == target && r.requested;
-            });
-            out += g.label(target) + (requested ? " (a requirement of the manifest)\n"
-                                                : " (nothing depends on it)\n");
-            continue;
-        }
-        for (std::size_t i = 0; i < path.size(); ++i) {
-            out += (i ? " → " : "") + g.label(path[i]);
-            // An edge into an overridden package is the override's requirement.
-            if (auto o = g.overridden.find(g.nodes[path[i]].name); i > 0 && o != g.overridden.end())
-                out += " (overridden: " + o->second + ")";
-        }
-        out += "\n";
-    }
-    if (why.truncated)
-        out += "… (only the first " + std::to_string(why.paths.size()) + " paths are shown)\n";
-    return out;
-}
-
-Json why_json(const DependencyGraph& g, std::size_t target, const WhyPaths& why) {
-    auto entry = [&](std::size_t n) {
-        return Json{{"name", g.nodes[n].name}, {"version", g.nodes[n].version}};
-    };
-    Json paths = Json::array();
-    for (const auto& path : why.paths) {
-        Json p = Json::array();
-        for (std::size_t n : path)
-            p.push_back(entry(n));
-        paths.push_back(std::move(p));
-    }
-    bool requested = std::any_of(g.roots.begin(), g.roots.end(),
-                                 [&](const auto& r) { return r.node == target && r.requested; });
-    return Json{{"lock", g.lock.string()},
-                {"package", entry(target)},
-                {"requested", requested},
-                {"paths", std::move(paths)},
-                {"truncated", why.truncated}};
 }
 
 }  // namespace envbox::ops

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "../../src/cli/diff_render.hpp"
 #include "envbox/ops/diff.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/process.hpp"
@@ -86,7 +87,7 @@ TEST_CASE("diff names what changed for a package locked on both sides") {
         if (!r.kind) {
             CHECK(d.entries.empty());
             CHECK(d.unchanged == 1);
-            CHECK(envbox::ops::render_text(d, false).find("no changes") != std::string::npos);
+            CHECK(envbox::cli::render_text(d, false).find("no changes") != std::string::npos);
             continue;
         }
         REQUIRE(d.entries.size() == 1);
@@ -97,8 +98,8 @@ TEST_CASE("diff names what changed for a package locked on both sides") {
         CHECK(e.sha256_after == r.sha2);
         CHECK(d.download_delta ==
               static_cast<std::int64_t>(r.size2) - static_cast<std::int64_t>(r.size1));
-        CHECK(envbox::ops::render_text(d, false).find("no changes") == std::string::npos);
-        CHECK(envbox::ops::render_json(d).find("\"sha256_after\": \"" + r.sha2 + "\"") !=
+        CHECK(envbox::cli::render_text(d, false).find("no changes") == std::string::npos);
+        CHECK(envbox::cli::render_json(d).find("\"sha256_after\": \"" + r.sha2 + "\"") !=
               std::string::npos);
     }
 }
@@ -140,9 +141,9 @@ TEST_CASE("diff's text, markdown and json reports match their golden files", "[d
     auto d = envbox::ops::diff(golden_side("diff.before.pylock.toml"),
                                golden_side("diff.after.pylock.toml"));
     const std::pair<std::string, std::string> reports[] = {
-        {"diff.txt", envbox::ops::render_text(d, false)},
-        {"diff.md", envbox::ops::render_markdown(d)},
-        {"diff.json", envbox::ops::render_json(d)},
+        {"diff.txt", envbox::cli::render_text(d, false)},
+        {"diff.md", envbox::cli::render_markdown(d)},
+        {"diff.json", envbox::cli::render_json(d)},
     };
     for (const auto& [name, text] : reports) {
         INFO(name);

@@ -1,7 +1,8 @@
-// ops/tree: the dependency graph of a lock, the tree `envbox tree` prints, its inversion and
-// `envbox why`'s paths, from lock text alone.
+// ops/tree: the dependency graph of a lock, the tree `envbox tree` prints (cli/tree_render), its
+// inversion and `envbox why`'s paths, from lock text alone.
 #include <catch2/catch.hpp>
 
+#include "../../src/cli/tree_render.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/ops/tree.hpp"
 
@@ -55,7 +56,7 @@ lock::Pylock train() {
 const std::vector<std::string> kRequirements = {"torch==2.11.0+cu128", "transformers[torch]>=4.56"};
 
 std::string tree_text(const ops::DependencyGraph& g, ops::TreeOptions o = {}) {
-    return ops::render_tree(g, ops::tree_lines(g, o));
+    return cli::render_tree(g, ops::tree_lines(g, o));
 }
 
 }  // namespace
@@ -75,7 +76,7 @@ TEST_CASE("tree prints the manifest's requirements at the top, as uv tree does",
     CHECK(tree_text(g, {std::nullopt, 0}) == "torch 2.11.0+cu128\ntransformers[torch] 4.57.0\n");
     CHECK(tree_text(g, {std::nullopt, 1}).find("    └── nvidia-cublas") == std::string::npos);
 
-    auto json = ops::tree_json(g, ops::tree_lines(g, {}), {});
+    auto json = cli::tree_json(g, ops::tree_lines(g, {}), {});
     CHECK(json["roots"].size() == 2);
     CHECK(json["roots"][1]["extras"] == Json::array({"torch"}));
     CHECK(json["roots"][0]["children"][2]["name"] == "nvidia-cudnn-cu12");
@@ -99,7 +100,7 @@ TEST_CASE("a shared subtree is shown once, then marked (*); cycles end", "[tree]
           "└── y 1.0\n"
           "    └── x 1.0 (*)\n");
     auto lines = ops::tree_lines(g, {});
-    auto json = ops::tree_json(g, lines, {});
+    auto json = cli::tree_json(g, lines, {});
     CHECK(json["roots"][0]["children"][1]["children"][0]["repeated"] == true);
 }
 
@@ -119,23 +120,23 @@ TEST_CASE("--invert shows who depends on a package, up to the roots", "[tree]") 
           "├── huggingface-hub 0.35.0\n"
           "├── torch 2.11.0+cu128\n"
           "└── transformers 4.57.0\n");
-    CHECK(ops::tree_json(g, ops::tree_lines(g, o), o)["invert"] == "filelock");
+    CHECK(cli::tree_json(g, ops::tree_lines(g, o), o)["invert"] == "filelock");
 }
 
 TEST_CASE("why prints every path from a root to the package", "[tree][why]") {
     auto g = ops::dependency_graph(train(), kRequirements, "pylock.t.toml");
     const std::size_t cublas = ops::package_node(g, "nvidia-cublas-cu12");
     auto why = ops::why_paths(g, cublas);
-    CHECK(ops::render_why(g, cublas, why) ==
+    CHECK(cli::render_why(g, cublas, why) ==
           "torch 2.11.0+cu128 → nvidia-cublas-cu12 12.8.4.1\n"
           "torch 2.11.0+cu128 → nvidia-cudnn-cu12 9.10.2.21 → nvidia-cublas-cu12 12.8.4.1\n");
-    auto json = ops::why_json(g, cublas, why);
+    auto json = cli::why_json(g, cublas, why);
     CHECK(json["paths"].size() == 2);
     CHECK(json["paths"][1].size() == 3);
     CHECK(json["requested"] == false);
 
     const std::size_t torch = ops::package_node(g, "torch");
-    CHECK(ops::render_why(g, torch, ops::why_paths(g, torch)) ==
+    CHECK(cli::render_why(g, torch, ops::why_paths(g, torch)) ==
           "torch 2.11.0+cu128 (a requirement of the manifest)\n");
     const std::size_t filelock = ops::package_node(g, "filelock");
     CHECK(ops::why_paths(g, filelock).paths.size() == 3);
@@ -144,7 +145,7 @@ TEST_CASE("why prints every path from a root to the package", "[tree][why]") {
     auto two = ops::why_paths(g, filelock, 2);
     CHECK(two.paths.size() == 2);
     CHECK(two.truncated);
-    CHECK_THAT(ops::render_why(g, filelock, two),
+    CHECK_THAT(cli::render_why(g, filelock, two),
                Catch::EndsWith("(only the first 2 paths are shown)\n"));
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-/// `envbox diff`: what changed between two locks or environments, for review.
+/// `envbox diff`: what changed between two locks or environments, for review. What it prints
+/// (text, markdown, JSON, git's textconv) is the CLI's: src/cli/diff_render.hpp.
 
 #include <cstdint>
 #include <optional>
@@ -75,7 +76,7 @@ struct Diff {
 Diff diff(const LockView& a, const LockView& b);
 
 /// The packages of a lock's text as `diff` compares them (no installed sizes: the store is not
-/// read); `label` names it, in errors too.
+/// read); `label` names it, in errors too. What `diff --textconv` shows of a lock.
 LockView lock_view(const std::string& text, const std::string& label);
 
 /// One line of the change list `lock`, `add` and `remove` print, as uv does: a package added
@@ -88,12 +89,8 @@ struct VersionChange {
 /// version is left out (`envbox diff` reports those).
 std::vector<VersionChange> version_changes(const Diff& d);
 
-std::string render_text(const Diff& d, bool color);
-std::string render_markdown(const Diff& d);
-std::string render_json(const Diff& d);
-
-/// The text git shows for a lock with `diff.pylock.textconv`: one stable line per package,
-/// with its wheel's tags, size and sha256, so a re-uploaded wheel shows as a changed line.
-std::string textconv(const std::string& lock_path);
+/// The CUDA line a package at `version` is built for ("12.8": `env::cuda_line_of`), "" when
+/// none or the version does not parse: what `diff` compares (`cuda_before`, `cuda_after`).
+std::string cuda_line(const std::string& name, const std::string& version);
 
 }  // namespace envbox::ops

@@ -1,7 +1,8 @@
 #pragma once
 /// `envbox tree ENV` and `envbox why ENV PKG`: the dependency graph of ENV's lock, read from the
 /// lock alone (its PEP 751 `dependencies` and the requirements `[tool.envbox]` records), never
-/// from an index or the manifest, so they answer for the lock that is committed.
+/// from an index or the manifest, so they answer for the lock that is committed. What they print
+/// (text, JSON) is the CLI's: src/cli/tree_render.hpp.
 
 #include <cstddef>
 #include <filesystem>
@@ -12,7 +13,6 @@
 
 #include "envbox/lock/pylock.hpp"
 #include "envbox/ops/context.hpp"
-#include "envbox/util/json.hpp"
 
 namespace envbox::ops {
 
@@ -90,15 +90,6 @@ struct TreeLine {
 /// from that package up through its dependents.
 std::vector<TreeLine> tree_lines(const DependencyGraph& g, const TreeOptions& options);
 
-/// The text: `name version` per line, below a parent with `├── ` / `└── ` and `│   ` rails,
-/// `(*)` after a repeated subtree.
-std::string render_tree(const DependencyGraph& g, const std::vector<TreeLine>& lines);
-
-/// `{"lock", "invert", "roots": [NODE…]}`, NODE = `{"name", "version", ["extras"],
-/// ["repeated": true], "children": [NODE…]}` — the same tree as the text (docs/usage.md).
-Json tree_json(const DependencyGraph& g, const std::vector<TreeLine>& lines,
-               const TreeOptions& options);
-
 /// The paths from a root to `target` (each a list of nodes, root first, `target` last), no
 /// node twice in a path, in order of the roots and then of the names along the path. Bounded:
 /// `limit` paths, a million nodes in all, a walk of at most max(10^6, 100·limit) steps.
@@ -107,13 +98,5 @@ struct WhyPaths {
     bool truncated = false;  ///< stopped at `limit` paths
 };
 WhyPaths why_paths(const DependencyGraph& g, std::size_t target, std::size_t limit = 1000);
-
-/// One line a path: `torch 2.11.0+cu128 → nvidia-cublas-cu12 12.8.4.1`; a requested package's
-/// own path says it is a requirement of the manifest.
-std::string render_why(const DependencyGraph& g, std::size_t target, const WhyPaths& why);
-
-/// `{"lock", "package": {"name", "version"}, "requested", "paths": [[{"name", "version"}…]…],
-/// "truncated"}`.
-Json why_json(const DependencyGraph& g, std::size_t target, const WhyPaths& why);
 
 }  // namespace envbox::ops

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 
+#include "envbox/index/fetch.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/printable.hpp"
+#include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
 
@@ -323,6 +326,75 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
     store.publish(to_publish, compiled);
     result.publish_s = watch.lap();
     return result;
+}
+
+namespace {
+
+// `path` holds `w`'s bytes: its sha256 (and size, when the lock gives one) checked.
+bool holds_wheel(const fs::path& path, WantedWheel& w) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) return false;
+    std::uint64_t bytes = 0;
+    if (to_hex(sha256_file(path, &bytes)) != w.sha256) return false;
+    if (w.size && bytes != w.size) return false;
+    w.size = bytes;
+    return true;
+}
+
+}  // namespace
+
+void locate_wheels(store::Store& store, std::span<WantedWheel> wheels, const LocateOptions& opt) {
+    const fs::path& lock_dir = opt.lock_dir;
+    index::HttpClient http(opt.http);
+    std::mutex mutex;
+    parallel_for(wheels.size(), opt.jobs, [&](std::size_t i) {
+        WantedWheel& w = wheels[i];
+        if (auto kept = w.size ? store.kept_archive(w.sha256, w.size) : std::nullopt) {
+            w.path = *kept;
+            return;
+        }
+        if (!w.size && holds_wheel(store.archive_path(w.sha256), w)) {
+            w.path = store.archive_path(w.sha256);
+            return;
+        }
+        const fs::path cached = index::download_path(opt.downloads, w.sha256);
+        const index::ArtifactRequest& req = w.request;
+        try {
+            if (auto local = index::local_artifact_path(req, lock_dir);
+                local && holds_wheel(*local, w)) {
+                w.path = *local;
+                return;
+            }
+            if (!holds_wheel(cached, w)) {
+                std::error_code ec;
+                fs::remove(cached, ec);
+                if (req.location.empty() || index::local_artifact_path(req, lock_dir))
+                    throw Error(ErrorCode::integrity,
+                                w.filename + " is in neither the store's archives nor " +
+                                    cached.string() + ", and the lock's " +
+                                    (req.location.empty()
+                                         ? "entry names no URL"
+                                         : "path " + req.location + " does not hold its bytes"));
+                fs::create_directories(opt.downloads, ec);
+                index::download_artifact(http, req, opt.downloads);
+                if (!holds_wheel(cached, w)) {
+                    fs::remove(cached, ec);
+                    throw Error(ErrorCode::integrity, "hash mismatch for " + w.filename +
+                                                          " downloaded again from " +
+                                                          index::redact_url(req.location) +
+                                                          ": not the lock's sha256 " + w.sha256);
+                }
+                std::lock_guard<std::mutex> g(mutex);
+                w.refetched = true;
+            }
+            store.keep_archive(w.sha256, cached);
+            w.path = store.archive_path(w.sha256);
+            if (!fs::exists(w.path)) w.path = cached;  // no file list: not kept
+        } catch (Error& e) {
+            e.add_context("reading " + w.filename + " of " + opt.owner);
+            throw;
+        }
+    });
 }
 
 }  // namespace envbox::install

@@ -81,17 +81,6 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
 
 namespace {
 
-// `path` holds `w`'s bytes: its sha256 (and size, when the lock gives one) checked.
-bool holds_wheel(const fs::path& path, BundleWheel& w) {
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) return false;
-    std::uint64_t bytes = 0;
-    if (to_hex(sha256_file(path, &bytes)) != w.sha256) return false;
-    if (w.size && bytes != w.size) return false;
-    w.size = bytes;
-    return true;
-}
-
 // The manifest's indexes (for the credentials and CA of a refetch), when the project has one.
 std::vector<resolve::IndexConfig> project_indexes(const Context& ctx, const std::string& env) {
     if (ctx.project_root.empty()) return {};
@@ -113,61 +102,25 @@ index::ArtifactRequest refetch_request(const BundleWheel& w,
 }  // namespace
 
 void locate_wheels(const Context& ctx, Bundle& b, unsigned jobs) {
-    store::Store store(ctx.home);
-    const store::Home home(ctx.home);
-    FileLock held = FileLock::shared(home.store_lock());
     const auto indexes = project_indexes(ctx, b.env);
-    const fs::path lock_dir = fs::path(b.generation.lock_source).parent_path();
-    index::HttpClient http(http_options(ctx, false));
-    std::mutex mutex;
-    parallel_for(b.wheels.size(), jobs, [&](std::size_t i) {
-        BundleWheel& w = b.wheels[i];
-        if (auto kept = w.size ? store.kept_archive(w.sha256, w.size) : std::nullopt) {
-            w.path = *kept;
-            return;
-        }
-        if (!w.size && holds_wheel(store.archive_path(w.sha256), w)) {
-            w.path = store.archive_path(w.sha256);
-            return;
-        }
-        const fs::path cached = index::download_path(home.downloads(), w.sha256);
-        const index::ArtifactRequest req = refetch_request(w, indexes, b.pylock);
-        try {
-            if (auto local = index::local_artifact_path(req, lock_dir);
-                local && holds_wheel(*local, w)) {
-                w.path = *local;
-                return;
-            }
-            if (!holds_wheel(cached, w)) {
-                std::error_code ec;
-                fs::remove(cached, ec);
-                if (req.location.empty() || index::local_artifact_path(req, lock_dir))
-                    throw Error(ErrorCode::integrity,
-                                w.filename + " is in neither the store's archives nor " +
-                                    cached.string() + ", and the lock's " +
-                                    (req.location.empty()
-                                         ? "entry names no URL"
-                                         : "path " + req.location + " does not hold its bytes"));
-                fs::create_directories(home.downloads(), ec);
-                index::download_artifact(http, req, home.downloads());
-                if (!holds_wheel(cached, w)) {
-                    fs::remove(cached, ec);
-                    throw Error(ErrorCode::integrity, "hash mismatch for " + w.filename +
-                                                          " downloaded again from " +
-                                                          index::redact_url(req.location) +
-                                                          ": not the lock's sha256 " + w.sha256);
-                }
-                std::lock_guard<std::mutex> g(mutex);
-                w.refetched = true;
-            }
-            store.keep_archive(w.sha256, cached);
-            w.path = store.archive_path(w.sha256);
-            if (!fs::exists(w.path)) w.path = cached;  // no file list: not kept
-        } catch (Error& e) {
-            e.add_context("reading " + w.filename + " of " + b.env);
-            throw;
-        }
-    });
+    std::vector<install::WantedWheel> wanted;
+    for (const BundleWheel& w : b.wheels)
+        wanted.push_back(
+            {w.filename, w.sha256, w.size, refetch_request(w, indexes, b.pylock), {}, false});
+    install::LocateOptions opt;
+    opt.downloads = store::Home(ctx.home).downloads();
+    opt.lock_dir = fs::path(b.generation.lock_source).parent_path();
+    opt.http = http_options(ctx, false);
+    opt.owner = b.env;
+    opt.jobs = jobs;
+    store::Store store(ctx.home);
+    FileLock held = FileLock::shared(store::Home(ctx.home).store_lock());
+    install::locate_wheels(store, wanted, opt);
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+        b.wheels[i].path = wanted[i].path;
+        b.wheels[i].size = wanted[i].size;
+        b.wheels[i].refetched = wanted[i].refetched;
+    }
 }
 
 index::oci::RegistryOptions registry_options(const RegistryAccess& access,

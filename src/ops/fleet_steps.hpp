@@ -41,10 +41,9 @@ struct Bundle {
 /// installed wheel is matched to the lock's entry of that sha256 (its size, URL or path).
 Bundle current_bundle(const Context& ctx, const std::string& env);
 
-/// Sets each wheel's `path` to bytes that are its sha256: the store's kept archive; else
-/// cache/downloads/<sha256>.whl or the lock's local path, hashed; else downloaded again by the
-/// lock's URL (with the manifest's index credentials), hashed. A downloaded or cached file is
-/// then kept in the store. Runs under the store lock held shared (gc's sweep waits).
+/// Sets each wheel's `path` to bytes that are its sha256 (`install::locate_wheels`: the store's
+/// kept archive, cache/downloads/, the lock's path, or its URL again with the manifest's index
+/// credentials), under the store lock held shared (gc's sweep waits).
 void locate_wheels(const Context& ctx, Bundle& bundle, unsigned jobs);
 
 /// What a received lock lists: each file's sha256 → (file name, size).

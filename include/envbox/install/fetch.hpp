@@ -5,9 +5,11 @@
 /// fetch a lock's file again (`artifact_request`).
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -85,5 +87,32 @@ struct FetchReport {
 /// never ingested stays for the next run.
 FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
                              Progress& progress);
+
+// ---- a wheel's bytes as a file (push, pack) ----------------------------------------------------
+
+/// A wheel whose verified bytes are wanted as a file (push and pack send them).
+struct WantedWheel {
+    std::string filename, sha256;
+    std::uint64_t size = 0;          ///< 0: the lock gives none (set once found)
+    index::ArtifactRequest request;  ///< how to fetch it again (`artifact_request`)
+    std::filesystem::path path;      ///< set by `locate_wheels`: its verified bytes
+    bool refetched = false;          ///< downloaded again
+};
+
+/// Where `locate_wheels` looks and how it downloads.
+struct LocateOptions {
+    std::filesystem::path downloads;  ///< cache/downloads/
+    std::filesystem::path lock_dir;   ///< the lock's directory: its relative paths start here
+    index::HttpOptions http;
+    std::string owner;  ///< the environment, for errors ("reading F of ENV")
+    unsigned jobs = 1;
+};
+
+/// Sets each wheel's `path` to bytes that are its sha256: the store's kept archive; else
+/// `downloads`/<sha256>.whl or the lock's local path, hashed; else downloaded again by the
+/// lock's URL (with the request's index credentials), hashed. A downloaded or cached file is
+/// then kept in the store. The caller holds the store lock shared (gc's sweep waits). A wheel
+/// found nowhere, or downloaded with other bytes, is an integrity error naming it.
+void locate_wheels(store::Store& store, std::span<WantedWheel> wheels, const LocateOptions& opt);
 
 }  // namespace envbox::install

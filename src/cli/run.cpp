@@ -14,11 +14,9 @@
 #include "cli/progress.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/env/sandbox.hpp"
-#include "envbox/lock/writer.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/create.hpp"
 #include "envbox/ops/lock.hpp"
-#include "envbox/ops/lock_agreement.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/process.hpp"
@@ -105,73 +103,11 @@ void report_sandbox(const GlobalOptions& global, const std::filesystem::path& ho
             std::fprintf(stderr, "envbox: %s\n", n.c_str());
 }
 
-// What run's sync does before running ENV, decided as create would but without resolving the
-// target. Nothing to do (the fast path: a few reads and a manifest digest) when the lock is fresh
-// against the manifest (a lock envbox did not write is taken as it is) and its bytes are the
-// current generation's. A rollback is on purpose: while the lock file is the lock of a newer
-// generation than the current one (the one rolled back from), run keeps the current one and
-// says so, never rebuilding what the user rolled back from. A lock of no generation, or of an
-// older one than the current (a `git revert` before a rollback), is created, as `create` does.
-// A generation made with `create --lock FILE` is left alone unless the project's lock changed
-// since a generation was built from it.
-struct SyncPlan {
-    std::vector<std::string> reasons;  ///< why a create is needed; empty: run as it is
-    bool stale_lock = false;           ///< locking is among what is needed
-    std::string what;                  ///< what "ENV…; creating…" says when it builds
-    std::string note;                  ///< said although nothing is created (a rollback kept)
-};
-
-SyncPlan plan_sync(const ops::Context& ctx, const std::string& env) {
-    namespace fs = std::filesystem;
-    SyncPlan plan;
-    std::error_code ec;
-    const fs::path manifest = ctx.project().manifest(env), lock_path = ctx.project().lock(env);
-    // No manifest: run says what is missing, or runs a generation made from --lock FILE.
-    if (ctx.project_root.empty() || !fs::exists(manifest, ec)) return plan;
-    auto& reasons = plan.reasons;
-    if (ops::Freshness f = ops::freshness(manifest, lock_path); f.needs_lock())
-        reasons = std::move(f.reasons);
-    plan.stale_lock = !reasons.empty();
-    const ops::LockAgreement a = ops::lock_agreement(ctx, env);
-    if (!a.current) {
-        reasons.push_back("no generation was ever created");
-        plan.what = " has no generation yet";
-        return plan;
-    }
-    const std::string cur = std::to_string(*a.current), file = lock_path.filename().string();
-    // A stale lock's reasons are create's notes as it locks; the others are said here.
-    if (plan.stale_lock) {
-        plan.what = " changed since generation " + cur;
-    } else if (a.other_source) {
-        if (!a.project_generation || a.lock_generation) return plan;
-        const std::string p = std::to_string(*a.project_generation);
-        reasons.push_back(file + " changed since generation " + p);
-        plan.what = " changed since generation " + p + " (" + reasons.front() + ")";
-    } else if (a.agrees) {
-        return plan;
-    } else if (a.lock_generation && *a.lock_generation > *a.current) {
-        const std::string n = std::to_string(*a.lock_generation);
-        plan.note = a.summary() + ": run keeps generation " + cur +
-                    " until they agree (revert the lock in git, `envbox rollback " + env +
-                    " --to " + cur + " --write-lock`, or `envbox rollback " + env + " --to " + n +
-                    "`)";
-    } else if (a.lock_generation) {
-        const std::string n = std::to_string(*a.lock_generation);
-        reasons.push_back(a.lock_name() + " is generation " + n + "'s lock");
-        plan.what = ": " + reasons.front() + "; generation " + cur +
-                    " is current (`envbox rollback " + env + " --to " + n + "` would switch to it)";
-    } else {
-        reasons.push_back(file + " changed since generation " + cur);
-        plan.what = " changed since generation " + cur + " (" + reasons.front() + ")";
-    }
-    return plan;
-}
-
 // `uv run`'s sync: lock and create first when ENV is out of date (said on stderr, as the
 // command's stdout is its own); --locked refuses a stale lock instead, --frozen skips this.
 void sync_first(const GlobalOptions& global, const ops::Context& ctx, const RunCommand& args) {
     if (args.frozen) return;
-    const SyncPlan plan = plan_sync(ctx, args.env);
+    ops::SyncPlan plan = ops::plan_sync(ctx, args.env);
     if (!plan.note.empty() && global.verbosity >= 0)
         std::fprintf(stderr, "envbox: note: %s: %s\n", args.env.c_str(), plan.note.c_str());
     if (plan.reasons.empty()) return;
@@ -185,6 +121,7 @@ void sync_first(const GlobalOptions& global, const ops::Context& ctx, const RunC
     options.on_build = [&args, what = plan.what] {
         std::fprintf(stderr, "envbox: %s%s; creating…\n", args.env.c_str(), what.c_str());
     };
+    options.freshness = std::move(plan.freshness);  // the lock is not read again
     options.keep_cuda_line = true;  // a new CUDA line is made on purpose, never by a launch
     ops::create(ctx, options);
 }

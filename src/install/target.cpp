@@ -1,6 +1,5 @@
 #include "envbox/install/target.hpp"
 
-#include "envbox/lock/writer.hpp"
 #include "envbox/util/error.hpp"
 
 namespace envbox::install {
@@ -88,13 +87,11 @@ Target target_of_interpreter(env::Interpreter interpreter, const std::string& pl
     return t;
 }
 
-Target lock_target(const std::string& text, const std::filesystem::path& path,
-                   const std::string& target) {
-    auto tool = lock::read_tool_table(text, path.string());
-    if (!tool) throw tool.error();
-    std::vector<std::string> platforms = tool->lists["platforms"];
-    if (platforms.empty() && !tool->values["platform"].empty())
-        platforms.push_back(tool->values["platform"]);
+Target lock_target(const lock::LockFile& lock, const std::string& target) {
+    const std::filesystem::path& path = lock.path;
+    const lock::ToolTable tool = lock.tool.value_or(lock::ToolTable{});
+    std::vector<std::string> platforms = tool.platforms;
+    if (platforms.empty() && !tool.platform.empty()) platforms.push_back(tool.platform);
     auto named = platform_named(platforms, target);
     if (!named)
         throw Error(ErrorCode::usage,
@@ -102,7 +99,7 @@ Target lock_target(const std::string& text, const std::filesystem::path& path,
                         (platforms.empty() ? " records no targets (it was not written by envbox)"
                                            : " is locked for " + joined(platforms) + " only"));
     lock::Manifest m;  // the python line alone: "3.12"
-    const std::string& python = tool->values["python"];
+    const std::string& python = tool.python;
     const auto dot = python.find('.');
     try {
         m.python_major = std::stoi(python.substr(0, dot));
@@ -114,10 +111,9 @@ Target lock_target(const std::string& text, const std::filesystem::path& path,
     return manifest_target(m, *named);
 }
 
-lock::Pylock lock_for_target(const lock::Pylock& lock, const std::string& text,
-                             const std::filesystem::path& path, const std::string& target) {
-    const Target t = lock_target(text, path, target);
-    auto filtered = lock::for_target(lock, t.markers);
+lock::Pylock lock_for_target(const lock::LockFile& lock, const std::string& target) {
+    const Target t = lock_target(lock, target);
+    auto filtered = lock::for_target(lock.pylock, t.markers);
     if (!filtered) throw filtered.error();
     return std::move(*filtered);
 }

@@ -4,27 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "lock/toml_reader.hpp"
-
 namespace envbox::lock {
-
-Result<ToolTable> read_tool_table(std::string_view text, std::string_view source) {
-    auto doc = parse_toml(text, source);
-    if (!doc) return doc.error();
-    ToolTable out;
-    const toml::table* t = (*doc)["tool"]["envbox"].as_table();
-    if (!t) return out;
-    for (const auto& [k, v] : *t) {
-        if (auto s = v.value<std::string>())
-            out.values[std::string(k.str())] = *s;
-        else if (const toml::array* a = v.as_array()) {
-            auto& list = out.lists[std::string(k.str())];
-            for (const auto& e : *a)
-                if (auto es = e.value<std::string>()) list.push_back(*es);
-        }
-    }
-    return out;
-}
 
 std::string toml_string(std::string_view s) {
     std::string out = "\"";

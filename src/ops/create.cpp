@@ -21,11 +21,6 @@ namespace fs = std::filesystem;
 namespace envbox::ops {
 namespace create_steps {
 
-std::vector<std::string> relock_reasons(const fs::path& manifest_path, const fs::path& lock_path) {
-    Freshness f = freshness(manifest_path, lock_path);
-    return f.needs_lock() ? std::move(f.reasons) : std::vector<std::string>{};
-}
-
 namespace {
 
 // manifests/ENV.toml of the project, parsed; nullopt without a project or without the file.
@@ -35,18 +30,21 @@ std::optional<lock::Manifest> read_manifest_if_any(const fs::path& manifest_path
     return read_manifest(manifest_path);
 }
 
-// Writes the project's lock again when `relock_reasons` says so; --locked refuses instead.
-bool relock_if_stale(const Context& ctx, const CreateOptions& opt, const Inputs& in) {
-    std::vector<std::string> reasons = relock_reasons(in.manifest_path, in.lock_path);
-    if (reasons.empty()) return false;
-    if (opt.locked) throw locked_refusal(opt.env, reasons);
-    for (const auto& r : reasons)
+// Writes the project's lock again when `freshness` says it must be; --locked refuses instead.
+// Returns the lock as freshness read it when it is used as it is, none when it was written again.
+std::optional<lock::LockFile> relock_if_stale(const Context& ctx, const CreateOptions& opt,
+                                              const Inputs& in, bool& relocked) {
+    Freshness f = opt.freshness ? *opt.freshness : freshness(in.manifest_path, in.lock_path);
+    if (!f.needs_lock()) return std::move(f.lock);
+    if (opt.locked) throw locked_refusal(opt.env, f.reasons);
+    for (const auto& r : f.reasons)
         ctx.progress->note(r + "; locking first");
     LockOptions lo;
     lo.env = opt.env;
     lo.offline = opt.offline;
     lock(ctx, lo);
-    return true;
+    relocked = true;
+    return std::nullopt;
 }
 
 }  // namespace
@@ -58,20 +56,25 @@ Inputs read_inputs(const Context& ctx, const CreateOptions& opt) {
     in.manifest = read_manifest_if_any(in.manifest_path);
     in.lock_path = opt.lock ? fs::absolute(*opt.lock) : ctx.project().lock(opt.env);
     if (!opt.lock) ctx.project().required("; use --project DIR or --lock FILE");
-    // With a manifest and its own lock: lock first when the lock is missing or stale.
-    if (in.manifest && !opt.lock && !opt.frozen) in.relocked = relock_if_stale(ctx, opt, in);
-    std::error_code ec;
-    if (!fs::exists(in.lock_path, ec))
-        throw Error(ErrorCode::invalid_input,
-                    "no lock file " + in.lock_path.string() +
-                        (in.manifest ? " (run `envbox lock " + opt.env + "` to write it)" : ""));
-    in.lock_text = read_file(in.lock_path);
-    auto parsed = lock::Pylock::parse(in.lock_text, in.lock_path.string());
-    if (!parsed) throw parsed.error();
-    in.pylock = std::move(*parsed);
+    // With a manifest and its own lock: lock first when the lock is missing or stale. The lock
+    // freshness read is the one used, unless it was written again.
+    std::optional<lock::LockFile> read;
+    if (in.manifest && !opt.lock && !opt.frozen) read = relock_if_stale(ctx, opt, in, in.relocked);
+    if (!read) {
+        std::error_code ec;
+        if (!fs::exists(in.lock_path, ec))
+            throw Error(
+                ErrorCode::invalid_input,
+                "no lock file " + in.lock_path.string() +
+                    (in.manifest ? " (run `envbox lock " + opt.env + "` to write it)" : ""));
+        auto parsed = lock::read_lock_file(in.lock_path);
+        if (!parsed) throw parsed.error();
+        read = std::move(*parsed);
+    }
+    in.lock = std::move(*read);
     if (in.manifest) {  // [install].prefer names packages of this lock
         std::vector<std::string> names;
-        for (const auto& p : in.pylock.packages)
+        for (const auto& p : in.lock.pylock.packages)
             names.push_back(p.name);
         if (auto e = in.manifest->check_prefer(names, in.manifest_path.string())) throw *e;
     }
@@ -87,8 +90,7 @@ void check_cuda_coherence(const std::vector<install::Item>& items, const lock::M
                 cuda.push_back({item.package->name, item.package->version->str(), *l});
     auto why = env::cuda_incoherence(cuda, manifest ? manifest->cuda : std::nullopt);
     if (!why) return;
-    auto tool = lock::read_tool_table(in.lock_text, in.lock_path.string());
-    if (tool && tool->values["allow-mixed-cuda"] == "true") return;
+    if (in.lock.tool && in.lock.tool->allow_mixed_cuda) return;
     throw Error(ErrorCode::invalid_input,
                 *why + "\nrefusing to create an environment from " + in.lock_path.string() +
                     " (lock it again with `envbox lock`, or with --allow-mixed-cuda if this is "
@@ -185,7 +187,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     const lock::Manifest* manifest = in.manifest ? &*in.manifest : nullptr;
     const install::Target target = install::create_target(
         manifest, home.interpreters(), opt.env, interpreter_search(ctx.settings), opt.target);
-    std::vector<install::Item> items = install::select_items(in.pylock, target, in.lock_path);
+    std::vector<install::Item> items = install::select_items(in.lock.pylock, target, in.lock_path);
     const env::Interpreter& interpreter = *target.interpreter;
 
     CreateResult result;
@@ -202,7 +204,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     const std::vector<store::BytecodeKey> bytecode =
         install::bytecode_keys(interpreter, manifest, opt.compile, progress);
-    const std::string digest = generation_digest(in.lock_text, target, manifest, bytecode);
+    const std::string digest = generation_digest(in.lock.text, target, manifest, bytecode);
     if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest && !opt.force) {
         result.generation = cur->number;
         result.path = cur->path;
@@ -235,7 +237,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     const std::vector<env::InstallRequest> requests = install_requests(items, manifest, gen);
     progress.phase("Installing", requests.size());
     result.build = env::build_generation(store, *target.interpreter, gen, edir, requests,
-                                         {opt.env, in.lock_text, opt.link_mode, ctx.jobs});
+                                         {opt.env, in.lock.text, opt.link_mode, ctx.jobs});
     for (const auto& n : result.build.install.notes)  // a path two wheels ship, and the choice
         progress.note(n);
 

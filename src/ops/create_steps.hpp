@@ -23,8 +23,8 @@
 #include "envbox/env/generation.hpp"
 #include "envbox/install/item.hpp"
 #include "envbox/install/target.hpp"
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/manifest.hpp"
-#include "envbox/lock/pylock.hpp"
 #include "envbox/ops/create.hpp"
 #include "envbox/store/bytecode.hpp"
 #include "envbox/util/fs.hpp"
@@ -38,8 +38,7 @@ struct Inputs {
     std::optional<lock::Manifest> manifest;  ///< manifests/ENV.toml when the project has it
     std::filesystem::path manifest_path;     ///< where it is (or would be); empty: no project
     std::filesystem::path lock_path;         ///< --lock FILE, else manifests/pylock.ENV.toml
-    std::string lock_text;
-    lock::Pylock pylock;    ///< parsed `lock_text`; the selection points into it
+    lock::LockFile lock;    ///< the lock, read once; the selection points into its pylock
     bool relocked = false;  ///< the lock was (re)written first
 };
 
@@ -49,12 +48,6 @@ struct Inputs {
 /// `[install].prefer` against it. Throws invalid_input without a project and without --lock,
 /// and when the lock file is missing.
 Inputs read_inputs(const Context& ctx, const CreateOptions& opt);
-
-/// Why the project's own lock must be written again before `create` (empty: it need not): it is
-/// missing, or envbox wrote it ([tool.envbox] has a manifest digest) and `lock_staleness` says
-/// it no longer matches. A lock envbox did not write is used as it is.
-std::vector<std::string> relock_reasons(const std::filesystem::path& manifest_path,
-                                        const std::filesystem::path& lock_path);
 
 // ---- check the selection -------------------------------------------------------------------
 

@@ -40,15 +40,16 @@ LockView::Entry entry_of(const lock::Package& p, const lock::FileRef* wheel,
 
 LockView view_of(const std::string& text, const std::string& label, const fs::path& home,
                  const std::string& target = "") {
-    auto lock = lock::Pylock::parse(text, label);
-    if (!lock) throw lock.error();
+    auto file = lock::parse_lock_file(label, text);
+    if (!file) throw file.error();
+    const lock::Pylock* lock = &file->pylock;
     LockView v;
     v.label = label;
     std::optional<store::Store> store;
     std::error_code ec;
     if (fs::exists(store::Home(home).store(), ec)) store.emplace(home);
     if (!target.empty()) {  // what that target installs
-        const install::Target t = install::lock_target(text, label, target);
+        const install::Target t = install::lock_target(*file, target);
         lock::SelectTarget select_target;
         select_target.environment = t.markers;
         select_target.tags = &t.tags;

@@ -179,19 +179,15 @@ ExportResult export_lock(const Context& ctx, const std::string& env, ExportForma
                         "requirements-txt for one target");
     ctx.project().required();
     ExportResult r;
-    r.lock = ctx.project().lock(env);
-    std::error_code ec;
-    if (!fs::exists(r.lock, ec))
-        throw Error(ErrorCode::invalid_input, "no lock file " + r.lock.string() +
-                                                  " (run `envbox lock " + env + "` to write it)");
-    const std::string text = read_file(r.lock);
-    auto parsed = lock::Pylock::parse(text, r.lock.string());
-    if (!parsed) throw parsed.error();
-    if (!target.empty()) *parsed = install::lock_for_target(*parsed, text, r.lock, target);
-    r.packages = parsed->packages.size();
+    const lock::LockFile lock = ctx.project().read_lock(env);
+    r.lock = lock.path;
+    const lock::Pylock parsed =
+        target.empty() ? lock.pylock : install::lock_for_target(lock, target);
+    const std::string& text = lock.text;
+    r.packages = parsed.packages.size();
     r.text = format == ExportFormat::pylock
                  ? text
-                 : requirements_txt(*parsed, r.lock.string(), ctx.project_root);
+                 : requirements_txt(parsed, r.lock.string(), ctx.project_root);
     return r;
 }
 

@@ -6,7 +6,7 @@
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/install/fetch.hpp"
-#include "envbox/lock/writer.hpp"
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
@@ -43,11 +43,18 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
     b.env = env;
     b.generation = *gen;
     const fs::path lock_path = gen->path / ".envbox" / "pylock.toml";
-    b.lock_text = read_file(lock_path);
-    b.lock_sha256 = to_hex(sha256(b.lock_text));
-    auto parsed = lock::Pylock::parse(b.lock_text, lock_path.string());
+    // The generation's own lock, never read through a link.
+    auto text = env::read_generation_lock(gen->path);
+    if (!text)
+        throw Error(ErrorCode::integrity, lock_path.string() +
+                                              " is missing: the generation is damaged (run `envbox "
+                                              "verify " +
+                                              env + "`)");
+    auto parsed = lock::parse_lock_file(lock_path, std::move(*text));
     if (!parsed) throw parsed.error();
-    b.pylock = std::move(*parsed);
+    b.lock_text = parsed->text;
+    b.lock_sha256 = to_hex(sha256(b.lock_text));
+    b.pylock = std::move(parsed->pylock);
     std::map<std::string, const lock::FileRef*> by_sha;
     for (const auto& p : b.pylock.packages) {
         for (const auto& w : p.wheels)
@@ -73,9 +80,7 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
     b.python = gen->python_version;
     b.platform = gen->platform;
     b.cuda = "none";
-    if (auto tool = lock::read_tool_table(b.lock_text, lock_path.string()))
-        if (auto c = tool->values.find("cuda"); c != tool->values.end() && !c->second.empty())
-            b.cuda = c->second;
+    if (parsed->tool && !parsed->tool->cuda.empty()) b.cuda = parsed->tool->cuda;
     return b;
 }
 

@@ -78,22 +78,21 @@ struct Previous {
     std::map<std::string, pep::Version> preferences;  // locked versions to keep
 };
 
-// The number of packages of the lock at `lock_path` when it is up to date with the manifest
+// The number of packages of the lock `fresh` read when it is up to date with the manifest
 // (envbox wrote it and `lock_staleness` finds nothing); nullopt when it must be resolved.
-std::optional<std::size_t> up_to_date_packages(const fs::path& manifest_path,
-                                               const fs::path& lock_path) {
-    if (freshness(manifest_path, lock_path).state != Freshness::State::fresh) return std::nullopt;
-    auto old = lock::Pylock::parse(read_file(lock_path), lock_path.string());
+std::optional<std::size_t> up_to_date_packages(const Freshness& fresh) {
+    if (fresh.state != Freshness::State::fresh || !fresh.lock) return std::nullopt;
     // A lock written before envbox recorded dependency edges is resolved again for them.
-    if (!old || !old->has_dependency_graph()) return std::nullopt;
-    return old->packages.size();
+    if (!fresh.lock->pylock.has_dependency_graph()) return std::nullopt;
+    return fresh.lock->pylock.packages.size();
 }
 
 // Reads the lock being replaced: its versions are preferred, except with --upgrade or for the
 // packages --upgrade-package names; a name --upgrade-package gives that neither the old lock nor
 // the manifest knows is a usage error (it would otherwise upgrade nothing, silently).
 Previous read_previous(const LockOptions& opt, const lock::Manifest& m,
-                       const fs::path& manifest_path, const fs::path& lock_path) {
+                       const fs::path& manifest_path, const fs::path& lock_path,
+                       const std::optional<lock::LockFile>& old) {
     Previous prev;
     std::set<std::string>
         known;  // what --upgrade-package may name: locked packages and requirements
@@ -102,16 +101,13 @@ Previous read_previous(const LockOptions& opt, const lock::Manifest& m,
     std::set<std::string> skip;
     for (const auto& p : opt.upgrade_packages)
         skip.insert(pep::canonicalize_name(p));
-    std::error_code ec;
-    if (fs::exists(lock_path, ec)) {
-        prev.text = read_file(lock_path);
-        auto old = lock::Pylock::parse(prev.text, lock_path.string());
-        if (old)
-            for (const auto& p : old->packages) {
-                known.insert(p.name);
-                if (!opt.upgrade && p.version && !skip.count(p.name))
-                    prev.preferences[p.name] = *p.version;
-            }
+    if (old) {
+        prev.text = old->text;
+        for (const auto& p : old->pylock.packages) {
+            known.insert(p.name);
+            if (!opt.upgrade && p.version && !skip.count(p.name))
+                prev.preferences[p.name] = *p.version;
+        }
     }
     for (const auto& p : opt.upgrade_packages)
         if (!known.count(pep::canonicalize_name(p)))
@@ -262,21 +258,30 @@ std::vector<VersionChange> changes_between(const std::string& before, const std:
 
 // `lock --check`: why the lock is stale (`--target`: or why it does not cover that platform).
 void check_lock(LockResult& result, const LockOptions& opt, const fs::path& manifest_path) {
+    std::optional<lock::LockFile> file;
+    std::error_code ec;
+    if (fs::exists(result.lock_path, ec)) {
+        auto read = lock::read_lock_file(result.lock_path);
+        if (!read) throw read.error();
+        file = std::move(*read);
+    }
     if (!opt.target.empty()) {
         const lock::Manifest m = read_manifest(manifest_path);
         auto named = install::platform_named(m.platforms, opt.target);
         if (!named)
             throw Error(ErrorCode::usage, "--target " + opt.target + ": " + manifest_path.string() +
                                               " names no such platform");
-        std::error_code ec;
-        if (fs::exists(result.lock_path, ec)) try {
-                install::lock_target(read_file(result.lock_path), result.lock_path, *named);
+        if (file) try {
+                install::lock_target(*file, *named);
             } catch (const Error&) {
                 result.reasons.push_back(result.lock_path.string() + " does not cover " + *named);
             }
     }
-    for (auto& why : lock_staleness(manifest_path, result.lock_path))
-        result.reasons.push_back(std::move(why));
+    if (!file)
+        result.reasons.push_back("there is no lock file " + result.lock_path.string());
+    else
+        for (auto& why : lock_staleness(manifest_path, *file))
+            result.reasons.push_back(std::move(why));
     result.stale = !result.reasons.empty();
 }
 
@@ -389,8 +394,9 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     }
     // An up-to-date lock is kept as it is, without asking any index (as `uv lock` does);
     // --upgrade or --upgrade-package re-resolve.
+    Freshness fresh = freshness(manifest_path, result.lock_path);
     if (!opt.upgrade && opt.upgrade_packages.empty())
-        if (auto n = up_to_date_packages(manifest_path, result.lock_path)) {
+        if (auto n = up_to_date_packages(fresh)) {
             result.packages = *n;
             result.up_to_date = true;
             result.seconds = started.total();
@@ -398,7 +404,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
         }
     const lock::Manifest m = read_manifest(manifest_path);
     LockTargets targets{manifest_targets(m, manifest_path), {}};
-    Previous previous = read_previous(opt, m, manifest_path, result.lock_path);
+    Previous previous = read_previous(opt, m, manifest_path, result.lock_path, fresh.lock);
     const resolve::Options ropt = resolution_options(ctx, m, previous);
     // One client for every target: its connections, and the home's page and metadata caches,
     // are shared; each target has its own source, since its tags decide a version's wheel.

@@ -1,7 +1,7 @@
 #include "envbox/ops/lock_agreement.hpp"
 
 #include "envbox/env/generation.hpp"
-#include "envbox/lock/writer.hpp"
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -67,7 +67,7 @@ std::vector<std::string> LockAgreement::remedies() const {
 }
 
 LockAgreement lock_agreement(const fs::path& project_root, const fs::path& dir,
-                             const std::string& env) {
+                             const std::string& env, const std::string* lock_text) {
     LockAgreement a;
     a.env = env;
     auto current = env::current_generation(dir);
@@ -80,7 +80,9 @@ LockAgreement lock_agreement(const fs::path& project_root, const fs::path& dir,
     a.lock_path = Project{project_root}.lock(env);
     a.lock_exists = fs::is_regular_file(a.lock_path, ec);
     std::optional<std::string> text;
-    if (a.lock_exists) {
+    if (a.lock_exists && lock_text) {
+        text = *lock_text;
+    } else if (a.lock_exists) {
         try {
             text = read_file(a.lock_path);
         } catch (const Error&) {
@@ -138,9 +140,9 @@ WrittenLock write_generation_lock(const Context& ctx, const std::string& env, in
     const fs::path manifest = ctx.project().manifest(env);
     if (fs::exists(manifest, ec)) {
         try {
-            auto tool = lock::read_tool_table(text, w.path.string());
-            if (tool && tool->values.count("manifest-digest"))
-                w.manifest_stale = lock_staleness(manifest, w.path);
+            auto written = lock::parse_lock_file(w.path, text);
+            if (written && written->tool && written->tool->manifest_digest)
+                w.manifest_stale = lock_staleness(manifest, *written);
         } catch (const Error& e) {
             w.manifest_stale.push_back(e.message());
         }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "envbox/index/url.hpp"
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/lock.hpp"
@@ -114,12 +116,14 @@ Freshness freshness(const fs::path& manifest_path, const fs::path& lock_path) {
         f.reasons = {"there is no lock file " + lock_path.string()};
         return f;
     }
-    auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
-    if (!tool || !tool->values.count("manifest-digest")) {
+    auto read = lock::read_lock_file(lock_path);
+    // A lock that does not parse is no lock envbox wrote: the command that uses it says why.
+    if (read) f.lock = std::move(*read);
+    if (!f.lock || !f.lock->tool || !f.lock->tool->manifest_digest) {
         f.state = Freshness::State::foreign;
         return f;
     }
-    f.reasons = lock_staleness(manifest_path, lock_path);
+    f.reasons = lock_staleness(manifest_path, *f.lock);
     if (!f.reasons.empty()) f.state = Freshness::State::stale;
     return f;
 }
@@ -133,40 +137,41 @@ Error locked_refusal(const std::string& env, const std::vector<std::string>& rea
                  msg + "\nrun `envbox lock " + env + "`" + (also.empty() ? "" : ", or " + also));
 }
 
-std::vector<std::string> lock_staleness(const fs::path& manifest_path, const fs::path& lock_path) {
-    std::vector<std::string> reasons;
-    std::error_code ec;
-    if (!fs::exists(lock_path, ec)) return {"there is no lock file " + lock_path.string()};
-    Inputs now = inputs_of(read_manifest(manifest_path));
-    auto tool = lock::read_tool_table(read_file(lock_path), lock_path.string());
-    if (!tool) throw tool.error();
-    if (!tool->values.count("manifest-digest"))
-        return {lock_path.string() +
+std::vector<std::string> lock_staleness(const fs::path& manifest_path, const lock::LockFile& lock) {
+    if (!lock.tool || !lock.tool->manifest_digest)
+        return {lock.path.string() +
                 " was not written by `envbox lock` (it has no [tool.envbox] table)"};
-    if (tool->values["manifest-digest"] == now.digest()) return {};
+    const lock::ToolTable& was = *lock.tool;
+    Inputs now = inputs_of(read_manifest(manifest_path));
+    if (*was.manifest_digest == now.digest()) return {};
+    std::vector<std::string> reasons;
     const Origins origins = origins_of(manifest_path);
-    diff_lists("requirement", tool->lists["requirements"], now.requirements, Origins{}, reasons);
-    diff_lists("index", tool->lists["indexes"], now.indexes, origins, reasons);
-    diff_lists("source pin", tool->lists["sources"], now.sources, origins, reasons);
-    diff_lists("override", tool->lists["overrides"], now.overrides, origins, reasons);
-    diff_lists("constraint", tool->lists["constraints"], now.constraints, origins, reasons);
+    diff_lists("requirement", was.requirements, now.requirements, Origins{}, reasons);
+    diff_lists("index", was.indexes, now.indexes, origins, reasons);
+    diff_lists("source pin", was.sources, now.sources, origins, reasons);
+    diff_lists("override", was.overrides, now.overrides, origins, reasons);
+    diff_lists("constraint", was.constraints, now.constraints, origins, reasons);
     // A lock of several targets records them as `platforms`, one as `platform`.
-    if (auto p = tool->lists.find("platforms"); p != tool->lists.end())
-        for (const auto& platform : p->second)
-            tool->values["platform"] += (tool->values["platform"].empty() ? "" : ", ") + platform;
+    std::string platform = was.platform;
+    for (const auto& p : was.platforms)
+        platform += (platform.empty() ? "" : ", ") + p;
     const std::string policy(resolve::prerelease_name(prerelease_policy(now.prerelease)));
-    if (tool->values["prerelease"].empty())  // a lock from before the setting: the default
-        tool->values["prerelease"] = resolve::prerelease_name({});
-    for (const auto& [key, value] : std::map<std::string, std::string>{{"python", now.python},
-                                                                       {"platform", now.platform},
-                                                                       {"cuda", now.cuda},
-                                                                       {"prerelease", policy}})
-        if (tool->values[key] != value)
-            reasons.push_back(key + " changed: the lock has '" + tool->values[key] +
+    // A lock from before the prerelease setting was locked with the default.
+    const std::string was_policy =
+        was.prerelease.empty() ? std::string(resolve::prerelease_name({})) : was.prerelease;
+    for (const auto& [key, locked, value] :
+         {std::tuple<const char*, const std::string&, const std::string&>{"python", was.python,
+                                                                          now.python},
+          {"platform", platform, now.platform},
+          {"cuda", was.cuda, now.cuda},
+          {"prerelease", was_policy, policy}})
+        if (locked != value)
+            reasons.push_back(std::string(key) + " changed: the lock has '" + locked +
                               "', the manifest '" + value + "'");
-    if (const std::string& was = tool->values["exclude-newer"]; was != now.exclude_newer)
+    if (was.exclude_newer != now.exclude_newer)
         reasons.push_back("exclude-newer changed: the lock has " +
-                          (was.empty() ? "none" : "'" + was + "'") + ", the manifest " +
+                          (was.exclude_newer.empty() ? "none" : "'" + was.exclude_newer + "'") +
+                          ", the manifest " +
                           (now.exclude_newer.empty() ? "none" : "'" + now.exclude_newer + "'"));
     if (reasons.empty())
         reasons.push_back(origins.of_removed() + " changed since the lock was written");

@@ -12,4 +12,15 @@ const Project& Project::required(std::string_view hint) const {
     return *this;
 }
 
+lock::LockFile Project::read_lock(const std::string& env) const {
+    const std::filesystem::path path = lock(env);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw Error(ErrorCode::invalid_input, "no lock file " + path.string() +
+                                                  " (run `envbox lock " + env + "` to write it)");
+    auto read = lock::read_lock_file(path);
+    if (!read) throw read.error();
+    return std::move(*read);
+}
+
 }  // namespace envbox::ops

@@ -5,6 +5,8 @@
 #include "envbox/env/interpreter.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/ops/create.hpp"
+#include "envbox/ops/lock.hpp"
+#include "envbox/ops/lock_agreement.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -160,6 +162,53 @@ env::SandboxOutcome enter_run_sandbox(const Context& ctx, const RunPlan& plan, S
                     "refusing to run without the sandbox (--sandbox strict): no mount namespace (" +
                         out.namespace_refused + ") and no Landlock (" + out.landlock_refused + ")");
     return out;
+}
+
+SyncPlan plan_sync(const Context& ctx, const std::string& env) {
+    SyncPlan plan;
+    std::error_code ec;
+    const fs::path manifest = ctx.project().manifest(env), lock_path = ctx.project().lock(env);
+    // No manifest: run says what is missing, or runs a generation made from --lock FILE.
+    if (ctx.project_root.empty() || !fs::exists(manifest, ec)) return plan;
+    auto& reasons = plan.reasons;
+    plan.freshness = freshness(manifest, lock_path);
+    if (plan.freshness->needs_lock()) reasons = plan.freshness->reasons;
+    plan.stale_lock = !reasons.empty();
+    // The lock's bytes as freshness read them: one read of the file for the whole decision.
+    const std::string* text = plan.freshness->lock ? &plan.freshness->lock->text : nullptr;
+    const LockAgreement a = lock_agreement(ctx.project_root, env_dir(ctx, env), env, text);
+    if (!a.current) {
+        reasons.push_back("no generation was ever created");
+        plan.what = " has no generation yet";
+        return plan;
+    }
+    const std::string cur = std::to_string(*a.current), file = lock_path.filename().string();
+    // A stale lock's reasons are create's notes as it locks; the others are said here.
+    if (plan.stale_lock) {
+        plan.what = " changed since generation " + cur;
+    } else if (a.other_source) {
+        if (!a.project_generation || a.lock_generation) return plan;
+        const std::string p = std::to_string(*a.project_generation);
+        reasons.push_back(file + " changed since generation " + p);
+        plan.what = " changed since generation " + p + " (" + reasons.front() + ")";
+    } else if (a.agrees) {
+        return plan;
+    } else if (a.lock_generation && *a.lock_generation > *a.current) {
+        const std::string n = std::to_string(*a.lock_generation);
+        plan.note = a.summary() + ": run keeps generation " + cur +
+                    " until they agree (revert the lock in git, `envbox rollback " + env +
+                    " --to " + cur + " --write-lock`, or `envbox rollback " + env + " --to " + n +
+                    "`)";
+    } else if (a.lock_generation) {
+        const std::string n = std::to_string(*a.lock_generation);
+        reasons.push_back(a.lock_name() + " is generation " + n + "'s lock");
+        plan.what = ": " + reasons.front() + "; generation " + cur +
+                    " is current (`envbox rollback " + env + " --to " + n + "` would switch to it)";
+    } else {
+        reasons.push_back(file + " changed since generation " + cur);
+        plan.what = " changed since generation " + cur + " (" + reasons.front() + ")";
+    }
+    return plan;
 }
 
 }  // namespace envbox::ops

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "envbox/install/target.hpp"
-#include "envbox/lock/writer.hpp"
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/pep/requirement.hpp"
 #include "envbox/util/error.hpp"
@@ -169,25 +169,19 @@ DependencyGraph read_dependency_graph(const Context& ctx, const std::string& env
                                       const std::string& target) {
     check_env_name(env);
     ctx.project().required();
-    const fs::path path = ctx.project().lock(env);
-    std::error_code ec;
-    if (!fs::exists(path, ec))
-        throw Error(ErrorCode::invalid_input, "no lock file " + path.string() +
-                                                  " (run `envbox lock " + env + "` to write it)");
-    const std::string text = read_file(path);
-    auto parsed = lock::Pylock::parse(text, path.string());
-    if (!parsed) throw parsed.error();
-    auto tool = lock::read_tool_table(text, path.string());
-    if (!tool) throw tool.error();
-    if (!parsed->has_dependency_graph())
+    const lock::LockFile lock = ctx.project().read_lock(env);
+    const fs::path& path = lock.path;
+    if (!lock.pylock.has_dependency_graph())
         throw Error(ErrorCode::invalid_input,
                     path.string() +
                         " has no dependency edges (it was written by an older envbox or by "
                         "another tool); run `envbox lock " +
                         env + "` again to record them");
-    if (!target.empty()) *parsed = install::lock_for_target(*parsed, text, path, target);
-    DependencyGraph g = dependency_graph(*parsed, tool->lists["requirements"], path);
-    for (const auto& written : tool->lists["overrides"])
+    const lock::Pylock parsed =
+        target.empty() ? lock.pylock : install::lock_for_target(lock, target);
+    const lock::ToolTable tool = lock.tool.value_or(lock::ToolTable{});
+    DependencyGraph g = dependency_graph(parsed, tool.requirements, path);
+    for (const auto& written : tool.overrides)
         if (auto r = pep::Requirement::parse(written))
             g.overridden[pep::canonicalize_name(r->name)] = written;
     return g;

@@ -9,12 +9,15 @@
 #include "../../src/ops/create_steps.hpp"
 #include "envbox/install/bytecode.hpp"
 #include "envbox/install/fetch.hpp"
+#include "envbox/ops/lock.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "temp_dir.hpp"
 
 using namespace envbox;
 using namespace envbox::ops::create_steps;
+using envbox::ops::Freshness;
+using envbox::ops::freshness;
 using namespace envbox::install;
 namespace fs = std::filesystem;
 
@@ -199,15 +202,27 @@ TEST_CASE("next_generation_number: one past the highest; unstamped leftovers go"
     CHECK_FALSE(fs::exists(dir.path / "gen-2"));  // a crash's leftover
 }
 
-TEST_CASE("relock_reasons: a missing lock, a lock envbox did not write", "[ops][create]") {
+TEST_CASE("freshness: a missing lock, a lock envbox did not write, one that is no lock",
+          "[ops][create]") {
     TempDir dir;
     const fs::path manifest = dir.path / "e.toml", lock = dir.path / "pylock.e.toml";
-    auto reasons = relock_reasons(manifest, lock);
-    REQUIRE(reasons.size() == 1);
-    CHECK(reasons[0] == "there is no lock file " + lock.string());
-    write_file_atomic(lock, "lock-version = \"1.0\"\ncreated-by = \"someone\"\n", 0644,
-                      Durability::none);
-    CHECK(relock_reasons(manifest, lock).empty());  // used as it is
+    Freshness f = freshness(manifest, lock);
+    CHECK(f.state == Freshness::State::missing);
+    REQUIRE(f.reasons.size() == 1);
+    CHECK(f.reasons[0] == "there is no lock file " + lock.string());
+    CHECK_FALSE(f.lock);
+    write_file_atomic(lock, "lock-version = \"1.0\"\ncreated-by = \"someone\"\npackages = []\n",
+                      0644, Durability::none);
+    f = freshness(manifest, lock);
+    CHECK(f.state == Freshness::State::foreign);  // used as it is
+    CHECK_FALSE(f.needs_lock());
+    REQUIRE(f.lock);  // read once: create uses these bytes
+    CHECK(f.lock->text == "lock-version = \"1.0\"\ncreated-by = \"someone\"\npackages = []\n");
+    CHECK_FALSE(f.lock->tool);
+    write_file_atomic(lock, "lock-version = [\n", 0644, Durability::none);
+    f = freshness(manifest, lock);
+    CHECK(f.state == Freshness::State::foreign);
+    CHECK_FALSE(f.lock);  // create reads it again and says why it is no lock
 }
 
 TEST_CASE("link_project_dir: .envbox/ENV follows current, or says why not", "[ops][create]") {

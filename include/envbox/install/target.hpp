@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "envbox/env/interpreter.hpp"
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/pep/marker.hpp"
@@ -79,20 +80,14 @@ Target create_target(const lock::Manifest* manifest, const std::filesystem::path
 std::string platform_for_host(const lock::Manifest& manifest, const std::string& host,
                               const std::string& wanted, const std::string& env);
 
-/// The target `target` of the lock whose text is `text` (at `path`): a platform its
-/// `[tool.envbox]` records (`platforms`, or `platform`), whole or by machine ("aarch64"), as
-/// CPython `python`.0 there (tags and markers, no interpreter). A target the lock does not
-/// record is a usage error naming those it does.
-Target lock_target(const std::string& text, const std::filesystem::path& path,
-                   const std::string& target);
+/// The target `target` of `lock`: a platform its `[tool.envbox]` records (`platforms`, or
+/// `platform`), whole or by machine ("aarch64"), as CPython `python`.0 there (tags and markers,
+/// no interpreter). A target the lock does not record is a usage error naming those it does.
+Target lock_target(const lock::LockFile& lock, const std::string& target);
 
-/// The lock `lock` (read from `text` at `path`) as its target `target` sees it (`--target` of
-/// tree, why, export, diff): `target` names a platform its `[tool.envbox]` records
-/// (`platforms`, or `platform`), whole or by machine ("aarch64"); the packages kept are those
-/// whose marker holds for CPython `python`.0 on that machine (`lock::for_target`). A target
-/// the lock does not record is a usage error naming those it does.
-lock::Pylock lock_for_target(const lock::Pylock& lock, const std::string& text,
-                             const std::filesystem::path& path, const std::string& target);
+/// `lock` as its target `target` sees it (`--target` of tree, why, export, diff): the packages
+/// kept are those whose marker holds for that target (`lock_target`, `lock::for_target`).
+lock::Pylock lock_for_target(const lock::LockFile& lock, const std::string& target);
 
 /// The platform of `platforms` that `wanted` names: the same tag, or its machine alone
 /// ("aarch64"); nullopt when none does.

@@ -59,19 +59,11 @@ struct LockDocument {
     std::vector<std::string> environments;
     std::optional<std::string> requires_python;
     std::vector<LockedPackage> packages;
-    /// `[tool.envbox]`: string values and string-array values, written sorted by key.
+    /// `[tool.envbox]`: string values and string-array values, written sorted by key (what
+    /// envbox writes there is read back as lock::ToolTable, lock/lock_file.hpp).
     std::map<std::string, std::string> tool;
     std::map<std::string, std::vector<std::string>> tool_lists;
 };
-
-/// What a lock's `[tool.envbox]` table says: string values and arrays of strings.
-struct ToolTable {
-    std::map<std::string, std::string> values;
-    std::map<std::string, std::vector<std::string>> lists;
-};
-
-/// Reads `[tool.envbox]` of a lock's text (empty when absent); TOML errors carry SOURCE:LINE.
-Result<ToolTable> read_tool_table(std::string_view text, std::string_view source);
 
 /// A TOML basic string literal for `s` (quotes, backslashes and control characters escaped).
 std::string toml_string(std::string_view s);

@@ -13,6 +13,7 @@
 #include "envbox/env/installer.hpp"
 #include "envbox/install/fetch.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/ops/lock.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -49,6 +50,9 @@ struct CreateOptions {
     /// generation matches, nothing refused), before it fetches: run's sync says "creating…"
     /// here, so it is never said of a create that did not happen.
     std::function<void()> on_build;
+    /// The project lock's freshness as the caller already decided it (run's sync): create then
+    /// neither decides it again nor reads the lock again when it is used as it is.
+    std::optional<Freshness> freshness;
 };
 
 struct CreateResult {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/diff.hpp"
@@ -64,10 +65,12 @@ struct LockResult {
 
 LockResult lock(const Context& ctx, const LockOptions& options);
 
-/// Why the lock at `lock_path` no longer matches the manifest at `manifest_path` (empty: it
-/// matches). Compares what `[tool.envbox]` recorded: requirements, indexes, sources, target.
+/// Why `lock` no longer matches the manifest at `manifest_path` (empty: it matches). Compares
+/// what its `[tool.envbox]` recorded: requirements, indexes, sources, overrides, constraints,
+/// python, target, CUDA line, pre-release policy, exclude-newer. A lock without that table is
+/// one reason: envbox did not write it.
 std::vector<std::string> lock_staleness(const std::filesystem::path& manifest_path,
-                                        const std::filesystem::path& lock_path);
+                                        const lock::LockFile& lock);
 
 /// Whether a project's lock is what its manifest would lock now: the one rule `lock`, `create`,
 /// `run` and the notes of other commands apply.
@@ -80,6 +83,9 @@ struct Freshness {
     };
     State state = State::fresh;
     std::vector<std::string> reasons;  ///< missing: "there is no lock file P"; stale: each change
+    /// The lock as it was read for the decision, so that no command reads it twice; none when
+    /// it is missing or is no PEP 751 lock (the command that uses it reads it and says why).
+    std::optional<lock::LockFile> lock;
 
     /// What makes a lock be written again first: missing or stale.
     bool needs_lock() const { return state == State::missing || state == State::stale; }

@@ -56,8 +56,11 @@ struct LockAgreement {
 /// environment's folder in the home. Reads the current generation's lock, and only when the
 /// bytes differ every other complete generation's: no lock taken, nothing written. Never throws
 /// for a generation whose lock cannot be read (it is then built from no known bytes).
+/// `lock_text`, when given, is the project lock's bytes as the caller read them (run's sync):
+/// the file is then not read again.
 LockAgreement lock_agreement(const std::filesystem::path& project_root,
-                             const std::filesystem::path& dir, const std::string& env);
+                             const std::filesystem::path& dir, const std::string& env,
+                             const std::string* lock_text = nullptr);
 
 /// The same for ENV of the context's project (`env_dir(ctx, env)`).
 LockAgreement lock_agreement(const Context& ctx, const std::string& env);

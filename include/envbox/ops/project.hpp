@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "envbox/lock/lock_file.hpp"
+
 namespace envbox::ops {
 
 struct Project {
@@ -25,6 +27,10 @@ struct Project {
     /// Throws invalid_input, "no project here (no manifests/ directory in this directory or
     /// above)" and `hint` after it, when there is none; else the project.
     const Project& required(std::string_view hint = {}) const;
+
+    /// The lock of `env`, read once (lock::read_lock_file): invalid_input "no lock file P (run
+    /// `envbox lock ENV` to write it)" when there is none, the parse error when it is no lock.
+    lock::LockFile read_lock(const std::string& env) const;
 };
 
 }  // namespace envbox::ops

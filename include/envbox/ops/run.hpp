@@ -3,11 +3,13 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "envbox/env/sandbox.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/ops/lock.hpp"
 
 namespace envbox::ops {
 
@@ -29,6 +31,25 @@ struct RunPlan {
 /// run the environment's CUDA line; a missing driver is only a note (create and doctor say it).
 RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::string> argv,
                  std::map<std::string, std::string> base);
+
+/// What run's sync does before running ENV, decided as create would but without resolving the
+/// target. Nothing to do (the fast path: a few reads and a manifest digest) when the lock is fresh
+/// against the manifest (a lock envbox did not write is taken as it is) and its bytes are the
+/// current generation's. A rollback is on purpose: while the lock file is the lock of a newer
+/// generation than the current one (the one rolled back from), run keeps the current one and
+/// says so, never rebuilding what the user rolled back from. A lock of no generation, or of an
+/// older one than the current (a `git revert` before a rollback), is created, as `create` does.
+/// A generation made with `create --lock FILE` is left alone unless the project's lock changed
+/// since a generation was built from it.
+struct SyncPlan {
+    std::vector<std::string> reasons;  ///< why a create is needed; empty: run as it is
+    bool stale_lock = false;           ///< locking is among what is needed
+    std::string what;                  ///< what "ENV…; creating…" says when it builds
+    std::string note;                  ///< said although nothing is created (a rollback kept)
+    /// The lock's freshness as decided here (none without a manifest), for create to reuse.
+    std::optional<Freshness> freshness;
+};
+SyncPlan plan_sync(const Context& ctx, const std::string& env);
 
 /// How hard `run` insists on its sandbox (`--sandbox`, `ENVBOX_SANDBOX`).
 enum class SandboxMode {

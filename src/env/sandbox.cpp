@@ -138,17 +138,19 @@ unsigned long mount_flags_of(const fs::path& p) {
 
 // unshare: a mount namespace; inside a user namespace when not root, and when root is refused
 // one (no CAP_SYS_ADMIN) — a user namespace needs no capability.
-std::optional<std::string> unshare_mount_namespace() {
+std::optional<std::string> unshare_mount_namespace(int extra) {
     uid_t uid = ::geteuid();
     gid_t gid = ::getegid();
     std::string refused;
     if (uid == 0) {
-        if (::unshare(CLONE_NEWNS) == 0) return std::nullopt;
-        refused = std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno) + "; ";
+        if (::unshare(CLONE_NEWNS | extra) == 0) return std::nullopt;
+        refused = std::string("unshare(CLONE_NEWNS") + (extra ? "|CLONE_NEWNET" : "") +
+                  "): " + std::strerror(errno) + "; ";
         if (errno != EPERM) return refused;
     }
-    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
-        return refused + "unshare(CLONE_NEWUSER|CLONE_NEWNS): " + std::strerror(errno);
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | extra) != 0)
+        return refused + "unshare(CLONE_NEWUSER|CLONE_NEWNS" + (extra ? "|CLONE_NEWNET" : "") +
+               "): " + std::strerror(errno);
     // Stay ourselves inside the user namespace.
     write_proc("/proc/self/setgroups", "deny");
     if (!write_proc("/proc/self/uid_map",
@@ -176,8 +178,9 @@ std::vector<fs::path> with_aliases(const std::vector<fs::path>& read_only) {
 }
 
 std::optional<std::string> enter_mount_namespace(const std::vector<fs::path>& read_only,
-                                                 const std::vector<fs::path>& writable) {
-    if (auto why = unshare_mount_namespace()) return why;
+                                                 const std::vector<fs::path>& writable,
+                                                 bool no_network) {
+    if (auto why = unshare_mount_namespace(no_network ? CLONE_NEWNET : 0)) return why;
     // Mounts made here must not propagate back to the host.
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
         return std::string("cannot make mounts private: ") + std::strerror(errno);
@@ -249,9 +252,10 @@ SandboxOutcome enter_sandbox(const SandboxSpec& spec) {
         fs::path c = fs::canonical(w, ec);
         if (!ec && is_at_or_below(c, home)) writable.push_back(c);
     }
-    auto why = enter_mount_namespace(read_only, writable);
+    auto why = enter_mount_namespace(read_only, writable, spec.no_network);
     if (!why) {
         out.kind = SandboxKind::mount_namespace;
+        out.network_cut = spec.no_network;
         return out;
     }
     out.namespace_refused = *why;

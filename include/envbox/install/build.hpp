@@ -1,0 +1,48 @@
+#pragma once
+/// Building a wheel from a source distribution (PEP 517), as envbox's own frontend: the sdist
+/// is unpacked as hostile (install/sdist.hpp), its `[build-system]` read (lock/build_system.hpp),
+/// and the backend's `build_wheel` hook run by a small Python program of envbox's
+/// (src/install/pep517_frontend.py) in `run`'s sandbox: the envbox home read-only but for the
+/// build's own folder, no network (a network namespace of its own), a private TMPDIR and HOME,
+/// `python -I` (no user site-packages, no PYTHON* variables), the build requirements' import
+/// roots first on sys.path, and a bounded time. What it prints goes to a log, whose tail an
+/// error shows. The wheel it names is checked to be a wheel file of the build's output folder.
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "envbox/lock/build_system.hpp"
+
+namespace envbox::install {
+
+struct BuildRequest {
+    std::filesystem::path sdist;   ///< the archive (`.tar.gz` or `.zip`)
+    std::filesystem::path work;    ///< a folder for this build, made here (it must not exist)
+    std::filesystem::path python;  ///< the interpreter the backend runs on
+    /// The build requirements' import roots (an environment's site-packages), first on sys.path.
+    std::vector<std::filesystem::path> build_path;
+    /// Set in the backend's environment (`[build.PKG].variables`), after envbox's own.
+    std::map<std::string, std::string> variables;
+    /// Read-only while the backend runs, but for `work` (the envbox home).
+    std::filesystem::path read_only;
+    std::chrono::seconds timeout{3600};
+};
+
+struct BuiltWheel {
+    std::filesystem::path wheel;  ///< in `work/out`
+    std::filesystem::path log;    ///< `work/build.log`: what the backend printed
+    lock::BuildSystem build_system;
+    bool network_cut = false;  ///< the backend ran without a network
+    double seconds = 0;
+};
+
+/// Unpacks, reads the build system and runs the backend. Throws `Error` naming the sdist for an
+/// archive or `[build-system]` that is refused, and (generic) for a backend that fails, is
+/// killed at the timeout, or names no wheel file it made: with the log's path and its last
+/// lines. `work` stays for the caller to remove (the log with it).
+BuiltWheel build_wheel(const BuildRequest& request);
+
+}  // namespace envbox::install

@@ -1,0 +1,209 @@
+#include "envbox/install/build.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "envbox/env/sandbox.hpp"
+#include "envbox/install/sdist.hpp"
+#include "envbox/pep/filename.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
+#include "envbox/util/stopwatch.hpp"
+#include "envbox/util/unique_fd.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::install {
+namespace {
+
+std::string_view frontend_code() {
+    static constexpr std::string_view kCode =
+#include "pep517_frontend_code.inc"
+        ;
+    return kCode;
+}
+
+// The last lines of the log (at most 20, from its last 4 KiB), for an error.
+std::string log_tail(const fs::path& log) {
+    UniqueFd fd(::open(log.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) return "";
+    const off_t size = ::lseek(fd.get(), 0, SEEK_END);
+    const off_t from = size > 4096 ? size - 4096 : 0;
+    std::string text(static_cast<std::size_t>(size - from), '\0');
+    const ssize_t n = ::pread(fd.get(), text.data(), text.size(), from);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    std::size_t at = text.size(), lines = 0;
+    while (at > 0 && lines < 21)
+        if (text[--at] == '\n') ++lines;
+    if (lines == 21) text.erase(0, at + 1);
+    return text;
+}
+
+// What the child is given, made before it is forked: argv and environment as C strings.
+struct Exec {
+    std::vector<std::string> argv, env;
+    std::vector<char*> argv_c, env_c;
+    void finish() {
+        for (auto& a : argv)
+            argv_c.push_back(a.data());
+        argv_c.push_back(nullptr);
+        for (auto& e : env)
+            env_c.push_back(e.data());
+        env_c.push_back(nullptr);
+    }
+};
+
+Exec frontend_exec(const BuildRequest& r, const lock::BuildSystem& bs, const fs::path& out,
+                   const fs::path& result, const fs::path& tmp) {
+    Exec e;
+    std::string backend_path;
+    for (const auto& p : bs.backend_path)
+        backend_path += (backend_path.empty() ? "" : std::string(1, '\0')) + p;
+    e.argv = {r.python.string(), "-I",       "-c",         std::string(frontend_code()),
+              "build_wheel",     bs.backend, backend_path, out.string(),
+              result.string()};
+    for (const auto& p : r.build_path)
+        e.argv.push_back(p.string());
+    // A fixed environment: nothing of the caller's (tokens, proxies, PYTHON*) reaches the
+    // backend but what the build declares.
+    std::map<std::string, std::string> env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+                                              {"TMPDIR", tmp.string()},
+                                              {"HOME", tmp.string()},
+                                              {"LANG", "C.UTF-8"},
+                                              {"PYTHONDONTWRITEBYTECODE", "1"}};
+    for (const auto& [k, v] : r.variables)
+        env[k] = v;
+    for (const auto& [k, v] : env)
+        e.env.push_back(k + "=" + v);
+    e.finish();
+    return e;
+}
+
+// In the forked child: the log as stdout and stderr, the tree as working folder, the sandbox,
+// then the frontend. Reports on `report` whether the network is cut ('1') or not ('0').
+[[noreturn]] void child(const BuildRequest& r, const fs::path& project, const fs::path& log,
+                        Exec& e, int report) {
+    ::setpgid(0, 0);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int out =
+        ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (null < 0 || out < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0 ||
+        ::chdir(project.c_str()) != 0)
+        ::_exit(126);
+    env::SandboxSpec spec;
+    spec.read_only = r.read_only;
+    spec.writable = {r.work};
+    spec.no_network = true;
+    const env::SandboxOutcome o = env::enter_sandbox(spec);
+    const char cut = o.network_cut ? '1' : '0';
+    if (::write(report, &cut, 1) != 1) ::_exit(126);
+    if (o.kind == env::SandboxKind::none)
+        dprintf(2, "envbox: warning: the build runs without the sandbox (%s; %s)\n",
+                o.namespace_refused.c_str(), o.landlock_refused.c_str());
+    ::execve(e.argv_c[0], e.argv_c.data(), e.env_c.data());
+    dprintf(2, "envbox: cannot run %s: %s\n", e.argv_c[0], std::strerror(errno));
+    ::_exit(127);
+}
+
+// Waits for `pid`, killing its process group past `timeout`; its exit status (128 + signal),
+// or -1 when it was killed for the time.
+int wait_bounded(pid_t pid, std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        int status = 0;
+        const pid_t done = ::waitpid(pid, &status, WNOHANG);
+        if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (done < 0 && errno != EINTR)
+            throw Error(ErrorCode::generic, std::string("waitpid: ") + std::strerror(errno));
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(-pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            return -1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+// Runs the frontend; whether the network was cut. Throws naming the sdist and the log.
+bool run_backend(const BuildRequest& r, const fs::path& project, const fs::path& log, Exec& e) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        throw Error(ErrorCode::generic, std::string("pipe: ") + std::strerror(errno));
+    UniqueFd from_child(fds[0]), to_parent(fds[1]);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error(ErrorCode::generic, std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) child(r, project, log, e, to_parent.get());
+    ::setpgid(pid, pid);
+    to_parent.reset();
+    char cut = '0';
+    const bool reported = ::read(from_child.get(), &cut, 1) == 1;
+    const int status = wait_bounded(pid, r.timeout);
+    if (status != 0) {
+        const std::string why =
+            status == -1   ? "was stopped after " + std::to_string(r.timeout.count()) + " s"
+            : status > 128 ? "was killed by signal " + std::to_string(status - 128)
+                           : "failed (exit " + std::to_string(status) + ")";
+        throw Error(ErrorCode::generic, "building " + r.sdist.filename().string() +
+                                            ": the backend " + why + "; its log is " +
+                                            log.string() + ":\n" + log_tail(log));
+    }
+    return reported && cut == '1';
+}
+
+// The wheel the hook named: a plain wheel file name, a regular file in `out`.
+fs::path built_wheel(const BuildRequest& r, const fs::path& out, const fs::path& result,
+                     const fs::path& log) {
+    std::string name;
+    try {
+        name = read_file(result);
+    } catch (const Error&) {
+    }
+    const auto refuse = [&](const std::string& why) {
+        return Error(ErrorCode::generic, "building " + r.sdist.filename().string() + ": " + why +
+                                             "; its log is " + log.string());
+    };
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+        throw refuse("the backend named no wheel file ('" + name.substr(0, 200) + "')");
+    if (!pep::WheelFilename::parse(name))
+        throw refuse("the backend's '" + name + "' is no wheel file name");
+    struct stat st {};
+    if (::lstat((out / name).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw refuse("the backend named " + name + ", which it did not make");
+    return out / name;
+}
+
+}  // namespace
+
+BuiltWheel build_wheel(const BuildRequest& r) {
+    Stopwatch clock;
+    if (::mkdir(r.work.c_str(), 0700) != 0)
+        throw Error(ErrorCode::generic,
+                    "cannot make " + r.work.string() + ": " + std::strerror(errno));
+    BuiltWheel built;
+    const fs::path project = unpack_sdist(r.sdist, r.work / "src");
+    const fs::path out = r.work / "out", tmp = r.work / "tmp", result = r.work / "result";
+    built.log = r.work / "build.log";
+    fs::create_directory(out);
+    fs::create_directory(tmp);
+    std::optional<std::string> pyproject;
+    if (fs::is_regular_file(fs::symlink_status(project / "pyproject.toml")))
+        pyproject = read_file(project / "pyproject.toml");
+    auto bs = lock::read_build_system(pyproject, r.sdist.filename().string() + ":pyproject.toml");
+    if (!bs) throw bs.error();
+    built.build_system = std::move(*bs);
+    Exec e = frontend_exec(r, built.build_system, out, result, tmp);
+    built.network_cut = run_backend(r, project, built.log, e);
+    built.wheel = built_wheel(r, out, result, built.log);
+    built.seconds = clock.total();
+    return built;
+}
+
+}  // namespace envbox::install

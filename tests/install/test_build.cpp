@@ -1,0 +1,191 @@
+// install::build_wheel: envbox's PEP 517 frontend over real sdists (Python's tarfile, as
+// setuptools writes them) built by Debian's setuptools and wheel wheels, in the sandbox.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "envbox/env/sandbox.hpp"
+#include "envbox/install/build.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/process.hpp"
+#include "envbox/util/unique_fd.hpp"
+#include "envbox/util/zip.hpp"
+#include "temp_dir.hpp"
+
+using namespace envbox;
+using envboxtest::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Debian's wheels of the build requirements (python3-setuptools-whl, python3-wheel-whl).
+std::vector<fs::path> debian_build_path() {
+    std::vector<fs::path> out;
+    for (const char* stem : {"setuptools-", "wheel-"})
+        for (const auto& e : fs::directory_iterator("/usr/share/python-wheels"))
+            if (e.path().filename().string().rfind(stem, 0) == 0) out.push_back(e.path());
+    REQUIRE(out.size() == 2);
+    return out;
+}
+
+// A .tar.gz sdist NAME-1.0 of `files` ({path below the top folder, text}), made by tarfile.
+fs::path make_sdist(const fs::path& dir, const std::string& name,
+                    const std::vector<std::pair<std::string, std::string>>& files) {
+    const fs::path tree = dir / "tree" / name, archive = dir / (name + ".tar.gz");
+    for (const auto& [path, text] : files) {
+        fs::create_directories((tree / path).parent_path());
+        write_file_atomic(tree / path, text, 0644, Durability::none);
+    }
+    auto r =
+        run_capture({"python3", "-c",
+                     "import sys, tarfile\n"
+                     "with tarfile.open(sys.argv[1], 'w:gz', format=tarfile.PAX_FORMAT) as t:\n"
+                     "    t.add(sys.argv[2], arcname=sys.argv[3])\n",
+                     archive.string(), tree.string(), name});
+    REQUIRE(r.status == 0);
+    return archive;
+}
+
+install::BuildRequest request(const TempDir& home, const fs::path& sdist) {
+    install::BuildRequest r;
+    r.sdist = sdist;
+    r.work = home.path / ("build-" + sdist.filename().string());
+    r.python = "/usr/bin/python3";
+    r.build_path = debian_build_path();
+    r.read_only = home.path;
+    r.timeout = std::chrono::seconds(120);
+    return r;
+}
+
+std::string build_error(const install::BuildRequest& r) {
+    try {
+        install::build_wheel(r);
+    } catch (const Error& e) {
+        return e.message();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("build_wheel: setup.py that reads a file beside it, and a pyproject.toml backend",
+          "[install][build]") {
+    TempDir home;
+    const fs::path legacy =
+        make_sdist(home.path, "demo-1.0",
+                   {{"setup.py",
+                     "from setuptools import setup\n"
+                     "setup(name='demo', version=open('VERSION').read().strip(),\n"
+                     "      py_modules=['demo'], scripts=['bin/demo-tool'])\n"},
+                    {"VERSION", "1.0\n"},
+                    {"demo.py", "ANSWER = 42\n"},
+                    {"bin/demo-tool", "#!python\nprint('tool')\n"}});
+    const install::BuiltWheel built = install::build_wheel(request(home, legacy));
+    CHECK(built.wheel.filename() == "demo-1.0-py3-none-any.whl");
+    CHECK(built.build_system.legacy);
+    CHECK(built.build_system.backend == "setuptools.build_meta:__legacy__");
+    zip::File wheel(built.wheel.string());
+    std::vector<std::string> names;
+    for (const auto& m : wheel.members())
+        names.push_back(m.name);
+    CHECK(std::count(names.begin(), names.end(), "demo.py") == 1);
+    CHECK(std::count(names.begin(), names.end(), "demo-1.0.data/scripts/demo-tool") == 1);
+    CHECK(std::count(names.begin(), names.end(), "demo-1.0.dist-info/RECORD") == 1);
+
+    const fs::path modern = make_sdist(
+        home.path, "modern-2.0",
+        {{"pyproject.toml",
+          "[build-system]\nrequires = [\"setuptools>=40.8\", \"wheel\"]\n"
+          "build-backend = \"setuptools.build_meta\"\n"},
+         {"setup.cfg", "[metadata]\nname = modern\nversion = 2.0\n[options]\npackages = modern\n"},
+         {"modern/__init__.py", "X = 1\n"}});
+    const install::BuiltWheel m = install::build_wheel(request(home, modern));
+    CHECK(m.wheel.filename() == "modern-2.0-py3-none-any.whl");
+    CHECK_FALSE(m.build_system.legacy);
+    CHECK(m.build_system.requires_.size() == 2);
+}
+
+TEST_CASE("build_wheel: a failing backend names the sdist and shows the log's tail",
+          "[install][build]") {
+    TempDir home;
+    const fs::path bad =
+        make_sdist(home.path, "bad-1.0",
+                   {{"setup.py", "raise SystemExit('this package cannot build here')\n"}});
+    const install::BuildRequest r = request(home, bad);
+    const std::string e = build_error(r);
+    CHECK_THAT(e, Catch::Contains("building bad-1.0.tar.gz: the backend failed (exit 1)"));
+    CHECK_THAT(e, Catch::Contains("its log is " + (r.work / "build.log").string()));
+    CHECK_THAT(e, Catch::Contains("this package cannot build here"));
+
+    const fs::path slow =
+        make_sdist(home.path, "slow-1.0", {{"setup.py", "import time\ntime.sleep(60)\n"}});
+    install::BuildRequest s = request(home, slow);
+    s.timeout = std::chrono::seconds(1);
+    CHECK_THAT(build_error(s), Catch::Contains("the backend was stopped after 1 s"));
+
+    const fs::path liar =
+        make_sdist(home.path, "liar-1.0",
+                   {{"pyproject.toml",
+                     "[build-system]\nrequires = []\nbuild-backend = \"backend\"\n"
+                     "backend-path = [\".\"]\n"},
+                    {"backend.py",
+                     "def build_wheel(out, config_settings=None):\n"
+                     "    return '../../escape-1.0-py3-none-any.whl'\n"}});
+    CHECK_THAT(build_error(request(home, liar)),
+               Catch::Contains("the backend named no wheel file"));
+    const fs::path outside = make_sdist(home.path, "outside-1.0",
+                                        {{"pyproject.toml",
+                                          "[build-system]\nrequires = []\nbuild-backend = \"b\"\n"
+                                          "backend-path = [\"../..\"]\n"},
+                                         {"b.py", ""}});
+    CHECK_THAT(build_error(request(home, outside)),
+               Catch::Contains("`backend-path` entries must be folders inside the tree"));
+}
+
+TEST_CASE("build_wheel: the backend has no network and cannot write the home", "[install][build]") {
+    TempDir home;
+    // A listening socket on the loopback of this process's network.
+    UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listener.get(), 1) == 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    const std::string port = std::to_string(ntohs(addr.sin_port));
+    const fs::path sdist = make_sdist(home.path, "probe-1.0",
+                                      {{"setup.py",
+                                        "import socket\n"
+                                        "s = socket.socket()\n"
+                                        "try:\n"
+                                        "    s.connect(('127.0.0.1', " +
+                                            port +
+                                            "))\n"
+                                            "    raise SystemExit('reached the network')\n"
+                                            "except OSError:\n"
+                                            "    pass\n"
+                                            "try:\n"
+                                            "    open(" +
+                                            "'" + (home.path / "planted").string() + "'" +
+                                            ", 'w')\n"
+                                            "    raise SystemExit('wrote into the home')\n"
+                                            "except OSError:\n"
+                                            "    pass\n"
+                                            "from setuptools import setup\nsetup(name='probe', "
+                                            "version='1.0', py_modules=[])\n"}});
+    const install::BuildRequest r = request(home, sdist);
+    env::SandboxSpec spec;
+    spec.read_only = home.path;
+    if (env::probe_sandbox(spec).kind == env::SandboxKind::mount_namespace) {
+        CHECK(install::build_wheel(r).network_cut);
+    } else {  // no namespaces here: the network stays (Landlock cannot cut it); the home not
+        WARN("no mount namespace here: the build's network is not cut");
+        CHECK_THAT(build_error(r), Catch::Contains("reached the network"));
+    }
+    CHECK_FALSE(fs::exists(home.path / "planted"));
+}

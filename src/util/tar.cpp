@@ -243,6 +243,7 @@ class Reader {
             e.directory = true;
             while (!e.name.empty() && e.name.back() == '/')
                 e.name.pop_back();
+            if (e.name.empty()) bad(path_, "has a folder member named '/'");
             if (size != 0) skip(size);
             visit(e);
             return;

@@ -4,7 +4,7 @@ data: the standards corpus (tests/data/corpus), the golden lock, the manifests, 
 of Debian's wheels, small archives built here with zipfile, and tests/fuzz/regressions/<target>/
 (inputs that once crashed a target). Nothing binary is kept in the repository.
 Usage: make_seeds.py SOURCE_DIR OUT_DIR"""
-import hashlib, io, json, os, shutil, sys, zipfile
+import hashlib, io, json, os, shutil, sys, tarfile, zipfile
 
 src, out = sys.argv[1], sys.argv[2]
 corpus = os.path.join(src, "tests", "data", "corpus")
@@ -192,6 +192,39 @@ def wheel(z):
 
 archive(wheel)
 regressions(put, "fuzz_zip")
+
+# ---- tar archives, uncompressed (fuzz_tar gzips its input): what setuptools' sdists hold (PAX
+# headers, directories, an executable), GNU long names, ustar prefixes, a pax global header
+put = writer("fuzz_tar")
+
+
+def tar(build, fmt, **options):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=fmt, **options) as t:
+        build(t)
+    put(buf.getvalue())
+
+
+def add(t, name, data=b"", kind=tarfile.REGTYPE, mode=0o644):
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.size = kind, mode, len(data) if kind == tarfile.REGTYPE else 0
+    t.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+
+def sdist(t):
+    add(t, "pkg-1.0", kind=tarfile.DIRTYPE, mode=0o755)
+    add(t, "pkg-1.0/PKG-INFO", b"Metadata-Version: 2.2\nName: pkg\nVersion: 1.0\n")
+    add(t, "pkg-1.0/setup.py", b"from setuptools import setup\nsetup()\n")
+    add(t, "pkg-1.0/bin/tool", b"#!/bin/sh\n", mode=0o755)
+    long = "d" * 120 + "/" + "\u00e9" * 90 if t.format != tarfile.USTAR_FORMAT else "d" * 90 + "/e"
+    add(t, "pkg-1.0/" + long + ".py", b"x = 1\n")  # past ustar's 100 bytes: prefix, pax, GNU
+
+
+for fmt in (tarfile.PAX_FORMAT, tarfile.GNU_FORMAT, tarfile.USTAR_FORMAT):
+    tar(sdist, fmt)
+tar(lambda t: add(t, "p/a", text), tarfile.PAX_FORMAT, pax_headers={"comment": "global"})
+tar(lambda t: add(t, "p/link", kind=tarfile.SYMTYPE), tarfile.PAX_FORMAT)
+regressions(put, "fuzz_tar")
 
 for t in sorted(os.listdir(out)):
     print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")

@@ -5,6 +5,7 @@
 ///
 ///   store-v1/objects/sha256/   the store's objects
 ///   store-v1/wheels/<sha256>/  one file list per ingested wheel
+///   store-v1/builds/<key>      a wheel built from an sdist, by every input of its build
 ///   tmp/                       staging, on the store's filesystem (renames are atomic)
 ///   locks/                     store.lock and one lock per environment
 ///   envs/<project key>/<ENV>/  generations and `current`
@@ -34,6 +35,8 @@ class Home {
     std::filesystem::path store() const { return root_ / "store-v1"; }
     std::filesystem::path objects() const { return store() / "objects" / "sha256"; }
     std::filesystem::path wheels() const { return store() / "wheels"; }
+    /// One record per wheel built from an sdist, named by its build key (install/built.hpp).
+    std::filesystem::path builds() const { return store() / "builds"; }
     std::filesystem::path tmp() const { return root_ / "tmp"; }
 
     std::filesystem::path locks() const { return root_ / "locks"; }

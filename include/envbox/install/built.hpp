@@ -1,0 +1,58 @@
+#pragma once
+/// Wheels built from sdists, kept in the store under a key made of every input of the build, as
+/// Nix keys a derivation's output: the sdist's sha256, the build environment (its lock's
+/// digest), the interpreter (implementation and full version), the target platform, the
+/// backend and its config settings, the variables that change the output, the runtime wheels a
+/// build sees (torch by sha256) and the toolchain (compiler and nvcc versions). A change to any
+/// of these builds again; nothing else does. A built wheel is an ordinary store wheel (its
+/// objects, file list and kept archive, so push and pack carry it); its record,
+/// `store-v1/builds/<key digest>`, names it and keeps the key's text as its provenance.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envbox/store/store.hpp"
+
+namespace envbox::install {
+
+/// Every input of one build; `digest()` names its record.
+struct BuildKey {
+    std::string sdist_sha256;
+    std::string build_env;  ///< the build environment's lock digest
+    std::string python;     ///< "cpython 3.11.2"
+    std::string platform;   ///< "manylinux_2_28_x86_64"
+    std::string backend;    ///< `build-backend`
+    std::map<std::string, std::string> config_settings;
+    std::map<std::string, std::string> variables;  ///< those that change the output
+    std::vector<std::string> runtime;              ///< "torch 2.11.0+cu128 sha256", sorted
+    std::vector<std::string> toolchain;            ///< "gcc 12.2.0", "nvcc 12.8.93", sorted
+
+    /// The key as lines "field value" (values percent-encoded, fields in a fixed order): what
+    /// the digest is taken of, and the record's provenance.
+    std::string text() const;
+    /// sha256 of `text()`, lowercase hex.
+    std::string digest() const;
+};
+
+/// A built wheel the store holds.
+struct BuiltRecord {
+    std::string wheel_sha256;
+    std::string filename;
+    std::string key_text;  ///< `BuildKey::text()` of the build that made it
+};
+
+/// The wheel built for `key` before, when its record reads as written (never through a link;
+/// a damaged record is `integrity`) and the store still holds the wheel's file list; nullopt
+/// otherwise (never built, or the wheel was collected since).
+std::optional<BuiltRecord> find_built_wheel(const store::Store& store, const BuildKey& key);
+
+/// Ingests the wheel at `wheel` (a build's output: checked as every wheel is, RECORD and
+/// names), keeps its archive, publishes it, and then records it for `key` (atomically: a crash
+/// leaves the old record or none). Returns the record.
+BuiltRecord store_built_wheel(const store::Store& store, const BuildKey& key,
+                              const std::filesystem::path& wheel);
+
+}  // namespace envbox::install

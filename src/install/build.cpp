@@ -24,6 +24,10 @@ namespace fs = std::filesystem;
 namespace envbox::install {
 namespace {
 
+std::string sdist_name(const BuildRequest& r) {
+    return r.sdist_name.empty() ? r.sdist.filename().string() : r.sdist_name;
+}
+
 std::string_view frontend_code() {
     static constexpr std::string_view kCode =
 #include "pep517_frontend_code.inc"
@@ -151,9 +155,8 @@ bool run_backend(const BuildRequest& r, const fs::path& project, const fs::path&
             status == -1   ? "was stopped after " + std::to_string(r.timeout.count()) + " s"
             : status > 128 ? "was killed by signal " + std::to_string(status - 128)
                            : "failed (exit " + std::to_string(status) + ")";
-        throw Error(ErrorCode::generic, "building " + r.sdist.filename().string() +
-                                            ": the backend " + why + "; its log is " +
-                                            log.string() + ":\n" + log_tail(log));
+        throw Error(ErrorCode::generic, "building " + sdist_name(r) + ": the backend " + why +
+                                            "; its log is " + log.string() + ":\n" + log_tail(log));
     }
     return reported && cut == '1';
 }
@@ -167,8 +170,8 @@ fs::path built_wheel(const BuildRequest& r, const fs::path& out, const fs::path&
     } catch (const Error&) {
     }
     const auto refuse = [&](const std::string& why) {
-        return Error(ErrorCode::generic, "building " + r.sdist.filename().string() + ": " + why +
-                                             "; its log is " + log.string());
+        return Error(ErrorCode::generic,
+                     "building " + sdist_name(r) + ": " + why + "; its log is " + log.string());
     };
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
         throw refuse("the backend named no wheel file ('" + name.substr(0, 200) + "')");
@@ -188,7 +191,7 @@ BuiltWheel build_wheel(const BuildRequest& r) {
         throw Error(ErrorCode::generic,
                     "cannot make " + r.work.string() + ": " + std::strerror(errno));
     BuiltWheel built;
-    const fs::path project = unpack_sdist(r.sdist, r.work / "src");
+    const fs::path project = unpack_sdist(r.sdist, r.work / "src", {}, r.sdist_name);
     const fs::path out = r.work / "out", tmp = r.work / "tmp", result = r.work / "result";
     built.log = r.work / "build.log";
     fs::create_directory(out);
@@ -196,7 +199,7 @@ BuiltWheel build_wheel(const BuildRequest& r) {
     std::optional<std::string> pyproject;
     if (fs::is_regular_file(fs::symlink_status(project / "pyproject.toml")))
         pyproject = read_file(project / "pyproject.toml");
-    auto bs = lock::read_build_system(pyproject, r.sdist.filename().string() + ":pyproject.toml");
+    auto bs = lock::read_build_system(pyproject, sdist_name(r) + ":pyproject.toml");
     if (!bs) throw bs.error();
     built.build_system = std::move(*bs);
     Exec e = frontend_exec(r, built.build_system, out, result, tmp);

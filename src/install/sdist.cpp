@@ -8,8 +8,10 @@
 #include <cstring>
 #include <set>
 
+#include "envbox/index/url.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/own_tree.hpp"
+#include "envbox/util/sha256.hpp"
 #include "envbox/util/unique_fd.hpp"
 #include "envbox/util/zip.hpp"
 
@@ -155,8 +157,9 @@ void unpack_zip(const fs::path& archive, Unpacker& u, const tar::Limits& limits)
 
 }  // namespace
 
-fs::path unpack_sdist(const fs::path& archive, const fs::path& dest, const tar::Limits& limits) {
-    const std::string name = archive.filename().string();
+fs::path unpack_sdist(const fs::path& archive, const fs::path& dest, const tar::Limits& limits,
+                      std::string filename) {
+    const std::string name = filename.empty() ? archive.filename().string() : std::move(filename);
     const bool tar_gz = ends_with(name, ".tar.gz"), zip = ends_with(name, ".zip");
     if (!tar_gz && !zip)
         throw Error(ErrorCode::invalid_input,
@@ -175,6 +178,36 @@ fs::path unpack_sdist(const fs::path& archive, const fs::path& dest, const tar::
         remove_own_tree(dest.parent_path(), dest);
         throw;
     }
+}
+
+fs::path locate_sdist(const index::ArtifactRequest& request, const fs::path& lock_dir,
+                      const fs::path& downloads, const index::HttpOptions& http) {
+    const auto holds = [&](const fs::path& p) {
+        std::error_code ec;
+        return fs::is_regular_file(p, ec) && to_hex(sha256_file(p)) == request.sha256;
+    };
+    if (auto local = index::local_artifact_path(request, lock_dir)) {
+        if (!holds(*local))
+            throw Error(ErrorCode::integrity, request.display + ": " + local->string() +
+                                                  " does not hold the lock's sha256 " +
+                                                  request.sha256);
+        return *local;
+    }
+    const fs::path cached = index::download_path(downloads, request.sha256);
+    if (holds(cached)) return cached;
+    std::error_code ec;
+    fs::remove(cached, ec);
+    fs::create_directories(downloads, ec);
+    index::HttpClient client(http);
+    index::download_artifact(client, request, downloads);
+    if (!holds(cached)) {
+        fs::remove(cached, ec);
+        throw Error(ErrorCode::integrity, "hash mismatch for " + request.display +
+                                              " downloaded from " +
+                                              index::redact_url(request.location) +
+                                              ": not the lock's sha256 " + request.sha256);
+    }
+    return cached;
 }
 
 }  // namespace envbox::install

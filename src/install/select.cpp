@@ -21,7 +21,7 @@ const char* non_wheel_kind(lock::Selection::Kind kind) {
 }  // namespace
 
 std::vector<Item> select_items(const lock::Pylock& pylock, const install::Target& target,
-                               const fs::path& lock_path) {
+                               const fs::path& lock_path, const std::set<std::string>& buildable) {
     lock::SelectTarget select_target;
     select_target.environment = target.markers;
     select_target.tags = &target.tags;
@@ -47,12 +47,17 @@ std::vector<Item> select_items(const lock::Pylock& pylock, const install::Target
         const std::string where = lock_path.string() + ":";
         item.file = sel.file;
         item.direct = sel.kind == lock::Selection::Kind::archive;
-        if (sel.kind != lock::Selection::Kind::wheel &&
+        item.sdist = sel.kind == lock::Selection::Kind::sdist && buildable.count(sel.package->name);
+        if (sel.kind != lock::Selection::Kind::wheel && !item.sdist &&
             !(item.direct && sel.file && sel.file->filename().ends_with(".whl")))
             throw Error(ErrorCode::invalid_input,
                         where + std::to_string(sel.package->line) + ": " + label + " offers " +
                             non_wheel_kind(sel.kind) + " for CPython " + python_xy + " on " +
-                            target.platform + "; envbox installs wheels only");
+                            target.platform + "; envbox installs wheels only" +
+                            (sel.kind == lock::Selection::Kind::sdist
+                                 ? ", and builds an sdist only where the lock names its build "
+                                   "environment ([tool.envbox] builds)"
+                                 : ""));
         auto sha = item.file->sha256();
         if (!sha)
             throw Error(ErrorCode::invalid_input, where + std::to_string(item.file->line) + ": " +

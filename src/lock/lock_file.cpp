@@ -38,6 +38,7 @@ std::optional<ToolTable> tool_table_of(const toml::table& doc) {
     out.sources = strings_at(*t, "sources");
     out.overrides = strings_at(*t, "overrides");
     out.constraints = strings_at(*t, "constraints");
+    out.builds = strings_at(*t, "builds");
     return out;
 }
 

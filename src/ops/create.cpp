@@ -187,7 +187,8 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     const lock::Manifest* manifest = in.manifest ? &*in.manifest : nullptr;
     const install::Target target = install::create_target(
         manifest, home.interpreters(), opt.env, interpreter_search(ctx.settings), opt.target);
-    std::vector<install::Item> items = install::select_items(in.lock.pylock, target, in.lock_path);
+    std::vector<install::Item> items =
+        install::select_items(in.lock.pylock, target, in.lock_path, buildable_packages(in.lock));
     const env::Interpreter& interpreter = *target.interpreter;
 
     CreateResult result;
@@ -229,6 +230,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     plan.jobs = ctx.jobs;
     plan.interpreter = &interpreter;
     plan.bytecode = bytecode;
+    build_sdists(ctx, store, items, target, in.lock, plan);
     result.fetch = install::fetch_into_store(store, items, plan, progress);
 
     env::Generation gen = next_generation(edir, digest, in.lock_path, target, opt);

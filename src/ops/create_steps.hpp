@@ -17,10 +17,12 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "envbox/env/generation.hpp"
+#include "envbox/install/fetch.hpp"
 #include "envbox/install/item.hpp"
 #include "envbox/install/target.hpp"
 #include "envbox/lock/lock_file.hpp"
@@ -48,6 +50,22 @@ struct Inputs {
 /// `[install].prefer` against it. Throws invalid_input without a project and without --lock,
 /// and when the lock file is missing.
 Inputs read_inputs(const Context& ctx, const CreateOptions& opt);
+
+/// The packages `lock` names a build environment for (`[tool.envbox] builds`): their sdists
+/// are items to build. An entry that is not "NAME FILE SHA256" is invalid_input naming the lock.
+std::set<std::string> buildable_packages(const lock::LockFile& lock);
+
+/// Gives each sdist item (`Item::sdist`) its built wheel: the store's, when a build with the same
+/// key ran before (install/built.hpp: the sdist, the build lock's digest, the interpreter, the
+/// platform); else its build lock (FILE beside `lock`, whose sha256 must be the recorded one) is
+/// made into a build environment in the home's cache (once per build lock and interpreter), the
+/// sdist is located (its path, downloads/, or its URL: hashed), built there by
+/// install::build_wheel, checked to be the locked name and version for the target, and
+/// stored. The item's sha256 and file name become the wheel's, which the fetch then finds in
+/// the store. A failed build keeps its folder in the home's tmp/ with the log the error names.
+void build_sdists(const Context& ctx, store::Store& store, std::vector<install::Item>& items,
+                  const install::Target& target, const lock::LockFile& lock,
+                  const install::FetchPlan& plan);
 
 // ---- check the selection -------------------------------------------------------------------
 

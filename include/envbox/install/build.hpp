@@ -20,6 +20,7 @@ namespace envbox::install {
 
 struct BuildRequest {
     std::filesystem::path sdist;   ///< the archive (`.tar.gz` or `.zip`)
+    std::string sdist_name;        ///< its file name as the lock gives it (default: `sdist`'s)
     std::filesystem::path work;    ///< a folder for this build, made here (it must not exist)
     std::filesystem::path python;  ///< the interpreter the backend runs on
     /// The build requirements' import roots (an environment's site-packages), first on sys.path.

@@ -30,6 +30,9 @@ struct Item {
     const lock::Package* package = nullptr;
     const lock::FileRef* file = nullptr;
     bool direct = false;  ///< installed from `archive` (PEP 610 direct URL)
+    /// Built from its sdist (`file`): `sha256` and `filename` are the sdist's until the build
+    /// (or the store's earlier build) sets them to the built wheel's.
+    bool sdist = false;
     std::string sha256;
     std::string filename;
     std::optional<store::WheelFiles> wheel;  ///< set once the store has it
@@ -47,8 +50,11 @@ struct Item {
 /// is a wheel (installed as a direct URL). Throws invalid_input, naming the lock's line, for a
 /// package that offers only an sdist, a directory, a VCS checkout or a non-wheel archive, and
 /// for a file without a sha256; a selection error gets the lock and the target as context.
+/// `buildable`: the packages the lock names a build environment for (`[tool.envbox] builds`),
+/// whose sdist is then an item to build (`Item::sdist`) rather than refused.
 std::vector<Item> select_items(const lock::Pylock& pylock, const Target& target,
-                               const std::filesystem::path& lock_path);
+                               const std::filesystem::path& lock_path,
+                               const std::set<std::string>& buildable = {});
 
 /// The CUDA lines the items' packages belong to (none for a CPU-only environment).
 std::vector<env::CudaLine> items_cuda_lines(const std::vector<Item>& items);

@@ -31,6 +31,9 @@ struct ToolTable {
     /// The manifest's inputs as `ops::Inputs` spells them, sorted (`overrides` and `constraints`
     /// are written only when the manifest has some).
     std::vector<std::string> requirements, indexes, sources, overrides, constraints;
+    /// `builds`: "NAME FILE SHA256" per package the lock installs from its sdist: FILE, beside
+    /// the lock, is the PEP 751 lock of its build environment, and SHA256 its bytes' digest.
+    std::vector<std::string> builds;
 };
 
 /// The `[tool.envbox]` table of a lock's text; none when the lock has no such table (or `tool`

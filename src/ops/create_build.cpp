@@ -1,0 +1,151 @@
+// create's source builds: each package the lock installs from its sdist is built once, in a
+// build environment made from the PEP 751 lock the main lock names for it, and kept in the
+// store under a key of every input (install/built.hpp); contracts in create_steps.hpp.
+#include <unistd.h>
+
+#include "create_steps.hpp"
+#include "envbox/install/build.hpp"
+#include "envbox/install/built.hpp"
+#include "envbox/install/sdist.hpp"
+#include "envbox/pep/digest.hpp"
+#include "envbox/pep/filename.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/kv.hpp"
+#include "envbox/util/own_tree.hpp"
+#include "envbox/util/printable.hpp"
+#include "envbox/util/sha256.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops::create_steps {
+namespace {
+
+struct BuildEntry {
+    std::string file, sha256;
+};
+
+// `[tool.envbox] builds`, checked: "NAME FILE SHA256", FILE a plain file name beside the lock.
+std::map<std::string, BuildEntry> build_entries(const lock::LockFile& lock) {
+    std::map<std::string, BuildEntry> out;
+    if (!lock.tool) return out;
+    for (const auto& line : lock.tool->builds) {
+        const auto f = kv::split_fields(line);
+        const bool plain = f.size() == 3 && f[1].find('/') == std::string_view::npos &&
+                           f[1] != "." && f[1] != ".." && !f[1].empty();
+        if (!plain || !pep::is_valid_name(f[0]) || !pep::is_sha256_hex(f[2]))
+            throw Error(ErrorCode::invalid_input,
+                        lock.path.string() + ": [tool.envbox] builds entry '" + printable(line) +
+                            "' is not NAME FILE SHA256 (FILE: a lock beside this one)");
+        out[pep::canonicalize_name(f[0])] = {std::string(f[1]), std::string(f[2])};
+    }
+    return out;
+}
+
+// The build lock of `entry`, read and checked against the digest the main lock records.
+lock::LockFile read_build_lock(const lock::LockFile& lock, const BuildEntry& entry) {
+    auto read = lock::read_lock_file(lock.path.parent_path() / entry.file);
+    if (!read) throw read.error();
+    if (to_hex(sha256(read->text)) != entry.sha256)
+        throw Error(ErrorCode::integrity,
+                    read->path.string() + " is not the build lock " + lock.path.string() +
+                        " names (its sha256 differs): lock again, or put back the file");
+    return std::move(*read);
+}
+
+// The build environment of `build_lock` for `target`: made once per build lock, interpreter and
+// platform in the home's cache (a generation like any environment's), then reused.
+fs::path build_environment(const Context& ctx, store::Store& store, const install::Target& target,
+                           const lock::LockFile& build_lock, const install::FetchPlan& plan) {
+    const std::string digest =
+        to_hex(sha256(build_lock.text + "\n--target " + target.interpreter->executable.string() +
+                      " " + target.python_full_version + " " + target.platform));
+    const store::Home home(ctx.home);
+    const fs::path edir = home.cache() / "build-envs" / digest.substr(0, 32);
+    make_own_dir_at_path(ctx.home, edir);
+    FileLock held(home.locks() / ("build-env-" + digest.substr(0, 32) + ".lock"));
+    if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest)
+        return cur->path;
+    std::vector<install::Item> items =
+        install::select_items(build_lock.pylock, target, build_lock.path);
+    install::FetchPlan p = plan;
+    p.lock_dir = build_lock.path.parent_path();
+    p.bytecode = {};  // a build environment runs its backend once: nothing to compile ahead
+    install::fetch_into_store(store, items, p, *ctx.progress);
+    CreateOptions opt;
+    opt.env = "build";
+    env::Generation gen = next_generation(edir, digest, build_lock.path, target, opt);
+    const std::vector<env::InstallRequest> requests = install_requests(items, nullptr, gen);
+    env::build_generation(store, *target.interpreter, gen, edir, requests,
+                          {"build environment " + build_lock.path.filename().string(),
+                           build_lock.text, opt.link_mode, ctx.jobs});
+    return gen.path;
+}
+
+// What the backend made must be the locked package, for the target.
+void check_built(const install::Item& item, const fs::path& wheel, const install::Target& target) {
+    auto w = pep::WheelFilename::parse(wheel.filename().string());
+    const std::string what =
+        "building " + item.filename + ": the backend made " + wheel.filename().string() + ", ";
+    if (!w || w->canonical_name != item.package->name)
+        throw Error(ErrorCode::integrity, what + "not a wheel of " + item.package->name);
+    if (item.package->version && w->version != *item.package->version)
+        throw Error(ErrorCode::integrity,
+                    what + "not version " + item.package->version->str() + " the lock names");
+    if (!target.tags.best_rank(w->tags))
+        throw Error(ErrorCode::invalid_input,
+                    what + "whose tags " + w->tag_text + " do not run on " + target.platform);
+}
+
+void adopt(install::Item& item, const install::BuiltRecord& built) {
+    item.sha256 = built.wheel_sha256;
+    item.filename = built.filename;
+}
+
+}  // namespace
+
+std::set<std::string> buildable_packages(const lock::LockFile& lock) {
+    std::set<std::string> out;
+    for (const auto& [name, entry] : build_entries(lock))
+        out.insert(name);
+    return out;
+}
+
+void build_sdists(const Context& ctx, store::Store& store, std::vector<install::Item>& items,
+                  const install::Target& target, const lock::LockFile& lock,
+                  const install::FetchPlan& plan) {
+    const std::map<std::string, BuildEntry> entries = build_entries(lock);
+    const store::Home home(ctx.home);
+    for (auto& item : items) {
+        if (!item.sdist) continue;
+        const BuildEntry& entry = entries.at(item.package->name);
+        const lock::LockFile build_lock = read_build_lock(lock, entry);
+        install::BuildKey key;
+        key.sdist_sha256 = item.sha256;
+        key.build_env = entry.sha256;
+        key.python = "cpython " + target.python_full_version;
+        key.platform = target.platform;
+        if (auto built = install::find_built_wheel(store, key)) {
+            adopt(item, *built);
+            continue;
+        }
+        const fs::path python =
+            build_environment(ctx, store, target, build_lock, plan) / "bin" / "python";
+        install::BuildRequest r;
+        r.sdist = install::locate_sdist(install::artifact_request(item, plan.indexes),
+                                        plan.lock_dir, plan.downloads, plan.http);
+        r.sdist_name = item.filename;
+        make_own_dir_at_path(ctx.home, home.tmp());
+        r.work =
+            home.tmp() / ("build-" + item.sha256.substr(0, 16) + "-" + std::to_string(::getpid()));
+        r.python = python;
+        r.read_only = ctx.home;
+        ctx.progress->phase("Building " + item.filename, 0);
+        const install::BuiltWheel built = install::build_wheel(r);  // a failure keeps its log
+        check_built(item, built.wheel, target);
+        adopt(item, install::store_built_wheel(store, key, built.wheel));
+        remove_own_tree(home.tmp(), r.work);
+    }
+}
+
+}  // namespace envbox::ops::create_steps

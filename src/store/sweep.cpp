@@ -88,6 +88,19 @@ SweepResult Store::sweep(const std::set<std::string>& live_wheels,
             if (!options.dry_run) dir.remove(o.name);
         }
     }
+    // A build record goes with its wheel: it would find nothing (and one that does not read is
+    // garbage too).
+    const OwnFolder builds = own_folder(layout_.root(), layout_.builds());
+    for (const auto& b : builds.entries()) {
+        std::optional<BuildRecord> record;
+        try {
+            if (b.type == OwnEntry::Type::file) record = load_build(b.name);
+        } catch (const Error&) {
+        }
+        if (record && live_wheels.count(record->wheel_sha256)) continue;
+        result.builds_removed++;
+        if (!options.dry_run) builds.remove(b.name);
+    }
     const OwnFolder tmp = own_folder(layout_.root(), layout_.tmp());
     for (const auto& t : tmp.entries()) {
         result.temporary_removed++;

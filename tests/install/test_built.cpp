@@ -79,6 +79,14 @@ TEST_CASE("built wheels: stored once under their key, found again, every input i
         CHECK(other.digest() != key.digest());
         CHECK_FALSE(install::find_built_wheel(store, other));
     }
+    // gc: a record stays with its wheel, and goes with it.
+    const fs::path record = store.layout().builds() / key.digest();
+    CHECK(store.sweep({stored.wheel_sha256}).builds_removed == 0);
+    CHECK(fs::exists(record));
+    CHECK(store.sweep({}).builds_removed == 1);
+    CHECK_FALSE(fs::exists(record));
+    CHECK_FALSE(install::find_built_wheel(store, key));
+
     // A value cannot spill into another field: a blank or a line break is encoded.
     install::BuildKey spill = key;
     spill.python = "cpython 3.11.2\nplatform x";

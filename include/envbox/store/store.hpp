@@ -104,6 +104,7 @@ struct SweepResult {
     std::size_t bytecode_removed = 0;   ///< bytecode lists no root names
     std::size_t objects_removed = 0;    ///< objects no kept file list names (any name in a shard)
     std::size_t temporary_removed = 0;  ///< entries of tmp/
+    std::size_t builds_removed = 0;     ///< build records whose wheel went (or never read)
     std::uint64_t bytes_freed = 0;      ///< the removed objects' sizes
 };
 
@@ -115,6 +116,14 @@ struct CheckResult {
     std::size_t hashed = 0;   ///< objects whose content was hashed
     std::vector<std::string> problems;
     bool clean() const { return problems.empty(); }
+};
+
+/// A wheel built from an sdist, as `store-v1/builds/<key>` records it: the key is the digest of
+/// every input of the build (install/built.hpp makes it), `provenance` that key's text.
+struct BuildRecord {
+    std::string wheel_sha256;
+    std::string filename;
+    std::string provenance;
 };
 
 class Store;
@@ -233,6 +242,15 @@ class Store {
     /// (then `verified` is removed). Only for a wheel whose file list is published: `sweep`
     /// removes the archive with its file list.
     void keep_archive(std::string_view wheel_sha256, const std::filesystem::path& verified) const;
+
+    /// The build record named `key` (64 lowercase hex digits, else invalid_input), read never
+    /// through a link; nullopt when there is none. One that does not read as `record_build`
+    /// writes it is damaged (`integrity`).
+    std::optional<BuildRecord> load_build(std::string_view key) const;
+    /// Writes the build record `key` atomically and durably, read-only. The wheel's file list
+    /// must be published first (a record names a wheel the store holds; `sweep` removes a
+    /// record with its wheel).
+    void record_build(std::string_view key, const BuildRecord& record) const;
 
     /// The bytecode list of a wheel for `key` (bytecode.hpp), if it was compiled before. Same
     /// checks as `load_wheel`: a list that does not read as written is damaged (`integrity`).

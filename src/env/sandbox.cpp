@@ -177,6 +177,24 @@ std::vector<fs::path> with_aliases(const std::vector<fs::path>& read_only) {
     return {out.begin(), out.end()};
 }
 
+// For a build (`no_network`), best effort: every other mount read-only too, but for the kernel's
+// interfaces and devices (/proc, /sys, /dev: /dev/null and /dev/shm stay usable), so a
+// backend writes its own folder only; a mount that refuses is left as it is.
+void make_the_rest_read_only(const std::vector<fs::path>& writable) {
+    for (const auto& point : mounts_at_or_below(read_mountinfo(), "/")) {
+        bool keep = false;
+        // The writable folders are mounts of their own (bound over themselves above): a mount
+        // above one going read-only leaves it writable.
+        for (const auto& w : writable)
+            keep = keep || is_at_or_below(point, w);
+        for (const char* kernel : {"/proc", "/sys", "/dev"})
+            keep = keep || is_at_or_below(point, kernel);
+        if (keep) continue;
+        ::mount(nullptr, point.c_str(), nullptr,
+                MS_BIND | MS_REMOUNT | MS_RDONLY | mount_flags_of(point), nullptr);
+    }
+}
+
 std::optional<std::string> enter_mount_namespace(const std::vector<fs::path>& read_only,
                                                  const std::vector<fs::path>& writable,
                                                  bool no_network) {
@@ -205,6 +223,7 @@ std::optional<std::string> enter_mount_namespace(const std::vector<fs::path>& re
             if (::mount(nullptr, m.c_str(), nullptr, flags, nullptr) != 0)
                 return "cannot make " + m.string() + " read-only: " + std::strerror(errno);
         }
+    if (no_network) make_the_rest_read_only(writable);
     return std::nullopt;
 }
 

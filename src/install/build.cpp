@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,16 +100,23 @@ Exec frontend_exec(const BuildRequest& r, const lock::BuildSystem& bs, const fs:
     const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     const int out =
         ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (null < 0 || out < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0 ||
-        ::chdir(project.c_str()) != 0)
+    if (null < 0 || out < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0)
         ::_exit(126);
     env::SandboxSpec spec;
     spec.read_only = r.read_only;
     spec.writable = {r.work};
     spec.no_network = true;
     const env::SandboxOutcome o = env::enter_sandbox(spec);
-    const char cut = o.network_cut ? '1' : '0';
-    if (::write(report, &cut, 1) != 1) ::_exit(126);
+    // Only now: a working folder taken before the sandbox's mounts would stay on the mount below
+    // the build folder's own, which is read-only.
+    if (::chdir(project.c_str()) != 0) ::_exit(126);
+    // Whether the folder holding the home is read-only now (the rest of the file system is
+    // made so where the kernel allows; env/sandbox.cpp).
+    struct statvfs around {};
+    const bool sealed = ::statvfs(r.read_only.parent_path().c_str(), &around) == 0 &&
+                        (around.f_flag & ST_RDONLY) != 0;
+    const char said[2] = {o.network_cut ? '1' : '0', sealed ? '1' : '0'};
+    if (::write(report, said, 2) != 2) ::_exit(126);
     if (o.kind == env::SandboxKind::none)
         dprintf(2, "envbox: warning: the build runs without the sandbox (%s; %s)\n",
                 o.namespace_refused.c_str(), o.landlock_refused.c_str());
@@ -136,8 +144,9 @@ int wait_bounded(pid_t pid, std::chrono::seconds timeout) {
     }
 }
 
-// Runs the frontend; whether the network was cut. Throws naming the sdist and the log.
-bool run_backend(const BuildRequest& r, const fs::path& project, const fs::path& log, Exec& e) {
+// Runs the frontend; sets what the sandbox held. Throws naming the sdist and the log.
+void run_backend(const BuildRequest& r, const fs::path& project, BuiltWheel& built, Exec& e) {
+    const fs::path& log = built.log;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
         throw Error(ErrorCode::generic, std::string("pipe: ") + std::strerror(errno));
@@ -147,8 +156,8 @@ bool run_backend(const BuildRequest& r, const fs::path& project, const fs::path&
     if (pid == 0) child(r, project, log, e, to_parent.get());
     ::setpgid(pid, pid);
     to_parent.reset();
-    char cut = '0';
-    const bool reported = ::read(from_child.get(), &cut, 1) == 1;
+    char said[2] = {'0', '0'};
+    const bool reported = ::read(from_child.get(), said, 2) == 2;
     const int status = wait_bounded(pid, r.timeout);
     if (status != 0) {
         const std::string why =
@@ -158,7 +167,8 @@ bool run_backend(const BuildRequest& r, const fs::path& project, const fs::path&
         throw Error(ErrorCode::generic, "building " + sdist_name(r) + ": the backend " + why +
                                             "; its log is " + log.string() + ":\n" + log_tail(log));
     }
-    return reported && cut == '1';
+    built.network_cut = reported && said[0] == '1';
+    built.rest_read_only = reported && said[1] == '1';
 }
 
 // The wheel the hook named: a plain wheel file name, a regular file in `out`.
@@ -203,7 +213,7 @@ BuiltWheel build_wheel(const BuildRequest& r) {
     if (!bs) throw bs.error();
     built.build_system = std::move(*bs);
     Exec e = frontend_exec(r, built.build_system, out, result, tmp);
-    built.network_cut = run_backend(r, project, built.log, e);
+    run_backend(r, project, built, e);
     built.wheel = built_wheel(r, out, result, built.log);
     built.seconds = clock.total();
     return built;

@@ -123,31 +123,31 @@ TEST_CASE("build_wheel: the backend has no network and cannot write the home", "
     socklen_t len = sizeof addr;
     ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len);
     const std::string port = std::to_string(ntohs(addr.sin_port));
-    const fs::path sdist = make_sdist(home.path, "probe-1.0",
-                                      {{"setup.py",
-                                        "import socket\n"
-                                        "s = socket.socket()\n"
-                                        "try:\n"
-                                        "    s.connect(('127.0.0.1', " +
-                                            port +
-                                            "))\n"
-                                            "    raise SystemExit('reached the network')\n"
-                                            "except OSError:\n"
-                                            "    pass\n"
-                                            "try:\n"
-                                            "    open(" +
-                                            "'" + (home.path / "planted").string() + "'" +
-                                            ", 'w')\n"
-                                            "    raise SystemExit('wrote into the home')\n"
-                                            "except OSError:\n"
-                                            "    pass\n"
-                                            "from setuptools import setup\nsetup(name='probe', "
-                                            "version='1.0', py_modules=[])\n"}});
+    TempDir beside;  // outside the home: a build may not write there either (with namespaces)
+    // A setup.py that fails the build when `code` succeeds, saying `what`.
+    const auto must_fail = [](const std::string& code, const std::string& what) {
+        return "try:\n    " + code + "\n    raise SystemExit('" + what +
+               "')\nexcept OSError:\n    pass\n";
+    };
+    const std::string setup_py =
+        "import socket\n" +
+        must_fail("socket.socket().connect(('127.0.0.1', " + port + "))", "reached the network") +
+        must_fail("open('" + (home.path / "planted").string() + "', 'w')", "wrote into the home") +
+        "try:\n    open('" + (beside.path / "planted").string() +
+        "', 'w')\nexcept OSError:\n"
+        "    pass\n" +
+        "from setuptools import setup\nsetup(name='probe', version='1.0', py_modules=[])\n";
+    const fs::path sdist = make_sdist(home.path, "probe-1.0", {{"setup.py", setup_py}});
     const install::BuildRequest r = request(home, sdist);
     env::SandboxSpec spec;
     spec.read_only = home.path;
     if (env::probe_sandbox(spec).kind == env::SandboxKind::mount_namespace) {
-        CHECK(install::build_wheel(r).network_cut);
+        const install::BuiltWheel built = install::build_wheel(r);
+        CHECK(built.network_cut);
+        if (built.rest_read_only)
+            CHECK_FALSE(fs::exists(beside.path / "planted"));
+        else
+            WARN("the file system around the home stayed writable to the build here");
     } else {  // no namespaces here: the network stays (Landlock cannot cut it); the home not
         WARN("no mount namespace here: the build's network is not cut");
         CHECK_THAT(build_error(r), Catch::Contains("reached the network"));

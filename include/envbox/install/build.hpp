@@ -37,6 +37,9 @@ struct BuiltWheel {
     std::filesystem::path log;    ///< `work/build.log`: what the backend printed
     lock::BuildSystem build_system;
     bool network_cut = false;  ///< the backend ran without a network
+    /// The file system around the home was read-only to the backend too (it could write its
+    /// own folder only); false where the kernel kept it writable (Landlock's fallback).
+    bool rest_read_only = false;
     double seconds = 0;
 };
 

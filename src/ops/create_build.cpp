@@ -129,6 +129,13 @@ void build_sdists(const Context& ctx, store::Store& store, std::vector<install::
             adopt(item, *built);
             continue;
         }
+        // A received environment installs what it received: a node never builds.
+        if (plan.received)
+            throw Error(ErrorCode::integrity,
+                        item.package->name +
+                            " is built from its sdist, and no built wheel came "
+                            "with what was received: create it from its lock "
+                            "where builds may run");
         const fs::path python =
             build_environment(ctx, store, target, build_lock, plan) / "bin" / "python";
         install::BuildRequest r;

@@ -3,11 +3,13 @@
 #include "fleet_steps.hpp"
 
 #include <mutex>
+#include <set>
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/install/fetch.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/lock.hpp"
+#include "envbox/pep/name.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
@@ -56,7 +58,9 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
     b.lock_sha256 = to_hex(sha256(b.lock_text));
     b.pylock = std::move(parsed->pylock);
     std::map<std::string, const lock::FileRef*> by_sha;
+    std::set<std::string> from_sdist;  // packages the lock gives as an sdist to build
     for (const auto& p : b.pylock.packages) {
+        if (p.sdist) from_sdist.insert(p.name);
         for (const auto& w : p.wheels)
             if (auto sha = w.sha256()) by_sha[*sha] = &w;
         if (p.archive)
@@ -69,6 +73,12 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         w.filename = pkg.filename;
         w.sha256 = pkg.wheel_sha256;
         auto it = by_sha.find(w.sha256);
+        if (it == by_sha.end() && from_sdist.count(pep::canonicalize_name(w.name)))
+            throw Error(ErrorCode::invalid_input,
+                        env + " installs " + w.filename + ", built here from " + w.name +
+                            "'s sdist; push and pack do not carry built wheels yet (a node "
+                            "would have to build it): create " +
+                            env + " on the node from its lock instead");
         if (it == by_sha.end())
             throw Error(ErrorCode::integrity, lock_path.string() + " does not list " + w.filename +
                                                   " (sha256 " + w.sha256 +

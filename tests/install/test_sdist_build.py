@@ -154,6 +154,13 @@ class SdistBuilds(unittest.TestCase):
                 self.assertEqual(ours[rel][1], pips[rel][1], f"content differs: {rel}")
                 self.assertEqual(ours[rel][2], pips[rel][2], f"exec bit differs: {rel}")
 
+        # Shipping: a node never builds, and push/pack do not carry built wheels yet: refused,
+        # saying so, before anything is written.
+        r = self.project.run("pack", "e", "--output", os.path.join(self.tmp, "e.tar"), check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("push and pack do not carry built wheels yet", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "e.tar")))
+
         # Another environment of the same lock: every wheel is the store's, nothing is built.
         before = self.records()
         shutil.copyfile(self.project.lock_path("e"), self.project.lock_path("f"))

@@ -181,7 +181,7 @@ fs::path unpack_sdist(const fs::path& archive, const fs::path& dest, const tar::
 }
 
 fs::path locate_sdist(const index::ArtifactRequest& request, const fs::path& lock_dir,
-                      const fs::path& downloads, const index::HttpOptions& http) {
+                      const fs::path& downloads, const index::HttpOptions& http, bool offline) {
     const auto holds = [&](const fs::path& p) {
         std::error_code ec;
         return fs::is_regular_file(p, ec) && to_hex(sha256_file(p)) == request.sha256;
@@ -195,6 +195,10 @@ fs::path locate_sdist(const index::ArtifactRequest& request, const fs::path& loc
     }
     const fs::path cached = index::download_path(downloads, request.sha256);
     if (holds(cached)) return cached;
+    if (offline)
+        throw Error(ErrorCode::network, "--offline: " + request.display +
+                                            " would be downloaded from " +
+                                            index::redact_url(request.location));
     std::error_code ec;
     fs::remove(cached, ec);
     fs::create_directories(downloads, ec);

@@ -140,7 +140,7 @@ void build_sdists(const Context& ctx, store::Store& store, std::vector<install::
             build_environment(ctx, store, target, build_lock, plan) / "bin" / "python";
         install::BuildRequest r;
         r.sdist = install::locate_sdist(install::artifact_request(item, plan.indexes),
-                                        plan.lock_dir, plan.downloads, plan.http);
+                                        plan.lock_dir, plan.downloads, plan.http, plan.offline);
         r.sdist_name = item.filename;
         make_own_dir_at_path(ctx.home, home.tmp());
         r.work =

@@ -25,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
 import envboxtest  # noqa: E402
 from envboxtest import DEBIAN_WHEELS, PIP_WHEEL, PYTHON, envbox, keep_or_remove, pip_comparable  # noqa: E402
+from httpserver import StaticServer  # noqa: E402
 from wheelgen import sha256_file  # noqa: E402
 
 SDISTS = {
@@ -102,12 +103,14 @@ class SdistBuilds(unittest.TestCase):
             f.write(text + extra)
         return sha256_file(path)
 
-    def write_lock(self, env, names, build_sha):
+    def write_lock(self, env, names, build_sha, url=None):
         text = 'lock-version = "1.0"\ncreated-by = "test"\n\n'
         builds = []
         for fn in names:
             name, version = fn.split("-")[0], fn.split("-")[1].replace(".tar.gz", "").replace(".zip", "")
             text += package_entry(name, version, self.sdists.get(fn) or fn, self.manifests)
+            if url:  # the sdist by URL instead of by path
+                text = text.replace(f'path = "sdists/{fn}"', f'url = "{url}/{fn}"')
             builds.append(f'"{name} pylock.e.build.toml {build_sha}"')
         text += "[tool.envbox]\nbuilds = [" + ", ".join(builds) + "]\n"
         with open(self.project.lock_path(env), "w") as f:
@@ -173,6 +176,32 @@ class SdistBuilds(unittest.TestCase):
         self.write_lock("f", list(SDISTS), self.write_build_lock("# another build environment\n"))
         self.project.run("create", "f")
         self.assertEqual(len(self.records()), 6)
+
+    def test_an_sdist_by_url_is_downloaded_and_hashed_and_never_offline(self):
+        build_sha = sha256_file(os.path.join(self.manifests, "pylock.e.build.toml"))
+        server = StaticServer(os.path.join(self.manifests, "sdists"))
+        try:
+            self.write_lock("e", ["demo-1.0.tar.gz"], build_sha, url=server.url)
+            r = self.project.run("create", "e", "--offline", check=False)
+            self.assertEqual(r.returncode, 4, r.stderr)
+            self.assertIn(f"--offline: demo-1.0.tar.gz would be downloaded from {server.url}/demo-1.0.tar.gz",
+                          r.stderr)
+            self.project.run("create", "e")
+            self.assertEqual(self.project.run("run", "e", "--", "python", "-c", "import demo; print(demo.ANSWER)")
+                             .stdout.strip(), "42")
+            # Bytes other than the lock's: refused, and the bad download is not kept.
+            with open(self.sdists["demo-1.0.tar.gz"], "ab") as f:
+                f.write(b"tampered")
+            self.write_lock("f", ["demo-1.0.tar.gz"], build_sha, url=server.url)
+            with open(self.project.lock_path("f")) as f:
+                text = f.read()
+            with open(self.project.lock_path("f"), "w") as f:  # the lock keeps the old digest
+                f.write(text.replace(sha256_file(self.sdists["demo-1.0.tar.gz"]), "1" * 64))
+            r = self.project.run("create", "f", check=False)
+            self.assertEqual(r.returncode, 5, r.stderr)
+            self.assertIn("hash mismatch for demo-1.0.tar.gz", r.stderr)
+        finally:
+            server.close()
 
     def test_a_failing_build_names_the_sdist_and_its_log_and_stores_nothing(self):
         bad = write_sdist(os.path.join(self.manifests, "sdists"), "broken-1.0.tar.gz",

@@ -24,10 +24,11 @@ std::filesystem::path unpack_sdist(const std::filesystem::path& archive,
 /// The verified bytes of a locked sdist as a local file: the lock's path or file: URL (relative
 /// to `lock_dir`), else `downloads`/<sha256>.whl (downloads are named by digest alone), else
 /// downloaded there by its URL; hashed each time, and a file of other bytes is an integrity
-/// error naming it (a bad download is removed).
+/// error naming it (a bad download is removed). `offline`: one that would be downloaded is a
+/// network error (exit 4) instead.
 std::filesystem::path locate_sdist(const index::ArtifactRequest& request,
                                    const std::filesystem::path& lock_dir,
                                    const std::filesystem::path& downloads,
-                                   const index::HttpOptions& http);
+                                   const index::HttpOptions& http, bool offline = false);
 
 }  // namespace envbox::install

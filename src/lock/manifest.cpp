@@ -37,8 +37,9 @@ class ManifestReader {
     Manifest read(const toml::table& doc) {
         // Every key envbox reads, table by table: a typo (`explict`) must not pass for a
         // setting that was never applied. [sources] and [run.env] take any name.
-        r_.require_known_keys(doc, {"environment", "index", "sources", "run", "install", "tool"},
-                              "", kToolHint);
+        r_.require_known_keys(
+            doc, {"environment", "index", "sources", "run", "install", "build", "tool"}, "",
+            kToolHint);
         if (const toml::node* tool = doc.get("tool"); tool && !tool->is_table())
             r_.wrong_type(*tool, "Mapping", "tool");
         Manifest m;
@@ -61,6 +62,7 @@ class ManifestReader {
             m.install_prefer = read_prefer(*install);
             m.install_compile = r_.opt_bool(*install, "compile", "install");
         }
+        read_build_tables(m, doc);
         return m;
     }
 
@@ -104,9 +106,10 @@ class ManifestReader {
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
         r_.require_known_keys(*env,
                               {"python", "platform", "platforms", "cuda", "prerelease", "overrides",
-                               "constraints", "exclude-newer", "requirements"},
+                               "constraints", "exclude-newer", "build", "requirements"},
                               "environment", kToolHint);
         m.prerelease = read_prerelease(*env);
+        m.build = read_build_policy(*env, "environment.build");
         m.overrides = read_resolution_list(*env, "overrides");
         m.constraints = read_resolution_list(*env, "constraints");
         m.exclude_newer = read_exclude_newer(*env);
@@ -158,6 +161,32 @@ class ManifestReader {
             out.push_back(std::move(*req));
         }
         return out;
+    }
+
+    // `build = "allow" | "never"` (under [environment], or `[build.NAME] build`).
+    std::optional<std::string> read_build_policy(const toml::table& t, const std::string& path) {
+        const auto dot = path.rfind('.');
+        auto value = r_.opt_string(t, "build", path.substr(0, dot));
+        if (value && *value != "allow" && *value != "never")
+            r_.fail(t.get("build"), TomlReader::line_of(t), "Expected \"allow\" or \"never\"",
+                    path);
+        return value;
+    }
+
+    // `[build.NAME]`: per package, `build = "allow" | "never"` over [environment]'s.
+    void read_build_tables(Manifest& m, const toml::table& doc) {
+        const auto* builds = r_.opt_table(doc, "build", "");
+        if (!builds) return;
+        for (const auto& [key, node] : *builds) {
+            const std::string name(key.str());
+            const std::string path = "build." + name;
+            if (!node.is_table()) r_.wrong_type(node, "Mapping", path);
+            if (!pep::is_valid_name(name)) r_.fail(&node, 0, "Expected a package name", path);
+            const toml::table& t = *node.as_table();
+            r_.require_known_keys(t, {"build"}, path, kToolHint);
+            if (auto policy = read_build_policy(t, path + ".build"))
+                m.package_build[pep::canonicalize_name(name)] = *policy;
+        }
     }
 
     // `prerelease`, one of uv's policy names.
@@ -415,6 +444,11 @@ Result<Manifest> Manifest::parse(std::string_view text, std::string_view source,
 
 Result<ProjectFile> ProjectFile::parse(std::string_view text, std::string_view source) {
     return read_document<ProjectReader>(text, source);
+}
+
+bool Manifest::may_build(const std::string& name) const {
+    if (auto it = package_build.find(name); it != package_build.end()) return it->second == "allow";
+    return build.value_or("never") == "allow";
 }
 
 std::optional<Error> Manifest::check_prefer(const std::vector<std::string>& lock_names,

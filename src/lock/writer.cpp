@@ -106,6 +106,14 @@ std::string write_pylock(const LockDocument& doc) {
             out += "hashes = { sha256 = " + toml_string(a->sha256) + " }\n";
             continue;
         }
+        if (const auto& sd = p->sdist) {
+            out += "\n[packages.sdist]\n";
+            out += "name = " + toml_string(sd->filename) + "\n";
+            out += "url = " + toml_string(sd->url) + "\n";
+            if (sd->upload_time) out += "upload-time = " + *sd->upload_time + "\n";
+            if (sd->size) out += "size = " + std::to_string(*sd->size) + "\n";
+            out += "hashes = { sha256 = " + toml_string(sd->sha256) + " }\n";
+        }
         std::vector<const LockedWheel*> wheels;
         for (const auto& w : p->wheels)
             wheels.push_back(&w);

@@ -63,6 +63,7 @@ fs::path build_environment(const Context& ctx, store::Store& store, const instal
     const store::Home home(ctx.home);
     const fs::path edir = home.cache() / "build-envs" / digest.substr(0, 32);
     make_own_dir_at_path(ctx.home, edir);
+    make_own_dir_at_path(ctx.home, home.locks());  // a first `lock` in a new home builds too
     FileLock held(home.locks() / ("build-env-" + digest.substr(0, 32) + ".lock"));
     if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest)
         return cur->path;
@@ -83,15 +84,15 @@ fs::path build_environment(const Context& ctx, store::Store& store, const instal
 }
 
 // What the backend made must be the locked package, for the target.
-void check_built(const install::Item& item, const fs::path& wheel, const install::Target& target) {
+void check_built(const SdistToBuild& sdist, const fs::path& wheel, const install::Target& target) {
     auto w = pep::WheelFilename::parse(wheel.filename().string());
     const std::string what =
-        "building " + item.filename + ": the backend made " + wheel.filename().string() + ", ";
-    if (!w || w->canonical_name != item.package->name)
-        throw Error(ErrorCode::integrity, what + "not a wheel of " + item.package->name);
-    if (item.package->version && w->version != *item.package->version)
+        "building " + sdist.filename + ": the backend made " + wheel.filename().string() + ", ";
+    if (!w || w->canonical_name != sdist.name)
+        throw Error(ErrorCode::integrity, what + "not a wheel of " + sdist.name);
+    if (sdist.version && w->version != *sdist.version)
         throw Error(ErrorCode::integrity,
-                    what + "not version " + item.package->version->str() + " the lock names");
+                    what + "not version " + sdist.version->str() + " the lock names");
     if (!target.tags.best_rank(w->tags))
         throw Error(ErrorCode::invalid_input,
                     what + "whose tags " + w->tag_text + " do not run on " + target.platform);
@@ -111,47 +112,53 @@ std::set<std::string> buildable_packages(const lock::LockFile& lock) {
     return out;
 }
 
+install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
+                                 const install::Target& target, const SdistToBuild& sdist,
+                                 const lock::LockFile& build_lock, const std::string& build_sha,
+                                 const install::FetchPlan& plan) {
+    install::BuildKey key;
+    key.sdist_sha256 = sdist.sha256;
+    key.build_env = build_sha;
+    key.python = "cpython " + target.python_full_version;
+    key.platform = target.platform;
+    if (auto built = install::find_built_wheel(store, key)) return *built;
+    // A received environment installs what it received: a node never builds.
+    if (plan.received)
+        throw Error(ErrorCode::integrity,
+                    sdist.name +
+                        " is built from its sdist, and no built wheel came with what was "
+                        "received: create it from its lock where builds may run");
+    const fs::path python =
+        build_environment(ctx, store, target, build_lock, plan) / "bin" / "python";
+    const store::Home home(ctx.home);
+    install::BuildRequest r;
+    r.sdist = install::locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http,
+                                    plan.offline);
+    r.sdist_name = sdist.filename;
+    make_own_dir_at_path(ctx.home, home.tmp());
+    r.work =
+        home.tmp() / ("build-" + sdist.sha256.substr(0, 16) + "-" + std::to_string(::getpid()));
+    r.python = python;
+    r.read_only = ctx.home;
+    ctx.progress->phase("Building " + sdist.filename, 0);
+    const install::BuiltWheel built = install::build_wheel(r);  // a failure keeps its log
+    check_built(sdist, built.wheel, target);
+    install::BuiltRecord record = install::store_built_wheel(store, key, built.wheel);
+    remove_own_tree(home.tmp(), r.work);
+    return record;
+}
+
 void build_sdists(const Context& ctx, store::Store& store, std::vector<install::Item>& items,
                   const install::Target& target, const lock::LockFile& lock,
                   const install::FetchPlan& plan) {
     const std::map<std::string, BuildEntry> entries = build_entries(lock);
-    const store::Home home(ctx.home);
     for (auto& item : items) {
         if (!item.sdist) continue;
         const BuildEntry& entry = entries.at(item.package->name);
         const lock::LockFile build_lock = read_build_lock(lock, entry);
-        install::BuildKey key;
-        key.sdist_sha256 = item.sha256;
-        key.build_env = entry.sha256;
-        key.python = "cpython " + target.python_full_version;
-        key.platform = target.platform;
-        if (auto built = install::find_built_wheel(store, key)) {
-            adopt(item, *built);
-            continue;
-        }
-        // A received environment installs what it received: a node never builds.
-        if (plan.received)
-            throw Error(ErrorCode::integrity,
-                        item.package->name +
-                            " is built from its sdist, and no built wheel came "
-                            "with what was received: create it from its lock "
-                            "where builds may run");
-        const fs::path python =
-            build_environment(ctx, store, target, build_lock, plan) / "bin" / "python";
-        install::BuildRequest r;
-        r.sdist = install::locate_sdist(install::artifact_request(item, plan.indexes),
-                                        plan.lock_dir, plan.downloads, plan.http, plan.offline);
-        r.sdist_name = item.filename;
-        make_own_dir_at_path(ctx.home, home.tmp());
-        r.work =
-            home.tmp() / ("build-" + item.sha256.substr(0, 16) + "-" + std::to_string(::getpid()));
-        r.python = python;
-        r.read_only = ctx.home;
-        ctx.progress->phase("Building " + item.filename, 0);
-        const install::BuiltWheel built = install::build_wheel(r);  // a failure keeps its log
-        check_built(item, built.wheel, target);
-        adopt(item, install::store_built_wheel(store, key, built.wheel));
-        remove_own_tree(home.tmp(), r.work);
+        const SdistToBuild sdist{item.package->name, item.package->version, item.filename,
+                                 item.sha256, install::artifact_request(item, plan.indexes)};
+        adopt(item, build_sdist(ctx, store, target, sdist, build_lock, entry.sha256, plan));
     }
 }
 

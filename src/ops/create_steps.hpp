@@ -22,12 +22,15 @@
 #include <vector>
 
 #include "envbox/env/generation.hpp"
+#include "envbox/index/fetch.hpp"
+#include "envbox/install/built.hpp"
 #include "envbox/install/fetch.hpp"
 #include "envbox/install/item.hpp"
 #include "envbox/install/target.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/ops/create.hpp"
+#include "envbox/pep/version.hpp"
 #include "envbox/store/bytecode.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -55,14 +58,32 @@ Inputs read_inputs(const Context& ctx, const CreateOptions& opt);
 /// are items to build. An entry that is not "NAME FILE SHA256" is invalid_input naming the lock.
 std::set<std::string> buildable_packages(const lock::LockFile& lock);
 
-/// Gives each sdist item (`Item::sdist`) its built wheel: the store's, when a build with the same
-/// key ran before (install/built.hpp: the sdist, the build lock's digest, the interpreter, the
-/// platform); else its build lock (FILE beside `lock`, whose sha256 must be the recorded one) is
-/// made into a build environment in the home's cache (once per build lock and interpreter), the
-/// sdist is located (its path, downloads/, or its URL: hashed), built there by
-/// install::build_wheel, checked to be the locked name and version for the target, and
-/// stored. The item's sha256 and file name become the wheel's, which the fetch then finds in
-/// the store. A failed build keeps its folder in the home's tmp/ with the log the error names.
+/// An sdist to build: its package (normalised), the version the lock names, its file name and
+/// sha256, and how to fetch it (install::artifact_request).
+struct SdistToBuild {
+    std::string name;
+    std::optional<pep::Version> version;
+    std::string filename, sha256;
+    index::ArtifactRequest request;
+};
+
+/// The wheel of `sdist` for `target`, built in the environment of `build_lock` (`build_sha`:
+/// its bytes' digest): the store's when a build of the same key ran before (install/built.hpp:
+/// the sdist, the build lock's digest, the interpreter, the platform); else, unless
+/// `plan.received` (a node never builds: integrity), the build environment is made in the
+/// home's cache (once per build lock and interpreter), the sdist located (its path, downloads/,
+/// or its URL: hashed), built there by install::build_wheel, checked to be the package, version
+/// and target, and stored. A failed build keeps its folder in the home's tmp/ with the log the
+/// error names. `create` builds its lock's sdists so; `lock` builds one whose metadata its
+/// PKG-INFO does not give.
+install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
+                                 const install::Target& target, const SdistToBuild& sdist,
+                                 const lock::LockFile& build_lock, const std::string& build_sha,
+                                 const install::FetchPlan& plan);
+
+/// Gives each sdist item (`Item::sdist`) its built wheel by `build_sdist`, in the environment of
+/// its build lock (FILE beside `lock`, whose sha256 must be the recorded one): the item's sha256
+/// and file name become the wheel's, which the fetch then finds in the store.
 void build_sdists(const Context& ctx, store::Store& store, std::vector<install::Item>& items,
                   const install::Target& target, const lock::LockFile& lock,
                   const install::FetchPlan& plan);

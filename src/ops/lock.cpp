@@ -26,6 +26,7 @@
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/stopwatch.hpp"
 #include "envbox/util/time.hpp"
+#include "lock_build.hpp"
 #include "lock_inputs.hpp"
 #include "settings.hpp"
 
@@ -195,7 +196,10 @@ lock::TargetPackages target_packages(const LockTarget& lt, resolve::TargetResolu
             // lock's bytes, and so its environment's generation, stay those of its packages).
             if (const auto& at = chosen.file.upload_time; upload_times && at && at->size() <= 64)
                 if (auto when = parse_rfc3339(*at)) w.upload_time = format_rfc3339(*when);
-            p.wheels.push_back(std::move(w));
+            if (chosen.sdist)
+                p.sdist = std::move(w);  // built where it is installed
+            else
+                p.wheels.push_back(std::move(w));
         }
         p.dependencies.emplace();
         for (const auto& dep : pin.dependencies)
@@ -321,7 +325,8 @@ resolve::Options resolution_options(const Context& ctx, const lock::Manifest& m,
 // Each target's direct references and its view of the indexes (pages and pure wheels'
 // METADATA fetched once for every target).
 void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest& m,
-                  const fs::path& manifest_path, index::HttpClient& http) {
+                  const fs::path& manifest_path, index::HttpClient& http,
+                  LockBuilds* builds = nullptr) {
     const std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
     // Direct references alone need no index (their own dependencies will ask for one).
     if (indexes.empty() && std::any_of(m.requirements.begin(), m.requirements.end(),
@@ -345,15 +350,57 @@ void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest
                                                          lt.target.python_full_version,
                                                          store::Home(ctx.home), shared);
         if (m.exclude_newer) t.index->exclude_newer(parse_rfc3339(*m.exclude_newer).value());
+        if (builds) t.index->allow_builds(builds->hooks());
         t.source = t.index.get();
     }
 }
 
-// The merged document, checked (CUDA line), written when it changed, and reported.
-void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
-                const lock::Manifest& m, const LockOptions& opt, const std::string& previous) {
+// The sources go before the HTTP client, however the lock ends (a failed resolution included):
+// their destructors wait for prefetches still in flight, which only its loop completes.
+struct ReleaseSources {
+    std::vector<resolve::TargetResolution>& targets;
+    ~ReleaseSources() {
+        for (auto& t : targets) {
+            t.source = nullptr;
+            t.index.reset();
+        }
+    }
+};
+
+// The PEP 751 text of a build environment's lock: `requires` resolved for the manifest's
+// targets from its indexes, wheels only (a build environment is never built itself).
+std::string build_lock_text(const Context& ctx, const lock::Manifest& m,
+                            const fs::path& manifest_path, index::HttpClient& http,
+                            const std::vector<pep::Requirement>& requires_) {
+    lock::Manifest bm = m;
+    bm.requirements = requires_;
+    bm.build = "never";
+    bm.package_build.clear();
+    bm.overrides.reset();
+    bm.constraints.reset();
+    LockTargets targets{manifest_targets(bm, manifest_path), {}};
+    const ReleaseSources release{targets.resolved};
+    open_sources(targets, ctx, bm, manifest_path, http);
+    resolve::Options ropt;
+    ropt.max_steps = resolve_max_steps(ctx.settings);
+    resolve::resolve_targets(targets.resolved, bm.requirements, ropt, "build", bm.python);
+    for (auto& t : targets.resolved)
+        t.index->stop_prefetching();
     std::vector<lock::Divergence> divergences;
-    const lock::LockDocument doc = lock_document(targets, m, opt, divergences);
+    return lock::write_pylock(lock_document(targets, bm, LockOptions{}, divergences));
+}
+
+// The merged document, checked (CUDA line), written when it changed (with the build locks of
+// its sdists), and reported.
+void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
+                const lock::Manifest& m, const LockOptions& opt, const std::string& previous,
+                const LockBuilds& builds) {
+    std::vector<lock::Divergence> divergences;
+    lock::LockDocument doc = lock_document(targets, m, opt, divergences);
+    std::vector<std::string> built;
+    for (const auto& p : doc.packages)
+        if (p.sdist) built.push_back(p.name);
+    if (!built.empty()) doc.tool_lists["builds"] = builds.write(built, result.lock_path);
     result.cuda_change = check_cuda_line(opt, m, previous, doc, ctx.project_root, result.lock_path);
     std::vector<std::string> diverging;
     for (const auto& d : divergences)
@@ -409,18 +456,12 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     // One client for every target: its connections, and the home's page and metadata caches,
     // are shared; each target has its own source, since its tags decide a version's wheel.
     index::HttpClient http(http_options(ctx, opt.offline));
-    // The sources go before `http`, however the lock ends (a failed resolution included):
-    // their destructors wait for prefetches still in flight, which only its loop completes.
-    struct ReleaseSources {
-        std::vector<resolve::TargetResolution>& targets;
-        ~ReleaseSources() {
-            for (auto& t : targets) {
-                t.source = nullptr;
-                t.index.reset();
-            }
-        }
-    } release_sources{targets.resolved};
-    open_sources(targets, ctx, m, manifest_path, http);
+    LockBuilds builds(ctx, m, manifest_path, opt.env, opt.offline,
+                      [&](const std::vector<pep::Requirement>& requires_) {
+                          return build_lock_text(ctx, m, manifest_path, http, requires_);
+                      });
+    const ReleaseSources release_sources{targets.resolved};
+    open_sources(targets, ctx, m, manifest_path, http, &builds);
     ctx.progress->phase("Resolving", 0);
     try {
         resolve::resolve_targets(targets.resolved, m.requirements, ropt, opt.env, m.python);
@@ -438,7 +479,7 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
             throw;
         }
     }
-    write_lock(result, targets, ctx, m, opt, previous.text);
+    write_lock(result, targets, ctx, m, opt, previous.text, builds);
     result.requests = http.stats().requests;
     result.cache_hits = http.stats().cache_hits;
     result.peak_in_flight = http.stats().peak_in_flight;

@@ -103,6 +103,9 @@ Inputs inputs_of(const lock::Manifest& m) {
         in.overrides.push_back(o.str());
     for (const auto& c : m.constraints.value_or(std::vector<pep::Requirement>{}))
         in.constraints.push_back(c.str());
+    if (m.build) in.builds.push_back("* " + *m.build);
+    for (const auto& [name, policy] : m.package_build)
+        in.builds.push_back(name + " " + policy);
     std::sort(in.overrides.begin(), in.overrides.end());
     std::sort(in.constraints.begin(), in.constraints.end());
     return in;

@@ -18,12 +18,15 @@ struct Inputs {
     std::string prerelease;  // the manifest's setting, "" when it has none (the default)
     std::vector<std::string> overrides, constraints;  // as written, sorted
     std::string exclude_newer;                        // UTC RFC 3339, "" when unset
+    std::vector<std::string> builds;                  // "* allow", "NAME never": where set, sorted
 
     std::string digest() const {
         std::string all = "python " + python + "\nplatform " + platform + "\ncuda " + cuda + "\n";
         // Only when set, so locks written before the setting existed stay up to date.
         if (!prerelease.empty()) all += "prerelease " + prerelease + "\n";
         if (!exclude_newer.empty()) all += "exclude-newer " + exclude_newer + "\n";
+        for (const auto& b : builds)
+            all += "build " + b + "\n";
         for (const auto& o : overrides)
             all += "override " + o + "\n";
         for (const auto& c : constraints)

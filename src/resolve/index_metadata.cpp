@@ -1,4 +1,5 @@
 #include <atomic>
+#include <tuple>
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/lazy_wheel.hpp"
@@ -70,11 +71,29 @@ Dependencies IndexSource::dependencies(const std::string& name, const pep::Versi
 
 void IndexSource::prefetch(const std::vector<std::pair<std::string, pep::Version>>& wanted) {
     for (const auto& [name, version] : wanted)
-        metadata_future(name, version, /*urgent=*/false);
+        if (version_info(name, version).wheel)  // an sdist's metadata may cost a build
+            metadata_future(name, version, /*urgent=*/false);
+}
+
+Dependencies IndexSource::sdist_dependencies(const std::string& name, const VersionInfo& v,
+                                             const Project& p) {
+    SdistRequest request{name, v.version, *v.sdist, {}, {}, index_named(p.index_name)};
+    auto fetch = [&] { return builds_.metadata(request); };
+    std::string text;
+    try {
+        std::tie(request.sha256, request.size) = digest_and_size(name, v.version);
+        text = shared_ ? shared_->metadata(v.sdist->url, fetch) : fetch();
+    } catch (Error& e) {
+        e.add_context("reading the metadata of " + name + " " + v.version.str() + " from " +
+                      v.sdist->filename);
+        throw;
+    }
+    return dependencies_from(text, v.sdist->filename);
 }
 
 Dependencies IndexSource::fetch_dependencies(const std::string& name, const VersionInfo& v,
                                              const Project& p) {
+    if (!v.wheel && v.sdist && may_build(name)) return sdist_dependencies(name, v, p);
     if (!v.wheel)
         throw Error(ErrorCode::generic,
                     name + " " + v.version.str() + " has no wheel for the target");

@@ -333,8 +333,13 @@ std::vector<IndexSource::VersionInfo> IndexSource::versions_on(index::ProjectPag
                     }
                 }
             }
-        } else
+        } else {
             info.any_sdist = true;
+            // One sdist per version: a .tar.gz (PEP 625's form) before a legacy .zip.
+            if (!info.sdist ||
+                (info.sdist->filename.ends_with(".zip") && f.filename.ends_with(".tar.gz")))
+                info.sdist = f;
+        }
         if (rank && (!best_rank.count(key) || *rank < best_rank[key])) {
             best_rank[key] = *rank;
             info.requires_python = f.requires_python;
@@ -402,16 +407,18 @@ std::vector<Candidate> IndexSource::versions(const std::string& name) {
         if (!v.any_wheel && !v.any_sdist) {  // every file came after the cutoff
             c.unusable =
                 "was uploaded after exclude-newer (" + format_rfc3339(*exclude_newer_) + ")";
-        } else if (!v.wheel) {
+        } else if (!v.wheel && !(v.sdist && may_build(name))) {
             c.unusable = v.any_wheel
                              ? "has no wheel for the target (CPython " + python_full_ + ", " +
                                    tags_.tags().front().str() + other_tags_text(v) + ")"
-                             : "has only a source distribution (envbox installs wheels)";
-        } else if (v.requires_python) {
-            auto spec = pep::SpecifierSet::parse(*v.requires_python);
+                             : "has only a source distribution";
+            if (v.sdist)
+                c.unusable += ", and building it is not allowed (allow it with [build." + name +
+                              "] build = \"allow\", or build = \"allow\" in [environment])";
+        } else if (const auto& rp = v.wheel ? v.requires_python : v.sdist->requires_python) {
+            auto spec = pep::SpecifierSet::parse(*rp);
             if (spec && !spec->contains(python_version_, true))
-                c.unusable = "requires Python " + *v.requires_python + " (the target is " +
-                             python_full_ + ")";
+                c.unusable = "requires Python " + *rp + " (the target is " + python_full_ + ")";
         }
         out.push_back(std::move(c));
     }
@@ -430,7 +437,12 @@ const IndexSource::VersionInfo& IndexSource::version_info(const std::string& nam
 ChosenWheel IndexSource::chosen(const std::string& name, const pep::Version& version) {
     const VersionInfo& v = version_info(name, version);
     auto p = project_future(name).get();
+    if (!v.wheel) return {*v.sdist, p->index_name, p->index_url, /*sdist=*/true};
     return {*v.wheel, p->index_name, p->index_url};
+}
+
+bool IndexSource::may_build(const std::string& name) const {
+    return builds_.allowed && builds_.metadata && builds_.allowed(name);
 }
 
 }  // namespace envbox::resolve

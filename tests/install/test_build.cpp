@@ -139,8 +139,9 @@ TEST_CASE("build_wheel: the backend has no network and cannot write the home", "
         "from setuptools import setup\nsetup(name='probe', version='1.0', py_modules=[])\n";
     const fs::path sdist = make_sdist(home.path, "probe-1.0", {{"setup.py", setup_py}});
     const install::BuildRequest r = request(home, sdist);
-    env::SandboxSpec spec;
-    spec.read_only = home.path;
+    env::SandboxSpec spec;       // as the build asks for it: the kernel may give namespaces, but
+    spec.read_only = home.path;  // not a network namespace (then Landlock's fallback)
+    spec.no_network = true;
     if (env::probe_sandbox(spec).kind == env::SandboxKind::mount_namespace) {
         const install::BuiltWheel built = install::build_wheel(r);
         CHECK(built.network_cut);

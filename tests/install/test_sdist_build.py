@@ -119,6 +119,31 @@ class SdistBuilds(unittest.TestCase):
     def records(self):
         return {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(self.project.home, "store-v1", "builds", "*"))}
 
+    def assert_installed_as_pip_installs(self, env, pip_args, find_links):
+        """ENV's site-packages and scripts equal what pip installs with `pip_args`, building
+        from `find_links` (pip is the oracle)."""
+        venv = os.path.join(self.tmp, "pip-venv-" + env)
+        subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True)
+        subprocess.run([PYTHON, os.path.join(PIP_WHEEL, "pip"), "--python", os.path.join(venv, "bin", "python"),
+                        "install", "--no-index", "--no-compile", "--disable-pip-version-check",
+                        "-q", "--find-links", find_links] + pip_args, check=True)
+        ours, pips = pip_comparable(self.project.current(env)), pip_comparable(venv)
+        for t in (ours, pips):
+            for rel in list(t):
+                # Who installed, the hashes of rows with paths, and pip's record of installing
+                # from a file (PEP 610: envbox installs from the lock, not a direct reference).
+                if rel.endswith((".dist-info/INSTALLER", ".dist-info/RECORD", ".dist-info/direct_url.json")):
+                    del t[rel]
+        for built in ("demo.py", "demo-1.0.dist-info/METADATA"):
+            self.assertTrue(any(rel.endswith("site-packages/" + built) for rel in pips), built)
+        self.assertIn("bin/demo-tool", pips)
+        self.assertEqual(sorted(set(pips) - set(ours)), [], "files pip installed that envbox did not")
+        self.assertEqual(sorted(set(ours) - set(pips)), [], "files envbox installed that pip did not")
+        for rel in sorted(pips):
+            with self.subTest(path=rel):
+                self.assertEqual(ours[rel][1], pips[rel][1], f"content differs: {rel}")
+                self.assertEqual(ours[rel][2], pips[rel][2], f"exec bit differs: {rel}")
+
     def test_built_once_installed_as_pip_installs(self):
         build_sha = sha256_file(os.path.join(self.manifests, "pylock.e.build.toml"))
         self.write_lock("e", list(SDISTS), build_sha)
@@ -133,29 +158,8 @@ class SdistBuilds(unittest.TestCase):
 
         # pip, the oracle: the same sdists built in its own isolated build (the same Debian
         # setuptools and wheel, from --find-links) and installed into a venv.
-        venv = os.path.join(self.tmp, "pip-venv")
-        subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True)
-        subprocess.run([PYTHON, os.path.join(PIP_WHEEL, "pip"), "--python", os.path.join(venv, "bin", "python"),
-                        "install", "--no-deps", "--no-index", "--no-compile", "--disable-pip-version-check",
-                        "-q", "--find-links", os.path.dirname(self.build_wheels[0])] + list(self.sdists.values()),
-                       check=True)
-        ours, pips = pip_comparable(self.project.current("e")), pip_comparable(venv)
-        for t in (ours, pips):
-            for rel in list(t):
-                # Who installed, the hashes of rows with paths, and pip's record of installing
-                # from a file (PEP 610: envbox installs from the lock, not a direct reference).
-                if rel.endswith((".dist-info/INSTALLER", ".dist-info/RECORD", ".dist-info/direct_url.json")):
-                    del t[rel]
-        for built in ("demo.py", "modern/__init__.py", "zipped.py", "demo-1.0.dist-info/METADATA"):
-            self.assertTrue(any(rel.endswith("site-packages/" + built) for rel in pips), built)
-        self.assertIn("bin/demo-tool", pips)
-        self.assertIn("bin/modern-cli", pips)
-        self.assertEqual(sorted(set(pips) - set(ours)), [], "files pip installed that envbox did not")
-        self.assertEqual(sorted(set(ours) - set(pips)), [], "files envbox installed that pip did not")
-        for rel in sorted(pips):
-            with self.subTest(path=rel):
-                self.assertEqual(ours[rel][1], pips[rel][1], f"content differs: {rel}")
-                self.assertEqual(ours[rel][2], pips[rel][2], f"exec bit differs: {rel}")
+        self.assert_installed_as_pip_installs("e", ["--no-deps"] + list(self.sdists.values()),
+                                              os.path.dirname(self.build_wheels[0]))
 
         # Shipping: a node never builds, and push/pack do not carry built wheels yet: refused,
         # saying so, before anything is written.
@@ -223,6 +227,108 @@ class SdistBuilds(unittest.TestCase):
         self.assertEqual(r.returncode, 5, r.stderr)
         self.assertIn("pylock.e.build.toml is not the build lock", r.stderr)
         self.assertEqual(self.records(), {})
+
+
+# The sdists of a loopback index, as setuptools writes them: PKG-INFO Metadata 2.1 (its
+# dependencies are the build's to say), one PEP 643 Metadata 2.2 PKG-INFO with nothing dynamic
+# (read as it is: no build while locking), and an old .zip with no PKG-INFO.
+INDEX_SDISTS = {
+    "demo-1.0.tar.gz": dict(SDISTS["demo-1.0.tar.gz"],
+                            **{"PKG-INFO": "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"}),
+    "modern-2.0.tar.gz": dict(SDISTS["modern-2.0.tar.gz"], **{
+        "setup.cfg": SDISTS["modern-2.0.tar.gz"]["setup.cfg"].replace(
+            "packages = modern\n", "packages = modern\ninstall_requires = demo\n"),
+        "PKG-INFO": "Metadata-Version: 2.1\nName: modern\nVersion: 2.0\n"}),
+    "static-1.0.tar.gz": {
+        "setup.py": "from setuptools import setup\nsetup(name='static', version='1.0', py_modules=['static'],\n"
+                    "      install_requires=['zipped'])\n",
+        "static.py": "S = 1\n",
+        "PKG-INFO": "Metadata-Version: 2.2\nName: static\nVersion: 1.0\nRequires-Dist: zipped\n",
+    },
+    "zipped-3.0.zip": SDISTS["zipped-3.0.zip"],
+}
+
+
+class LockedFromSdists(unittest.TestCase):
+    """`lock` over a loopback simple index whose packages are sdists only, Debian's setuptools
+    and wheel wheels beside them."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-sdist-lock-")
+        self.project = envboxtest.Project(self.tmp)
+        files = os.path.join(self.tmp, "index", "files")
+        os.makedirs(files)
+        self.sdists = [write_sdist(files, fn, members) for fn, members in INDEX_SDISTS.items()]
+        for w in DEBIAN_WHEELS:
+            if os.path.basename(w).startswith(("setuptools-", "wheel-")):
+                shutil.copy(w, files)
+        self.files = files
+        for fn in sorted(os.listdir(files)):
+            name = fn.split("-")[0].lower()
+            page = os.path.join(self.tmp, "index", "simple", name)
+            os.makedirs(page, exist_ok=True)
+            with open(os.path.join(page, "index.html"), "a") as f:
+                f.write(f'<a href="../../files/{fn}#sha256={sha256_file(os.path.join(files, fn))}">{fn}</a>\n')
+        self.server = StaticServer(os.path.join(self.tmp, "index"))
+
+    def tearDown(self):
+        self.server.close()
+        keep_or_remove(self.tmp)
+
+    def records(self):
+        return glob.glob(os.path.join(self.project.home, "store-v1", "builds", "*"))
+
+    def write_manifest(self, env, extra=""):
+        text = envboxtest.manifest_text(["modern", "static"],
+                                        indexes=[("loopback", self.server.url + "/simple", "")])
+        self.project.write(env, text.replace("requirements = [", extra + "requirements = [", 1))
+
+    def test_builds_are_refused_unless_the_manifest_allows_them(self):
+        self.write_manifest("e")
+        r = self.project.run("lock", "e", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("has only a source distribution, and building it is not allowed", r.stderr)
+        self.assertIn('[build.modern] build = "allow"', r.stderr)
+        self.assertEqual(self.records(), [])
+        # Per package: every build allowed but demo's (modern's dependency), which [environment]
+        # allows and [build.demo] does not.
+        self.write_manifest("e", 'build = "allow"\n')
+        with open(os.path.join(self.project.root, "manifests", "e.toml"), "a") as f:
+            f.write('\n[build.demo]\nbuild = "never"\n')
+        r = self.project.run("lock", "e", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("[build.demo]", r.stderr)
+
+    def test_lock_chooses_sdists_and_create_installs_what_pip_installs(self):
+        self.write_manifest("e", 'build = "allow"\n')
+        self.project.run("lock", "e")
+        text = self.project.lock_text("e")
+        for fn in INDEX_SDISTS:
+            self.assertIn(f'[packages.sdist]\nname = "{fn}"\nurl = "{self.server.url}/files/{fn}"', text)
+        self.assertNotIn("[[packages.wheels]]", text)
+        # Each sdist's build environment is locked beside the lock, and named with its digest.
+        builds = text.split("builds = [")[1].split("]")[0]
+        for name in ("demo", "modern", "static", "zipped"):
+            build_lock = os.path.join(self.project.root, "manifests", f"pylock.e.build.{name}.toml")
+            self.assertIn(f'"{name} pylock.e.build.{name}.toml {sha256_file(build_lock)}"', builds)
+            with open(build_lock) as f:
+                built_from = f.read()
+            self.assertIn('name = "setuptools"', built_from)
+            self.assertIn('name = "wheel"', built_from)
+        # Metadata 2.1 or none: built while locking (and kept); static's PKG-INFO is read as is.
+        self.assertEqual(len(self.records()), 3)
+        self.project.run("create", "e")
+        self.assertEqual(len(self.records()), 4)
+        out = self.project.run("run", "e", "--", "python", "-c",
+                               "import demo, modern, static, zipped; print(demo.ANSWER, static.S, zipped.Z)")
+        self.assertEqual(out.stdout.strip(), "42 1 3")
+        self.assertEqual(self.project.run("run", "e", "--", "modern-cli").stdout.strip(), "modern cli")
+        self.assert_installed_as_pip_installs("e", ["modern", "static"], self.files)
+        # Locked again: up to date, nothing built.
+        self.assertIn("up to date", self.project.run("lock", "e").stdout + self.project.run("lock", "e").stderr)
+        self.assertEqual(len(self.records()), 4)
+
+    assert_installed_as_pip_installs = SdistBuilds.assert_installed_as_pip_installs
 
 
 if __name__ == "__main__":

@@ -90,6 +90,12 @@ struct Manifest {
     /// candidates (uv's setting; PEP 700 `upload-time`), as UTC RFC 3339
     /// (`2026-11-01T00:00:00Z`). From the manifest, else envbox.toml.
     std::optional<std::string> exclude_newer;
+    /// `build`: whether `lock` may choose a package's source distribution where no wheel
+    /// serves the target ("allow"; building runs the sdist's own code, in the sandbox), or
+    /// never ("never", the default: such a package is refused, naming this setting).
+    std::optional<std::string> build;
+    /// `[build.NAME] build = "allow" | "never"`: per package (normalised name), over `build`.
+    std::map<std::string, std::string> package_build;
     std::vector<pep::Requirement> requirements;
     std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
     std::map<std::string, std::string> sources;  ///< normalised package name → index name
@@ -116,6 +122,10 @@ struct Manifest {
     /// `[run].env` entries apply where the manifest has none for that package or variable.
     static Result<Manifest> parse(std::string_view text, std::string_view source,
                                   const ProjectFile* project = nullptr);
+
+    /// Whether `name` (normalised) may be built from its sdist: its `[build.NAME]`, else
+    /// `[environment] build`, else never.
+    bool may_build(const std::string& name) const;
 
     /// The error for the first `[install].prefer` entry that names no package of `lock_names`
     /// (normalised names), located in `source` (the manifest's path); nothing when all do.

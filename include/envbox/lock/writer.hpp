@@ -46,6 +46,9 @@ struct LockedPackage {
     /// One wheel per target it is locked for (a wheel two targets share, once), written
     /// sorted by file name: each target's install-time selection picks its own.
     std::vector<LockedWheel> wheels;
+    /// Its source distribution (PEP 751 `[packages.sdist]`), where the lock builds it: no
+    /// wheel of it serves a target.
+    std::optional<LockedWheel> sdist;
     /// Set for a direct reference: written instead of `index` and `wheels`.
     std::optional<LockedArchive> archive;
     /// Its direct dependencies for the target, written as PEP 751 `dependencies` sorted by name

@@ -45,11 +45,32 @@ struct IndexConfig {
     bool exclude_newer = true;
 };
 
-/// The file the lock will name for one package version, and where it came from.
+/// The file the lock will name for one package version, and where it came from: its wheel
+/// for the target, or (`sdist`) its source distribution where builds are allowed and no wheel
+/// serves the target.
 struct ChosenWheel {
     index::IndexFile file;
     std::string index_name;
     std::string index_url;
+    bool sdist = false;
+};
+
+/// A source distribution whose core metadata the resolver needs (no wheel serves the target).
+struct SdistRequest {
+    std::string name;  ///< normalised
+    pep::Version version;
+    index::IndexFile file;
+    std::string sha256;  ///< the file's, as the lock records it (the index's, else hashed)
+    std::optional<std::uint64_t> size;
+    const IndexConfig* index = nullptr;  ///< its index (CA, credentials), when known
+};
+
+/// Source builds as a lock allows them: `allowed(name)` says whether a package may be locked
+/// from its sdist; `metadata` gives an sdist's core metadata (its PKG-INFO where that is
+/// static, else what a build of it says), and is called once per sdist URL.
+struct SdistBuilds {
+    std::function<bool(const std::string&)> allowed;
+    std::function<std::string(const SdistRequest&)> metadata;
 };
 
 /// What the sources of one lock's targets fetch once for all of them: index pages (each
@@ -95,6 +116,9 @@ class IndexSource : public PackageSource {
     /// by their PEP 700 `upload-time`; a file without one, on an index the setting applies to,
     /// is an error naming the index. Set before the first page is read.
     void exclude_newer(std::int64_t cutoff) { exclude_newer_ = cutoff; }
+    /// Lets packages `builds.allowed` names be locked from their sdists (set before the first
+    /// page is read); without it, a version with only an sdist is unusable, as it says.
+    void allow_builds(SdistBuilds builds) { builds_ = std::move(builds); }
     /// Once the resolution is done: speculative prefetches not yet sent are dropped (what
     /// `chosen` and `digest_and_size` need was fetched during the resolution).
     void stop_prefetching() { cancelled_ = true; }
@@ -112,6 +136,7 @@ class IndexSource : public PackageSource {
     struct VersionInfo {
         pep::Version version;
         std::optional<index::IndexFile> wheel;  ///< best-ranked compatible wheel
+        std::optional<index::IndexFile> sdist;  ///< its sdist (a .tar.gz before a .zip)
         bool any_wheel = false, any_sdist = false, all_yanked = true;
         bool uploaded_after = false;  ///< it has files uploaded after exclude-newer
         /// The tags (`cp312-cp312-macosx_11_0_arm64`) of its wheels the target cannot use,
@@ -155,6 +180,8 @@ class IndexSource : public PackageSource {
     /// Starts on the metadata of the version the solver will most likely pick.
     void prefetch_likely(const std::string& name, const Project& project);
     const VersionInfo& version_info(const std::string& name, const pep::Version& version);
+    /// Whether `name` may be locked from its sdist (`allow_builds`).
+    bool may_build(const std::string& name) const;
 
     // ---- index_metadata.cpp: metadata, digests and sizes --------------------------------
     /// The metadata of name==version, fetched once (started on the first call).
@@ -167,6 +194,9 @@ class IndexSource : public PackageSource {
     /// The dependencies of v's chosen wheel: its METADATA from the cache by the wheel's sha256,
     /// else from the index (then cached).
     Dependencies fetch_dependencies(const std::string& name, const VersionInfo& v,
+                                    const Project& p);
+    /// The dependencies of v's sdist, from `builds_.metadata` (once per sdist URL).
+    Dependencies sdist_dependencies(const std::string& name, const VersionInfo& v,
                                     const Project& p);
     /// METADATA from the index: its metadata file, else range requests on the wheel, else the
     /// whole wheel.
@@ -202,6 +232,7 @@ class IndexSource : public PackageSource {
     std::string python_full_;
     pep::Version python_version_;
     std::optional<std::int64_t> exclude_newer_;  ///< the cutoff, when set
+    SdistBuilds builds_;                         ///< none: sdists are never chosen
     store::Home home_;
     std::mutex mutex_;
     std::map<std::string, std::shared_future<std::shared_ptr<Project>>> projects_;

@@ -1,0 +1,209 @@
+// `lock`'s source builds (lock_build.hpp): an sdist's metadata, static or built, and its build
+// environment's lock.
+#include "lock_build.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "create_steps.hpp"
+#include "envbox/install/fetch.hpp"
+#include "envbox/install/sdist.hpp"
+#include "envbox/lock/build_system.hpp"
+#include "envbox/lock/lock_file.hpp"
+#include "envbox/ops/lock.hpp"
+#include "envbox/pep/metadata.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/store/home.hpp"
+#include "envbox/store/store.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
+#include "envbox/util/printable.hpp"
+#include "envbox/util/sha256.hpp"
+#include "settings.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+constexpr std::uintmax_t kMaxTextBytes = 16u << 20;  // PKG-INFO, pyproject.toml
+
+// A text file of the unpacked sdist (regular files only: unpack_sdist makes nothing else),
+// bounded; none when absent.
+std::optional<std::string> read_tree_file(const fs::path& file) {
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(file, ec))) return std::nullopt;
+    if (fs::file_size(file, ec) > kMaxTextBytes)
+        throw Error(ErrorCode::integrity,
+                    file.string() + " is over " + std::to_string(kMaxTextBytes >> 20) + " MiB");
+    return read_file(file);
+}
+
+// Removes the unpacked sdist however `metadata` ends.
+struct RemoveWork {
+    fs::path root, path;
+    ~RemoveWork() {
+        try {
+            remove_own_tree(root, path);
+        } catch (const Error&) {
+            // a folder left in the home's tmp/ costs only space
+        }
+    }
+};
+
+// The `Dynamic` fields of a core metadata text's header, lowercased.
+std::vector<std::string> dynamic_fields(std::string_view text) {
+    std::vector<std::string> out;
+    while (!text.empty()) {
+        const auto end = text.find('\n');
+        std::string_view line = text.substr(0, end);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.empty()) break;  // the body starts
+        if (line.size() > 8 && pep::ascii_lower(std::string(line.substr(0, 8))) == "dynamic:") {
+            std::string v(line.substr(8));
+            v.erase(0, v.find_first_not_of(" \t"));
+            v.erase(v.find_last_not_of(" \t") + 1);
+            out.push_back(pep::ascii_lower(v));
+        }
+        if (end == std::string_view::npos) break;
+        text.remove_prefix(end + 1);
+    }
+    return out;
+}
+
+// Whether PKG-INFO `meta` (text `text`) gives the dependencies as a build would: Metadata 2.2
+// or later (PEP 643) with none of them declared dynamic.
+bool static_dependencies(const pep::CoreMetadata& meta, std::string_view text) {
+    const auto v = pep::Version::parse(meta.metadata_version);
+    if (!v || *v < pep::Version::parse("2.2").value()) return false;
+    for (const auto& f : dynamic_fields(text))
+        if (f == "requires-dist" || f == "requires-python" || f == "provides-extra") return false;
+    return true;
+}
+
+// The metadata `text` (from `what`) must be the sdist's package and version.
+pep::CoreMetadata checked_metadata(const std::string& text, const resolve::SdistRequest& r,
+                                   const std::string& what) {
+    auto meta = pep::CoreMetadata::parse(text);
+    if (!meta) {
+        Error e = meta.error();
+        e.add_context("reading " + what);
+        throw e;
+    }
+    if (pep::canonicalize_name(meta->name) != r.name || !(meta->version == r.version))
+        throw Error(ErrorCode::integrity, what + " names " + printable(meta->name) + " " +
+                                              meta->version.str() + ", not " + r.name + " " +
+                                              r.version.str() + " as its file name does");
+    return std::move(*meta);
+}
+
+// The requirements of the sdist's build environment: `[build-system] requires`, and `wheel`
+// beside a setuptools backend (its get_requires_for_build_wheel asks for it).
+std::vector<pep::Requirement> build_requirements(const fs::path& tree) {
+    const std::optional<std::string> pyproject = read_tree_file(tree / "pyproject.toml");
+    auto bs = lock::read_build_system(pyproject, (tree / "pyproject.toml").string());
+    if (!bs) throw bs.error();
+    std::vector<pep::Requirement> out = bs->requires_;
+    const bool named = std::any_of(out.begin(), out.end(), [](const pep::Requirement& r) {
+        return pep::canonicalize_name(r.name) == "wheel";
+    });
+    if (bs->backend.starts_with("setuptools.build_meta") && !named)
+        out.push_back(pep::Requirement::parse("wheel").value());
+    return out;
+}
+
+}  // namespace
+
+LockBuilds::LockBuilds(const Context& ctx, const lock::Manifest& manifest, fs::path manifest_path,
+                       std::string env, bool offline, ResolveBuildLock resolve_build_lock)
+    : ctx_(ctx),
+      manifest_(manifest),
+      manifest_path_(std::move(manifest_path)),
+      env_(std::move(env)),
+      offline_(offline),
+      resolve_build_lock_(std::move(resolve_build_lock)) {}
+
+resolve::SdistBuilds LockBuilds::hooks() {
+    return {[this](const std::string& name) { return manifest_.may_build(name); },
+            [this](const resolve::SdistRequest& r) { return metadata(r); }};
+}
+
+const install::Target& LockBuilds::build_target() {
+    std::lock_guard lock(mutex_);
+    if (!target_)
+        target_ = install::create_target(&manifest_, store::Home(ctx_.home).interpreters(), env_,
+                                         interpreter_search(ctx_.settings));
+    return *target_;
+}
+
+std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
+    const store::Home home(ctx_.home);
+    const fs::path lock_dir = manifest_path_.parent_path();
+    lock::FileRef file;
+    file.url = r.file.url;
+    file.size = r.size;
+    const std::vector<resolve::IndexConfig> indexes =
+        index_configs(manifest_, manifest_path_, ctx_.settings);
+    const index::ArtifactRequest request = install::artifact_request(
+        r.file.filename, file, r.sha256,
+        r.index ? std::optional<std::string>(r.index->url) : std::nullopt, indexes);
+    const fs::path sdist = install::locate_sdist(request, lock_dir, home.downloads(),
+                                                 http_options(ctx_, offline_), offline_);
+    make_own_dir_at_path(ctx_.home, home.tmp());
+    const fs::path work =
+        home.tmp() / ("lock-sdist-" + r.sha256.substr(0, 16) + "-" + std::to_string(::getpid()));
+    const RemoveWork remove{home.tmp(), work};
+    const fs::path tree = install::unpack_sdist(sdist, work, {}, r.file.filename);
+    const std::optional<std::string> pkg_info = read_tree_file(tree / "PKG-INFO");
+    const std::string build_lock = resolve_build_lock_(build_requirements(tree));
+    {
+        std::lock_guard lock(mutex_);
+        build_locks_[r.name] = build_lock;
+    }
+    if (pkg_info && static_dependencies(
+                        checked_metadata(*pkg_info, r, r.file.filename + "'s PKG-INFO"), *pkg_info))
+        return *pkg_info;
+
+    // Dynamic (or no) metadata: what the built wheel says, as pip learns it.
+    const install::Target& target = build_target();
+    const fs::path build_path = lock_dir / ("pylock." + env_ + ".build." + r.name + ".toml");
+    auto parsed = lock::parse_lock_file(build_path, build_lock);
+    if (!parsed) throw parsed.error();
+    store::Store store(ctx_.home);
+    install::FetchPlan plan;
+    plan.lock_dir = lock_dir;
+    plan.downloads = home.downloads();
+    plan.http = http_options(ctx_, offline_);
+    plan.indexes = indexes;
+    plan.offline = offline_;
+    plan.jobs = ctx_.jobs;
+    plan.interpreter = &*target.interpreter;
+    const create_steps::SdistToBuild what{r.name, r.version, r.file.filename, r.sha256, request};
+    const install::BuiltRecord built = create_steps::build_sdist(ctx_, store, target, what, *parsed,
+                                                                 to_hex(sha256(build_lock)), plan);
+    const auto archive = store.archive_path(built.wheel_sha256);
+    auto meta = store::read_dist_info_file(archive, "METADATA", built.filename);
+    if (!meta) throw Error(ErrorCode::integrity, built.filename + " has no METADATA");
+    checked_metadata(*meta, r,
+                     "the METADATA of " + built.filename + " (built from " + r.file.filename + ")");
+    return *meta;
+}
+
+std::vector<std::string> LockBuilds::write(const std::vector<std::string>& names,
+                                           const fs::path& lock_path) const {
+    std::vector<std::string> entries;
+    std::lock_guard lock(mutex_);
+    for (const auto& name : names) {
+        const auto it = build_locks_.find(name);
+        if (it == build_locks_.end())
+            throw Error(ErrorCode::generic, "no build lock was resolved for " + name);
+        const std::string file = "pylock." + env_ + ".build." + name + ".toml";
+        write_file_atomic(lock_path.parent_path() / file, it->second, 0644, Durability::fsync);
+        entries.push_back(name + " " + file + " " + to_hex(sha256(it->second)));
+    }
+    return entries;
+}
+
+}  // namespace envbox::ops

@@ -62,6 +62,16 @@ std::string dependencies_line(std::vector<LockedDependency> deps,
     return out + (deps.empty() ? "]\n" : "\n]\n");
 }
 
+// A wheel's or an sdist's table: `header`, then its name, URL, upload time, size and sha256.
+std::string file_table(const char* header, const LockedWheel& f) {
+    std::string out = header;
+    out += "name = " + toml_string(f.filename) + "\n";
+    out += "url = " + toml_string(f.url) + "\n";
+    if (f.upload_time) out += "upload-time = " + *f.upload_time + "\n";
+    if (f.size) out += "size = " + std::to_string(*f.size) + "\n";
+    return out + "hashes = { sha256 = " + toml_string(f.sha256) + " }\n";
+}
+
 }  // namespace
 
 std::string write_pylock(const LockDocument& doc) {
@@ -106,28 +116,15 @@ std::string write_pylock(const LockDocument& doc) {
             out += "hashes = { sha256 = " + toml_string(a->sha256) + " }\n";
             continue;
         }
-        if (const auto& sd = p->sdist) {
-            out += "\n[packages.sdist]\n";
-            out += "name = " + toml_string(sd->filename) + "\n";
-            out += "url = " + toml_string(sd->url) + "\n";
-            if (sd->upload_time) out += "upload-time = " + *sd->upload_time + "\n";
-            if (sd->size) out += "size = " + std::to_string(*sd->size) + "\n";
-            out += "hashes = { sha256 = " + toml_string(sd->sha256) + " }\n";
-        }
+        if (p->sdist) out += file_table("\n[packages.sdist]\n", *p->sdist);
         std::vector<const LockedWheel*> wheels;
         for (const auto& w : p->wheels)
             wheels.push_back(&w);
         std::sort(wheels.begin(), wheels.end(), [](const LockedWheel* a, const LockedWheel* b) {
             return a->filename != b->filename ? a->filename < b->filename : a->url < b->url;
         });
-        for (const LockedWheel* w : wheels) {
-            out += "\n[[packages.wheels]]\n";
-            out += "name = " + toml_string(w->filename) + "\n";
-            out += "url = " + toml_string(w->url) + "\n";
-            if (w->upload_time) out += "upload-time = " + *w->upload_time + "\n";
-            if (w->size) out += "size = " + std::to_string(*w->size) + "\n";
-            out += "hashes = { sha256 = " + toml_string(w->sha256) + " }\n";
-        }
+        for (const LockedWheel* w : wheels)
+            out += file_table("\n[[packages.wheels]]\n", *w);
     }
     if (!doc.tool.empty() || !doc.tool_lists.empty()) {
         out += "\n[tool.envbox]\n";

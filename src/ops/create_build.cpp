@@ -112,6 +112,7 @@ std::set<std::string> buildable_packages(const lock::LockFile& lock) {
     return out;
 }
 
+// shape: the context, store and target of a build, what to build, in which environment.
 install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
                                  const install::Target& target, const SdistToBuild& sdist,
                                  const lock::LockFile& build_lock, const std::string& build_sha,

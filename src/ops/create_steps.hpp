@@ -76,6 +76,7 @@ struct SdistToBuild {
 /// and target, and stored. A failed build keeps its folder in the home's tmp/ with the log the
 /// error names. `create` builds its lock's sdists so; `lock` builds one whose metadata its
 /// PKG-INFO does not give.
+// shape: the context, store and target of a build, what to build, in which environment.
 install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
                                  const install::Target& target, const SdistToBuild& sdist,
                                  const lock::LockFile& build_lock, const std::string& build_sha,

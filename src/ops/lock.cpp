@@ -392,6 +392,7 @@ std::string build_lock_text(const Context& ctx, const lock::Manifest& m,
 
 // The merged document, checked (CUDA line), written when it changed (with the build locks of
 // its sdists), and reported.
+// shape: the result to fill, the resolution, and the inputs each part of the lock comes from.
 void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
                 const lock::Manifest& m, const LockOptions& opt, const std::string& previous,
                 const LockBuilds& builds) {

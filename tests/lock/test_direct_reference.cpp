@@ -4,6 +4,7 @@
 
 #include "envbox/lock/direct_reference.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
 
 // Direct references of a manifest: the wheels envbox accepts (http(s), file:// and paths, a
@@ -128,4 +129,31 @@ TEST_CASE("a direct wheel is written as [packages.archive], without an index", "
                     "\"dep\" },\n]\n\n[packages.archive]\npath = "
                     "\"wheels/local-1.0-py3-none-any.whl\"\nsize = 42\nhashes = { sha256 = \"" +
                     kSha + "\" }\n") != std::string::npos);
+}
+
+TEST_CASE("an index package locked from its sdist is written as [packages.sdist] and read back",
+          "[lock][sdist]") {
+    envbox::lock::LockDocument doc;
+    envbox::lock::LockedPackage p;
+    p.name = "antlr4-python3-runtime";
+    p.version = "4.9.3";
+    p.index = "https://pypi.org/simple";
+    p.sdist = envbox::lock::LockedWheel{"antlr4-python3-runtime-4.9.3.tar.gz",
+                                        "https://files.example/antlr4-python3-runtime-4.9.3.tar.gz",
+                                        kSha, 117'000, std::nullopt};
+    p.dependencies = std::vector<envbox::lock::LockedDependency>{};
+    doc.packages.push_back(p);
+    const std::string text = envbox::lock::write_pylock(doc);
+    CHECK(text.find("[[packages.wheels]]") == std::string::npos);
+    CHECK(text.find("\n[packages.sdist]\nname = \"antlr4-python3-runtime-4.9.3.tar.gz\"\nurl = "
+                    "\"https://files.example/antlr4-python3-runtime-4.9.3.tar.gz\"\nsize = "
+                    "117000\nhashes = { sha256 = \"" +
+                    kSha + "\" }\n") != std::string::npos);
+    auto lock = envbox::lock::Pylock::parse(text, "pylock.toml");
+    REQUIRE(lock);
+    REQUIRE(lock->packages.size() == 1);
+    REQUIRE(lock->packages[0].sdist);
+    CHECK(lock->packages[0].sdist->filename() == "antlr4-python3-runtime-4.9.3.tar.gz");
+    CHECK(lock->packages[0].sdist->hashes.at("sha256") == kSha);
+    CHECK(lock->packages[0].wheels.empty());
 }

@@ -105,8 +105,9 @@ TEST_CASE("unknown manifest keys are errors naming the line and the key meant") 
          "ignore-error-codes or exclude-newer); "
          "settings for other tools belong under [tool.NAME]"},
         {"dependencies = [\"x\"]\n" + std::string(kHead),
-         "m.toml:1: Unknown key 'dependencies' (expected environment, index, sources, run, install "
-         "or tool)"},
+         "m.toml:1: Unknown key 'dependencies' (expected environment, index, sources, run, "
+         "install, "
+         "build or tool)"},
         {"tool = 1\n" + std::string(kHead),
          "m.toml:1: Unexpected type int (expected Mapping) in 'tool'"},
         // Values of the keys added with [install] and ignore-error-codes.
@@ -310,5 +311,46 @@ TEST_CASE("an index URL with credentials is refused, naming where they go instea
         }
         CHECK_THAT(m.error().message(), Catch::StartsWith("m.toml:7: "));
         CHECK_THAT(p.error().message(), Catch::StartsWith("envbox.toml:3: "));
+    }
+}
+
+TEST_CASE("build settings: never by default, [environment] for all, [build.NAME] over it") {
+    auto none = lock::Manifest::parse(kHead, "m.toml");
+    REQUIRE(none.ok());
+    CHECK_FALSE(none->may_build("antlr4-python3-runtime"));
+
+    auto m = lock::Manifest::parse(
+        "[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\n"
+        "build = \"allow\"\nrequirements = []\n"
+        "[build.Deep_Speed]\nbuild = \"never\"\n",
+        "m.toml");
+    REQUIRE(m.ok());
+    CHECK(m->may_build("antlr4-python3-runtime"));
+    CHECK_FALSE(m->may_build("deep-speed"));  // names are normalised
+
+    auto one = lock::Manifest::parse(
+        std::string(kHead) + "[build.antlr4-python3-runtime]\nbuild = \"allow\"\n", "m.toml");
+    REQUIRE(one.ok());
+    CHECK(one->may_build("antlr4-python3-runtime"));
+    CHECK_FALSE(one->may_build("rouge-score"));
+
+    struct Row {
+        std::string doc;
+        const char* expect;
+    };
+    const Row rows[] = {
+        {std::string(kHead) + "[build.x]\nbuild = \"yes\"\n",
+         "Expected \"allow\" or \"never\" in 'build.x.build'"},
+        {std::string(kHead) + "[build.x]\nbuidl = \"allow\"\n", "Unknown key"},
+        {std::string(kHead) + "[build]\nx = 1\n", "build.x"},
+        {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\n"
+         "build = \"sometimes\"\nrequirements = []\n",
+         "Expected \"allow\" or \"never\" in 'environment.build'"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.doc);
+        auto bad = lock::Manifest::parse(r.doc, "m.toml");
+        REQUIRE_FALSE(bad.ok());
+        CHECK_THAT(bad.error().message(), Catch::Contains(r.expect));
     }
 }

@@ -18,6 +18,7 @@ LockedPackage merged_entry(const VersionGroup& group, const std::vector<TargetPa
     out.wheels.clear();
     if (out.dependencies) out.dependencies->clear();
     for (const LockedPackage* e : group.entries) {
+        if (!out.sdist && e->sdist) out.sdist = e->sdist;  // a target with no wheel builds it
         for (const auto& w : e->wheels) {
             bool known = false;
             for (const auto& have : out.wheels)

@@ -190,6 +190,11 @@ void check_env_name(const std::string& env) {
     if (!ok)
         throw Error(ErrorCode::usage, "invalid environment name '" + env +
                                           "': use letters, digits, '.', '_' and '-'");
+    // manifests/pylock.ENV.build.NAME.toml is the lock of ENV's build environment for NAME.
+    if (env.find(".build.") != std::string::npos)
+        throw Error(ErrorCode::usage, "invalid environment name '" + env +
+                                          "': '.build.' names build locks (pylock.ENV.build."
+                                          "NAME.toml)");
 }
 
 std::optional<lock::ProjectFile> read_project_file(const fs::path& project_root) {

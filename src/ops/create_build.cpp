@@ -3,6 +3,10 @@
 // store under a key of every input (install/built.hpp); contracts in create_steps.hpp.
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
+#include <random>
+
 #include "create_steps.hpp"
 #include "envbox/install/build.hpp"
 #include "envbox/install/built.hpp"
@@ -112,6 +116,14 @@ std::set<std::string> buildable_packages(const lock::LockFile& lock) {
     return out;
 }
 
+std::string work_folder_name(const std::string& prefix, const std::string& sha256) {
+    static std::atomic<unsigned> serial{0};
+    std::random_device random;
+    char tail[9];
+    std::snprintf(tail, sizeof tail, "%08x", random() ^ serial++);
+    return prefix + "-" + sha256.substr(0, 16) + "-" + std::to_string(::getpid()) + "-" + tail;
+}
+
 // shape: the context, store and target of a build, what to build, in which environment.
 install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
                                  const install::Target& target, const SdistToBuild& sdist,
@@ -137,8 +149,7 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
                                     plan.offline);
     r.sdist_name = sdist.filename;
     make_own_dir_at_path(ctx.home, home.tmp());
-    r.work =
-        home.tmp() / ("build-" + sdist.sha256.substr(0, 16) + "-" + std::to_string(::getpid()));
+    r.work = home.tmp() / work_folder_name("build", sdist.sha256);
     r.python = python;
     r.read_only = ctx.home;
     ctx.progress->phase("Building " + sdist.filename, 0);

@@ -82,6 +82,10 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
                                  const lock::LockFile& build_lock, const std::string& build_sha,
                                  const install::FetchPlan& plan);
 
+/// A folder name for work on the sdist `sha256` in the home's tmp/ that no other process or
+/// thread, and no earlier run with this PID (a container's PID 1), has: `PREFIX-SHA16-PID-RAND`.
+std::string work_folder_name(const std::string& prefix, const std::string& sha256);
+
 /// Gives each sdist item (`Item::sdist`) its built wheel by `build_sdist`, in the environment of
 /// its build lock (FILE beside `lock`, whose sha256 must be the recorded one): the item's sha256
 /// and file name become the wheel's, which the fetch then finds in the store.

@@ -85,6 +85,7 @@ std::optional<std::size_t> up_to_date_packages(const Freshness& fresh) {
     if (fresh.state != Freshness::State::fresh || !fresh.lock) return std::nullopt;
     // A lock written before envbox recorded dependency edges is resolved again for them.
     if (!fresh.lock->pylock.has_dependency_graph()) return std::nullopt;
+    if (!build_locks_intact(*fresh.lock)) return std::nullopt;  // a build lock went or changed
     return fresh.lock->pylock.packages.size();
 }
 
@@ -398,10 +399,9 @@ void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
                 const LockBuilds& builds) {
     std::vector<lock::Divergence> divergences;
     lock::LockDocument doc = lock_document(targets, m, opt, divergences);
-    std::vector<std::string> built;
-    for (const auto& p : doc.packages)
-        if (p.sdist) built.push_back(p.name);
-    if (!built.empty()) doc.tool_lists["builds"] = builds.write(built, result.lock_path);
+    const std::vector<LockBuilds::File> build_locks = builds.files(doc.packages, result.lock_path);
+    for (const auto& f : build_locks)
+        doc.tool_lists["builds"].push_back(f.entry);
     result.cuda_change = check_cuda_line(opt, m, previous, doc, ctx.project_root, result.lock_path);
     std::vector<std::string> diverging;
     for (const auto& d : divergences)
@@ -412,6 +412,8 @@ void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
     for (const auto& line : result.older)
         ctx.progress->note(line);
     std::string text = lock::write_pylock(doc);
+    for (const auto& f : build_locks)  // after every check, before the lock that names them
+        write_file_atomic(f.path, f.text, 0644, Durability::fsync);
     result.changed = text != previous;
     if (result.changed) {
         write_file_atomic(result.lock_path, text, 0644, Durability::fsync);

@@ -5,12 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <set>
 
 #include "create_steps.hpp"
 #include "envbox/install/fetch.hpp"
 #include "envbox/install/sdist.hpp"
 #include "envbox/lock/build_system.hpp"
 #include "envbox/lock/lock_file.hpp"
+#include "envbox/ops/generations.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/pep/metadata.hpp"
 #include "envbox/pep/name.hpp"
@@ -18,6 +21,7 @@
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/kv.hpp"
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/printable.hpp"
 #include "envbox/util/sha256.hpp"
@@ -106,6 +110,13 @@ std::vector<pep::Requirement> build_requirements(const fs::path& tree) {
     auto bs = lock::read_build_system(pyproject, (tree / "pyproject.toml").string());
     if (!bs) throw bs.error();
     std::vector<pep::Requirement> out = bs->requires_;
+    for (const auto& r : out)  // the sdist's own say: never a URL or a path to fetch or read
+        if (r.url)
+            throw Error(ErrorCode::invalid_input,
+                        (tree / "pyproject.toml").string() + ": [build-system] requires '" +
+                            printable(r.str()) +
+                            "' is a direct reference; envbox locks a build "
+                            "environment from the indexes only");
     const bool named = std::any_of(out.begin(), out.end(), [](const pep::Requirement& r) {
         return pep::canonicalize_name(r.name) == "wheel";
     });
@@ -152,15 +163,14 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     const fs::path sdist = install::locate_sdist(request, lock_dir, home.downloads(),
                                                  http_options(ctx_, offline_), offline_);
     make_own_dir_at_path(ctx_.home, home.tmp());
-    const fs::path work =
-        home.tmp() / ("lock-sdist-" + r.sha256.substr(0, 16) + "-" + std::to_string(::getpid()));
+    const fs::path work = home.tmp() / create_steps::work_folder_name("lock-sdist", r.sha256);
     const RemoveWork remove{home.tmp(), work};
     const fs::path tree = install::unpack_sdist(sdist, work, {}, r.file.filename);
     const std::optional<std::string> pkg_info = read_tree_file(tree / "PKG-INFO");
     const std::string build_lock = resolve_build_lock_(build_requirements(tree));
     {
         std::lock_guard lock(mutex_);
-        build_locks_[r.name] = build_lock;
+        build_locks_[r.sha256] = build_lock;
     }
     if (pkg_info && static_dependencies(
                         checked_metadata(*pkg_info, r, r.file.filename + "'s PKG-INFO"), *pkg_info))
@@ -181,6 +191,11 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     plan.jobs = ctx_.jobs;
     plan.interpreter = &*target.interpreter;
     const create_steps::SdistToBuild what{r.name, r.version, r.file.filename, r.sha256, request};
+    // One build at a time (each may use every core), with the store held as create holds it:
+    // gc waits.
+    std::lock_guard one_build(build_mutex_);
+    make_own_dir_at_path(ctx_.home, home.locks());  // a new home has none yet
+    const FileLock store_lock = FileLock::shared(store_lock_path(ctx_));
     const install::BuiltRecord built = create_steps::build_sdist(ctx_, store, target, what, *parsed,
                                                                  to_hex(sha256(build_lock)), plan);
     const auto archive = store.archive_path(built.wheel_sha256);
@@ -191,19 +206,42 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     return *meta;
 }
 
-std::vector<std::string> LockBuilds::write(const std::vector<std::string>& names,
-                                           const fs::path& lock_path) const {
-    std::vector<std::string> entries;
+std::vector<LockBuilds::File> LockBuilds::files(const std::vector<lock::LockedPackage>& packages,
+                                                const fs::path& lock_path) const {
+    std::vector<File> out;
+    std::set<std::string> names;
     std::lock_guard lock(mutex_);
-    for (const auto& name : names) {
-        const auto it = build_locks_.find(name);
+    for (const auto& p : packages) {
+        if (!p.sdist) continue;
+        const auto it = build_locks_.find(p.sdist->sha256);
         if (it == build_locks_.end())
-            throw Error(ErrorCode::generic, "no build lock was resolved for " + name);
-        const std::string file = "pylock." + env_ + ".build." + name + ".toml";
-        write_file_atomic(lock_path.parent_path() / file, it->second, 0644, Durability::fsync);
-        entries.push_back(name + " " + file + " " + to_hex(sha256(it->second)));
+            throw Error(ErrorCode::generic, "no build lock was resolved for " + p.sdist->filename);
+        const std::string file = "pylock." + env_ + ".build." + p.name + ".toml";
+        if (!names.insert(p.name).second)  // one name, two versions (on two targets)
+            throw Error(ErrorCode::invalid_input,
+                        p.name + " is locked from two sdists (" + p.version + " and another) " +
+                            "on different targets; envbox builds one sdist per package: pin " +
+                            "one version for every target");
+        out.push_back({p.name, lock_path.parent_path() / file, it->second,
+                       p.name + " " + file + " " + to_hex(sha256(it->second))});
     }
-    return entries;
+    return out;
+}
+
+bool build_locks_intact(const lock::LockFile& lock) {
+    if (!lock.tool) return true;
+    for (const auto& line : lock.tool->builds) {
+        const auto f = kv::split_fields(line);
+        if (f.size() != 3 || f[1].find('/') != std::string_view::npos) return false;
+        try {
+            const auto build_lock =
+                lock::read_lock_file(lock.path.parent_path() / std::string(f[1]));
+            if (!build_lock || to_hex(sha256(build_lock->text)) != f[2]) return false;
+        } catch (const Error&) {
+            return false;  // gone or unreadable
+        }
+    }
+    return true;
 }
 
 }  // namespace envbox::ops

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "envbox/install/target.hpp"
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/lock/writer.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/pep/requirement.hpp"
 #include "envbox/resolve/index_source.hpp"
@@ -44,11 +46,18 @@ class LockBuilds {
     /// sdist's package and version (integrity otherwise).
     std::string metadata(const resolve::SdistRequest& r);
 
-    /// Writes the build lock of each of `names` (packages the lock installs from sdists) as
-    /// `pylock.ENV.build.NAME.toml` beside `lock_path`, and returns the `[tool.envbox] builds`
-    /// entries ("NAME FILE SHA256") for them.
-    std::vector<std::string> write(const std::vector<std::string>& names,
-                                   const std::filesystem::path& lock_path) const;
+    /// A build lock to write: `pylock.ENV.build.NAME.toml` beside the lock, its text, and its
+    /// `[tool.envbox] builds` entry ("NAME FILE SHA256").
+    struct File {
+        std::string name;
+        std::filesystem::path path;
+        std::string text, entry;
+    };
+    /// The build lock of each package of `packages` (sorted by name) locked from its sdist,
+    /// by the sdist's sha256 (so a version the resolver looked at and left is never the one
+    /// written). One package locked from two sdists (targets at two versions) is refused.
+    std::vector<File> files(const std::vector<lock::LockedPackage>& packages,
+                            const std::filesystem::path& lock_path) const;
 
   private:
     /// The target a build runs for: this machine's interpreter of the manifest's Python, found
@@ -62,8 +71,13 @@ class LockBuilds {
     bool offline_;
     ResolveBuildLock resolve_build_lock_;
     mutable std::mutex mutex_;
-    std::map<std::string, std::string> build_locks_;  ///< package → its build lock's text
+    std::map<std::string, std::string> build_locks_;  ///< sdist sha256 → its build lock's text
+    std::mutex build_mutex_;                          ///< held by the one build running
     std::optional<install::Target> target_;
 };
+
+/// Whether every build lock `lock` names (`[tool.envbox] builds`) is beside it with the bytes
+/// it recorded: a lock whose build lock went or changed is not up to date.
+bool build_locks_intact(const lock::LockFile& lock);
 
 }  // namespace envbox::ops

@@ -246,6 +246,12 @@ INDEX_SDISTS = {
         "PKG-INFO": "Metadata-Version: 2.2\nName: static\nVersion: 1.0\nRequires-Dist: zipped\n",
     },
     "zipped-3.0.zip": SDISTS["zipped-3.0.zip"],
+    # A build requirement that would have lock read a file of this machine into a build lock.
+    "sneaky-1.0.tar.gz": {
+        "pyproject.toml": "[build-system]\nrequires = [\"setuptools @ file:///etc/passwd\"]\n"
+                          "build-backend = \"setuptools.build_meta\"\n",
+        "PKG-INFO": "Metadata-Version: 2.1\nName: sneaky\nVersion: 1.0\n",
+    },
 }
 
 
@@ -298,12 +304,22 @@ class LockedFromSdists(unittest.TestCase):
         r = self.project.run("lock", "e", check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("[build.demo]", r.stderr)
+        # A build requirement is the sdist's say: never a URL or a path.
+        self.project.write("s", envboxtest.manifest_text(
+            ["sneaky"], indexes=[("loopback", self.server.url + "/simple", "")]).replace(
+            "requirements = [", 'build = "allow"\nrequirements = [', 1))
+        r = self.project.run("lock", "s", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("[build-system] requires 'setuptools @ file:///etc/passwd' is a direct reference", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.project.root, "manifests", "pylock.s.toml")))
 
     def test_lock_chooses_sdists_and_create_installs_what_pip_installs(self):
         self.write_manifest("e", 'build = "allow"\n')
         self.project.run("lock", "e")
         text = self.project.lock_text("e")
         for fn in INDEX_SDISTS:
+            if fn.startswith("sneaky"):
+                continue
             self.assertIn(f'[packages.sdist]\nname = "{fn}"\nurl = "{self.server.url}/files/{fn}"', text)
         self.assertNotIn("[[packages.wheels]]", text)
         # Each sdist's build environment is locked beside the lock, and named with its digest.
@@ -324,9 +340,24 @@ class LockedFromSdists(unittest.TestCase):
         self.assertEqual(out.stdout.strip(), "42 1 3")
         self.assertEqual(self.project.run("run", "e", "--", "modern-cli").stdout.strip(), "modern cli")
         self.assert_installed_as_pip_installs("e", ["modern", "static"], self.files)
-        # Locked again: up to date, nothing built.
-        self.assertIn("up to date", self.project.run("lock", "e").stdout + self.project.run("lock", "e").stderr)
+        # Locked again: up to date, nothing built. A build lock gone: locked again, the same bytes
+        # written back, nothing built either (the wheels are the store's by their keys).
+        r = self.project.run("lock", "e")
+        self.assertIn("up to date", r.stdout + r.stderr)
+        demo_lock = os.path.join(self.project.root, "manifests", "pylock.e.build.demo.toml")
+        before = sha256_file(demo_lock)
+        os.remove(demo_lock)
+        r = self.project.run("lock", "e")
+        self.assertNotIn("up to date", r.stdout + r.stderr)
+        self.assertEqual(sha256_file(demo_lock), before)
+        self.assertEqual(self.project.lock_text("e"), text)
         self.assertEqual(len(self.records()), 4)
+        # Build locks are not environments: `verify` of every environment checks e alone.
+        out = self.project.run("verify")
+        self.assertNotIn("e.build.", out.stdout + out.stderr)
+        r = self.project.run("create", "e.build.demo", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("'.build.' names build locks", r.stderr)
 
     assert_installed_as_pip_installs = SdistBuilds.assert_installed_as_pip_installs
 

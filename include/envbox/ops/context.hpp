@@ -94,7 +94,8 @@ struct EnvDir {
 /// list and show never read or remove through one. A file where a folder should be is skipped.
 std::vector<EnvDir> environment_dirs(const std::filesystem::path& home);
 
-/// Checks an environment name: letters, digits, `.`, `_`, `-`; not starting with `.`.
+/// Checks an environment name: letters, digits, `.`, `_`, `-`; not starting with `.`; not
+/// holding `.build.` (`pylock.ENV.build.NAME.toml` is a build environment's lock).
 void check_env_name(const std::string& env);
 
 /// "the environments here are a, b" (the project's manifests, sorted), or "this project has no

@@ -45,6 +45,12 @@ std::optional<std::string> read_tree_file(const fs::path& file) {
     return read_file(file);
 }
 
+// `pylock.ENV.build.NAME.toml`: the lock of ENV's build environment for NAME (a normalised
+// requirement name), beside ENV's lock.
+std::string build_lock_name(const std::string& env, const std::string& name) {
+    return "pylock." + env + ".build." + name + ".toml";
+}
+
 // Removes the unpacked sdist however `metadata` ends.
 struct RemoveWork {
     fs::path root, path;
@@ -178,7 +184,7 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
 
     // Dynamic (or no) metadata: what the built wheel says, as pip learns it.
     const install::Target& target = build_target();
-    const fs::path build_path = lock_dir / ("pylock." + env_ + ".build." + r.name + ".toml");
+    const fs::path build_path = lock_dir / build_lock_name(env_, r.name);
     auto parsed = lock::parse_lock_file(build_path, build_lock);
     if (!parsed) throw parsed.error();
     store::Store store(ctx_.home);
@@ -216,7 +222,7 @@ std::vector<LockBuilds::File> LockBuilds::files(const std::vector<lock::LockedPa
         const auto it = build_locks_.find(p.sdist->sha256);
         if (it == build_locks_.end())
             throw Error(ErrorCode::generic, "no build lock was resolved for " + p.sdist->filename);
-        const std::string file = "pylock." + env_ + ".build." + p.name + ".toml";
+        const std::string file = build_lock_name(env_, p.name);
         if (!names.insert(p.name).second)  // one name, two versions (on two targets)
             throw Error(ErrorCode::invalid_input,
                         p.name + " is locked from two sdists (" + p.version + " and another) " +

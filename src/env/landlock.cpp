@@ -56,11 +56,6 @@ bool add_rule(int ruleset, int fd, std::uint64_t rights) {
     return ::syscall(SYS_landlock_add_rule, ruleset, rule_path_beneath, &attr, 0) == 0;
 }
 
-bool is_at_or_below(const std::filesystem::path& p, const std::filesystem::path& dir) {
-    auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
-    return d == dir.end();
-}
-
 // Grants `rights` beneath every entry of directory `dir` that neither is nor holds a protected
 // path, and descends into those that hold one. A file gets only the rights a file can carry; a
 // symlink nothing (its target is granted where it lives, or not at all when that is protected).
@@ -100,6 +95,11 @@ std::optional<std::string> grant_around(int ruleset, const std::filesystem::path
 }
 
 }  // namespace
+
+bool is_at_or_below(const std::filesystem::path& p, const std::filesystem::path& dir) {
+    auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+    return d == dir.end();
+}
 
 LandlockSupport landlock_support() {
     long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, create_ruleset_version);

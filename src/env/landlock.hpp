@@ -25,6 +25,9 @@
 
 namespace envbox::env {
 
+/// Whether `p` is `dir` or lies beneath it, by path components (no file system access).
+bool is_at_or_below(const std::filesystem::path& p, const std::filesystem::path& dir);
+
 /// The Landlock ABI version this kernel offers, or why there is none.
 struct LandlockSupport {
     int abi = 0;      ///< 0 when unavailable

@@ -31,11 +31,6 @@ bool write_proc(const char* path, const std::string& text) {
     return ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
 }
 
-bool is_at_or_below(const fs::path& p, const fs::path& dir) {
-    auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
-    return d == dir.end();
-}
-
 // A mount point from /proc/self/mountinfo: spaces, tabs, newlines and backslashes come as \ooo.
 std::string unescape_mount_point(const std::string& s) {
     std::string out;

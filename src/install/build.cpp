@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "envbox/env/sandbox.hpp"
@@ -17,6 +19,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/own_tree.hpp"
+#include "envbox/util/process.hpp"
 #include "envbox/util/stopwatch.hpp"
 #include "envbox/util/unique_fd.hpp"
 
@@ -79,7 +82,7 @@ Exec frontend_exec(const BuildRequest& r, const lock::BuildSystem& bs, const fs:
         e.argv.push_back(p.string());
     // A fixed environment: nothing of the caller's (tokens, proxies, PYTHON*) reaches the
     // backend but what the build declares.
-    std::map<std::string, std::string> env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+    std::map<std::string, std::string> env = {{"PATH", kBuildPath},
                                               {"TMPDIR", tmp.string()},
                                               {"HOME", tmp.string()},
                                               {"LANG", "C.UTF-8"},
@@ -193,7 +196,66 @@ fs::path built_wheel(const BuildRequest& r, const fs::path& out, const fs::path&
     return out / name;
 }
 
+// `program` as the build finds it: itself when it has a '/', else the first executable of
+// that name on `path`; "" when none.
+std::string find_program(const std::string& program, const std::string& path) {
+    if (program.find('/') != std::string::npos)
+        return ::access(program.c_str(), X_OK) == 0 ? program : "";
+    std::size_t at = 0;
+    while (at <= path.size()) {
+        const std::size_t end = std::min(path.find(':', at), path.size());
+        const std::string candidate = path.substr(at, end - at) + "/" + program;
+        if (end > at && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+        at = end + 1;
+    }
+    return "";
+}
+
+// "TOOL PATH VERSION" for the program at `path`: the first line of its `--version` (the line
+// with "release" for nvcc), asked once per process.
+std::string tool_version(const std::string& tool, const std::string& path) {
+    static std::mutex mutex;
+    static std::map<std::string, std::string> asked;
+    std::lock_guard lock(mutex);
+    if (auto it = asked.find(path); it != asked.end()) return tool + " " + path + " " + it->second;
+    std::string version = "unknown";
+    try {
+        const ProcessResult r = run_capture({path, "--version"});
+        std::size_t at = 0;
+        while (at < r.out.size()) {
+            const std::size_t end = std::min(r.out.find('\n', at), r.out.size());
+            const std::string line = r.out.substr(at, end - at);
+            if (version == "unknown" ||
+                (tool == "nvcc" && line.find("release") != std::string::npos))
+                version = line.substr(0, 200);
+            at = end + 1;
+        }
+    } catch (const Error&) {
+    }
+    asked[path] = version;
+    return tool + " " + path + " " + version;
+}
+
 }  // namespace
+
+std::vector<std::string> toolchain(const std::map<std::string, std::string>& variables) {
+    const auto var = [&](const char* k, const std::string& fallback) {
+        const auto it = variables.find(k);
+        return it == variables.end() ? fallback : it->second;
+    };
+    const std::string path = var("PATH", kBuildPath);
+    std::vector<std::string> out;
+    for (const auto& [tool, program] :
+         {std::pair<std::string, std::string>{"cc", var("CC", "cc")}, {"c++", var("CXX", "c++")}})
+        if (auto found = find_program(program, path); !found.empty())
+            out.push_back(tool_version(tool, found));
+    std::string nvcc = find_program(var("CUDA_HOME", "/nonexistent") + "/bin/nvcc", path);
+    if (nvcc.empty()) nvcc = find_program("nvcc", path);
+    if (nvcc.empty()) nvcc = find_program("/usr/local/cuda/bin/nvcc", path);
+    if (!nvcc.empty()) out.push_back(tool_version("nvcc", nvcc));
+    std::sort(out.begin(), out.end());
+    return out;
+}
 
 BuiltWheel build_wheel(const BuildRequest& r) {
     Stopwatch clock;

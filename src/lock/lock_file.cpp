@@ -1,6 +1,11 @@
 #include "envbox/lock/lock_file.hpp"
 
+#include <algorithm>
+
+#include "envbox/pep/name.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/kv.hpp"
+#include "envbox/util/printable.hpp"
 #include "lock/toml_reader.hpp"
 
 namespace envbox::lock {
@@ -39,10 +44,47 @@ std::optional<ToolTable> tool_table_of(const toml::table& doc) {
     out.overrides = strings_at(*t, "overrides");
     out.constraints = strings_at(*t, "constraints");
     out.builds = strings_at(*t, "builds");
+    out.build_settings = strings_at(*t, "build-settings");
     return out;
 }
 
 }  // namespace
+
+std::vector<std::string> build_settings_lines(const std::string& name, const PackageBuild& b) {
+    std::vector<std::string> out;
+    for (const auto& d : b.dependencies)
+        out.push_back(name + " dependency " + d);
+    for (const auto& [key, value] : b.variables)
+        out.push_back(name + (b.speed_variables.count(key) ? " speed-variable " : " variable ") +
+                      key + " " + kv::percent_encode(value));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+Result<std::map<std::string, PackageBuild>> read_build_settings(
+    const std::vector<std::string>& lines, std::string_view source) {
+    std::map<std::string, PackageBuild> out;
+    for (const auto& line : lines) {
+        const auto f = kv::split_fields(line);
+        const bool dependency = f.size() == 3 && f[1] == "dependency" && pep::is_valid_name(f[2]);
+        const bool variable = f.size() == 4 && (f[1] == "variable" || f[1] == "speed-variable") &&
+                              is_build_variable_name(f[2]);
+        std::optional<std::string> value = variable ? kv::percent_decode(f[3]) : std::nullopt;
+        if (f.empty() || !pep::is_valid_name(f[0]) || (!dependency && !value))
+            return Error(ErrorCode::invalid_input,
+                         std::string(source) + ": [tool.envbox] build-settings entry '" +
+                             printable(line) +
+                             "' is not NAME dependency DEP or NAME variable KEY VALUE");
+        PackageBuild& b = out[pep::canonicalize_name(f[0])];
+        if (dependency) {
+            b.dependencies.push_back(pep::canonicalize_name(f[2]));
+            continue;
+        }
+        b.variables[std::string(f[2])] = *value;
+        if (f[1] == "speed-variable") b.speed_variables.insert(std::string(f[2]));
+    }
+    return out;
+}
 
 Result<std::optional<ToolTable>> read_tool_table(std::string_view text, std::string_view source) {
     auto doc = parse_toml(text, source);

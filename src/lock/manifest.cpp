@@ -9,6 +9,7 @@
 #include "envbox/lock/direct_reference.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/util/time.hpp"
+#include "lock/manifest_build.hpp"
 #include "lock/toml_reader.hpp"
 
 namespace envbox::lock {
@@ -62,7 +63,7 @@ class ManifestReader {
             m.install_prefer = read_prefer(*install);
             m.install_compile = r_.opt_bool(*install, "compile", "install");
         }
-        read_build_tables(m, doc);
+        m.package_builds = read_build_tables(r_, doc);
         return m;
     }
 
@@ -96,9 +97,6 @@ class ManifestReader {
     }
 
   private:
-    static constexpr std::string_view kToolHint =
-        "settings for other tools belong under [tool.NAME]";
-
     // `[environment]`, required: the CPython version, the platform, the optional CUDA line and
     // the requirements.
     void read_environment(Manifest& m, const toml::table& doc) {
@@ -109,7 +107,7 @@ class ManifestReader {
                                "constraints", "exclude-newer", "build", "requirements"},
                               "environment", kToolHint);
         m.prerelease = read_prerelease(*env);
-        m.build = read_build_policy(*env, "environment.build");
+        m.build = read_build_policy(*env);
         m.overrides = read_resolution_list(*env, "overrides");
         m.constraints = read_resolution_list(*env, "constraints");
         m.exclude_newer = read_exclude_newer(*env);
@@ -163,30 +161,13 @@ class ManifestReader {
         return out;
     }
 
-    // `build = "allow" | "never"` (under [environment], or `[build.NAME] build`).
-    std::optional<std::string> read_build_policy(const toml::table& t, const std::string& path) {
-        const auto dot = path.rfind('.');
-        auto value = r_.opt_string(t, "build", path.substr(0, dot));
+    // `build = "allow" | "never"` under [environment].
+    std::optional<std::string> read_build_policy(const toml::table& t) {
+        auto value = r_.opt_string(t, "build", "environment");
         if (value && *value != "allow" && *value != "never")
             r_.fail(t.get("build"), TomlReader::line_of(t), "Expected \"allow\" or \"never\"",
-                    path);
+                    "environment.build");
         return value;
-    }
-
-    // `[build.NAME]`: per package, `build = "allow" | "never"` over [environment]'s.
-    void read_build_tables(Manifest& m, const toml::table& doc) {
-        const auto* builds = r_.opt_table(doc, "build", "");
-        if (!builds) return;
-        for (const auto& [key, node] : *builds) {
-            const std::string name(key.str());
-            const std::string path = "build." + name;
-            if (!node.is_table()) r_.wrong_type(node, "Mapping", path);
-            if (!pep::is_valid_name(name)) r_.fail(&node, 0, "Expected a package name", path);
-            const toml::table& t = *node.as_table();
-            r_.require_known_keys(t, {"build"}, path, kToolHint);
-            if (auto policy = read_build_policy(t, path + ".build"))
-                m.package_build[pep::canonicalize_name(name)] = *policy;
-        }
     }
 
     // `prerelease`, one of uv's policy names.
@@ -447,7 +428,8 @@ Result<ProjectFile> ProjectFile::parse(std::string_view text, std::string_view s
 }
 
 bool Manifest::may_build(const std::string& name) const {
-    if (auto it = package_build.find(name); it != package_build.end()) return it->second == "allow";
+    if (auto it = package_builds.find(name); it != package_builds.end() && it->second.build)
+        return *it->second.build == "allow";
     return build.value_or("never") == "allow";
 }
 

@@ -27,6 +27,9 @@ namespace envbox::lock {
 constexpr std::size_t kMaxTomlBytes = 16u << 20;
 constexpr int kMaxTomlKeySegments = 32;
 
+/// What an unknown key of a manifest or envbox.toml error adds: where other tools' keys go.
+constexpr std::string_view kToolHint = "settings for other tools belong under [tool.NAME]";
+
 /// Checks what toml++ does not bound, before it sees the text: the size, and the segments of
 /// each dotted key. Dots are counted outside strings and comments between the characters that
 /// end a key (`=`, `,`, brackets, braces, newline), so the dots of floats, dates and quoted

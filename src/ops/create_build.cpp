@@ -3,9 +3,12 @@
 // store under a key of every input (install/built.hpp); contracts in create_steps.hpp.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
 #include <random>
+#include <set>
 
 #include "create_steps.hpp"
 #include "envbox/install/build.hpp"
@@ -57,13 +60,33 @@ lock::LockFile read_build_lock(const lock::LockFile& lock, const BuildEntry& ent
     return std::move(*read);
 }
 
-// The build environment of `build_lock` for `target`: made once per build lock, interpreter and
-// platform in the home's cache (a generation like any environment's), then reused.
+// "NAME VERSION SHA256" of each runtime wheel a build sees, sorted: its part of the key.
+std::vector<std::string> runtime_key(const std::vector<install::Item>& runtime) {
+    std::vector<std::string> out;
+    for (const auto& item : runtime)
+        out.push_back(item.package->name + " " +
+                      (item.package->version ? item.package->version->str() : "-") + " " +
+                      item.sha256);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// The build environment of `build_lock` for `target`, with the `runtime` wheels over the build
+// lock's (a package of both is the runtime's): made once per build lock, runtime, interpreter
+// and platform in the home's cache (a generation like any environment's), then reused.
+// shape: the context, store and target, the two sets of wheels, and how to fetch them.
 fs::path build_environment(const Context& ctx, store::Store& store, const install::Target& target,
-                           const lock::LockFile& build_lock, const install::FetchPlan& plan) {
-    const std::string digest =
-        to_hex(sha256(build_lock.text + "\n--target " + target.interpreter->executable.string() +
-                      " " + target.python_full_version + " " + target.platform));
+                           const lock::LockFile& build_lock,
+                           const std::vector<install::Item>& runtime,
+                           const install::FetchPlan& plan) {
+    std::string inputs = build_lock.text + "\n--target " + target.interpreter->executable.string() +
+                         " " + target.python_full_version + " " + target.platform;
+    std::set<std::string> runtime_names;
+    for (const auto& line : runtime_key(runtime))
+        inputs += "\n--runtime " + line;
+    for (const auto& item : runtime)
+        runtime_names.insert(item.package->name);
+    const std::string digest = to_hex(sha256(inputs));
     const store::Home home(ctx.home);
     const fs::path edir = home.cache() / "build-envs" / digest.substr(0, 32);
     make_own_dir_at_path(ctx.home, edir);
@@ -71,8 +94,10 @@ fs::path build_environment(const Context& ctx, store::Store& store, const instal
     FileLock held(home.locks() / ("build-env-" + digest.substr(0, 32) + ".lock"));
     if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest)
         return cur->path;
-    std::vector<install::Item> items =
-        install::select_items(build_lock.pylock, target, build_lock.path);
+    std::vector<install::Item> items;
+    for (auto& item : install::select_items(build_lock.pylock, target, build_lock.path))
+        if (!runtime_names.count(item.package->name)) items.push_back(std::move(item));
+    items.insert(items.end(), runtime.begin(), runtime.end());
     install::FetchPlan p = plan;
     p.lock_dir = build_lock.path.parent_path();
     p.bytecode = {};  // a build environment runs its backend once: nothing to compile ahead
@@ -100,6 +125,44 @@ void check_built(const SdistToBuild& sdist, const fs::path& wheel, const install
     if (!target.tags.best_rank(w->tags))
         throw Error(ErrorCode::invalid_input,
                     what + "whose tags " + w->tag_text + " do not run on " + target.platform);
+}
+
+// What the build of `sdist` sees of the environment's own wheels: the items of its
+// `dependencies` and, through the lock's `dependencies`, theirs (for this target). A named
+// package the lock does not install here, or one itself built from an sdist, is refused.
+std::vector<install::Item> runtime_items(const std::vector<install::Item>& items,
+                                         const SdistToBuild& sdist, const fs::path& lock_path,
+                                         const std::string& platform) {
+    std::map<std::string, const install::Item*> by_name;
+    for (const auto& item : items)
+        by_name[item.package->name] = &item;
+    std::vector<std::string> todo = sdist.settings.dependencies;
+    for (const auto& d : todo)
+        if (!by_name.count(d))
+            throw Error(ErrorCode::invalid_input, lock_path.string() + ": the build of " +
+                                                      sdist.name + " sees " + d + " ([build." +
+                                                      sdist.name +
+                                                      "] dependencies), which the lock does not "
+                                                      "install on " +
+                                                      platform);
+    std::set<std::string> seen(todo.begin(), todo.end());
+    std::vector<install::Item> out;
+    while (!todo.empty()) {
+        const install::Item& item = *by_name.at(todo.back());
+        todo.pop_back();
+        if (item.sdist)
+            throw Error(ErrorCode::invalid_input,
+                        lock_path.string() + ": the build of " + sdist.name + " sees " +
+                            item.package->name +
+                            ", which is built from its sdist too; a build "
+                            "sees only the lock's wheels");
+        out.push_back(item);
+        for (const auto& d :
+             item.package->dependencies.value_or(std::vector<lock::DependencyRef>{}))
+            if (by_name.count(d.name) && d.name != sdist.name && seen.insert(d.name).second)
+                todo.push_back(d.name);
+    }
+    return out;
 }
 
 void adopt(install::Item& item, const install::BuiltRecord& built) {
@@ -134,6 +197,10 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     key.build_env = build_sha;
     key.python = "cpython " + target.python_full_version;
     key.platform = target.platform;
+    for (const auto& [name, value] : sdist.settings.variables)
+        if (!sdist.settings.speed_variables.count(name)) key.variables[name] = value;
+    key.runtime = runtime_key(sdist.runtime);
+    key.toolchain = install::toolchain(sdist.settings.variables);
     if (auto built = install::find_built_wheel(store, key)) return *built;
     // A received environment installs what it received: a node never builds.
     if (plan.received)
@@ -142,7 +209,7 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
                         " is built from its sdist, and no built wheel came with what was "
                         "received: create it from its lock where builds may run");
     const fs::path python =
-        build_environment(ctx, store, target, build_lock, plan) / "bin" / "python";
+        build_environment(ctx, store, target, build_lock, sdist.runtime, plan) / "bin" / "python";
     const store::Home home(ctx.home);
     install::BuildRequest r;
     r.sdist = install::locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http,
@@ -151,6 +218,7 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     make_own_dir_at_path(ctx.home, home.tmp());
     r.work = home.tmp() / work_folder_name("build", sdist.sha256);
     r.python = python;
+    r.variables = sdist.settings.variables;
     r.read_only = ctx.home;
     ctx.progress->phase("Building " + sdist.filename, 0);
     const install::BuiltWheel built = install::build_wheel(r);  // a failure keeps its log
@@ -164,12 +232,22 @@ void build_sdists(const Context& ctx, store::Store& store, std::vector<install::
                   const install::Target& target, const lock::LockFile& lock,
                   const install::FetchPlan& plan) {
     const std::map<std::string, BuildEntry> entries = build_entries(lock);
+    auto settings = lock::read_build_settings(
+        lock.tool ? lock.tool->build_settings : std::vector<std::string>{}, lock.path.string());
+    if (!settings) throw settings.error();
     for (auto& item : items) {
         if (!item.sdist) continue;
         const BuildEntry& entry = entries.at(item.package->name);
         const lock::LockFile build_lock = read_build_lock(lock, entry);
-        const SdistToBuild sdist{item.package->name, item.package->version, item.filename,
-                                 item.sha256, install::artifact_request(item, plan.indexes)};
+        SdistToBuild sdist;
+        sdist.name = item.package->name;
+        sdist.version = item.package->version;
+        sdist.filename = item.filename;
+        sdist.sha256 = item.sha256;
+        sdist.request = install::artifact_request(item, plan.indexes);
+        if (auto it = settings->find(item.package->name); it != settings->end())
+            sdist.settings = it->second;
+        sdist.runtime = runtime_items(items, sdist, lock.path, target.platform);
         adopt(item, build_sdist(ctx, store, target, sdist, build_lock, entry.sha256, plan));
     }
 }

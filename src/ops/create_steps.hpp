@@ -65,11 +65,19 @@ struct SdistToBuild {
     std::optional<pep::Version> version;
     std::string filename, sha256;
     index::ArtifactRequest request;
+    /// Its `[build.NAME]` settings as the lock records them: the variables set for the backend
+    /// (those not marked speed-only are part of the key).
+    lock::PackageBuild settings;
+    /// The environment's own wheels the build sees (`settings.dependencies` and what they
+    /// depend on), installed into its build environment over the build lock's: each is part
+    /// of the key by its sha256.
+    std::vector<install::Item> runtime;
 };
 
 /// The wheel of `sdist` for `target`, built in the environment of `build_lock` (`build_sha`:
 /// its bytes' digest): the store's when a build of the same key ran before (install/built.hpp:
-/// the sdist, the build lock's digest, the interpreter, the platform); else, unless
+/// the sdist, the build lock's digest, the interpreter, the platform, the variables, the
+/// runtime wheels and the toolchain the build would see); else, unless
 /// `plan.received` (a node never builds: integrity), the build environment is made in the
 /// home's cache (once per build lock and interpreter), the sdist located (its path, downloads/,
 /// or its URL: hashed), built there by install::build_wheel, checked to be the package, version

@@ -376,7 +376,7 @@ std::string build_lock_text(const Context& ctx, const lock::Manifest& m,
     lock::Manifest bm = m;
     bm.requirements = requires_;
     bm.build = "never";
-    bm.package_build.clear();
+    bm.package_builds.clear();
     bm.overrides.reset();
     bm.constraints.reset();
     LockTargets targets{manifest_targets(bm, manifest_path), {}};
@@ -400,8 +400,11 @@ void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
     std::vector<lock::Divergence> divergences;
     lock::LockDocument doc = lock_document(targets, m, opt, divergences);
     const std::vector<LockBuilds::File> build_locks = builds.files(doc.packages, result.lock_path);
-    for (const auto& f : build_locks)
+    for (const auto& f : build_locks) {
         doc.tool_lists["builds"].push_back(f.entry);
+        for (const auto& line : f.settings)
+            doc.tool_lists["build-settings"].push_back(line);
+    }
     result.cuda_change = check_cuda_line(opt, m, previous, doc, ctx.project_root, result.lock_path);
     std::vector<std::string> diverging;
     for (const auto& d : divergences)

@@ -131,6 +131,16 @@ std::vector<pep::Requirement> build_requirements(const fs::path& tree) {
     return out;
 }
 
+// The metadata of `r`'s sdist as `[build.NAME] requires-dist` gives it.
+std::string given_metadata(const resolve::SdistRequest& r,
+                           const std::vector<pep::Requirement>& requires_dist) {
+    std::string text =
+        "Metadata-Version: 2.2\nName: " + r.name + "\nVersion: " + r.version.str() + "\n";
+    for (const auto& req : requires_dist)
+        text += "Requires-Dist: " + req.str() + "\n";
+    return text;
+}
+
 }  // namespace
 
 LockBuilds::LockBuilds(const Context& ctx, const lock::Manifest& manifest, fs::path manifest_path,
@@ -178,9 +188,19 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
         std::lock_guard lock(mutex_);
         build_locks_[r.sha256] = build_lock;
     }
+    const auto settings = manifest_.package_builds.find(r.name);
+    const lock::PackageBuild* b =
+        settings == manifest_.package_builds.end() ? nullptr : &settings->second;
+    if (b && b->requires_dist) return given_metadata(r, *b->requires_dist);
     if (pkg_info && static_dependencies(
                         checked_metadata(*pkg_info, r, r.file.filename + "'s PKG-INFO"), *pkg_info))
         return *pkg_info;
+    if (b && !b->dependencies.empty())
+        throw Error(ErrorCode::invalid_input,
+                    r.file.filename + " gives its dependencies only through a build, and its " +
+                        "build sees " + b->dependencies.front() + " ([build." + r.name +
+                        "] dependencies), which is not locked yet: give them in the manifest as " +
+                        "[build." + r.name + "] requires-dist = [...]");
 
     // Dynamic (or no) metadata: what the built wheel says, as pip learns it.
     const install::Target& target = build_target();
@@ -196,7 +216,13 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     plan.offline = offline_;
     plan.jobs = ctx_.jobs;
     plan.interpreter = &*target.interpreter;
-    const create_steps::SdistToBuild what{r.name, r.version, r.file.filename, r.sha256, request};
+    create_steps::SdistToBuild what;
+    what.name = r.name;
+    what.version = r.version;
+    what.filename = r.file.filename;
+    what.sha256 = r.sha256;
+    what.request = request;
+    if (b) what.settings = *b;
     // One build at a time (each may use every core), with the store held as create holds it:
     // gc waits.
     std::lock_guard one_build(build_mutex_);
@@ -228,8 +254,12 @@ std::vector<LockBuilds::File> LockBuilds::files(const std::vector<lock::LockedPa
                         p.name + " is locked from two sdists (" + p.version + " and another) " +
                             "on different targets; envbox builds one sdist per package: pin " +
                             "one version for every target");
+        const auto settings = manifest_.package_builds.find(p.name);
         out.push_back({p.name, lock_path.parent_path() / file, it->second,
-                       p.name + " " + file + " " + to_hex(sha256(it->second))});
+                       p.name + " " + file + " " + to_hex(sha256(it->second)),
+                       settings == manifest_.package_builds.end()
+                           ? std::vector<std::string>{}
+                           : lock::build_settings_lines(p.name, settings->second)});
     }
     return out;
 }

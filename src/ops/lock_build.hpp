@@ -37,21 +37,25 @@ class LockBuilds {
     resolve::SdistBuilds hooks();
 
     /// The core metadata of `r`'s sdist: fetched (the index's sha256 checked) and unpacked as
-    /// hostile; its PKG-INFO when that is Metadata 2.2 or later and declares none of
-    /// Requires-Dist, Requires-Python and Provides-Extra dynamic; else the METADATA of the
-    /// wheel a build of it makes (install::build_wheel in the sandbox, kept in the store by its
-    /// build key, so `create` builds nothing again). Either way its build environment's lock is
-    /// resolved (`[build-system] requires`; setuptools' backends get `wheel` too, which their
-    /// `get_requires_for_build_wheel` asks for) and kept for `write`. The metadata must name the
-    /// sdist's package and version (integrity otherwise).
+    /// hostile; `[build.NAME] requires-dist` when the manifest gives it; its PKG-INFO when that is
+    /// Metadata 2.2 or later and declares none of Requires-Dist, Requires-Python and Provides-Extra
+    /// dynamic; else the METADATA of the wheel a build of it makes (install::build_wheel in the
+    /// sandbox, kept in the store by its build key, so `create` builds nothing again). Either way
+    /// its build environment's lock is resolved (`[build-system] requires`; setuptools' backends
+    /// get `wheel` too, which their `get_requires_for_build_wheel` asks for) and kept for `write`.
+    /// The metadata must name the sdist's package and version (integrity otherwise). A package
+    /// whose build sees runtime wheels (`[build.NAME] dependencies`) is never built here: without
+    /// static metadata or `requires-dist` it is refused, naming the setting.
     std::string metadata(const resolve::SdistRequest& r);
 
-    /// A build lock to write: `pylock.ENV.build.NAME.toml` beside the lock, its text, and its
-    /// `[tool.envbox] builds` entry ("NAME FILE SHA256").
+    /// A build lock to write: `pylock.ENV.build.NAME.toml` beside the lock, its text, its
+    /// `[tool.envbox] builds` entry ("NAME FILE SHA256") and the package's `build-settings`
+    /// lines (lock::build_settings_lines).
     struct File {
         std::string name;
         std::filesystem::path path;
         std::string text, entry;
+        std::vector<std::string> settings;
     };
     /// The build lock of each package of `packages` (sorted by name) locked from its sdist,
     /// by the sdist's sha256 (so a version the resolver looked at and left is never the one

@@ -104,8 +104,14 @@ Inputs inputs_of(const lock::Manifest& m) {
     for (const auto& c : m.constraints.value_or(std::vector<pep::Requirement>{}))
         in.constraints.push_back(c.str());
     if (m.build) in.builds.push_back("* " + *m.build);
-    for (const auto& [name, policy] : m.package_build)
-        in.builds.push_back(name + " " + policy);
+    for (const auto& [name, b] : m.package_builds) {
+        if (b.build) in.builds.push_back(name + " " + *b.build);
+        for (const auto& line : lock::build_settings_lines(name, b))
+            in.builds.push_back(line);
+        for (const auto& r : b.requires_dist.value_or(std::vector<pep::Requirement>{}))
+            in.builds.push_back(name + " requires-dist " + r.str());
+    }
+    std::sort(in.builds.begin(), in.builds.end());
     std::sort(in.overrides.begin(), in.overrides.end());
     std::sort(in.constraints.begin(), in.constraints.end());
     return in;

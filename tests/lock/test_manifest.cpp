@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/pylock.hpp"
 
@@ -346,11 +348,61 @@ TEST_CASE("build settings: never by default, [environment] for all, [build.NAME]
         {"[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\n"
          "build = \"sometimes\"\nrequirements = []\n",
          "Expected \"allow\" or \"never\" in 'environment.build'"},
+        {std::string(kHead) + "[build.x]\ndependencies = [\"torch\", \"Torch\"]\n",
+         "'Torch' is given twice in 'build.x.dependencies[1]'"},
+        {std::string(kHead) + "[build.x]\ndependencies = [\"not a name\"]\n",
+         "Expected a package name in 'build.x.dependencies[0]'"},
+        {std::string(kHead) + "[build.x]\nvariables = { \"A=B\" = \"1\" }\n",
+         "Expected a variable name"},
+        {std::string(kHead) + "[build.x]\nvariables = { A = 1 }\n", "build.x.variables.A"},
+        {std::string(kHead) + "[build.x]\nvariables = { A = \"" + std::string(4097, 'v') + "\" }\n",
+         "at most 4096 bytes"},
+        {std::string(kHead) + "[build.x]\nvariables = { A = \"1\" }\nspeed-variables = [\"B\"]\n",
+         "'B' is not one of this table's variables"},
+        {std::string(kHead) + "[build.x]\nrequires-dist = [\"y @ https://h/y.whl\"]\n",
+         "Expected a requirement, not a URL in 'build.x.requires-dist[0]'"},
     };
     for (const auto& r : rows) {
         INFO(r.doc);
         auto bad = lock::Manifest::parse(r.doc, "m.toml");
         REQUIRE_FALSE(bad.ok());
         CHECK_THAT(bad.error().message(), Catch::Contains(r.expect));
+    }
+}
+
+TEST_CASE("build settings: dependencies, variables and requires-dist, and the lock's lines") {
+    auto m = lock::Manifest::parse(
+        std::string(kHead) +
+            "[build.Flash_Attn]\ndependencies = [\"Torch\"]\n"
+            "variables = { TORCH_CUDA_ARCH_LIST = \"8.0 9.0\", MAX_JOBS = \"16\" }\n"
+            "speed-variables = [\"MAX_JOBS\"]\nrequires-dist = [\"torch\", \"einops>=0.6\"]\n",
+        "m.toml");
+    REQUIRE(m.ok());
+    const lock::PackageBuild& b = m->package_builds.at("flash-attn");
+    CHECK_FALSE(b.build.has_value());
+    CHECK(b.dependencies == std::vector<std::string>{"torch"});
+    CHECK(b.variables.at("TORCH_CUDA_ARCH_LIST") == "8.0 9.0");
+    CHECK(b.speed_variables == std::set<std::string>{"MAX_JOBS"});
+    REQUIRE(b.requires_dist);
+    CHECK(b.requires_dist->size() == 2);
+
+    const auto lines = lock::build_settings_lines("flash-attn", b);
+    CHECK(lines == std::vector<std::string>{"flash-attn dependency torch",
+                                            "flash-attn speed-variable MAX_JOBS 16",
+                                            "flash-attn variable TORCH_CUDA_ARCH_LIST 8.0%209.0"});
+    auto back = lock::read_build_settings(lines, "pylock.e.toml");
+    REQUIRE(back.ok());
+    const lock::PackageBuild& r = back->at("flash-attn");
+    CHECK(r.dependencies == b.dependencies);
+    CHECK(r.variables == b.variables);
+    CHECK(r.speed_variables == b.speed_variables);
+
+    for (const char* hostile : {"x variable A=B 1", "x variable A %zz", "x dependency", "x other y",
+                                "not/a/name dependency y", "x variable 1A v"}) {
+        INFO(hostile);
+        auto bad = lock::read_build_settings({hostile}, "pylock.e.toml");
+        REQUIRE_FALSE(bad.ok());
+        CHECK_THAT(bad.error().message(), Catch::StartsWith("pylock.e.toml: [tool.envbox] "
+                                                            "build-settings entry"));
     }
 }

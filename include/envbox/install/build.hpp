@@ -43,6 +43,16 @@ struct BuiltWheel {
     double seconds = 0;
 };
 
+/// The PATH a backend runs with, unless `variables` set one.
+inline constexpr const char* kBuildPath = "/usr/local/bin:/usr/bin:/bin";
+
+/// The compilers a build given `variables` would find, each "TOOL PATH VERSION" (the first line
+/// of `--version`; nvcc's "release" line), sorted: `cc` and `c++` (or what `CC`/`CXX` name) on
+/// the build's PATH, and `nvcc` in `CUDA_HOME`/bin, else on that PATH, else in
+/// /usr/local/cuda/bin (where torch's extension builder looks). Part of a build's key, so a
+/// compiler changed builds again. Each program is asked once per process.
+std::vector<std::string> toolchain(const std::map<std::string, std::string>& variables);
+
 /// Unpacks, reads the build system and runs the backend. Throws `Error` naming the sdist for an
 /// archive or `[build-system]` that is refused, and (generic) for a backend that fails, is
 /// killed at the timeout, or names no wheel file it made: with the log's path and its last

@@ -4,11 +4,13 @@
 /// `lock`, `create` and `run` each read a lock file once and no command looks a key up by name.
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "envbox/lock/manifest.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/util/error.hpp"
 
@@ -34,7 +36,19 @@ struct ToolTable {
     /// `builds`: "NAME FILE SHA256" per package the lock installs from its sdist: FILE, beside
     /// the lock, is the PEP 751 lock of its build environment, and SHA256 its bytes' digest.
     std::vector<std::string> builds;
+    /// `build-settings`: how those packages are built, as `build_settings_lines` writes them.
+    std::vector<std::string> build_settings;
 };
+
+/// The `build-settings` lines of package `name` (normalised) from its `[build.NAME]`:
+/// "NAME dependency DEP" per dependency, "NAME variable KEY VALUE" per variable and
+/// "NAME speed-variable KEY VALUE" per speed variable (VALUE percent-encoded), sorted.
+std::vector<std::string> build_settings_lines(const std::string& name, const PackageBuild& b);
+
+/// A lock's `build-settings`, per package: an entry that is not such a line is an
+/// invalid_input error naming `source`.
+Result<std::map<std::string, PackageBuild>> read_build_settings(
+    const std::vector<std::string>& lines, std::string_view source);
 
 /// The `[tool.envbox]` table of a lock's text; none when the lock has no such table (or `tool`
 /// or `tool.envbox` is not a table). A text that is not TOML is an error carrying SOURCE:LINE.

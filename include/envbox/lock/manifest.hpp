@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,30 @@ struct ProjectFile {
 };
 
 /// A parsed, validated manifest.
+/// `[build.NAME]`: how one package is built from its sdist.
+struct PackageBuild {
+    /// `build = "allow" | "never"`: over `[environment] build`.
+    std::optional<std::string> build;
+    /// `dependencies`: packages of the environment's own lock (normalised names) whose locked
+    /// wheels, with their dependencies from the lock, the build sees beside its build
+    /// requirements (uv's `extra-build-dependencies` with match-runtime: `["torch"]` for a CUDA
+    /// extension built against the environment's torch).
+    std::vector<std::string> dependencies;
+    /// `variables`: set in the backend's environment (`TORCH_CUDA_ARCH_LIST = "9.0"`); part of
+    /// the build's key but for those named in `speed-variables` (`MAX_JOBS`), which change only
+    /// how fast it builds.
+    std::map<std::string, std::string> variables;
+    std::set<std::string> speed_variables;
+    /// `requires-dist`: the sdist's dependencies as the manifest gives them (uv's
+    /// dependency-metadata), read instead of its metadata: for a package whose metadata only a
+    /// build that sees `dependencies` could give, which `lock` cannot run before they are locked.
+    std::optional<std::vector<pep::Requirement>> requires_dist;
+};
+
+/// A variable name as a shell spells it (letters, digits and `_`, not starting with a digit; at
+/// most 128 bytes): what `[build.NAME] variables` and a lock's build settings may name.
+bool is_build_variable_name(std::string_view s);
+
 struct Manifest {
     int python_major = 3;
     int python_minor = 0;
@@ -94,8 +119,8 @@ struct Manifest {
     /// serves the target ("allow"; building runs the sdist's own code, in the sandbox), or
     /// never ("never", the default: such a package is refused, naming this setting).
     std::optional<std::string> build;
-    /// `[build.NAME] build = "allow" | "never"`: per package (normalised name), over `build`.
-    std::map<std::string, std::string> package_build;
+    /// `[build.NAME]`: how each package (normalised name) is built from its sdist.
+    std::map<std::string, PackageBuild> package_builds;
     std::vector<pep::Requirement> requirements;
     std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
     std::map<std::string, std::string> sources;  ///< normalised package name → index name

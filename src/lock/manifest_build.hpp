@@ -1,0 +1,17 @@
+#pragma once
+// A manifest's `[build.NAME]` tables (lock/manifest.hpp's PackageBuild), read with located errors.
+#include <map>
+#include <string>
+
+#include "envbox/lock/manifest.hpp"
+#include "lock/toml_reader.hpp"
+
+namespace envbox::lock {
+
+/// The `[build]` table of `doc`, one entry per package (normalised name): `build`,
+/// `dependencies` (package names, each once), `variables` (names as a shell spells them, values
+/// of at most 4096 bytes with no NUL), `speed-variables` (names among `variables`) and
+/// `requires-dist` (PEP 508, no direct reference). Throws the reader's located error.
+std::map<std::string, PackageBuild> read_build_tables(const TomlReader& r, const toml::table& doc);
+
+}  // namespace envbox::lock

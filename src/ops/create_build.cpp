@@ -60,6 +60,16 @@ lock::LockFile read_build_lock(const lock::LockFile& lock, const BuildEntry& ent
     return std::move(*read);
 }
 
+// The machine a build runs on, for its key and its build environment: this machine's
+// architecture and C library as the interpreter reports them. Not the target's platform tag:
+// an environment created from a manifest (manylinux_2_28) and one from its lock alone (this
+// machine's tag) build the same wheel here.
+std::string build_host(const install::Target& target) {
+    const env::Interpreter& i = *target.interpreter;
+    return "linux " + target.machine() + (i.glibc.empty() ? " libc unknown" : " glibc " + i.glibc) +
+           (i.abiflags.empty() ? "" : " abiflags " + i.abiflags);
+}
+
 // "NAME VERSION SHA256" of each runtime wheel a build sees, sorted: its part of the key.
 std::vector<std::string> runtime_key(const std::vector<install::Item>& runtime) {
     std::vector<std::string> out;
@@ -80,7 +90,7 @@ fs::path build_environment(const Context& ctx, store::Store& store, const instal
                            const std::vector<install::Item>& runtime,
                            const install::FetchPlan& plan) {
     std::string inputs = build_lock.text + "\n--target " + target.interpreter->executable.string() +
-                         " " + target.python_full_version + " " + target.platform;
+                         " " + target.python_full_version + " " + build_host(target);
     std::set<std::string> runtime_names;
     for (const auto& line : runtime_key(runtime))
         inputs += "\n--runtime " + line;
@@ -196,7 +206,7 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     key.sdist_sha256 = sdist.sha256;
     key.build_env = build_sha;
     key.python = "cpython " + target.python_full_version;
-    key.platform = target.platform;
+    key.platform = build_host(target);
     for (const auto& [name, value] : sdist.settings.variables)
         if (!sdist.settings.speed_variables.count(name)) key.variables[name] = value;
     key.runtime = runtime_key(sdist.runtime);

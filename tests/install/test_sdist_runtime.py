@@ -114,6 +114,11 @@ class BuildsThatSeeTheRuntime(unittest.TestCase):
         if shutil.which("cc", path="/usr/local/bin:/usr/bin:/bin"):
             self.assertRegex(key, r"toolchain cc%20/\S+%20\S+")
 
+        # Another environment from the lock alone (no manifest: this machine's platform tag, not
+        # the manifest's): the same machine builds the same wheel, so nothing is built.
+        self.project.run("create", "g", "--lock", self.project.lock_path("e"))
+        self.assertEqual(list(self.records()), [first])
+
         # Only the speed changes: the lock changes, nothing is built again.
         self.write_manifest(jobs="8")
         self.project.run("lock", "e")

@@ -1,7 +1,7 @@
 #pragma once
 /// Wheels built from sdists, kept in the store under a key made of every input of the build, as
 /// Nix keys a derivation's output: the sdist's sha256, the build environment (its lock's
-/// digest), the interpreter (implementation and full version), the target platform, the
+/// digest), the interpreter (implementation and full version), the building machine, the
 /// backend and its config settings, the variables that change the output, the runtime wheels a
 /// build sees (torch by sha256) and the toolchain (compiler and nvcc versions). A change to any
 /// of these builds again; nothing else does. A built wheel is an ordinary store wheel (its
@@ -23,7 +23,7 @@ struct BuildKey {
     std::string sdist_sha256;
     std::string build_env;  ///< the build environment's lock digest
     std::string python;     ///< "cpython 3.11.2"
-    std::string platform;   ///< "manylinux_2_28_x86_64"
+    std::string platform;   ///< the machine that builds: "linux x86_64 glibc 2.36"
     std::string backend;    ///< `build-backend`
     std::map<std::string, std::string> config_settings;
     std::map<std::string, std::string> variables;  ///< those that change the output

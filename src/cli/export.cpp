@@ -15,6 +15,7 @@ namespace {
 struct ExportCommand {
     std::string env, format = "requirements-txt", output;
     std::string target;  ///< --target, may be empty
+    std::string wheels;  ///< --wheels DIR, may be empty
 };
 
 void run_export(const GlobalOptions& global, const ExportCommand& cmd) {
@@ -24,7 +25,10 @@ void run_export(const GlobalOptions& global, const ExportCommand& cmd) {
         cmd.format == "pylock" ? ops::ExportFormat::pylock : ops::ExportFormat::requirements_txt;
     ops::require_environment_files(ctx, cmd.env);
     note_if_stale(global, ctx, cmd.env);
-    ops::ExportResult r = ops::export_lock(ctx, cmd.env, format, cmd.target);
+    ops::ExportResult r = ops::export_lock(ctx, cmd.env, format, cmd.target, cmd.wheels);
+    if (global.verbosity >= 0 && !cmd.wheels.empty())
+        std::fprintf(stderr, "Wrote %zu wheel%s built from sdists to %s\n", r.built_wheels,
+                     r.built_wheels == 1 ? "" : "s", cmd.wheels.c_str());
     if (cmd.output.empty() || cmd.output == "-") {
         if (std::fwrite(r.text.data(), 1, r.text.size(), stdout) != r.text.size() ||
             std::fflush(stdout) != 0)
@@ -52,6 +56,10 @@ void register_export(CLI::App& app, GlobalOptions& global) {
     c->add_option("--target", cmd->target,
                   "Of a lock for several platforms, the requirements of this one (a platform "
                   "or its machine: aarch64)");
+    c->add_option("--wheels", cmd->wheels,
+                  "Also write the wheels envbox built from the lock's sdists (ENV's current "
+                  "generation) into DIR, and point the requirements file at them (--find-links, "
+                  "their hashes), so pip installs them instead of building");
     c->callback([&global, cmd] { run_export(global, *cmd); });
 }
 

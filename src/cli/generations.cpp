@@ -217,6 +217,7 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
                        {"bytecode_removed", r.bytecode_removed},
                        {"objects_removed", r.objects_removed},
                        {"temporary_removed", r.temporary_removed},
+                       {"build_environments_removed", r.build_environments_removed},
                        {"bytes_freed", r.bytes_freed},
                        {"busy", r.busy.size()},
                        {"removed", r.generations_removed},
@@ -236,8 +237,11 @@ void run_gc(const GlobalOptions& global, const GcCommand& cmd) {
     for (const auto& b : r.busy)
         std::fprintf(stderr, "note: skipped %s: a create is running there\n", b.c_str());
     const std::string bytecode =
-        r.bytecode_removed ? ", " + counted(r.bytecode_removed, "bytecode list", "bytecode lists")
-                           : "";
+        (r.bytecode_removed ? ", " + counted(r.bytecode_removed, "bytecode list", "bytecode lists")
+                            : "") +
+        (r.build_environments_removed ? ", " + counted(r.build_environments_removed,
+                                                       "build environment", "build environments")
+                                      : "");
     if (global.verbosity >= 0)
         std::fprintf(stderr, "gc %s %s, %s%s, %s, %s: %s %s\n", verb,
                      counted(r.generations_removed.size(), "generation", "generations").c_str(),

@@ -66,42 +66,45 @@ void run_list(const GlobalOptions& global, const ListCommand& cmd) {
         note_lock_agreement(global, e.lock);
 }
 
+void print_show_json(const ops::EnvDetails& d) {
+    Json generations = Json::array(), packages = Json::array();
+    auto is_pinned = [&d](int n) {
+        return std::find(d.pinned.begin(), d.pinned.end(), n) != d.pinned.end();
+    };
+    for (const auto& g : d.generations)
+        generations.push_back(Json{{"number", g.number},
+                                   {"complete", g.complete},
+                                   {"pinned", is_pinned(g.number)},
+                                   {"created", g.created},
+                                   {"lock_digest", g.lock_digest}});
+    if (d.current)
+        for (const auto& p : d.current->packages)
+            packages.push_back(
+                Json{{"name", p.name},
+                     {"version", p.version},
+                     {"built", d.built.count(p.name) ? Json(d.built.at(p.name)) : Json()}});
+    Json report = {{"name", d.name},
+                   {"path", d.path.string()},
+                   {"current", d.current ? Json(d.current->number) : Json()},
+                   {"pinned", d.pinned},
+                   {"files", d.files},
+                   {"bytes", d.bytes},
+                   {"unique_bytes", d.unique_bytes},
+                   {"bytecode", Json{{"files", d.bytecode_files},
+                                     {"bytes", d.bytecode_bytes},
+                                     {"unique_bytes", d.bytecode_bytes - d.bytecode_shared_bytes},
+                                     {"shared_bytes", d.bytecode_shared_bytes}}},
+                   {"generations", std::move(generations)},
+                   {"packages", std::move(packages)},
+                   {"manifests_lock", lock_agreement_json(d.lock)}};
+    std::printf("%s\n", json_line(report).c_str());
+}
+
 void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     auto d = ops::show_environment(ctx, cmd.env);
-    if (global.json) {
-        Json generations = Json::array(), packages = Json::array();
-        auto is_pinned = [&d](int n) {
-            return std::find(d.pinned.begin(), d.pinned.end(), n) != d.pinned.end();
-        };
-        for (const auto& g : d.generations)
-            generations.push_back(Json{{"number", g.number},
-                                       {"complete", g.complete},
-                                       {"pinned", is_pinned(g.number)},
-                                       {"created", g.created},
-                                       {"lock_digest", g.lock_digest}});
-        if (d.current)
-            for (const auto& p : d.current->packages)
-                packages.push_back(Json{{"name", p.name}, {"version", p.version}});
-        Json report = {
-            {"name", d.name},
-            {"path", d.path.string()},
-            {"current", d.current ? Json(d.current->number) : Json()},
-            {"pinned", d.pinned},
-            {"files", d.files},
-            {"bytes", d.bytes},
-            {"unique_bytes", d.unique_bytes},
-            {"bytecode", Json{{"files", d.bytecode_files},
-                              {"bytes", d.bytecode_bytes},
-                              {"unique_bytes", d.bytecode_bytes - d.bytecode_shared_bytes},
-                              {"shared_bytes", d.bytecode_shared_bytes}}},
-            {"generations", std::move(generations)},
-            {"packages", std::move(packages)},
-            {"manifests_lock", lock_agreement_json(d.lock)}};
-        std::printf("%s\n", json_line(report).c_str());
-        return;
-    }
+    if (global.json) return print_show_json(d);
     std::printf("%s  (%s)\n", d.name.c_str(), d.path.c_str());
     for (const auto& g : d.generations)
         std::printf("  gen %-4d %s  %s  lock %s%s%s\n", g.number, g.created.c_str(),
@@ -136,7 +139,11 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
         std::printf("bytecode: none\n");
     std::printf("%s:\n", counted(d.current->packages.size(), "package", "packages").c_str());
     for (const auto& p : d.current->packages)
-        std::printf("  %s %s\n", p.name.c_str(), p.version.c_str());
+        std::printf("  %s %s%s\n", p.name.c_str(), p.version.c_str(),
+                    d.built.count(p.name) ? ("  (built from its sdist, build " +
+                                             d.built.at(p.name).substr(0, 12) + ")")
+                                                .c_str()
+                                          : "");
     std::fflush(stdout);
     note_lock_agreement(global, d.lock);
 }

@@ -35,6 +35,7 @@ void print_verify_json(const VerifyCommand& cmd, const ops::VerifyResult& r) {
         {"clean", rep.clean()},   {"files_checked", rep.files_checked}, {"hashed", rep.hashed},
         {"seconds", r.seconds},   {"drift", std::move(drift)}};
     report["manifests_lock"] = lock_agreement_json(r.lock);  // a note, never drift
+    report["built"] = r.built;  // package → build key digest: wheels built from sdists
     std::printf("%s\n", json_line(report).c_str());
 }
 
@@ -55,6 +56,12 @@ void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
                                        .c_str(),
                      counted(rep.files_checked, "file", "files").c_str(),
                      cmd.deep ? " by content" : "", rep.hashed, r.seconds);
+    if (global.verbosity >= 0 && !r.built.empty()) {
+        std::string names;
+        for (const auto& [name, key] : r.built)
+            names += (names.empty() ? "" : ", ") + name + " (build " + key.substr(0, 12) + ")";
+        std::fprintf(stderr, "  built from sdists by envbox: %s\n", names.c_str());
+    }
     note_lock_agreement(global, r.lock);
     if (global.verbosity > 1)
         std::fprintf(stderr, "  seconds: load %.3f, plan %.3f, check %.3f\n", r.load_s, r.plan_s,

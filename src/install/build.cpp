@@ -1,6 +1,7 @@
 #include "envbox/install/build.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -19,7 +20,6 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/own_tree.hpp"
-#include "envbox/util/process.hpp"
 #include "envbox/util/stopwatch.hpp"
 #include "envbox/util/unique_fd.hpp"
 
@@ -211,26 +211,68 @@ std::string find_program(const std::string& program, const std::string& path) {
     return "";
 }
 
+// What `argv` prints on stdout (at most 64 KiB), run as a backend runs: in the sandbox (the
+// home read-only, no network), a fixed environment, at most 30 s. The program is named by a
+// lock's variables (PATH, CC, CXX, CUDA_HOME), so it is as untrusted as the build it serves.
+std::string sandboxed_output(const std::vector<std::string>& argv, const fs::path& home) {
+    Exec e;
+    e.argv = argv;
+    e.env = {std::string("PATH=") + kBuildPath, "LANG=C.UTF-8"};
+    e.finish();
+    env::SandboxSpec spec;
+    spec.read_only = home;
+    spec.no_network = true;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return "";
+    UniqueFd from_child(fds[0]), to_parent(fds[1]);
+    const pid_t pid = ::fork();
+    if (pid < 0) return "";
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(to_parent.get(), 1) < 0 ||
+            ::dup2(null, 2) < 0)
+            ::_exit(126);
+        env::enter_sandbox(spec);
+        ::execve(e.argv_c[0], e.argv_c.data(), e.env_c.data());
+        ::_exit(127);
+    }
+    ::setpgid(pid, pid);
+    to_parent.reset();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::string out;
+    char chunk[4096];
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{from_child.get(), POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+        const ssize_t n = ::read(from_child.get(), chunk, sizeof chunk);
+        if (n <= 0 || out.size() + static_cast<std::size_t>(n) > 64 * 1024) break;
+        out.append(chunk, static_cast<std::size_t>(n));
+    }
+    ::kill(-pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return out;
+}
+
 // "TOOL PATH VERSION" for the program at `path`: the first line of its `--version` (the line
-// with "release" for nvcc), asked once per process.
-std::string tool_version(const std::string& tool, const std::string& path) {
+// with "release" for nvcc), asked once per process, in the sandbox.
+std::string tool_version(const std::string& tool, const std::string& path, const fs::path& home) {
     static std::mutex mutex;
     static std::map<std::string, std::string> asked;
     std::lock_guard lock(mutex);
     if (auto it = asked.find(path); it != asked.end()) return tool + " " + path + " " + it->second;
     std::string version = "unknown";
-    try {
-        const ProcessResult r = run_capture({path, "--version"});
-        std::size_t at = 0;
-        while (at < r.out.size()) {
-            const std::size_t end = std::min(r.out.find('\n', at), r.out.size());
-            const std::string line = r.out.substr(at, end - at);
-            if (version == "unknown" ||
-                (tool == "nvcc" && line.find("release") != std::string::npos))
-                version = line.substr(0, 200);
-            at = end + 1;
-        }
-    } catch (const Error&) {
+    const std::string out = sandboxed_output({path, "--version"}, home);
+    std::size_t at = 0;
+    while (at < out.size()) {
+        const std::size_t end = std::min(out.find('\n', at), out.size());
+        const std::string line = out.substr(at, end - at);
+        if (version == "unknown" || (tool == "nvcc" && line.find("release") != std::string::npos))
+            version = line.substr(0, 200);
+        at = end + 1;
     }
     asked[path] = version;
     return tool + " " + path + " " + version;
@@ -238,7 +280,8 @@ std::string tool_version(const std::string& tool, const std::string& path) {
 
 }  // namespace
 
-std::vector<std::string> toolchain(const std::map<std::string, std::string>& variables) {
+std::vector<std::string> toolchain(const std::map<std::string, std::string>& variables,
+                                   const fs::path& home) {
     const auto var = [&](const char* k, const std::string& fallback) {
         const auto it = variables.find(k);
         return it == variables.end() ? fallback : it->second;
@@ -248,11 +291,11 @@ std::vector<std::string> toolchain(const std::map<std::string, std::string>& var
     for (const auto& [tool, program] :
          {std::pair<std::string, std::string>{"cc", var("CC", "cc")}, {"c++", var("CXX", "c++")}})
         if (auto found = find_program(program, path); !found.empty())
-            out.push_back(tool_version(tool, found));
+            out.push_back(tool_version(tool, found, home));
     std::string nvcc = find_program(var("CUDA_HOME", "/nonexistent") + "/bin/nvcc", path);
     if (nvcc.empty()) nvcc = find_program("nvcc", path);
     if (nvcc.empty()) nvcc = find_program("/usr/local/cuda/bin/nvcc", path);
-    if (!nvcc.empty()) out.push_back(tool_version("nvcc", nvcc));
+    if (!nvcc.empty()) out.push_back(tool_version("nvcc", nvcc, home));
     std::sort(out.begin(), out.end());
     return out;
 }

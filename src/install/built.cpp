@@ -1,11 +1,15 @@
 #include "envbox/install/built.hpp"
 
 #include <algorithm>
+#include <set>
 
+#include "envbox/pep/digest.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/kv.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "envbox/util/sha256.hpp"
+#include "envbox/util/unique_fd.hpp"
 
 namespace fs = std::filesystem;
 
@@ -49,6 +53,64 @@ std::optional<BuiltRecord> find_built_wheel(const store::Store& store, const Bui
                         ": its key is not the key it is named after (damaged or planted)");
     if (!store.load_wheel(record->wheel_sha256)) return std::nullopt;  // collected since
     return BuiltRecord{record->wheel_sha256, record->filename, record->provenance};
+}
+
+bool is_build_key_text(std::string_view text, std::string_view sdist_sha256) {
+    static constexpr std::string_view kHead = "envbox-build-key 1\n";
+    static const std::set<std::string_view> kFields = {"sdist",    "build-env", "python",
+                                                       "platform", "backend",   "config",
+                                                       "variable", "runtime",   "toolchain"};
+    if (text.size() > 64 * 1024 || !text.starts_with(kHead) || !text.ends_with('\n')) return false;
+    bool names_sdist = false;
+    std::size_t at = kHead.size();
+    while (at < text.size()) {
+        const std::size_t end = text.find('\n', at);
+        const std::string_view line = text.substr(at, end - at);
+        at = end + 1;
+        for (char c : line)
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+        const auto f = kv::split_fields(line);
+        if (f.empty() || !kFields.count(f[0])) return false;  // "backend " may be empty
+        for (std::size_t i = 1; i < f.size(); ++i)
+            if (!kv::percent_decode(f[i])) return false;
+        if (f[0] == "sdist") {
+            if (names_sdist || f.size() != 2 || f[1] != sdist_sha256) return false;
+            names_sdist = true;
+        }
+    }
+    return names_sdist;
+}
+
+std::map<std::string, BuiltRecord> built_records(const store::Store& store) {
+    std::map<std::string, BuiltRecord> out;
+    const fs::path folder = store.layout().builds();
+    UniqueFd dir = open_own_dir_at_path(store.layout().root(), folder);
+    if (!dir) return out;
+    for (const auto& entry : list_own_dir(dir.get(), folder)) {
+        if (entry.type != OwnEntry::Type::file || !pep::is_sha256_hex(entry.name)) continue;
+        try {
+            if (auto r = store.load_build(entry.name))
+                out[r->wheel_sha256] = {r->wheel_sha256, r->filename, r->provenance};
+        } catch (const Error&) {
+            // damaged: gc's to remove, never a provenance to show or send
+        }
+    }
+    return out;
+}
+
+std::optional<BuiltRecord> built_record_of(const store::Store& store, std::string_view wheel_sha256,
+                                           std::string_view sdist_sha256) {
+    auto all = built_records(store);
+    auto it = all.find(std::string(wheel_sha256));
+    if (it == all.end() || !is_build_key_text(it->second.key_text, sdist_sha256))
+        return std::nullopt;
+    return it->second;
+}
+
+void record_received_build(const store::Store& store, const BuiltRecord& record) {
+    const std::string key = to_hex(sha256(record.key_text));
+    if (!store.load_build(key))
+        store.record_build(key, {record.wheel_sha256, record.filename, record.key_text});
 }
 
 BuiltRecord store_built_wheel(const store::Store& store, const BuildKey& key,

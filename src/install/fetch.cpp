@@ -73,6 +73,11 @@ index::ArtifactRequest artifact_request(const std::string& display, const lock::
 
 index::ArtifactRequest artifact_request(const Item& item,
                                         const std::vector<resolve::IndexConfig>& indexes) {
+    // A wheel built from the item's sdist (`Item::sdist`, its sha256 no longer the sdist's): the
+    // store's, or a received artifact's; no location or size of the lock is its.
+    if (item.sdist && item.file->sha256() != item.sha256)
+        return {item.filename, "",           item.sha256, std::nullopt,
+                std::nullopt,  std::nullopt, std::nullopt};
     return artifact_request(item.filename, *item.file, item.sha256, item.package->index, indexes);
 }
 
@@ -215,7 +220,7 @@ class FetchPool {
                     http_, req, plan_.downloads, [&](std::uint64_t n) { progress_.downloaded(n); });
             }
             p.ingest = std::make_unique<store::Ingest>(store_, archive, item.sha256, item.filename,
-                                                       true, item.file->size);
+                                                       true, req.size);
             if (item.repair) p.ingest->replace_objects(item.replace);
         });
         const bool compiles = bytecode_ && std::any_of(item.bytecode.begin(), item.bytecode.end(),
@@ -246,7 +251,10 @@ class FetchPool {
         item.fetched = true;
         item.stored_at = clock_.total();
         pending_[i].ingest.reset();
-        if (!pending_[i].downloaded.empty()) {
+        if (!pending_[i].downloaded.empty() && item.sdist) {
+            // A received wheel built from an sdist: no URL could fetch it again, so its archive
+            // is kept, once its file list is published (`kept_archives`).
+        } else if (!pending_[i].downloaded.empty()) {
             std::error_code ignored;
             fs::remove(pending_[i].downloaded, ignored);
             pending_[i].downloaded.clear();
@@ -263,6 +271,17 @@ class FetchPool {
     index::HttpClient http_;
     std::vector<Pending> pending_;
     BytecodeTasks* bytecode_;
+
+  public:
+    /// The downloads of stored items built from an sdist, to keep as the store's archives once
+    /// the item's file list is published: (sha256, file).
+    std::vector<std::pair<std::string, fs::path>> kept_archives() const {
+        std::vector<std::pair<std::string, fs::path>> out;
+        for (std::size_t i = 0; i < items_.size(); ++i)
+            if (items_[i].sdist && items_[i].fetched && !pending_[i].downloaded.empty())
+                out.emplace_back(items_[i].sha256, pending_[i].downloaded);
+        return out;
+    }
 };
 
 }  // namespace
@@ -297,8 +316,9 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
                    missing.size() + to_compile);
     std::uint64_t to_download = 0;
     for (std::size_t i : missing)
-        if (!index::local_artifact_path(artifact_request(items[i], plan.indexes), plan.lock_dir))
-            to_download += items[i].file->size.value_or(0);
+        if (auto req = artifact_request(items[i], plan.indexes);
+            !index::local_artifact_path(req, plan.lock_dir))
+            to_download += req.size.value_or(0);
     progress.download_total(to_download);
     result.jobs = plan.jobs;
     pool.run(missing);
@@ -324,6 +344,8 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
         result.last_compiled.push_back(
             {by_end[k]->package->name, by_end[k]->stored_at, by_end[k]->compiled_at});
     store.publish(to_publish, compiled);
+    for (const auto& [sha, file] : pool.kept_archives())
+        store.keep_archive(sha, file);
     result.publish_s = watch.lap();
     return result;
 }

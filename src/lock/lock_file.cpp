@@ -70,6 +70,7 @@ Result<std::map<std::string, PackageBuild>> read_build_settings(
         const bool variable = f.size() == 4 && (f[1] == "variable" || f[1] == "speed-variable") &&
                               is_build_variable_name(f[2]);
         std::optional<std::string> value = variable ? kv::percent_decode(f[3]) : std::nullopt;
+        if (value && !is_build_variable_value(*value)) value.reset();
         if (f.empty() || !pep::is_valid_name(f[0]) || (!dependency && !value))
             return Error(ErrorCode::invalid_input,
                          std::string(source) + ": [tool.envbox] build-settings entry '" +

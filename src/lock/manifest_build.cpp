@@ -8,8 +8,6 @@
 namespace envbox::lock {
 namespace {
 
-constexpr std::size_t kMaxVariableBytes = 4096;
-
 // An array of strings at `t.key`, each checked by `check` (which fails located).
 template <class Check>
 void read_strings(const TomlReader& r, const toml::table& t, const char* key,
@@ -33,7 +31,7 @@ void read_variables(const TomlReader& r, const toml::table& t, const std::string
                 r.fail(&node, 0, "Expected a variable name (letters, digits and _)", at);
             if (!node.is_string()) r.wrong_type(node, "str", at);
             const std::string value(node.as_string()->get());
-            if (value.size() > kMaxVariableBytes || value.find('\0') != std::string::npos)
+            if (!is_build_variable_value(value))
                 r.fail(&node, 0, "Expected a value of at most 4096 bytes without NUL", at);
             b.variables[name] = value;
         }
@@ -84,6 +82,10 @@ bool is_build_variable_name(std::string_view s) {
               (c >= '0' && c <= '9')))
             return false;
     return true;
+}
+
+bool is_build_variable_value(std::string_view s) {
+    return s.size() <= 4096 && s.find('\0') == std::string_view::npos;
 }
 
 std::map<std::string, PackageBuild> read_build_tables(const TomlReader& r, const toml::table& doc) {

@@ -175,6 +175,30 @@ std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines,
     return std::nullopt;
 }
 
+namespace {
+
+// How create fetches what the store lacks: the lock's folder, the manifest's indexes, what a
+// received artifact carried, and the bytecode to compile.
+install::FetchPlan fetch_plan(const Context& ctx, const CreateOptions& opt,
+                              const create_steps::Inputs& in, const env::Interpreter& interpreter,
+                              const std::vector<store::BytecodeKey>& bytecode) {
+    install::FetchPlan plan;
+    plan.lock_dir = in.lock_path.parent_path();
+    plan.downloads = store::Home(ctx.home).downloads();
+    plan.http = http_options(ctx, opt.offline);
+    if (in.manifest) plan.indexes = index_configs(*in.manifest, in.manifest_path, ctx.settings);
+    plan.offline = opt.offline;
+    if (opt.received) plan.received = &*opt.received;
+    plan.received_builds = &opt.received_builds;
+    plan.verify_by_content = opt.force;
+    plan.jobs = ctx.jobs;
+    plan.interpreter = &interpreter;
+    plan.bytecode = bytecode;
+    return plan;
+}
+
+}  // namespace
+
 // The pipeline; each step's contract is in create_steps.hpp.
 CreateResult create(const Context& ctx, const CreateOptions& opt) {
     using namespace create_steps;
@@ -219,19 +243,11 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                           Durability::none);
 
     store::Store store(ctx.home);
-    install::FetchPlan plan;
-    plan.lock_dir = in.lock_path.parent_path();
-    plan.downloads = home.downloads();
-    plan.http = http_options(ctx, opt.offline);
-    if (manifest) plan.indexes = index_configs(*manifest, in.manifest_path, ctx.settings);
-    plan.offline = opt.offline;
-    if (opt.received) plan.received = &*opt.received;
-    plan.verify_by_content = opt.force;
-    plan.jobs = ctx.jobs;
-    plan.interpreter = &interpreter;
-    plan.bytecode = bytecode;
-    build_sdists(ctx, store, items, target, in.lock, plan);
+    const install::FetchPlan plan = fetch_plan(ctx, opt, in, interpreter, bytecode);
+    const auto received_builds = build_sdists(ctx, store, items, target, in.lock, plan);
     result.fetch = install::fetch_into_store(store, items, plan, progress);
+    for (const auto& built : received_builds)  // a node may push what it received
+        install::record_received_build(store, built);
 
     env::Generation gen = next_generation(edir, digest, in.lock_path, target, opt);
     for (const auto& k : bytecode)

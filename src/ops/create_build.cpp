@@ -81,11 +81,19 @@ std::vector<std::string> runtime_key(const std::vector<install::Item>& runtime) 
     return out;
 }
 
+// A build environment, held shared while a build uses it (gc removes only one nobody holds).
+struct BuildEnv {
+    fs::path path;  ///< its generation
+    FileLock in_use;
+};
+
 // The build environment of `build_lock` for `target`, with the `runtime` wheels over the build
 // lock's (a package of both is the runtime's): made once per build lock, runtime, interpreter
-// and platform in the home's cache (a generation like any environment's), then reused.
+// and platform in the home's cache (a generation like any environment's), then reused. Made
+// under its lock held exclusively, then held shared for the build (gc may remove it between:
+// then it is made again).
 // shape: the context, store and target, the two sets of wheels, and how to fetch them.
-fs::path build_environment(const Context& ctx, store::Store& store, const install::Target& target,
+BuildEnv build_environment(const Context& ctx, store::Store& store, const install::Target& target,
                            const lock::LockFile& build_lock,
                            const std::vector<install::Item>& runtime,
                            const install::FetchPlan& plan) {
@@ -99,27 +107,38 @@ fs::path build_environment(const Context& ctx, store::Store& store, const instal
     const std::string digest = to_hex(sha256(inputs));
     const store::Home home(ctx.home);
     const fs::path edir = home.cache() / "build-envs" / digest.substr(0, 32);
-    make_own_dir_at_path(ctx.home, edir);
     make_own_dir_at_path(ctx.home, home.locks());  // a first `lock` in a new home builds too
-    FileLock held(home.locks() / ("build-env-" + digest.substr(0, 32) + ".lock"));
-    if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest)
-        return cur->path;
-    std::vector<install::Item> items;
-    for (auto& item : install::select_items(build_lock.pylock, target, build_lock.path))
-        if (!runtime_names.count(item.package->name)) items.push_back(std::move(item));
-    items.insert(items.end(), runtime.begin(), runtime.end());
-    install::FetchPlan p = plan;
-    p.lock_dir = build_lock.path.parent_path();
-    p.bytecode = {};  // a build environment runs its backend once: nothing to compile ahead
-    install::fetch_into_store(store, items, p, *ctx.progress);
-    CreateOptions opt;
-    opt.env = "build";
-    env::Generation gen = next_generation(edir, digest, build_lock.path, target, opt);
-    const std::vector<env::InstallRequest> requests = install_requests(items, nullptr, gen);
-    env::build_generation(store, *target.interpreter, gen, edir, requests,
-                          {"build environment " + build_lock.path.filename().string(),
-                           build_lock.text, opt.link_mode, ctx.jobs});
-    return gen.path;
+    const fs::path lock_path = home.locks() / ("build-env-" + digest.substr(0, 32) + ".lock");
+    const auto current = [&]() -> std::optional<fs::path> {
+        if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest)
+            return cur->path;
+        return std::nullopt;
+    };
+    for (;;) {
+        {
+            FileLock held(lock_path);
+            make_own_dir_at_path(ctx.home, edir);
+            if (!current()) {
+                std::vector<install::Item> items;
+                for (auto& item : install::select_items(build_lock.pylock, target, build_lock.path))
+                    if (!runtime_names.count(item.package->name)) items.push_back(std::move(item));
+                items.insert(items.end(), runtime.begin(), runtime.end());
+                install::FetchPlan p = plan;
+                p.lock_dir = build_lock.path.parent_path();
+                p.bytecode = {};  // a build environment runs its backend once: no bytecode
+                install::fetch_into_store(store, items, p, *ctx.progress);
+                CreateOptions opt;
+                opt.env = "build";
+                env::Generation gen = next_generation(edir, digest, build_lock.path, target, opt);
+                env::build_generation(store, *target.interpreter, gen, edir,
+                                      install_requests(items, nullptr, gen),
+                                      {"build environment " + build_lock.path.filename().string(),
+                                       build_lock.text, opt.link_mode, ctx.jobs});
+            }
+        }
+        FileLock in_use = FileLock::shared(lock_path);
+        if (auto path = current()) return {*path, std::move(in_use)};
+    }
 }
 
 // What the backend made must be the locked package, for the target.
@@ -175,6 +194,29 @@ std::vector<install::Item> runtime_items(const std::vector<install::Item>& items
     return out;
 }
 
+// The wheel an artifact carried for `sdist`, checked as a build's output is, its key as a key.
+install::BuiltRecord received_build(const SdistToBuild& sdist, const install::Target& target,
+                                    const install::FetchPlan& plan) {
+    const install::BuiltRecord* sent = nullptr;
+    if (const auto* all = plan.received_builds)
+        if (auto it = all->find(sdist.sha256); it != all->end()) sent = &it->second;
+    if (!sent)
+        throw Error(ErrorCode::integrity,
+                    sdist.name +
+                        " is built from its sdist, and no built wheel came with what was "
+                        "received: create it from its lock where builds may run");
+    const install::BuiltRecord& built = *sent;
+    if (built.filename.find('/') != std::string::npos)
+        throw Error(ErrorCode::integrity, "the wheel received for " + sdist.filename +
+                                              " is named '" + printable(built.filename) + "'");
+    check_built(sdist, built.filename, target);
+    if (!install::is_build_key_text(built.key_text, sdist.sha256))
+        throw Error(ErrorCode::integrity, "the build key received with " + built.filename +
+                                              " does not read as the key of a build of " +
+                                              sdist.filename);
+    return built;
+}
+
 void adopt(install::Item& item, const install::BuiltRecord& built) {
     item.sha256 = built.wheel_sha256;
     item.filename = built.filename;
@@ -210,16 +252,13 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     for (const auto& [name, value] : sdist.settings.variables)
         if (!sdist.settings.speed_variables.count(name)) key.variables[name] = value;
     key.runtime = runtime_key(sdist.runtime);
-    key.toolchain = install::toolchain(sdist.settings.variables);
+    // A received environment installs what it received: a node never builds, nor asks its
+    // compilers (its toolchain is not the one that built).
+    if (plan.received) return received_build(sdist, target, plan);
+    key.toolchain = install::toolchain(sdist.settings.variables, ctx.home);
     if (auto built = install::find_built_wheel(store, key)) return *built;
-    // A received environment installs what it received: a node never builds.
-    if (plan.received)
-        throw Error(ErrorCode::integrity,
-                    sdist.name +
-                        " is built from its sdist, and no built wheel came with what was "
-                        "received: create it from its lock where builds may run");
-    const fs::path python =
-        build_environment(ctx, store, target, build_lock, sdist.runtime, plan) / "bin" / "python";
+    const BuildEnv env = build_environment(ctx, store, target, build_lock, sdist.runtime, plan);
+    const fs::path python = env.path / "bin" / "python";
     const store::Home home(ctx.home);
     install::BuildRequest r;
     r.sdist = install::locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http,
@@ -238,17 +277,18 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     return record;
 }
 
-void build_sdists(const Context& ctx, store::Store& store, std::vector<install::Item>& items,
-                  const install::Target& target, const lock::LockFile& lock,
-                  const install::FetchPlan& plan) {
+std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store& store,
+                                               std::vector<install::Item>& items,
+                                               const install::Target& target,
+                                               const lock::LockFile& lock,
+                                               const install::FetchPlan& plan) {
+    std::vector<install::BuiltRecord> received;
     const std::map<std::string, BuildEntry> entries = build_entries(lock);
     auto settings = lock::read_build_settings(
         lock.tool ? lock.tool->build_settings : std::vector<std::string>{}, lock.path.string());
     if (!settings) throw settings.error();
     for (auto& item : items) {
         if (!item.sdist) continue;
-        const BuildEntry& entry = entries.at(item.package->name);
-        const lock::LockFile build_lock = read_build_lock(lock, entry);
         SdistToBuild sdist;
         sdist.name = item.package->name;
         sdist.version = item.package->version;
@@ -257,9 +297,17 @@ void build_sdists(const Context& ctx, store::Store& store, std::vector<install::
         sdist.request = install::artifact_request(item, plan.indexes);
         if (auto it = settings->find(item.package->name); it != settings->end())
             sdist.settings = it->second;
+        if (plan.received) {  // a node installs what it received, and needs no build lock
+            received.push_back(received_build(sdist, target, plan));
+            adopt(item, received.back());
+            continue;
+        }
+        const BuildEntry& entry = entries.at(item.package->name);
+        const lock::LockFile build_lock = read_build_lock(lock, entry);
         sdist.runtime = runtime_items(items, sdist, lock.path, target.platform);
         adopt(item, build_sdist(ctx, store, target, sdist, build_lock, entry.sha256, plan));
     }
+    return received;
 }
 
 }  // namespace envbox::ops::create_steps

@@ -77,8 +77,9 @@ struct SdistToBuild {
 /// The wheel of `sdist` for `target`, built in the environment of `build_lock` (`build_sha`:
 /// its bytes' digest): the store's when a build of the same key ran before (install/built.hpp:
 /// the sdist, the build lock's digest, the interpreter, the platform, the variables, the
-/// runtime wheels and the toolchain the build would see); else, unless
-/// `plan.received` (a node never builds: integrity), the build environment is made in the
+/// runtime wheels and the toolchain the build would see); with `plan.received`, the wheel the
+/// artifact carried for that sdist (`plan.received_builds`, checked as a build's output is; none
+/// is an integrity error: a node never builds); else the build environment is made in the
 /// home's cache (once per build lock and interpreter), the sdist located (its path, downloads/,
 /// or its URL: hashed), built there by install::build_wheel, checked to be the package, version
 /// and target, and stored. A failed build keeps its folder in the home's tmp/ with the log the
@@ -96,10 +97,13 @@ std::string work_folder_name(const std::string& prefix, const std::string& sha25
 
 /// Gives each sdist item (`Item::sdist`) its built wheel by `build_sdist`, in the environment of
 /// its build lock (FILE beside `lock`, whose sha256 must be the recorded one): the item's sha256
-/// and file name become the wheel's, which the fetch then finds in the store.
-void build_sdists(const Context& ctx, store::Store& store, std::vector<install::Item>& items,
-                  const install::Target& target, const lock::LockFile& lock,
-                  const install::FetchPlan& plan);
+/// and file name become the wheel's, which the fetch then finds in the store. Returns the
+/// received builds it adopted, to record (`install::record_received_build`) once fetched.
+std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store& store,
+                                               std::vector<install::Item>& items,
+                                               const install::Target& target,
+                                               const lock::LockFile& lock,
+                                               const install::FetchPlan& plan);
 
 // ---- check the selection -------------------------------------------------------------------
 

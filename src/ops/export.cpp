@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <set>
 
+#include "envbox/env/generation.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/install/target.hpp"
+#include "envbox/pep/filename.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/printable.hpp"
+#include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
 
@@ -63,8 +68,10 @@ std::string clean_url(const std::string& url, const std::string& source, const l
     return u;
 }
 
-// The sha256 digests pip may accept for `p`: each file the lock lists for it.
-std::vector<std::string> package_hashes(const lock::Package& p, const std::string& source) {
+// The sha256 digests pip may accept for `p`: each file the lock lists for it, and `built` (a
+// wheel built from its sdist) when not empty.
+std::vector<std::string> package_hashes(const lock::Package& p, const std::string& source,
+                                        const std::string& built) {
     std::vector<std::string> out;
     std::set<std::string> seen;
     auto add = [&](const lock::FileRef& f) {
@@ -80,6 +87,7 @@ std::vector<std::string> package_hashes(const lock::Package& p, const std::strin
         add(w);
     if (p.sdist) add(*p.sdist);
     if (p.archive) add(*p.archive);
+    if (!built.empty() && seen.insert(built).second) out.push_back(built);
     return out;
 }
 
@@ -141,7 +149,7 @@ std::string requirement_of(const lock::Package& p, const std::string& source,
 }  // namespace
 
 std::string requirements_txt(const lock::Pylock& lock, const std::string& source,
-                             const fs::path& base) {
+                             const fs::path& base, const BuiltWheelLinks& built) {
     // The file name only: the export is committed or copied into images, and must not change
     // with the checkout's path.
     std::string head = "# Exported by envbox from " + fs::path(source).filename().string() +
@@ -157,7 +165,8 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
         one_line(p.name, source, p, "name");
         body += requirement_of(p, source, base);
         if (p.marker) body += " ; " + marker_text(*p.marker, source, p);
-        for (const auto& h : package_hashes(p, source))
+        const auto it = built.hashes.find(p.name);
+        for (const auto& h : package_hashes(p, source, it == built.hashes.end() ? "" : it->second))
             body += " \\\n    --hash=sha256:" + h;
         body += "\n";
     }
@@ -166,11 +175,69 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
     if (indexes.empty() && !find_links.empty()) head += "--no-index\n";
     for (const auto& url : find_links)
         head += "--find-links " + url + "\n";
+    if (!built.find_links.empty()) head += "--find-links " + built.find_links + "\n";
     return head + body;
 }
 
+namespace {
+
+// Copies the wheels ENV's current generation installs that were built from `lock`'s sdists
+// into `dir`, each checked against its sha256; their links for the requirements file.
+BuiltWheelLinks write_built_wheels(const Context& ctx, const std::string& env,
+                                   const lock::Pylock& lock, const fs::path& dir,
+                                   std::size_t& written) {
+    std::map<std::string, const lock::Package*> from_sdist;
+    std::set<std::string> locked;
+    for (const auto& p : lock.packages) {
+        if (p.sdist) from_sdist[p.name] = &p;
+        for (const auto& w : p.wheels)
+            if (auto sha = w.sha256()) locked.insert(*sha);
+    }
+    BuiltWheelLinks out;
+    if (from_sdist.empty()) return out;
+    const auto gen = env::current_generation(env_dir(ctx, env));
+    if (!gen)
+        throw Error(ErrorCode::invalid_input, env + " has no generation whose built wheels to " +
+                                                  "write (run `envbox create " + env + "` first)");
+    const store::Store store(ctx.home);
+    fs::create_directories(dir);
+    for (const auto& pkg : gen->packages) {
+        auto it = from_sdist.find(pep::canonicalize_name(pkg.name));
+        if (it == from_sdist.end() || locked.count(pkg.wheel_sha256) || !it->second->version ||
+            it->second->version->str() != pkg.version)
+            continue;
+        auto name = pep::WheelFilename::parse(pkg.filename);
+        if (!name || pkg.filename.find('/') != std::string::npos)
+            throw Error(ErrorCode::integrity,
+                        env + "'s generation names '" + printable(pkg.filename) + "' as a wheel");
+        const fs::path dest = dir / pkg.filename, tmp = dir / ("." + pkg.filename + ".tmp");
+        ScopedRemove remove(tmp);
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        fs::copy_file(store.archive_path(pkg.wheel_sha256), tmp, ec);
+        if (ec || to_hex(sha256_file(tmp)) != pkg.wheel_sha256)
+            throw Error(ErrorCode::integrity, "the store's archive of " + pkg.filename +
+                                                  " (built from " + pkg.name + "'s sdist) is " +
+                                                  (ec ? "missing: " + ec.message() : "damaged") +
+                                                  "; run `envbox create " + env + " --force`");
+        fs::rename(tmp, dest);
+        remove.release();
+        out.hashes[it->first] = pkg.wheel_sha256;
+        written++;
+    }
+    if (out.hashes.size() != from_sdist.size())
+        throw Error(ErrorCode::invalid_input,
+                    env +
+                        "'s current generation is not of its lock (a package built from its "
+                        "sdist is missing or of another version): run `envbox create " +
+                        env + "` first");
+    return out;
+}
+
+}  // namespace
+
 ExportResult export_lock(const Context& ctx, const std::string& env, ExportFormat format,
-                         const std::string& target) {
+                         const std::string& target, const fs::path& wheels_dir) {
     check_env_name(env);
     if (!target.empty() && format == ExportFormat::pylock)
         throw Error(ErrorCode::usage,
@@ -185,9 +252,21 @@ ExportResult export_lock(const Context& ctx, const std::string& env, ExportForma
         target.empty() ? lock.pylock : install::lock_for_target(lock, target);
     const std::string& text = lock.text;
     r.packages = parsed.packages.size();
+    if (!wheels_dir.empty() && format == ExportFormat::pylock)
+        throw Error(ErrorCode::usage, "--wheels: only a requirements file points pip at them");
+    BuiltWheelLinks built;
+    if (!wheels_dir.empty()) {
+        const std::string shown = wheels_dir.string();
+        if (first_hidden(shown) || shown.find_first_of(" \t#\\\"'") != std::string::npos)
+            throw Error(ErrorCode::usage, "--wheels " + printable(shown) +
+                                              ": a blank, control character, quote, '#' or "
+                                              "backslash would break the requirements file's line");
+        built = write_built_wheels(ctx, env, parsed, wheels_dir, r.built_wheels);
+        built.find_links = shown;
+    }
     r.text = format == ExportFormat::pylock
                  ? text
-                 : requirements_txt(parsed, r.lock.string(), ctx.project_root);
+                 : requirements_txt(parsed, r.lock.string(), ctx.project_root, built);
     return r;
 }
 

@@ -9,6 +9,7 @@
 #include "envbox/install/fetch.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/lock.hpp"
+#include "envbox/pep/filename.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
@@ -58,14 +59,16 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
     b.lock_sha256 = to_hex(sha256(b.lock_text));
     b.pylock = std::move(parsed->pylock);
     std::map<std::string, const lock::FileRef*> by_sha;
-    std::set<std::string> from_sdist;  // packages the lock gives as an sdist to build
+    std::map<std::string, std::string> sdist_of;  // packages the lock builds: their sdist sha256
     for (const auto& p : b.pylock.packages) {
-        if (p.sdist) from_sdist.insert(p.name);
+        if (p.sdist)
+            if (auto sha = p.sdist->sha256()) sdist_of[p.name] = *sha;
         for (const auto& w : p.wheels)
             if (auto sha = w.sha256()) by_sha[*sha] = &w;
         if (p.archive)
             if (auto sha = p.archive->sha256()) by_sha[*sha] = &*p.archive;
     }
+    const store::Store store(ctx.home);
     for (const auto& pkg : gen->packages) {
         BundleWheel w;
         w.name = pkg.name;
@@ -73,16 +76,19 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         w.filename = pkg.filename;
         w.sha256 = pkg.wheel_sha256;
         auto it = by_sha.find(w.sha256);
-        if (it == by_sha.end() && from_sdist.count(pep::canonicalize_name(w.name)))
-            throw Error(ErrorCode::invalid_input,
-                        env + " installs " + w.filename + ", built here from " + w.name +
-                            "'s sdist; push and pack do not carry built wheels yet (a node "
-                            "would have to build it): create " +
-                            env + " on the node from its lock instead");
-        if (it == by_sha.end())
-            throw Error(ErrorCode::integrity, lock_path.string() + " does not list " + w.filename +
-                                                  " (sha256 " + w.sha256 +
-                                                  "), which the generation installed");
+        auto sdist = sdist_of.find(pep::canonicalize_name(w.name));
+        if (it == by_sha.end() && sdist != sdist_of.end()) {
+            auto built = install::built_record_of(store, w.sha256, sdist->second);
+            if (!built)
+                throw Error(ErrorCode::integrity,
+                            env + " installs " + w.filename + ", built from " + w.name +
+                                "'s sdist, and the store keeps no record of that build: create " +
+                                env + " again (`envbox create " + env + " --force`)");
+            w.built_from = sdist->second;
+            w.build_key = built->key_text;
+            b.wheels.push_back(std::move(w));
+            continue;
+        }
         w.file = it->second;
         if (w.file->size) w.size = *w.file->size;
         b.wheels.push_back(std::move(w));
@@ -108,6 +114,10 @@ std::vector<resolve::IndexConfig> project_indexes(const Context& ctx, const std:
 index::ArtifactRequest refetch_request(const BundleWheel& w,
                                        const std::vector<resolve::IndexConfig>& indexes,
                                        const lock::Pylock& pylock) {
+    if (!w.file)
+        return {w.filename,   "",           w.sha256,    std::nullopt,
+                std::nullopt, std::nullopt, std::nullopt};  // built here: the store's kept archive
+                                                            // or nothing
     std::optional<std::string> index;  // the index of w's package, as the lock gives it
     for (const auto& p : pylock.packages)
         if (p.name == w.name && p.index) index = p.index;
@@ -166,8 +176,31 @@ std::string received_env_name(const std::string& given, const std::string& fallb
     return name;
 }
 
+void accept_built_wheel(const lock::Pylock& pylock, const std::string& what,
+                        const std::string& built_from, const install::BuiltRecord& wheel,
+                        std::map<std::string, install::BuiltRecord>& builds) {
+    const auto refuse = [&](const std::string& why) {
+        return Error(ErrorCode::integrity, what + " " + why);
+    };
+    const lock::Package* package = nullptr;
+    for (const auto& p : pylock.packages)
+        if (p.sdist && p.sdist->sha256() == built_from) package = &p;
+    if (!package) throw refuse("is not a file of its lock, nor built from one of its sdists");
+    const auto name = pep::WheelFilename::parse(wheel.filename);
+    if (wheel.filename.find('/') != std::string::npos || !name ||
+        name->canonical_name != package->name)
+        throw refuse("is not named as a wheel of " + package->name);
+    if (!install::is_build_key_text(wheel.key_text, built_from))
+        throw refuse("comes with a build key that is not the key of a build of " +
+                     package->sdist->filename());
+    if (!builds.emplace(built_from, wheel).second)
+        throw refuse("is a second wheel built from " + package->sdist->filename());
+}
+
 void build_received(const Context& ctx, const ReceiveOptions& opt, const std::string& lock_text,
-                    const std::set<std::string>& carried, ReceiveResult& result) {
+                    const std::set<std::string>& carried,
+                    const std::map<std::string, install::BuiltRecord>& builds,
+                    ReceiveResult& result) {
     Context c = ctx;
     if (c.project_root.empty()) c.project_root = fs::current_path();
     const fs::path lock_path = c.project().lock(opt.env);
@@ -185,6 +218,7 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const std::st
     co.link_mode = opt.link_mode;
     co.compile = opt.compile;
     co.received = carried;
+    co.received_builds = builds;
     try {
         result.create = create(c, co);
     } catch (...) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "envbox/env/generation.hpp"
+#include "envbox/install/built.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/ops/fleet.hpp"
 
@@ -23,6 +24,9 @@ struct BundleWheel {
     const lock::FileRef* file = nullptr;  ///< the lock's entry (for a refetch)
     std::filesystem::path path;           ///< its verified bytes, once `locate_wheels` ran
     bool refetched = false;
+    /// A wheel built here from the lock's sdist: that sdist's sha256 and the build's key text
+    /// (its provenance, sent with it); empty for a wheel the lock names.
+    std::string built_from, build_key;
 };
 
 /// ENV's current generation as it is sent: the lock it was built from, one entry per wheel it
@@ -38,7 +42,8 @@ struct Bundle {
 };
 
 /// Reads ENV's current generation (an environment never created is exit 1) and its lock; each
-/// installed wheel is matched to the lock's entry of that sha256 (its size, URL or path).
+/// installed wheel is matched to the lock's entry of that sha256 (its size, URL or path), or,
+/// for a package the lock builds from its sdist, to the store's record of that build.
 Bundle current_bundle(const Context& ctx, const std::string& env);
 
 /// Sets each wheel's `path` to bytes that are its sha256 (`install::locate_wheels`: the store's
@@ -58,10 +63,22 @@ std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock);
 /// wheels the store lacks already in cache/downloads/. `carried`: the sha256 of every wheel the
 /// artifact carries; a wheel is installed from the store or from those and nowhere else (the
 /// artifact rule: `CreateOptions::received`), so a lock naming another by a path or URL is an
-/// integrity error naming its package. A failure puts the previous lock back (or removes the
-/// new one) and rethrows. Fills `result.lock_path`, `env` and `create`.
+/// integrity error naming its package. `builds`: the built wheels it carried, by the sdist each
+/// was built from (`CreateOptions::received_builds`). A failure puts the previous lock back (or
+/// removes the new one) and rethrows. Fills `result.lock_path`, `env` and `create`.
+// shape: what was received, in four parts, and where the result goes.
 void build_received(const Context& ctx, const ReceiveOptions& options, const std::string& lock_text,
-                    const std::set<std::string>& carried, ReceiveResult& result);
+                    const std::set<std::string>& carried,
+                    const std::map<std::string, install::BuiltRecord>& builds,
+                    ReceiveResult& result);
+
+/// A wheel the artifact carries that its lock does not name, checked where it enters: a wheel
+/// built from the sdist `built_from` of a package the lock installs from its sdist, with a key
+/// of a build of that sdist (`install::is_build_key_text`) and a plain wheel file name. Adds it
+/// to `builds`; refuses (integrity, naming `what`) anything else or a second wheel of one sdist.
+void accept_built_wheel(const lock::Pylock& pylock, const std::string& what,
+                        const std::string& built_from, const install::BuiltRecord& wheel,
+                        std::map<std::string, install::BuiltRecord>& builds);
 
 /// The client options for `registry`: TLS and chunking as given, the credentials given, else
 /// the docker config's entry for that registry.

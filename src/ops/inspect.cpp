@@ -6,9 +6,11 @@
 #include <unordered_map>
 
 #include "envbox/env/known_good.hpp"
+#include "envbox/install/built.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
 
@@ -111,6 +113,10 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
     d.lock = lock_agreement(ctx, env);
     d.pinned = pinned_of(d.path, d.generations);
     if (!d.current) return d;
+    const auto records = install::built_records(store::Store(ctx.home));
+    for (const auto& p : d.current->packages)
+        if (auto it = records.find(p.wheel_sha256); it != records.end())
+            d.built[p.name] = to_hex(sha256(it->second.key_text));
     // A file whose inode has one link beyond the store's (or none: a generated file) is unique
     // to this generation; anything with more links is shared with another generation, of this
     // environment or another.

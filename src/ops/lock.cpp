@@ -34,43 +34,6 @@ namespace fs = std::filesystem;
 
 namespace envbox::ops {
 
-std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
-                                                const fs::path& manifest_path,
-                                                const Settings& settings) {
-    std::vector<resolve::IndexConfig> indexes;
-    for (const auto& i : m.indexes) {
-        resolve::IndexConfig c;
-        c.name = i.name;
-        // The URL is refused here, naming where it came from, rather than at its first fetch
-        // (exit 4, as if the server had failed).
-        auto check = [&](const std::string& url, const std::string& where) {
-            if (auto problem = index_url_problem(url, i.name))
-                throw Error(ErrorCode::invalid_input, where + *problem);
-        };
-        check(i.url, manifest_path.string() + ": index " + i.name);
-        c.url = i.url;
-        // A mirror for this machine (a cluster's proxy of PyPI, a copy of the PyTorch index)
-        // replaces the URL without an edit to the manifest, which stays the reviewed record.
-        if (auto mirror = index_variable(settings, i.name, "URL"); !mirror.empty()) {
-            check(mirror,
-                  index_variable_name(i.name, "URL") + " (the mirror of index " + i.name + ")");
-            c.url = mirror;
-        }
-        while (!c.url.empty() && c.url.back() == '/')
-            c.url.pop_back();
-        c.explicit_ = i.explicit_;
-        c.ignore_error_codes = i.ignore_error_codes;
-        c.exclude_newer = i.exclude_newer;
-        if (i.ca)
-            c.ca = fs::path(*i.ca).is_absolute() ? *i.ca
-                                                 : (manifest_path.parent_path() / *i.ca).string();
-        if (auto u = index_variable(settings, i.name, "USERNAME"); !u.empty()) c.username = u;
-        if (auto p = index_variable(settings, i.name, "PASSWORD"); !p.empty()) c.password = p;
-        indexes.push_back(std::move(c));
-    }
-    return indexes;
-}
-
 namespace {
 
 // What `lock` keeps from the lock it replaces.
@@ -370,9 +333,13 @@ struct ReleaseSources {
 
 // The PEP 751 text of a build environment's lock: `requires` resolved for the manifest's
 // targets from its indexes, wheels only (a build environment is never built itself).
+// `previous`: the build lock's text before, whose versions are preferred (one that does not
+// parse prefers nothing).
+// shape: the lock's context and manifest, its client, and the build's requirements and past.
 std::string build_lock_text(const Context& ctx, const lock::Manifest& m,
                             const fs::path& manifest_path, index::HttpClient& http,
-                            const std::vector<pep::Requirement>& requires_) {
+                            const std::vector<pep::Requirement>& requires_,
+                            const std::optional<std::string>& previous) {
     lock::Manifest bm = m;
     bm.requirements = requires_;
     bm.build = "never";
@@ -384,6 +351,10 @@ std::string build_lock_text(const Context& ctx, const lock::Manifest& m,
     open_sources(targets, ctx, bm, manifest_path, http);
     resolve::Options ropt;
     ropt.max_steps = resolve_max_steps(ctx.settings);
+    if (previous)
+        if (auto before = lock::Pylock::parse(*previous, "the previous build lock"))
+            for (const auto& p : before->packages)
+                if (p.version) ropt.preferences[p.name] = *p.version;
     resolve::resolve_targets(targets.resolved, bm.requirements, ropt, "build", bm.python);
     for (auto& t : targets.resolved)
         t.index->stop_prefetching();
@@ -421,6 +392,9 @@ void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
     if (result.changed) {
         write_file_atomic(result.lock_path, text, 0644, Durability::fsync);
         result.changes = changes_between(previous, text, result.lock_path);
+        for (const auto& gone :
+             remove_stale_build_locks(previous, result.lock_path, opt.env, build_locks))
+            ctx.progress->note("removed " + gone + ": the lock builds nothing from it now");
     }
     result.packages = doc.packages.size();
 }
@@ -463,8 +437,10 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
     // are shared; each target has its own source, since its tags decide a version's wheel.
     index::HttpClient http(http_options(ctx, opt.offline));
     LockBuilds builds(ctx, m, manifest_path, opt.env, opt.offline,
-                      [&](const std::vector<pep::Requirement>& requires_) {
-                          return build_lock_text(ctx, m, manifest_path, http, requires_);
+                      [&](const std::vector<pep::Requirement>& requires_,
+                          const std::optional<std::string>& before) {
+                          return build_lock_text(ctx, m, manifest_path, http, requires_,
+                                                 opt.upgrade ? std::nullopt : before);
                       });
     const ReleaseSources release_sources{targets.resolved};
     open_sources(targets, ctx, m, manifest_path, http, &builds);

@@ -34,8 +34,8 @@ namespace {
 
 constexpr std::uintmax_t kMaxTextBytes = 16u << 20;  // PKG-INFO, pyproject.toml
 
-// A text file of the unpacked sdist (regular files only: unpack_sdist makes nothing else),
-// bounded; none when absent.
+// A text file (a regular file, never through a link: unpack_sdist makes nothing else, and a
+// build lock beside the lock is read so too), bounded; none when absent.
 std::optional<std::string> read_tree_file(const fs::path& file) {
     std::error_code ec;
     if (!fs::is_regular_file(fs::symlink_status(file, ec))) return std::nullopt;
@@ -150,6 +150,7 @@ LockBuilds::LockBuilds(const Context& ctx, const lock::Manifest& manifest, fs::p
       manifest_path_(std::move(manifest_path)),
       env_(std::move(env)),
       offline_(offline),
+      indexes_(index_configs(manifest_, manifest_path_, ctx_.settings)),
       resolve_build_lock_(std::move(resolve_build_lock)) {}
 
 resolve::SdistBuilds LockBuilds::hooks() {
@@ -171,8 +172,7 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     lock::FileRef file;
     file.url = r.file.url;
     file.size = r.size;
-    const std::vector<resolve::IndexConfig> indexes =
-        index_configs(manifest_, manifest_path_, ctx_.settings);
+    const std::vector<resolve::IndexConfig>& indexes = indexes_;
     const index::ArtifactRequest request = install::artifact_request(
         r.file.filename, file, r.sha256,
         r.index ? std::optional<std::string>(r.index->url) : std::nullopt, indexes);
@@ -183,7 +183,12 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     const RemoveWork remove{home.tmp(), work};
     const fs::path tree = install::unpack_sdist(sdist, work, {}, r.file.filename);
     const std::optional<std::string> pkg_info = read_tree_file(tree / "PKG-INFO");
-    const std::string build_lock = resolve_build_lock_(build_requirements(tree));
+    std::optional<std::string> previous;
+    try {
+        previous = read_tree_file(lock_dir / build_lock_name(env_, r.name));
+    } catch (const Error&) {  // over the bound: resolved afresh
+    }
+    const std::string build_lock = resolve_build_lock_(build_requirements(tree), previous);
     {
         std::lock_guard lock(mutex_);
         build_locks_[r.sha256] = build_lock;
@@ -278,6 +283,40 @@ bool build_locks_intact(const lock::LockFile& lock) {
         }
     }
     return true;
+}
+
+std::vector<std::string> remove_stale_build_locks(const std::string& previous,
+                                                  const fs::path& lock_path, const std::string& env,
+                                                  const std::vector<LockBuilds::File>& kept) {
+    std::vector<std::string> removed;
+    if (previous.empty()) return removed;
+    std::optional<lock::ToolTable> tool;
+    try {
+        auto read = lock::read_tool_table(previous, lock_path.string());
+        if (read) tool = std::move(*read);
+    } catch (const Error&) {
+    }
+    if (!tool) return removed;
+    std::set<std::string> keep;
+    for (const auto& f : kept)
+        keep.insert(f.path.filename().string());
+    for (const auto& line : tool->builds) {
+        const auto f = kv::split_fields(line);
+        if (f.size() != 3 || !pep::is_valid_name(f[0])) continue;
+        const std::string file(f[1]);
+        if (keep.count(file) || file != build_lock_name(env, pep::canonicalize_name(f[0])))
+            continue;
+        const fs::path path = lock_path.parent_path() / file;
+        std::error_code ec;
+        if (!fs::is_regular_file(fs::symlink_status(path, ec))) continue;
+        try {
+            if (to_hex(sha256(read_file(path))) != f[2]) continue;  // changed by hand: kept
+        } catch (const Error&) {
+            continue;
+        }
+        if (fs::remove(path, ec)) removed.push_back(file);
+    }
+    return removed;
 }
 
 }  // namespace envbox::ops

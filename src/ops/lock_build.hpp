@@ -24,8 +24,11 @@ namespace envbox::ops {
 class LockBuilds {
   public:
     /// The PEP 751 text of a build environment's lock: `requires` resolved against the
-    /// manifest's indexes for its targets, wheels only.
-    using ResolveBuildLock = std::function<std::string(const std::vector<pep::Requirement>&)>;
+    /// manifest's indexes for its targets, wheels only, preferring the versions of the previous
+    /// build lock's text (the file beside the lock, when there is one), as `lock` keeps the main
+    /// lock's: a relock moves a build requirement only where it must.
+    using ResolveBuildLock = std::function<std::string(const std::vector<pep::Requirement>&,
+                                                       const std::optional<std::string>&)>;
 
     // shape: the lock's context, manifest and environment, and how a build lock is resolved.
     LockBuilds(const Context& ctx, const lock::Manifest& manifest,
@@ -73,6 +76,7 @@ class LockBuilds {
     std::filesystem::path manifest_path_;
     std::string env_;
     bool offline_;
+    std::vector<resolve::IndexConfig> indexes_;  ///< the manifest's, with their credentials
     ResolveBuildLock resolve_build_lock_;
     mutable std::mutex mutex_;
     std::map<std::string, std::string> build_locks_;  ///< sdist sha256 → its build lock's text
@@ -83,5 +87,14 @@ class LockBuilds {
 /// Whether every build lock `lock` names (`[tool.envbox] builds`) is beside it with the bytes
 /// it recorded: a lock whose build lock went or changed is not up to date.
 bool build_locks_intact(const lock::LockFile& lock);
+
+/// Removes the build locks the lock's `previous` text (`lock_path`, ENV's) named that `kept`
+/// (the new lock's) does not: only a file of the name envbox writes for ENV
+/// (`pylock.ENV.build.NAME.toml`), beside the lock, not a link, still of the bytes recorded (one
+/// changed by hand is left). Returns the file names removed.
+std::vector<std::string> remove_stale_build_locks(const std::string& previous,
+                                                  const std::filesystem::path& lock_path,
+                                                  const std::string& env,
+                                                  const std::vector<LockBuilds::File>& kept);
 
 }  // namespace envbox::ops

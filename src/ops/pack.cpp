@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -15,10 +16,13 @@
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/ops/fleet.hpp"
+#include "envbox/pep/digest.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/kv.hpp"
+#include "envbox/util/printable.hpp"
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/stopwatch.hpp"
 #include "envbox/util/unique_fd.hpp"
@@ -31,6 +35,10 @@ namespace {
 
 constexpr const char* kLockMember = "pylock.toml";
 constexpr const char* kWheelDir = "wheels/";
+// Wheels built from the lock's sdists, one line each, between the lock and the wheels.
+constexpr const char* kBuildsMember = "builds";
+constexpr std::string_view kBuildsHeader = "envbox-pack-builds 1";
+constexpr std::uint64_t kMaxBuildsBytes = 1ull << 20;
 constexpr std::uint64_t kMaxLockBytes = 64ull << 20;
 constexpr std::size_t kBlock = 1 << 20;
 
@@ -75,6 +83,20 @@ bool zstd_by_name(const fs::path& p) {
     return n.ends_with(".zst") || n.ends_with(".tzst") || n.ends_with(".zstd");
 }
 
+// The builds member: "build SDIST_SHA256 WHEEL_SHA256 SIZE FILENAME KEY" (the key's text
+// percent-encoded) per wheel built here; empty when none is.
+std::string builds_member(const fleet::Bundle& b) {
+    kv::Writer w(kBuildsHeader);
+    bool any = false;
+    for (const auto& wheel : b.wheels) {
+        if (wheel.built_from.empty()) continue;
+        any = true;
+        w.add_fields("build", {wheel.built_from, wheel.sha256, std::to_string(wheel.size),
+                               wheel.filename, kv::percent_encode(wheel.build_key)});
+    }
+    return any ? std::move(w).take() : std::string();
+}
+
 }  // namespace
 
 PackResult pack(const Context& ctx, const PackOptions& opt) {
@@ -103,6 +125,11 @@ PackResult pack(const Context& ctx, const PackOptions& opt) {
                 write_data(a, bundle.lock_text.data(), bundle.lock_text.size(), kLockMember);
             },
             result.output);
+        if (const std::string builds = builds_member(bundle); !builds.empty())
+            add_member(
+                w.a, kBuildsMember, builds.size(),
+                [&](archive* a) { write_data(a, builds.data(), builds.size(), kBuildsMember); },
+                result.output);
         std::set<std::string> seen;
         std::string buf(kBlock, '\0');
         for (const auto& wheel : bundle.wheels) {
@@ -235,6 +262,43 @@ std::uint64_t member_size(archive_entry* e, const std::string& name, const std::
     return static_cast<std::uint64_t>(archive_entry_size(e));
 }
 
+// Opens `file` for reading as a pack: a tar, plain, gzip or zstd.
+void open_pack(archive* a, const fs::path& file) {
+    archive_read_support_format_tar(a);
+    archive_read_support_filter_zstd(a);
+    archive_read_support_filter_gzip(a);
+    if (archive_read_open_filename(a, file.c_str(), kBlock) != ARCHIVE_OK)
+        throw archive_error(a, "cannot open " + file.string());
+}
+
+// Reads the builds member: each line's wheel joins `by_name` (file name → sha256 and size) and,
+// checked by `fleet::accept_built_wheel`, `builds`.
+// shape: the member, where it is read from, and the two maps it fills.
+void read_builds(
+    const std::string& text, const std::string& what, const lock::Pylock& pylock,
+    std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>>& by_name,
+    std::map<std::string, install::BuiltRecord>& builds) {
+    kv::Reader r(text, what);
+    auto head = r.next();
+    if (!head || head->text != kBuildsHeader) throw r.error("not an envbox builds list");
+    while (auto line = r.next()) {
+        const auto f = kv::split_fields(line->value);
+        std::uint64_t size = 0;
+        const bool sized = f.size() == 5 && !f[2].empty() && f[2].size() <= 19 &&
+                           std::all_of(f[2].begin(), f[2].end(), ::isdigit);
+        if (sized) size = std::stoull(std::string(f[2]));
+        auto key = sized ? kv::percent_decode(f[4]) : std::nullopt;
+        if (line->key != "build" || !sized || !pep::is_sha256_hex(f[0]) ||
+            !pep::is_sha256_hex(f[1]) || !key)
+            throw r.error("malformed build line");
+        const std::string filename(f[3]);
+        fleet::accept_built_wheel(pylock, what + ": " + printable(filename), std::string(f[0]),
+                                  {std::string(f[1]), filename, *key}, builds);
+        if (!by_name.emplace(filename, std::pair{std::string(f[1]), size}).second)
+            throw r.error(filename + " is named twice");
+    }
+}
+
 }  // namespace
 
 ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
@@ -248,17 +312,15 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
     ReceiveResult result;
     try {
         Reader r;
-        archive_read_support_format_tar(r.a);
-        archive_read_support_filter_zstd(r.a);
-        archive_read_support_filter_gzip(r.a);
-        if (archive_read_open_filename(r.a, file.c_str(), kBlock) != ARCHIVE_OK)
-            throw archive_error(r.a, "cannot open " + shown);
+        open_pack(r.a, file);
         store::Store store(ctx.home);
         const store::Home home(ctx.home);
         std::error_code ec;
         fs::create_directories(home.downloads(), ec);
         std::string lock_text;
+        std::optional<lock::Pylock> pylock;
         std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>> by_name;
+        std::map<std::string, install::BuiltRecord> builds;
         std::set<std::string> seen, carried;
         archive_entry* e = nullptr;
         for (int index = 0;; ++index) {
@@ -277,10 +339,17 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
                 if (name != kLockMember) throw refuse("comes first where pylock.toml must");
                 if (size > kMaxLockBytes) throw refuse("is larger than 64 MiB");
                 lock_text = read_member(r.a, kMaxLockBytes, what);
-                auto pylock = lock::Pylock::parse(lock_text, shown + ":" + kLockMember);
-                if (!pylock) throw pylock.error();
+                auto parsed = lock::Pylock::parse(lock_text, shown + ":" + kLockMember);
+                if (!parsed) throw parsed.error();
+                pylock = std::move(*parsed);
                 for (const auto& [sha, f] : fleet::locked_files(*pylock))
                     by_name[f.filename] = {sha, f.size};
+                continue;
+            }
+            if (index == 1 && name == kBuildsMember) {
+                if (size > kMaxBuildsBytes) throw refuse("is larger than 1 MiB");
+                read_builds(read_member(r.a, kMaxBuildsBytes, what), what, *pylock, by_name,
+                            builds);
                 continue;
             }
             if (!name.starts_with(kWheelDir))
@@ -304,7 +373,7 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
             result.bytes += size;
         }
         if (lock_text.empty()) throw Error(ErrorCode::integrity, shown + " holds no pylock.toml");
-        fleet::build_received(ctx, receive, lock_text, carried, result);
+        fleet::build_received(ctx, receive, lock_text, carried, builds, result);
     } catch (Error& e) {
         e.add_context("unpacking " + shown);
         throw;

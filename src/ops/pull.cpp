@@ -22,20 +22,28 @@ namespace oci = envbox::index::oci;
 namespace envbox::ops {
 namespace {
 
-// Every wheel layer must be a file the lock lists, of the lock's size: the blob digest is then
-// the lock's sha256, and what is downloaded is checked against both.
-void check_layers(const oci::ArtifactManifest& m, const lock::Pylock& pylock,
-                  const std::string& ref) {
+// Every wheel layer must be a file the lock lists, of the lock's size (the blob digest is then
+// the lock's sha256, and what is downloaded is checked against both), or a wheel built from
+// one of its sdists (`fleet::accept_built_wheel`). Returns those built wheels by sdist.
+std::map<std::string, install::BuiltRecord> check_layers(const oci::ArtifactManifest& m,
+                                                         const lock::Pylock& pylock,
+                                                         const std::string& ref) {
     const auto files = fleet::locked_files(pylock);
+    std::map<std::string, install::BuiltRecord> builds;
     for (const auto& l : m.layers) {
         if (l.media_type != oci::kWheelMediaType) continue;
         const std::string sha = l.digest.substr(7);
         const std::string& title = l.annotations.at(std::string(oci::kTitleAnnotation));
         auto it = files.find(sha);
-        if (it == files.end())
+        const auto from = l.annotations.find(std::string(oci::kBuiltFromAnnotation));
+        const auto key = l.annotations.find(std::string(oci::kBuildKeyAnnotation));
+        if (it == files.end() && from != l.annotations.end() && key != l.annotations.end())
+            fleet::accept_built_wheel(pylock, ref + ": layer " + title + " (" + l.digest + ")",
+                                      from->second, {sha, title, key->second}, builds);
+        else if (it == files.end())
             throw Error(ErrorCode::integrity,
                         ref + ": layer " + title + " (" + l.digest + ") is not a file of its lock");
-        if (it->second.size && *it->second.size != l.size)
+        if (it != files.end() && it->second.size && *it->second.size != l.size)
             throw Error(ErrorCode::integrity,
                         ref + ": layer " + title + " is " + std::to_string(l.size) +
                             " bytes in the manifest, " + std::to_string(*it->second.size) +
@@ -45,6 +53,7 @@ void check_layers(const oci::ArtifactManifest& m, const lock::Pylock& pylock,
                                                   std::to_string(l.size) + " bytes, past the " +
                                                   "download limit");
     }
+    return builds;
 }
 
 }  // namespace
@@ -75,7 +84,7 @@ ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
         const std::string lock_text = client.get_blob(lock_layer->digest, lock_layer->size);
         auto pylock = lock::Pylock::parse(lock_text, name + " (lock " + lock_layer->digest + ")");
         if (!pylock) throw pylock.error();
-        check_layers(m, *pylock, name);
+        const auto builds = check_layers(m, *pylock, name);
 
         // Blobs the store has are not fetched; the others go where `create` finds them.
         store::Store store(ctx.home);
@@ -111,7 +120,7 @@ ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
         });
         result.fetched = fetch.size();
         result.bytes = bytes;
-        fleet::build_received(ctx, receive, lock_text, carried, result);
+        fleet::build_received(ctx, receive, lock_text, carried, builds, result);
     } catch (Error& e) {
         e.add_context("pulling " + name);
         throw;

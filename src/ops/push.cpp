@@ -87,11 +87,17 @@ oci::ArtifactManifest manifest_of(const fleet::Bundle& b, const std::vector<Blob
                         lock.digest,
                         lock.size,
                         {{std::string(oci::kTitleAnnotation), "pylock." + b.env + ".toml"}}});
-    for (std::size_t i = 0; i < b.wheels.size(); ++i)
+    for (std::size_t i = 0; i < b.wheels.size(); ++i) {
+        const fleet::BundleWheel& w = b.wheels[i];
         m.layers.push_back({std::string(oci::kWheelMediaType),
                             wheels[i].digest,
                             wheels[i].size,
-                            {{std::string(oci::kTitleAnnotation), b.wheels[i].filename}}});
+                            {{std::string(oci::kTitleAnnotation), w.filename}}});
+        if (!w.built_from.empty()) {
+            m.layers.back().annotations[std::string(oci::kBuiltFromAnnotation)] = w.built_from;
+            m.layers.back().annotations[std::string(oci::kBuildKeyAnnotation)] = w.build_key;
+        }
+    }
     m.annotations = {{"dev.envbox.environment", b.env},
                      {"dev.envbox.python", b.python},
                      {"dev.envbox.platform", b.platform},

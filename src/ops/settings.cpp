@@ -6,11 +6,51 @@
 
 #include "envbox/index/url.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/ops/lock.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/printable.hpp"
 
+namespace fs = std::filesystem;
+
 namespace envbox::ops {
+
+std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
+                                                const fs::path& manifest_path,
+                                                const Settings& settings) {
+    std::vector<resolve::IndexConfig> indexes;
+    for (const auto& i : m.indexes) {
+        resolve::IndexConfig c;
+        c.name = i.name;
+        // The URL is refused here, naming where it came from, rather than at its first fetch
+        // (exit 4, as if the server had failed).
+        auto check = [&](const std::string& url, const std::string& where) {
+            if (auto problem = index_url_problem(url, i.name))
+                throw Error(ErrorCode::invalid_input, where + *problem);
+        };
+        check(i.url, manifest_path.string() + ": index " + i.name);
+        c.url = i.url;
+        // A mirror for this machine (a cluster's proxy of PyPI, a copy of the PyTorch index)
+        // replaces the URL without an edit to the manifest, which stays the reviewed record.
+        if (auto mirror = index_variable(settings, i.name, "URL"); !mirror.empty()) {
+            check(mirror,
+                  index_variable_name(i.name, "URL") + " (the mirror of index " + i.name + ")");
+            c.url = mirror;
+        }
+        while (!c.url.empty() && c.url.back() == '/')
+            c.url.pop_back();
+        c.explicit_ = i.explicit_;
+        c.ignore_error_codes = i.ignore_error_codes;
+        c.exclude_newer = i.exclude_newer;
+        if (i.ca)
+            c.ca = fs::path(*i.ca).is_absolute() ? *i.ca
+                                                 : (manifest_path.parent_path() / *i.ca).string();
+        if (auto u = index_variable(settings, i.name, "USERNAME"); !u.empty()) c.username = u;
+        if (auto p = index_variable(settings, i.name, "PASSWORD"); !p.empty()) c.password = p;
+        indexes.push_back(std::move(c));
+    }
+    return indexes;
+}
 
 index::HttpOptions http_options(const Context& ctx, bool offline) {
     index::HttpOptions o;

@@ -123,3 +123,52 @@ TEST_CASE("built wheels: a tampered, planted or orphaned record", "[install][bui
     remove_own_tree(store.root(), store.layout().wheels() / stored.wheel_sha256);
     CHECK_FALSE(install::find_built_wheel(store, key));
 }
+
+TEST_CASE("built wheels: what an artifact carries, found by wheel and checked as a key",
+          "[install][built]") {
+    TempDir home;
+    store::Store store(home.path);
+    install::BuildKey key = key_of_demo();
+    key.backend = "";  // a value may be empty: `backend` is written so when the sdist implies it
+    const fs::path sdist = envboxtest::make_sdist(
+        home.path, "demo-1.0",
+        {{"setup.py", "from setuptools import setup\nsetup(name='demo', version='1.0')\n"}});
+    const install::BuiltWheel built = install::build_wheel(envboxtest::request(home, sdist));
+    const install::BuiltRecord stored = install::store_built_wheel(store, key, built.wheel);
+
+    CHECK(install::is_build_key_text(key.text(), key.sdist_sha256));
+    CHECK_FALSE(install::is_build_key_text(key.text(), std::string(64, 'e')));  // another sdist
+    const std::string text = key.text();
+    for (const std::string& hostile :
+         {std::string("envbox-build-key 2\n") + text.substr(text.find('\n') + 1),
+          text + "sdist " + key.sdist_sha256 + "\n",                // a second sdist line
+          text + "unknown x\n",                                     // a field envbox never writes
+          text + "python a\tb\n",                                   // a control character
+          text + "python %zz\n",                                    // not percent-encoded
+          text.substr(0, text.size() - 1),                          // no final line break
+          text + "toolchain " + std::string(70000, 'x') + "\n"}) {  // over 64 KiB
+        INFO(hostile.substr(0, 60));
+        CHECK_FALSE(install::is_build_key_text(hostile, key.sdist_sha256));
+    }
+
+    auto found = install::built_record_of(store, stored.wheel_sha256, key.sdist_sha256);
+    REQUIRE(found);
+    CHECK(found->key_text == key.text());
+    CHECK_FALSE(install::built_record_of(store, stored.wheel_sha256, std::string(64, 'e')));
+    CHECK_FALSE(install::built_record_of(store, std::string(64, 'f'), key.sdist_sha256));
+
+    // A node records what it received under the digest of the key it came with, once.
+    TempDir node;
+    store::Store node_store(node.path);
+    store::Ingest ingest(node_store, built.wheel, stored.wheel_sha256, stored.filename, false);
+    for (std::size_t t = 0; t < ingest.task_count(); ++t)
+        ingest.run_task(t);
+    const store::WheelFiles files = ingest.finish();
+    node_store.publish({&files});
+    install::record_received_build(node_store, stored);
+    install::record_received_build(node_store, stored);
+    CHECK(install::built_records(node_store).size() == 1);
+    REQUIRE(install::find_built_wheel(node_store, key));
+    CHECK(read_file(node_store.layout().builds() / key.digest()) ==
+          read_file(store.layout().builds() / key.digest()));
+}

@@ -201,7 +201,7 @@ class RunEnvironment(unittest.TestCase):
         self.assertEqual([(e["name"], e["packages"]) for e in envs], [("env", 1)])
         r = envbox("show", "env", "--json", home=self.home, project=self.fx.project)
         d = json.loads(r.stdout)
-        self.assertEqual(d["packages"], [{"name": "runner", "version": "1.0"}])
+        self.assertEqual(d["packages"], [{"name": "runner", "version": "1.0", "built": None}])
         self.assertGreater(d["files"], 3)
 
     def test_project_link_for_ides(self):

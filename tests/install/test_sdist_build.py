@@ -10,8 +10,10 @@ log and stores nothing; a build lock that is not the recorded one is refused.
 
     test_sdist_build.py ENVBOX_BINARY
 """
+import fcntl
 import glob
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -26,7 +28,8 @@ sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", ".
 import envboxtest  # noqa: E402
 from envboxtest import DEBIAN_WHEELS, PIP_WHEEL, PYTHON, envbox, keep_or_remove, pip_comparable  # noqa: E402
 from httpserver import StaticServer  # noqa: E402
-from wheelgen import sha256_file  # noqa: E402
+import registry  # noqa: E402
+from wheelgen import Wheel, sha256_file  # noqa: E402
 
 SDISTS = {
     "demo-1.0.tar.gz": {
@@ -153,20 +156,36 @@ class SdistBuilds(unittest.TestCase):
         self.assertEqual(out.stdout.strip(), "42 3")
         self.assertEqual(self.project.run("run", "e", "--", "demo-tool").stdout.strip(), "demo tool")
         self.assertEqual(self.project.run("run", "e", "--", "modern-cli").stdout.strip(), "modern cli")
-        self.project.run("verify", "e")
+        verified = self.project.run("verify", "e")
+        self.assertIn("built from sdists by envbox: demo (build ", verified.stderr)
         self.assertEqual(len(self.records()), 3)
+        shown = json.loads(self.project.run("--json", "show", "e").stdout)
+        built = {p["name"]: p["built"] for p in shown["packages"]}
+        records = {os.path.basename(p) for p in self.records()}
+        self.assertEqual(set(built), {"demo", "modern", "zipped"})
+        self.assertEqual(set(built.values()), records)  # each names its build's record
 
         # pip, the oracle: the same sdists built in its own isolated build (the same Debian
         # setuptools and wheel, from --find-links) and installed into a venv.
         self.assert_installed_as_pip_installs("e", ["--no-deps"] + list(self.sdists.values()),
                                               os.path.dirname(self.build_wheels[0]))
 
-        # Shipping: a node never builds, and push/pack do not carry built wheels yet: refused,
-        # saying so, before anything is written.
-        r = self.project.run("pack", "e", "--output", os.path.join(self.tmp, "e.tar"), check=False)
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("push and pack do not carry built wheels yet", r.stderr)
-        self.assertFalse(os.path.exists(os.path.join(self.tmp, "e.tar")))
+        # export --wheels: the wheels envbox built, and a requirements file that has pip
+        # install them (binary only: pip may not build) with every hash checked.
+        wheels, req = os.path.join(self.tmp, "built"), os.path.join(self.tmp, "req.txt")
+        self.project.run("export", "e", "--wheels", wheels, "-o", req)
+        self.assertEqual(sorted(f.split("-")[0] for f in os.listdir(wheels)), ["demo", "modern", "zipped"])
+        with open(req) as f:
+            self.assertIn(f"--find-links {wheels}\n", f.read())
+        venv = os.path.join(self.tmp, "pip-export")
+        subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True)
+        subprocess.run([PYTHON, os.path.join(PIP_WHEEL, "pip"), "--python", os.path.join(venv, "bin", "python"),
+                        "install", "--no-index", "--only-binary", ":all:", "--require-hashes",
+                        "--disable-pip-version-check", "-q", "-r", req], check=True)
+        out = subprocess.run([os.path.join(venv, "bin", "python"), "-c",
+                              "import demo, modern, zipped; print(demo.ANSWER, zipped.Z)"],
+                             capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout.strip(), "42 3")
 
         # Another environment of the same lock: every wheel is the store's, nothing is built.
         before = self.records()
@@ -180,6 +199,120 @@ class SdistBuilds(unittest.TestCase):
         self.write_lock("f", list(SDISTS), self.write_build_lock("# another build environment\n"))
         self.project.run("create", "f")
         self.assertEqual(len(self.records()), 6)
+
+        # gc: build environments are a cache. One a build holds (its lock, shared) stays; the
+        # other goes, and the environments built with them are untouched.
+        build_envs = os.path.join(self.project.home, "cache", "build-envs")
+        held, other = sorted(os.listdir(build_envs))
+        with open(os.path.join(self.project.home, "locks", f"build-env-{held}.lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            report = json.loads(self.project.run("--json", "gc").stdout)
+        self.assertEqual(report["build_environments_removed"], 1)
+        self.assertEqual(os.listdir(build_envs), [held])
+        self.assertEqual(json.loads(self.project.run("--json", "gc").stdout)["build_environments_removed"], 1)
+        self.assertEqual(os.listdir(build_envs), [])
+        for env in ("e", "f"):
+            self.project.run("verify", env)
+        self.assertEqual(len(self.records()), 6)  # the built wheels are the environments' own
+
+    def node(self, name):
+        """A receiving machine: a project folder and a home of its own."""
+        root = os.path.join(self.tmp, name)
+        return envboxtest.Project(self.tmp, root=os.path.join(root, "proj"), home=os.path.join(root, "home"))
+
+    def assert_received_built(self, node):
+        """NODE installed the built wheels it received: it built nothing (no build
+        environment, no backend ran) and keeps the builder's records, byte for byte."""
+        out = node.run("run", "e", "--", "python", "-c",
+                       "import demo, modern, zipped; print(demo.ANSWER, zipped.Z)")
+        self.assertEqual(out.stdout.strip(), "42 3")
+        self.assertEqual(node.run("run", "e", "--", "demo-tool").stdout.strip(), "demo tool")
+        self.assertFalse(os.path.exists(os.path.join(node.home, "cache", "build-envs")))
+        self.assertIn("built from sdists by envbox: demo (build ", node.run("verify", "e").stderr)
+
+        def records(home):
+            out = {}
+            for p in glob.glob(os.path.join(home, "store-v1", "builds", "*")):
+                with open(p) as f:
+                    out[os.path.basename(p)] = f.read()
+            return out
+        self.assertEqual(records(node.home), records(self.project.home))
+
+    def test_pack_and_push_carry_built_wheels_and_a_node_never_builds(self):
+        build_sha = sha256_file(os.path.join(self.manifests, "pylock.e.build.toml"))
+        self.write_lock("e", list(SDISTS), build_sha)
+        self.project.run("create", "e")
+        built = {os.path.basename(p) for p in glob.glob(
+            os.path.join(self.project.home, "store-v1", "builds", "*"))}
+        self.assertEqual(len(built), 3)
+
+        # pack: the lock, the builds list (sdist, wheel, size, name, key), then every wheel.
+        packed = os.path.join(self.tmp, "e.tar")
+        self.project.run("pack", "e", "--output", packed)
+        with tarfile.open(packed) as t:
+            names = t.getnames()
+            builds = t.extractfile("builds").read().decode()
+        self.assertEqual(names[:2], ["pylock.toml", "builds"])
+        self.assertEqual(sorted(n.split("-")[0] for n in names[2:]),
+                         ["wheels/demo", "wheels/modern", "wheels/zipped"])
+        lines = builds.splitlines()
+        self.assertEqual(lines[0], "envbox-pack-builds 1")
+        sdist_shas = {sha256_file(p) for p in self.sdists.values()}
+        self.assertEqual({line.split(" ")[1] for line in lines[1:]}, sdist_shas)
+
+        node = self.node("node")
+        node.run("unpack", packed, "e")
+        self.assert_received_built(node)
+        # A node passes on what it received: its own pack carries the same builds.
+        again = os.path.join(self.tmp, "again.tar")
+        node.run("pack", "e", "--output", again)
+        with tarfile.open(again) as t:
+            self.assertEqual(t.extractfile("builds").read().decode(), builds)
+
+        # Hostile packs: a wheel claimed built from another package's sdist, and a pack with
+        # neither its builds nor the built wheels (a node still never builds): refused, exit 5.
+        modern_sha = sha256_file(self.sdists["modern-2.0.tar.gz"])
+        demo_sha = sha256_file(self.sdists["demo-1.0.tar.gz"])
+        swapped = builds.replace(f"build {demo_sha}", "build SWAP").replace(
+            f"build {modern_sha}", f"build {demo_sha}").replace("build SWAP", f"build {modern_sha}")
+        for label, replace, why in (
+                ("swapped", swapped, "is not named as a wheel of"),
+                ("bare", None, "is built from its sdist, and no built wheel came with what was received")):
+            hostile = os.path.join(self.tmp, f"{label}.tar")
+            with tarfile.open(packed) as src, tarfile.open(hostile, "w") as dst:
+                for m in src.getmembers():
+                    data = src.extractfile(m).read()
+                    if replace is None and m.name != "pylock.toml":
+                        continue  # bare: the lock alone
+                    if m.name == "builds":
+                        data = replace.encode()
+                    m.size = len(data)
+                    dst.addfile(m, io.BytesIO(data))
+            other = self.node(label)
+            r = other.run("unpack", hostile, "e", check=False)
+            self.assertEqual(r.returncode, 5, r.stderr)
+            self.assertIn(why, r.stderr)
+            self.assertFalse(os.path.exists(other.lock_path("e")))
+
+        if not registry.available():
+            return
+        # push: each built wheel's layer names its sdist and its build's key; pull uses them.
+        reg = registry.Registry(os.path.join(self.tmp, "registry"))
+        try:
+            ref = f"{reg.host}/team/e:v1"
+            self.project.run("push", "e", ref, "--plain-http")
+            layers = reg.get_manifest("team/e", "v1")["layers"]
+            sent = {l["annotations"]["dev.envbox.built-from"]: l["annotations"]["dev.envbox.build-key"]
+                    for l in layers if "dev.envbox.built-from" in l["annotations"]}
+            self.assertEqual(set(sent), sdist_shas)
+            for sha, key in sent.items():
+                self.assertTrue(key.startswith("envbox-build-key 1\nsdist " + sha + "\n"), key)
+            puller = self.node("puller")
+            os.makedirs(puller.root, exist_ok=True)
+            puller.run("pull", ref, "e", "--plain-http")
+            self.assert_received_built(puller)
+        finally:
+            reg.close()
 
     def test_an_sdist_by_url_is_downloaded_and_hashed_and_never_offline(self):
         build_sha = sha256_file(os.path.join(self.manifests, "pylock.e.build.toml"))
@@ -265,17 +398,8 @@ class LockedFromSdists(unittest.TestCase):
         files = os.path.join(self.tmp, "index", "files")
         os.makedirs(files)
         self.sdists = [write_sdist(files, fn, members) for fn, members in INDEX_SDISTS.items()]
-        for w in DEBIAN_WHEELS:
-            if os.path.basename(w).startswith(("setuptools-", "wheel-")):
-                shutil.copy(w, files)
         self.files = files
-        for fn in sorted(os.listdir(files)):
-            name = fn.split("-")[0].lower()
-            page = os.path.join(self.tmp, "index", "simple", name)
-            os.makedirs(page, exist_ok=True)
-            with open(os.path.join(page, "index.html"), "a") as f:
-                f.write(f'<a href="../../files/{fn}#sha256={sha256_file(os.path.join(files, fn))}">{fn}</a>\n')
-        self.server = StaticServer(os.path.join(self.tmp, "index"))
+        self.server = envboxtest.build_tools_index(os.path.join(self.tmp, "index"))
 
     def tearDown(self):
         self.server.close()
@@ -358,8 +482,58 @@ class LockedFromSdists(unittest.TestCase):
         r = self.project.run("create", "e.build.demo", check=False)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("'.build.' names build locks", r.stderr)
+        # A package no longer built: its build lock goes with it (static needs zipped still).
+        manifest = os.path.join(self.project.root, "manifests", "e.toml")
+        with open(manifest) as f:
+            text = f.read()
+        with open(manifest, "w") as f:
+            f.write(text.replace('requirements = ["modern", "static"]', 'requirements = ["static"]'))
+        r = self.project.run("lock", "e")
+        self.assertIn("removed pylock.e.build.modern.toml", r.stderr)
+        left = sorted(os.path.basename(p) for p in glob.glob(
+            os.path.join(self.project.root, "manifests", "pylock.e.build.*.toml")))
+        self.assertEqual(left, ["pylock.e.build.static.toml", "pylock.e.build.zipped.toml"])
 
     assert_installed_as_pip_installs = SdistBuilds.assert_installed_as_pip_installs
+
+
+class BuildLockPreferences(unittest.TestCase):
+    """A build lock is kept as the main lock is: locked again, a build requirement stays at the
+    version it had though a newer one appeared; `--upgrade` moves it."""
+
+    def test_locked_again_a_build_requirement_keeps_its_version(self):
+        tmp = tempfile.mkdtemp(prefix="envbox-sdist-prefs-")
+        self.addCleanup(keep_or_remove, tmp)
+        project = envboxtest.Project(tmp)
+        files = os.path.join(tmp, "index", "files")
+        os.makedirs(files)
+        write_sdist(files, "pinned-1.0.tar.gz", {
+            "pyproject.toml": "[build-system]\nrequires = [\"setuptools\", \"buildhelper\"]\n"
+                              "build-backend = \"setuptools.build_meta\"\n",
+            "PKG-INFO": "Metadata-Version: 2.2\nName: pinned\nVersion: 1.0\n"})
+        Wheel("buildhelper", "1.0", {"buildhelper.py": ""}).build(files)
+        server = envboxtest.build_tools_index(os.path.join(tmp, "index"))
+        self.addCleanup(server.close)
+        text = envboxtest.manifest_text(["pinned"], indexes=[("loopback", server.url + "/simple", "")])
+        project.write("e", text.replace("requirements = [", 'build = "allow"\nrequirements = [', 1))
+        build_lock = os.path.join(project.root, "manifests", "pylock.e.build.pinned.toml")
+
+        def helper_version():
+            with open(build_lock) as f:
+                return f.read().split('name = "buildhelper"\nversion = "')[1].split('"')[0]
+        project.run("lock", "e")
+        self.assertEqual(helper_version(), "1.0")
+        # buildhelper 2.0 appears; the lock is made again from nothing but its build locks.
+        newer = Wheel("buildhelper", "2.0", {"buildhelper.py": ""}).build(files)
+        with open(os.path.join(tmp, "index", "simple", "buildhelper", "index.html"), "a") as f:
+            f.write(f'<a href="../../files/{os.path.basename(newer)}#sha256={sha256_file(newer)}">'
+                    f'{os.path.basename(newer)}</a>\n')
+        project.run("cache", "clean")  # the index page again, with 2.0 on it
+        os.remove(project.lock_path("e"))
+        project.run("lock", "e")
+        self.assertEqual(helper_version(), "1.0")
+        project.run("lock", "e", "--upgrade")
+        self.assertEqual(helper_version(), "2.0")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ package before its runtime is locked: it asks for `requires-dist`.
 """
 import glob
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -23,8 +22,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
 import envboxtest  # noqa: E402
-from envboxtest import DEBIAN_WHEELS, keep_or_remove  # noqa: E402
-from httpserver import StaticServer  # noqa: E402
+from envboxtest import keep_or_remove  # noqa: E402
 from test_sdist_build import write_sdist  # noqa: E402
 from wheelgen import Wheel, sha256_file  # noqa: E402
 
@@ -53,15 +51,7 @@ class BuildsThatSeeTheRuntime(unittest.TestCase):
         write_sdist(files, "ext-1.0.tar.gz", {
             "setup.py": EXT_SETUP,
             "PKG-INFO": "Metadata-Version: 2.1\nName: ext\nVersion: 1.0\n"})
-        for w in DEBIAN_WHEELS:
-            if os.path.basename(w).startswith(("setuptools-", "wheel-")):
-                shutil.copy(w, files)
-        for fn in sorted(os.listdir(files)):
-            page = os.path.join(self.tmp, "index", "simple", re.split(r"[-_]", fn)[0].lower())
-            os.makedirs(page, exist_ok=True)
-            with open(os.path.join(page, "index.html"), "a") as f:
-                f.write(f'<a href="../../files/{fn}#sha256={sha256_file(os.path.join(files, fn))}">{fn}</a>\n')
-        self.server = StaticServer(os.path.join(self.tmp, "index"))
+        self.server = envboxtest.build_tools_index(os.path.join(self.tmp, "index"))
 
     def tearDown(self):
         self.server.close()

@@ -397,9 +397,13 @@ TEST_CASE("build settings: dependencies, variables and requires-dist, and the lo
     CHECK(r.variables == b.variables);
     CHECK(r.speed_variables == b.speed_variables);
 
-    for (const char* hostile : {"x variable A=B 1", "x variable A %zz", "x dependency", "x other y",
-                                "not/a/name dependency y", "x variable 1A v"}) {
-        INFO(hostile);
+    const std::string too_long = "x variable A " + std::string(4097, 'v');
+    for (const std::string& hostile :
+         {std::string("x variable A=B 1"), std::string("x variable A %zz"),
+          std::string("x dependency"), std::string("x other y"),
+          std::string("not/a/name dependency y"), std::string("x variable 1A v"),
+          std::string("x variable A a%00b"), too_long}) {
+        INFO(hostile.substr(0, 40));
         auto bad = lock::read_build_settings({hostile}, "pylock.e.toml");
         REQUIRE_FALSE(bad.ok());
         CHECK_THAT(bad.error().message(), Catch::StartsWith("pylock.e.toml: [tool.envbox] "

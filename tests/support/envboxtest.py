@@ -105,6 +105,24 @@ def small_tmpfs(test, prefix, size):
 
 # --- projects and manifests ----------------------------------------------------------------
 
+def build_tools_index(root):
+    """A PEP 503 simple index under ROOT of the files in ROOT/files, with Debian's setuptools
+    and wheel wheels copied beside them (what a setuptools build requires): a page per project,
+    each link carrying its sha256. Returns the running StaticServer; the index is at its
+    url + "/simple"."""
+    from httpserver import StaticServer
+    files = os.path.join(root, "files")
+    for w in DEBIAN_WHEELS:
+        if os.path.basename(w).startswith(("setuptools-", "wheel-")):
+            shutil.copy(w, files)
+    for fn in sorted(os.listdir(files)):
+        page = os.path.join(root, "simple", re.split(r"[-_]", fn)[0].lower())
+        os.makedirs(page, exist_ok=True)
+        with open(os.path.join(page, "index.html"), "a") as f:
+            f.write(f'<a href="../../files/{fn}#sha256={sha256_file(os.path.join(files, fn))}">{fn}</a>\n')
+    return StaticServer(root)
+
+
 def manifest_text(requirements, *, python=PYV, platform="manylinux_2_28_x86_64", cuda=None, indexes=(),
                   sources="", extra=""):
     """A manifest's text: [environment], then one [[index]] per (name, url, extra TOML lines)

@@ -29,6 +29,10 @@ inline constexpr std::string_view kEmptyMediaType = "application/vnd.oci.empty.v
 inline constexpr std::string_view kLockMediaType = "application/vnd.envbox.pylock.v1+toml";
 inline constexpr std::string_view kWheelMediaType = "application/vnd.envbox.wheel.v1+zip";
 inline constexpr std::string_view kTitleAnnotation = "org.opencontainers.image.title";
+/// On a wheel layer built from the lock's sdist (no file of the lock): that sdist's sha256, and
+/// the key of the build that made it (its text, `install::BuildKey::text()`).
+inline constexpr std::string_view kBuiltFromAnnotation = "dev.envbox.built-from";
+inline constexpr std::string_view kBuildKeyAnnotation = "dev.envbox.build-key";
 /// The empty config (`{}`) and its digest, as image-spec 1.1 defines them.
 inline constexpr std::string_view kEmptyConfig = "{}";
 inline constexpr std::string_view kEmptyDigest =

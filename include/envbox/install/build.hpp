@@ -50,8 +50,10 @@ inline constexpr const char* kBuildPath = "/usr/local/bin:/usr/bin:/bin";
 /// of `--version`; nvcc's "release" line), sorted: `cc` and `c++` (or what `CC`/`CXX` name) on
 /// the build's PATH, and `nvcc` in `CUDA_HOME`/bin, else on that PATH, else in
 /// /usr/local/cuda/bin (where torch's extension builder looks). Part of a build's key, so a
-/// compiler changed builds again. Each program is asked once per process.
-std::vector<std::string> toolchain(const std::map<std::string, std::string>& variables);
+/// compiler changed builds again. Each program is asked once per process, inside the build's
+/// sandbox (`home` read-only, no network, 30 s at most): the lock's variables choose it.
+std::vector<std::string> toolchain(const std::map<std::string, std::string>& variables,
+                                   const std::filesystem::path& home);
 
 /// Unpacks, reads the build system and runs the backend. Throws `Error` naming the sdist for an
 /// archive or `[build-system]` that is refused, and (generic) for a backend that fails, is

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envbox/store/store.hpp"
@@ -48,6 +49,28 @@ struct BuiltRecord {
 /// a damaged record is `integrity`) and the store still holds the wheel's file list; nullopt
 /// otherwise (never built, or the wheel was collected since).
 std::optional<BuiltRecord> find_built_wheel(const store::Store& store, const BuildKey& key);
+
+/// Whether `text` reads as a `BuildKey::text()` of a build of the sdist `sdist_sha256`: at most
+/// 64 KiB, the key's header line, then lines of its fields (values percent-encoded: no blank or
+/// control character) with one `sdist` line naming that sdist. A key that came with an artifact
+/// (pull, unpack) is checked so before it is kept as the provenance of a record.
+bool is_build_key_text(std::string_view text, std::string_view sdist_sha256);
+
+/// Every build record of the store that reads (a damaged one is gc's to remove), by the sha256
+/// of the wheel it names; the record's own digest is the sha256 of its `key_text`.
+std::map<std::string, BuiltRecord> built_records(const store::Store& store);
+
+/// The store's record of the build that made the wheel `wheel_sha256` from the sdist
+/// `sdist_sha256` (what push and pack send with the wheel); nullopt when none (collected, or
+/// the wheel was not built here). Records that do not read are passed over.
+std::optional<BuiltRecord> built_record_of(const store::Store& store, std::string_view wheel_sha256,
+                                           std::string_view sdist_sha256);
+
+/// Keeps the record of a build that came with an artifact, under the digest of its key's text
+/// (the key of the machine that built it: this one's toolchain may differ), once the wheel is
+/// in the store; a record that is there already is left. `record.key_text` must have passed
+/// `is_build_key_text`.
+void record_received_build(const store::Store& store, const BuiltRecord& record);
 
 /// Ingests the wheel at `wheel` (a build's output: checked as every wheel is, RECORD and
 /// names), keeps its archive, publishes it, and then records it for `key` (atomically: a crash

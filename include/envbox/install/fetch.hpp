@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -16,6 +17,7 @@
 #include "envbox/env/interpreter.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/http.hpp"
+#include "envbox/install/built.hpp"
 #include "envbox/install/bytecode.hpp"
 #include "envbox/install/item.hpp"
 #include "envbox/resolve/index_source.hpp"
@@ -39,7 +41,8 @@ index::ArtifactRequest artifact_request(const std::string& display, const lock::
                                         const std::string& sha256,
                                         const std::optional<std::string>& index,
                                         const std::vector<resolve::IndexConfig>& indexes);
-/// The same for `item`.
+/// The same for `item` (for a wheel built from its sdist: no location or size, the store's or a
+/// received one).
 index::ArtifactRequest artifact_request(const Item& item,
                                         const std::vector<resolve::IndexConfig>& indexes);
 
@@ -53,6 +56,9 @@ struct FetchPlan {
     /// The wheels an artifact carried (pull, unpack): only these, from `downloads`, fill what
     /// the store lacks.
     const std::set<std::string>* received = nullptr;
+    /// With `received`: the built wheels it carried, by the sha256 of the sdist each was built
+    /// from (create adopts them: a node never builds).
+    const std::map<std::string, BuiltRecord>* received_builds = nullptr;
     bool verify_by_content = false;  ///< --force: check stored objects by content
     unsigned jobs = 1;
     const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode

@@ -90,6 +90,9 @@ struct PackageBuild {
 /// most 128 bytes): what `[build.NAME] variables` and a lock's build settings may name.
 bool is_build_variable_name(std::string_view s);
 
+/// A variable's value as a manifest or a lock may give it: at most 4096 bytes, no NUL.
+bool is_build_variable_value(std::string_view s);
+
 struct Manifest {
     int python_major = 3;
     int python_minor = 0;

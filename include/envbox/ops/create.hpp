@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -42,6 +43,11 @@ struct CreateOptions {
     /// `url`; a wheel the artifact did not carry is an integrity error (exit 5) naming its
     /// package, before anything is fetched or stored.
     std::optional<std::set<std::string>> received;
+    /// With `received`: the built wheels it carried, by the sha256 of the sdist each was built
+    /// from, with the key of the build that made it. A package the lock builds from an sdist
+    /// installs that wheel (checked as a build's output is: the package, version and target);
+    /// one with none is an integrity error. The build's record is kept in the store.
+    std::map<std::string, install::BuiltRecord> received_builds;
     /// Set by run's sync: a lock that would move the environment off its current generation's
     /// CUDA line (or torch label) is refused (invalid_input) naming the change and the command
     /// that makes it on purpose, before anything is fetched or built.

@@ -2,6 +2,7 @@
 /// verify, history, rollback and gc: the commands that make generations trustworthy.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ struct VerifyResult {
     double load_s = 0, plan_s = 0, check_s = 0;  ///< file lists read, plan made, tree checked
     /// Whether the generation is the project's lock (a note, not drift: see lock_agreement.hpp).
     LockAgreement lock;
+    /// Its packages whose wheel envbox built from an sdist: name → the build's key digest.
+    std::map<std::string, std::string> built;
 };
 
 /// Verifies ENV's current generation against its lock (see env/verify.hpp).
@@ -97,6 +100,8 @@ struct GcResult {
     std::size_t bytecode_removed = 0;  ///< bytecode lists no kept generation links
     std::size_t objects_removed = 0;
     std::size_t temporary_removed = 0;
+    /// Build environments (cache/build-envs) no build was using: made again when needed.
+    std::size_t build_environments_removed = 0;
     std::uint64_t bytes_freed = 0;
 };
 
@@ -104,7 +109,9 @@ struct GcResult {
 /// current one, never a pinned one, never one being built, never one a process uses: an `envbox
 /// run` job holding it, or a process found in /proc; see env/generation.hpp), then, holding the
 /// store exclusively, the file lists and objects no remaining generation needs and leftover
-/// temporary files. A dry run reports exactly what the same call would remove.
+/// temporary files. Build environments no build holds go first (a cache: their wheels are then
+/// swept unless an environment links them). A dry run reports exactly what the same call would
+/// remove.
 GcResult gc(const Context& ctx, const GcOptions& options);
 
 /// `home/locks/store.lock`: creates hold it shared for their whole run, gc's sweep exclusively.

@@ -47,6 +47,9 @@ struct EnvDetails {
     /// is what deleting this generation alone would free).
     std::size_t bytecode_files = 0;
     std::uint64_t bytecode_bytes = 0, bytecode_shared_bytes = 0;
+    /// Packages of `current` whose wheel envbox built from an sdist (here, or on the machine
+    /// that pushed or packed it): name → the build's key digest (`store-v1/builds/<digest>`).
+    std::map<std::string, std::string> built;
 };
 
 EnvDetails show_environment(const Context& ctx, const std::string& env);

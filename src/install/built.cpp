@@ -98,11 +98,11 @@ std::map<std::string, BuiltRecord> built_records(const store::Store& store) {
     return out;
 }
 
-std::optional<BuiltRecord> built_record_of(const store::Store& store, std::string_view wheel_sha256,
+std::optional<BuiltRecord> built_record_of(const std::map<std::string, BuiltRecord>& records,
+                                           std::string_view wheel_sha256,
                                            std::string_view sdist_sha256) {
-    auto all = built_records(store);
-    auto it = all.find(std::string(wheel_sha256));
-    if (it == all.end() || !is_build_key_text(it->second.key_text, sdist_sha256))
+    auto it = records.find(std::string(wheel_sha256));
+    if (it == records.end() || !is_build_key_text(it->second.key_text, sdist_sha256))
         return std::nullopt;
     return it->second;
 }

@@ -375,8 +375,9 @@ void locate_wheels(store::Store& store, std::span<WantedWheel> wheels, const Loc
             w.path = *kept;
             return;
         }
-        if (!w.size && holds_wheel(store.archive_path(w.sha256), w)) {
-            w.path = store.archive_path(w.sha256);
+        if (auto kept = w.size ? std::nullopt : store.kept_archive(w.sha256);
+            kept && holds_wheel(*kept, w)) {
+            w.path = *kept;
             return;
         }
         const fs::path cached = index::download_path(opt.downloads, w.sha256);

@@ -214,7 +214,9 @@ BuiltWheelLinks write_built_wheels(const Context& ctx, const std::string& env,
         ScopedRemove remove(tmp);
         std::error_code ec;
         fs::remove(tmp, ec);
-        fs::copy_file(store.archive_path(pkg.wheel_sha256), tmp, ec);
+        const auto kept = store.kept_archive(pkg.wheel_sha256);
+        if (!kept) ec = std::make_error_code(std::errc::no_such_file_or_directory);
+        if (kept) fs::copy_file(*kept, tmp, ec);
         if (ec || to_hex(sha256_file(tmp)) != pkg.wheel_sha256)
             throw Error(ErrorCode::integrity, "the store's archive of " + pkg.filename +
                                                   " (built from " + pkg.name + "'s sdist) is " +

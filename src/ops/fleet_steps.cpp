@@ -68,7 +68,8 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         if (p.archive)
             if (auto sha = p.archive->sha256()) by_sha[*sha] = &*p.archive;
     }
-    const store::Store store(ctx.home);
+    std::map<std::string, install::BuiltRecord> built;  // read once, when the lock builds
+    if (!sdist_of.empty()) built = install::built_records(store::Store(ctx.home));
     for (const auto& pkg : gen->packages) {
         BundleWheel w;
         w.name = pkg.name;
@@ -78,14 +79,14 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         auto it = by_sha.find(w.sha256);
         auto sdist = sdist_of.find(pep::canonicalize_name(w.name));
         if (it == by_sha.end() && sdist != sdist_of.end()) {
-            auto built = install::built_record_of(store, w.sha256, sdist->second);
-            if (!built)
+            auto record = install::built_record_of(built, w.sha256, sdist->second);
+            if (!record)
                 throw Error(ErrorCode::integrity,
                             env + " installs " + w.filename + ", built from " + w.name +
                                 "'s sdist, and the store keeps no record of that build: create " +
                                 env + " again (`envbox create " + env + " --force`)");
             w.built_from = sdist->second;
-            w.build_key = built->key_text;
+            w.build_key = record->key_text;
             b.wheels.push_back(std::move(w));
             continue;
         }

@@ -235,8 +235,11 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     const FileLock store_lock = FileLock::shared(store_lock_path(ctx_));
     const install::BuiltRecord built = create_steps::build_sdist(ctx_, store, target, what, *parsed,
                                                                  to_hex(sha256(build_lock)), plan);
-    const auto archive = store.archive_path(built.wheel_sha256);
-    auto meta = store::read_dist_info_file(archive, "METADATA", built.filename);
+    const auto archive = store.kept_archive(built.wheel_sha256);
+    if (!archive)
+        throw Error(ErrorCode::integrity, "the store keeps no archive of " + built.filename +
+                                              ", built from " + r.file.filename);
+    auto meta = store::read_dist_info_file(*archive, "METADATA", built.filename);
     if (!meta) throw Error(ErrorCode::integrity, built.filename + " has no METADATA");
     checked_metadata(*meta, r,
                      "the METADATA of " + built.filename + " (built from " + r.file.filename + ")");

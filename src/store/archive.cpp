@@ -8,6 +8,7 @@
 
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "store/file_list.hpp"
 
 namespace fs = std::filesystem;
@@ -20,11 +21,13 @@ fs::path Store::archive_path(std::string_view wheel_sha256) const {
 }
 
 std::optional<fs::path> Store::kept_archive(std::string_view wheel_sha256,
-                                            std::uint64_t size) const {
+                                            std::optional<std::uint64_t> size) const {
     fs::path p = archive_path(wheel_sha256);
+    // A link planted at the archive, or at a folder above it, is refused, never read through.
+    require_no_link_below(layout_.root(), p, /*is_file=*/true);
     struct stat st {};
-    if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_size) != size)
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        (size && static_cast<std::uint64_t>(st.st_size) != *size))
         return std::nullopt;
     return p;
 }

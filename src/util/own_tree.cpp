@@ -186,13 +186,13 @@ bool remove_own_tree(const fs::path& root, const fs::path& path) {
     return true;
 }
 
-void require_no_link_below(const fs::path& root, const fs::path& path) {
+void require_no_link_below(const fs::path& root, const fs::path& path, bool is_file) {
     fs::path shown = root;
     for (const auto& name : components(relative_inside(root, path))) {
         shown /= name;
         struct stat st {};
         if (::lstat(shown.c_str(), &st) != 0) return;
-        if (S_ISLNK(st.st_mode)) refuse_planted_link(shown);
+        if (S_ISLNK(st.st_mode)) refuse_planted_link(shown, /*folder=*/!(is_file && shown == path));
     }
 }
 

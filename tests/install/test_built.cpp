@@ -151,11 +151,12 @@ TEST_CASE("built wheels: what an artifact carries, found by wheel and checked as
         CHECK_FALSE(install::is_build_key_text(hostile, key.sdist_sha256));
     }
 
-    auto found = install::built_record_of(store, stored.wheel_sha256, key.sdist_sha256);
+    const auto records = install::built_records(store);
+    auto found = install::built_record_of(records, stored.wheel_sha256, key.sdist_sha256);
     REQUIRE(found);
     CHECK(found->key_text == key.text());
-    CHECK_FALSE(install::built_record_of(store, stored.wheel_sha256, std::string(64, 'e')));
-    CHECK_FALSE(install::built_record_of(store, std::string(64, 'f'), key.sdist_sha256));
+    CHECK_FALSE(install::built_record_of(records, stored.wheel_sha256, std::string(64, 'e')));
+    CHECK_FALSE(install::built_record_of(records, std::string(64, 'f'), key.sdist_sha256));
 
     // A node records what it received under the digest of the key it came with, once.
     TempDir node;

@@ -187,6 +187,23 @@ class SdistBuilds(unittest.TestCase):
                              capture_output=True, text=True, check=True)
         self.assertEqual(out.stdout.strip(), "42 3")
 
+        # A link planted at a built wheel's kept archive is refused, never copied through.
+        demo = next(f for f in os.listdir(wheels) if f.startswith("demo-"))
+        archive = os.path.join(self.project.home, "store-v1", "wheels",
+                               sha256_file(os.path.join(wheels, demo)), "archive")
+        outside = os.path.join(self.tmp, "outside.whl")
+        shutil.copyfile(archive, outside)
+        os.chmod(archive, 0o644)
+        os.rename(archive, archive + ".real")
+        os.symlink(outside, archive)
+        refused = self.project.run("export", "e", "--wheels", os.path.join(self.tmp, "linked"),
+                                   "-o", req, check=False)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("is a symbolic link where envbox keeps its own file", refused.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "linked", demo)))
+        os.unlink(archive)
+        os.rename(archive + ".real", archive)
+
         # Another environment of the same lock: every wheel is the store's, nothing is built.
         before = self.records()
         shutil.copyfile(self.project.lock_path("e"), self.project.lock_path("f"))

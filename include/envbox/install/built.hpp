@@ -60,10 +60,11 @@ bool is_build_key_text(std::string_view text, std::string_view sdist_sha256);
 /// of the wheel it names; the record's own digest is the sha256 of its `key_text`.
 std::map<std::string, BuiltRecord> built_records(const store::Store& store);
 
-/// The store's record of the build that made the wheel `wheel_sha256` from the sdist
-/// `sdist_sha256` (what push and pack send with the wheel); nullopt when none (collected, or
-/// the wheel was not built here). Records that do not read are passed over.
-std::optional<BuiltRecord> built_record_of(const store::Store& store, std::string_view wheel_sha256,
+/// The record, among `records` (`built_records`, read once by the caller), of the build that
+/// made the wheel `wheel_sha256` from the sdist `sdist_sha256` (what push and pack send with the
+/// wheel); nullopt when none (collected, or the wheel was not built here).
+std::optional<BuiltRecord> built_record_of(const std::map<std::string, BuiltRecord>& records,
+                                           std::string_view wheel_sha256,
                                            std::string_view sdist_sha256);
 
 /// Keeps the record of a build that came with an artifact, under the digest of its key's text

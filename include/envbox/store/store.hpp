@@ -234,9 +234,11 @@ class Store {
     /// `wheels/<sha256>/archive`: the wheel's own archive, kept once verified so that `push`
     /// and `pack` read it from the store (archive.cpp). Same digest check as `load_wheel`.
     std::filesystem::path archive_path(std::string_view wheel_sha256) const;
-    /// The kept archive, when there is one of the wheel's size (nullopt otherwise).
-    std::optional<std::filesystem::path> kept_archive(std::string_view wheel_sha256,
-                                                      std::uint64_t size) const;
+    /// The kept archive, when there is one (of `size` bytes, when given; nullopt otherwise).
+    /// A link at the archive or a folder above it inside the home is refused
+    /// (`refuse_planted_link`), never followed; the bytes are the caller's to hash.
+    std::optional<std::filesystem::path> kept_archive(
+        std::string_view wheel_sha256, std::optional<std::uint64_t> size = std::nullopt) const;
     /// Moves `verified` (the wheel's bytes, its sha256 already checked by the caller, on the
     /// home's filesystem) to `archive_path`, read-only, unless an archive is there already
     /// (then `verified` is removed). Only for a wheel whose file list is published: `sweep`

@@ -87,7 +87,9 @@ std::optional<std::string> read_own_file(int dir, const std::filesystem::path& p
 /// Throws `refuse_planted_link` when `path` (inside `root`) or a folder between `root` and it
 /// is a symbolic link; nothing when it or a folder above it does not exist. For readers that
 /// then use path-based calls: the check costs one `lstat` per component. Destructive code uses
-/// the descriptor-based calls above, which cannot be raced.
-void require_no_link_below(const std::filesystem::path& root, const std::filesystem::path& path);
+/// the descriptor-based calls above, which cannot be raced. `is_file`: `path` names a file (for
+/// the message).
+void require_no_link_below(const std::filesystem::path& root, const std::filesystem::path& path,
+                           bool is_file = false);
 
 }  // namespace envbox

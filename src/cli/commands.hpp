@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "envbox/env/link_check.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/util/json.hpp"
@@ -66,6 +67,10 @@ void report_lock(const GlobalOptions& global, const std::string& env, const ops:
 /// the environment to another CUDA line; nothing with -q.
 void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes,
                    const std::optional<std::string>& cuda_change);
+
+/// A link check's report as JSON: `{"native_files", "seconds", "findings": [{"kind", "package",
+/// "wheel", "file", "what", "message", "refuses"}]}` (verify.cpp).
+Json link_json(const env::LinkReport& report);
 
 /// The change list as JSON: `[{"name", "old", "new"}]`, null where absent.
 Json changes_json(const std::vector<ops::VersionChange>& changes);

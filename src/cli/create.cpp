@@ -37,6 +37,7 @@ void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
                    {"generated", r.build.install.generated},
                    {"bytecode", r.build.install.bytecode},
                    {"compiled", r.fetch.bytecode.compiled},
+                   {"link", link_json(r.link)},
                    {"seconds", r.seconds}};
     std::printf("%s\n", json_line(report).c_str());
 }

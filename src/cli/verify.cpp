@@ -24,6 +24,25 @@ struct VerifyCommand {
     bool store = false;  ///< --store: check the whole store, not an environment
 };
 
+}  // namespace
+
+Json link_json(const env::LinkReport& report) {
+    Json findings = Json::array();
+    for (const auto& f : report.findings)
+        findings.push_back({{"kind", f.kind_name()},
+                            {"package", f.package},
+                            {"wheel", f.wheel},
+                            {"file", f.file},
+                            {"what", f.what},
+                            {"message", f.message},
+                            {"refuses", f.refuses()}});
+    return Json{{"native_files", report.native_files},
+                {"seconds", report.seconds},
+                {"findings", std::move(findings)}};
+}
+
+namespace {
+
 void print_verify_json(const VerifyCommand& cmd, const ops::VerifyResult& r) {
     const auto& rep = r.report;
     Json drift = Json::array();
@@ -36,6 +55,7 @@ void print_verify_json(const VerifyCommand& cmd, const ops::VerifyResult& r) {
         {"seconds", r.seconds},   {"drift", std::move(drift)}};
     report["manifests_lock"] = lock_agreement_json(r.lock);  // a note, never drift
     report["built"] = r.built;  // package → build key digest: wheels built from sdists
+    report["link"] = link_json(r.link);
     std::printf("%s\n", json_line(report).c_str());
 }
 
@@ -62,6 +82,10 @@ void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
             names += (names.empty() ? "" : ", ") + name + " (build " + key.substr(0, 12) + ")";
         std::fprintf(stderr, "  built from sdists by envbox: %s\n", names.c_str());
     }
+    if (global.verbosity >= 0)
+        for (const auto& f : r.link.findings)
+            std::fprintf(stderr, "  link check%s: %s\n", f.refuses() ? " (allowed)" : "",
+                         f.message.c_str());
     note_lock_agreement(global, r.lock);
     if (global.verbosity > 1)
         std::fprintf(stderr, "  seconds: load %.3f, plan %.3f, check %.3f\n", r.load_s, r.plan_s,

@@ -59,8 +59,10 @@ class ManifestReader {
         read_sources(m, doc, names);
         read_run(m, doc);
         if (const auto* install = r_.opt_table(doc, "install", "")) {
-            r_.require_known_keys(*install, {"prefer", "compile"}, "install", kToolHint);
-            m.install_prefer = read_prefer(*install);
+            r_.require_known_keys(*install, {"prefer", "compile", "allow-unlinked"}, "install",
+                                  kToolHint);
+            m.install_prefer = read_packages(*install, "prefer");
+            m.install_allow_unlinked = read_packages(*install, "allow-unlinked");
             m.install_compile = r_.opt_bool(*install, "compile", "install");
         }
         m.package_builds = read_build_tables(r_, doc);
@@ -371,15 +373,15 @@ class ManifestReader {
         return codes;
     }
 
-    // `prefer = ["opencv-python-headless"]`: valid package names, each once.
-    std::vector<PreferredPackage> read_prefer(const toml::table& install) {
+    // `prefer = ["opencv-python-headless"]` (or `allow-unlinked`): valid package names, each once.
+    std::vector<PreferredPackage> read_packages(const toml::table& install, const char* key) {
         std::vector<PreferredPackage> out;
         std::set<std::string> seen;
-        const auto* list = r_.opt_array(install, "prefer", "install");
+        const auto* list = r_.opt_array(install, key, "install");
         if (!list) return out;
         for (std::size_t k = 0; k < list->size(); ++k) {
             const toml::node& n = *list->get(k);
-            std::string path = TomlReader::index("install.prefer", k);
+            std::string path = TomlReader::index(std::string("install.") + key, k);
             if (!n.is_string()) r_.wrong_type(n, "str", path);
             std::string name(n.as_string()->get());
             if (!pep::is_valid_name(name))

@@ -14,6 +14,7 @@
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/stopwatch.hpp"
+#include "link.hpp"
 #include "settings.hpp"
 
 namespace fs = std::filesystem;
@@ -197,6 +198,29 @@ install::FetchPlan fetch_plan(const Context& ctx, const CreateOptions& opt,
     return plan;
 }
 
+// The link check of the selected wheels, now in the store: refuses before a generation is built
+// (the current one stays), and shows what it does not refuse as notes, a bounded number.
+LinkReport link_step(const Context& ctx, const store::Store& store,
+                     const std::vector<install::Item>& items, const env::Interpreter& interpreter,
+                     const create_steps::Inputs& in, const std::string& env) {
+    std::vector<LinkPackage> packages;
+    for (const auto& item : items)
+        packages.push_back({item.package->name,
+                            item.package->version ? item.package->version->str() : "",
+                            item.wheel ? &*item.wheel : nullptr});
+    LinkReport report = check_links(store, packages, interpreter, &in.lock.pylock, ctx.jobs);
+    const bool mixed = in.lock.tool && in.lock.tool->allow_mixed_cuda;
+    const auto notes =
+        refuse_unlinked(report, env, in.manifest ? &*in.manifest : nullptr, mixed, in.lock_path);
+    constexpr std::size_t kShown = 8;
+    for (std::size_t i = 0; i < notes.size() && i < kShown; ++i)
+        ctx.progress->note("link check: " + notes[i].message);
+    if (notes.size() > kShown)
+        ctx.progress->note("link check: " + std::to_string(notes.size() - kShown) +
+                           " more findings (`envbox verify " + env + "` lists them all)");
+    return report;
+}
+
 }  // namespace
 
 // The pipeline; each step's contract is in create_steps.hpp.
@@ -248,6 +272,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     result.fetch = install::fetch_into_store(store, items, plan, progress);
     for (const auto& built : received_builds)  // a node may push what it received
         install::record_received_build(store, built);
+    result.link = link_step(ctx, store, items, interpreter, in, opt.env);
 
     env::Generation gen = next_generation(edir, digest, in.lock_path, target, opt);
     for (const auto& k : bytecode)

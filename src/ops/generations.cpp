@@ -20,6 +20,7 @@
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/stopwatch.hpp"
+#include "link.hpp"
 
 namespace fs = std::filesystem;
 
@@ -166,6 +167,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
         if (auto it = records.find(p.wheel_sha256); it != records.end())
             result.built[p.name] = to_hex(sha256(it->second.key_text));
     result.check_s = started.total() - result.load_s - result.plan_s;
+    result.link = check_generation_links(store, g, wheels, in, ctx.jobs);
     result.lock = lock_agreement(ctx, env);
     result.seconds = started.total();
     return result;

@@ -132,6 +132,9 @@ struct Manifest {
     /// the listed package is installed (opencv-python-headless over opencv-python). Without
     /// it such a path is an install conflict.
     std::vector<PreferredPackage> install_prefer;
+    /// `[install].allow-unlinked`: packages whose native files may fail the link check
+    /// (a CUDA library of another line, a symbol their library lacks); their findings are notes.
+    std::vector<PreferredPackage> install_allow_unlinked;
     /// `[install].compile`: false builds environments without bytecode (as `create
     /// --no-compile`); unset or true, every module gets its `.pyc` from the store.
     std::optional<bool> install_compile;

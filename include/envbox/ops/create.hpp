@@ -12,6 +12,7 @@
 #include "envbox/env/build.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/installer.hpp"
+#include "envbox/env/link_check.hpp"
 #include "envbox/install/fetch.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/lock.hpp"
@@ -74,6 +75,8 @@ struct CreateResult {
     env::BuildReport build;
     /// Seconds: select (read, probe, choose), and the whole create.
     double select_s = 0, seconds = 0;
+    /// The link check: native files linked, what it found but did not refuse, its time.
+    env::LinkReport link;
 };
 
 /// Reads the lock (and the manifest, when there is one, for the target), selects one wheel

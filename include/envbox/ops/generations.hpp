@@ -9,6 +9,7 @@
 
 #include "envbox/env/generation.hpp"
 #include "envbox/env/known_good.hpp"
+#include "envbox/env/link_check.hpp"
 #include "envbox/env/verify.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/lock_agreement.hpp"
@@ -25,6 +26,8 @@ struct VerifyResult {
     LockAgreement lock;
     /// Its packages whose wheel envbox built from an sdist: name → the build's key digest.
     std::map<std::string, std::string> built;
+    /// The link check of its native files (env/link_check.hpp): reported, never drift.
+    env::LinkReport link;
 };
 
 /// Verifies ENV's current generation against its lock (see env/verify.hpp).

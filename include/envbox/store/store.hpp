@@ -29,6 +29,7 @@
 
 #include "envbox/pep/filename.hpp"
 #include "envbox/store/home.hpp"
+#include "envbox/util/elf.hpp"
 #include "envbox/util/unique_fd.hpp"
 
 namespace envbox::store {
@@ -69,6 +70,14 @@ struct WheelFiles {
 
     std::uint64_t total_size() const;
     const WheelFile* find(std::string_view path) const;
+};
+
+/// One native (ELF) file of a wheel and the facts `elf::read_facts` read from its object;
+/// `unreadable` says why not, when it did not read (the facts are then empty).
+struct ElfFile {
+    std::string path;  ///< the wheel member's path
+    elf::Facts facts;
+    std::string unreadable;
 };
 
 /// Figures from one ingest.
@@ -218,6 +227,12 @@ class Store {
     /// lowercase hex digits (else `invalid_input`); a list whose digests, name or format are
     /// not what an ingest writes is reported damaged (`integrity`), never half-read.
     std::optional<WheelFiles> load_wheel(std::string_view wheel_sha256) const;
+
+    /// The ELF facts of `w`'s native files: members named `*.so`, `*.so.*` or executable whose
+    /// bytes start with the ELF magic. Read from `wheels/<sha256>/elf` when it was written, else
+    /// from the objects, then written there (elf_facts.cpp): content-addressed, computed once
+    /// per wheel. A list that does not read as written is computed again.
+    std::vector<ElfFile> elf_facts(const WheelFiles& w) const;
 
     /// `w`'s objects that are missing or touched (`object_touched`), with, for the first, what
     /// is wrong; with `hash`, each object's content is also hashed and compared with its name.

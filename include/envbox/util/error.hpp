@@ -26,6 +26,7 @@ enum class ErrorCode : int {
     integrity = 5,      ///< hash mismatch; verify found drift
     cuda = 6,           ///< CUDA line incompatible with the driver or with the lock
     conflict = 7,       ///< two wheels install one path with different content (install conflict)
+    unlinked = 8,  ///< a native file needs a symbol its environment's library lacks (link check)
     interrupted = 130,  ///< SIGINT / SIGTERM
 };
 

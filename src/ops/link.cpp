@@ -1,0 +1,137 @@
+// The link check as commands run it (ops/link.hpp).
+#include "link.hpp"
+
+#include <map>
+#include <set>
+
+#include "envbox/env/cuda.hpp"
+#include "envbox/pep/name.hpp"
+#include "envbox/util/error.hpp"
+#include "envbox/util/parallel.hpp"
+#include "envbox/util/stopwatch.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::ops {
+namespace {
+
+// Each package's dependencies as positions in `packages`, from the lock's `dependencies`;
+// nullopt for every package when the lock records none.
+std::vector<std::optional<std::vector<std::size_t>>> dependencies(
+    const std::vector<LinkPackage>& packages, const lock::Pylock* pylock) {
+    std::vector<std::optional<std::vector<std::size_t>>> out(packages.size());
+    if (!pylock || !pylock->has_dependency_graph()) return out;
+    std::map<std::string, std::size_t> position;
+    for (std::size_t i = 0; i < packages.size(); ++i)
+        position[pep::canonicalize_name(packages[i].name)] = i;
+    for (std::size_t i = 0; i < packages.size(); ++i) {
+        const std::string name = pep::canonicalize_name(packages[i].name);
+        const lock::Package* entry = nullptr;
+        for (const auto& p : pylock->packages)
+            if (p.name == name && (!p.version || p.version->str() == packages[i].version)) {
+                entry = &p;
+                break;
+            }
+        std::vector<std::size_t> deps;
+        if (entry && entry->dependencies)
+            for (const auto& d : *entry->dependencies)
+                if (auto at = position.find(d.name); at != position.end())
+                    deps.push_back(at->second);
+        out[i] = std::move(deps);
+    }
+    return out;
+}
+
+std::string names_of(const std::vector<env::LinkFinding>& findings) {
+    std::string out;
+    for (const auto& f : findings)
+        out += "\n  " + f.message;
+    return out;
+}
+
+}  // namespace
+
+LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>& packages,
+                       const env::Interpreter& interpreter, const lock::Pylock* pylock,
+                       unsigned jobs) {
+    Stopwatch watch;
+    std::vector<std::vector<store::ElfFile>> facts(packages.size());
+    parallel_for(packages.size(), jobs, [&](std::size_t i) {
+        if (packages[i].wheel) facts[i] = store.elf_facts(*packages[i].wheel);
+    });
+    env::LinkInput in;
+    const auto deps = dependencies(packages, pylock);
+    std::vector<std::pair<std::string, std::string>> versions;
+    LinkReport report;
+    for (std::size_t i = 0; i < packages.size(); ++i) {
+        versions.emplace_back(packages[i].name, packages[i].version);
+        if (!packages[i].wheel) continue;
+        report.native_files += facts[i].size();
+        in.wheels.push_back({pep::canonicalize_name(packages[i].name), packages[i].wheel->filename,
+                             packages[i].wheel->dist_info, &facts[i], deps[i]});
+    }
+    // positions in `packages` → positions in `in.wheels` (packages without a wheel left out)
+    if (in.wheels.size() != packages.size())
+        for (auto& w : in.wheels)
+            w.dependencies.reset();
+    auto scheme = [&](const char* key) {
+        auto it = interpreter.scheme.find(key);
+        return it == interpreter.scheme.end() ? std::string() : it->second;
+    };
+    in.purelib = scheme("purelib");
+    in.platlib = scheme("platlib");
+    in.scripts = scheme("scripts");
+    in.data = scheme("data");
+    in.system_dirs = env::system_library_dirs();
+    in.system_dirs.push_back(interpreter.executable.parent_path().parent_path() / "lib");
+    in.interpreter = interpreter.executable;
+    if (auto line = env::cuda_identity(versions).line) in.cuda_major = line->major;
+    if (!in.wheels.empty()) report.findings = env::link_environment(in);
+    report.seconds = watch.total();
+    return report;
+}
+
+LinkReport check_generation_links(const store::Store& store, const env::Generation& g,
+                                  const std::vector<store::WheelFiles>& wheels,
+                                  const env::Interpreter& interpreter, unsigned jobs) {
+    std::vector<LinkPackage> packages;
+    for (std::size_t i = 0; i < g.packages.size() && i < wheels.size(); ++i)
+        packages.push_back({g.packages[i].name, g.packages[i].version, &wheels[i]});
+    std::optional<lock::Pylock> pylock;
+    if (auto text = env::read_generation_lock(g.path)) {
+        auto parsed = lock::Pylock::parse(*text, (g.path / ".envbox" / "pylock.toml").string());
+        if (parsed) pylock = std::move(*parsed);  // one that does not read: no dependencies
+    }
+    return check_links(store, packages, interpreter, pylock ? &*pylock : nullptr, jobs);
+}
+
+std::vector<env::LinkFinding> refuse_unlinked(const LinkReport& report, const std::string& env,
+                                              const lock::Manifest* manifest, bool allow_mixed_cuda,
+                                              const fs::path& lock_path) {
+    std::set<std::string> allowed;
+    if (manifest)
+        for (const auto& p : manifest->install_allow_unlinked)
+            allowed.insert(p.name);
+    std::vector<env::LinkFinding> cuda, symbols, notes;
+    for (const auto& f : report.findings) {
+        if (!f.refuses() || allowed.count(f.package) ||
+            (f.kind == env::LinkFinding::Kind::cuda_line && allow_mixed_cuda))
+            notes.push_back(f);
+        else
+            (f.kind == env::LinkFinding::Kind::cuda_line ? cuda : symbols).push_back(f);
+    }
+    const std::string fix = "\nrefusing to create " + env + " from " + lock_path.string() +
+                            "; its current generation stays as it is (lock another version, or "
+                            "name the package in [install].allow-unlinked if it is really meant)";
+    if (!cuda.empty())
+        throw Error(ErrorCode::invalid_input,
+                    "native files of " + env + " link another CUDA line:" + names_of(cuda) + fix);
+    if (!symbols.empty())
+        throw Error(ErrorCode::unlinked, "native files of " + env +
+                                             " need symbols the environment's libraries do not "
+                                             "export (built for another version of them):" +
+                                             names_of(symbols) + fix);
+    return notes;
+}
+
+}  // namespace envbox::ops

@@ -1,0 +1,49 @@
+#pragma once
+// The link check as create, verify and doctor run it (env/link_check.hpp): the environment's
+// wheels from the store, their ELF facts read once per wheel, the lock's dependencies, the
+// interpreter and the CUDA line; and the refusal create makes of what it finds.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "envbox/env/generation.hpp"
+#include "envbox/env/interpreter.hpp"
+#include "envbox/env/link_check.hpp"
+#include "envbox/lock/manifest.hpp"
+#include "envbox/lock/pylock.hpp"
+#include "envbox/store/store.hpp"
+
+namespace envbox::ops {
+
+/// One package of the environment: its name and version (as locked) and the store's file list
+/// of its wheel.
+struct LinkPackage {
+    std::string name, version;
+    const store::WheelFiles* wheel = nullptr;
+};
+
+using env::LinkReport;
+
+/// Links the environment of `packages` on paper. `pylock` gives each package's dependencies
+/// (nullptr, or a lock that records none: every wheel counts as a dependency of every other).
+LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>& packages,
+                       const env::Interpreter& interpreter, const lock::Pylock* pylock,
+                       unsigned jobs);
+
+/// The same check of generation `g`, whose packages' file lists are `wheels` (in its order), with
+/// the dependencies its own copy of the lock records.
+LinkReport check_generation_links(const store::Store& store, const env::Generation& g,
+                                  const std::vector<store::WheelFiles>& wheels,
+                                  const env::Interpreter& interpreter, unsigned jobs);
+
+/// Refuses the findings of `report` that refuse (`LinkFinding::refuses`) for a package not in
+/// `[install].allow-unlinked` (a CUDA-line one is also allowed by a lock made with
+/// --allow-mixed-cuda): a CUDA library of another line exits 3, as the name-based conflicts do,
+/// a symbol missing from the environment's library exits 8. Returns the findings to show as
+/// notes (those it did not refuse).
+std::vector<env::LinkFinding> refuse_unlinked(const LinkReport& report, const std::string& env,
+                                              const lock::Manifest* manifest, bool allow_mixed_cuda,
+                                              const std::filesystem::path& lock_path);
+
+}  // namespace envbox::ops

@@ -10,12 +10,12 @@ namespace {
 
 constexpr std::size_t kSymbolsPerFile = 5;  // missing symbols reported one by one, per file
 
-bool version_ok(const elf::Symbol& wanted, const elf::Symbol& given) {
+bool link_version_ok(const elf::Symbol& wanted, const elf::Symbol& given) {
     if (wanted.version.empty()) return !given.hidden;
     return given.version.empty() || given.version == wanted.version;
 }
 
-std::string lines_text(const std::vector<int>& lines) {
+std::string cuda_lines_text(const std::vector<int>& lines) {
     if (lines.empty()) return "no CUDA line envbox knows";
     std::string out = "CUDA ";
     for (std::size_t i = 0; i < lines.size(); ++i)
@@ -56,7 +56,7 @@ void Linker::check_cuda(int id, std::vector<LinkFinding>& out) const {
         if (!lines || std::find(lines->begin(), lines->end(), *in_.cuda_major) != lines->end())
             continue;
         out.push_back(finding(id, LinkFinding::Kind::cuda_line, name,
-                              "links " + name + ", a library of " + lines_text(*lines) +
+                              "links " + name + ", a library of " + cuda_lines_text(*lines) +
                                   "; the environment is on CUDA " +
                                   std::to_string(*in_.cuda_major)));
     }
@@ -89,7 +89,7 @@ void Linker::check_symbols(int id, const std::vector<int>& scope_nodes,
         bool found = false;
         if (auto it = providers_.find(u.name); it != providers_.end())
             for (const auto& [node, symbol] : it->second)
-                if (scope.count(node) && version_ok(u, *symbol)) {
+                if (scope.count(node) && link_version_ok(u, *symbol)) {
                     found = true;
                     break;
                 }

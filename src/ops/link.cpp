@@ -17,7 +17,7 @@ namespace {
 
 // Each package's dependencies as positions in `packages`, from the lock's `dependencies`;
 // nullopt for every package when the lock records none.
-std::vector<std::optional<std::vector<std::size_t>>> dependencies(
+std::vector<std::optional<std::vector<std::size_t>>> link_dependencies(
     const std::vector<LinkPackage>& packages, const lock::Pylock* pylock) {
     std::vector<std::optional<std::vector<std::size_t>>> out(packages.size());
     if (!pylock || !pylock->has_dependency_graph()) return out;
@@ -42,7 +42,7 @@ std::vector<std::optional<std::vector<std::size_t>>> dependencies(
     return out;
 }
 
-std::string names_of(const std::vector<env::LinkFinding>& findings) {
+std::string link_messages(const std::vector<env::LinkFinding>& findings) {
     std::string out;
     for (const auto& f : findings)
         out += "\n  " + f.message;
@@ -60,7 +60,7 @@ LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>
         if (packages[i].wheel) facts[i] = store.elf_facts(*packages[i].wheel);
     });
     env::LinkInput in;
-    const auto deps = dependencies(packages, pylock);
+    const auto deps = link_dependencies(packages, pylock);
     std::vector<std::pair<std::string, std::string>> versions;
     LinkReport report;
     for (std::size_t i = 0; i < packages.size(); ++i) {
@@ -124,13 +124,14 @@ std::vector<env::LinkFinding> refuse_unlinked(const LinkReport& report, const st
                             "; its current generation stays as it is (lock another version, or "
                             "name the package in [install].allow-unlinked if it is really meant)";
     if (!cuda.empty())
-        throw Error(ErrorCode::invalid_input,
-                    "native files of " + env + " link another CUDA line:" + names_of(cuda) + fix);
+        throw Error(
+            ErrorCode::invalid_input,
+            "native files of " + env + " link another CUDA line:" + link_messages(cuda) + fix);
     if (!symbols.empty())
         throw Error(ErrorCode::unlinked, "native files of " + env +
                                              " need symbols the environment's libraries do not "
                                              "export (built for another version of them):" +
-                                             names_of(symbols) + fix);
+                                             link_messages(symbols) + fix);
     return notes;
 }
 

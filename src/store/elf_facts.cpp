@@ -24,10 +24,10 @@ namespace fs = std::filesystem;
 namespace envbox::store {
 namespace {
 
-constexpr std::string_view kHeader = "envbox-elf-facts 1";
+constexpr std::string_view kFactsHeader = "envbox-elf-facts 1";
 constexpr std::size_t kMaxFactsBytes = std::size_t{1} << 30;
 
-std::string enc(std::string_view v) {
+std::string facts_enc(std::string_view v) {
     if (v.empty()) return "-";
     if (v == "-") return "%2D";
     return kv::percent_encode(v);
@@ -41,7 +41,7 @@ bool may_be_elf(const WheelFile& f) {
 }
 
 // The facts of one object; nullopt when it is not an ELF file.
-std::optional<ElfFile> read_object(const Store& store, const WheelFile& f) {
+std::optional<ElfFile> read_elf_object(const Store& store, const WheelFile& f) {
     UniqueFd fd(::openat(store.objects_dir_fd(),
                          store.object_relpath(f.digest, f.executable).c_str(),
                          O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
@@ -63,50 +63,51 @@ std::optional<ElfFile> read_object(const Store& store, const WheelFile& f) {
     return out;
 }
 
-std::string serialise(const std::vector<ElfFile>& files) {
-    kv::Writer w(kHeader);
+std::string serialise_facts(const std::vector<ElfFile>& files) {
+    kv::Writer w(kFactsHeader);
     for (const auto& f : files) {
         const elf::Facts& e = f.facts;
         if (!f.unreadable.empty()) {
-            w.add_fields("file", {enc(f.path), "-", "-", "-", enc(f.unreadable)});
+            w.add_fields("file", {facts_enc(f.path), "-", "-", "-", facts_enc(f.unreadable)});
             continue;
         }
-        w.add_fields("file", {enc(f.path), std::to_string(e.elf_class), std::to_string(e.machine),
-                              e.shared ? "1" : "0"});
-        if (!e.soname.empty()) w.add("soname", enc(e.soname));
+        w.add_fields("file", {facts_enc(f.path), std::to_string(e.elf_class),
+                              std::to_string(e.machine), e.shared ? "1" : "0"});
+        if (!e.soname.empty()) w.add("soname", facts_enc(e.soname));
         for (const auto& n : e.needed)
-            w.add("needed", enc(n));
+            w.add("needed", facts_enc(n));
         for (const auto& d : e.rpath)
-            w.add("rpath", enc(d));
+            w.add("rpath", facts_enc(d));
         for (const auto& d : e.runpath)
-            w.add("runpath", enc(d));
+            w.add("runpath", facts_enc(d));
         for (const auto& s : e.exports)
-            w.add_fields("def", {enc(s.name), enc(s.version), s.hidden ? "1" : "0"});
+            w.add_fields("def", {facts_enc(s.name), facts_enc(s.version), s.hidden ? "1" : "0"});
         for (const auto& s : e.undefined)
-            w.add_fields("und", {enc(s.name), enc(s.version), enc(s.library), s.weak ? "1" : "0"});
+            w.add_fields("und", {facts_enc(s.name), facts_enc(s.version), facts_enc(s.library),
+                                 s.weak ? "1" : "0"});
     }
     return std::move(w).take();
 }
 
-std::string dec(std::string_view v, const kv::Reader& r) {
+std::string facts_dec(std::string_view v, const kv::Reader& r) {
     if (v == "-") return {};
     auto out = kv::percent_decode(v);
     if (!out || out->empty()) throw r.error("malformed field");
     return *out;
 }
 
-bool flag(std::string_view v, const kv::Reader& r) {
+bool facts_flag(std::string_view v, const kv::Reader& r) {
     if (v != "0" && v != "1") throw r.error("malformed flag");
     return v == "1";
 }
 
-void read_file_line(std::vector<ElfFile>& out, const std::vector<std::string_view>& f,
-                    const kv::Reader& r) {
+void read_facts_file_line(std::vector<ElfFile>& out, const std::vector<std::string_view>& f,
+                          const kv::Reader& r) {
     if (f.size() != 4 && f.size() != 5) throw r.error("malformed file line");
     ElfFile file;
-    file.path = dec(f[0], r);
+    file.path = facts_dec(f[0], r);
     if (f.size() == 5) {
-        file.unreadable = dec(f[4], r);
+        file.unreadable = facts_dec(f[4], r);
     } else {
         const int cls = f[1] == "64" ? 64 : f[1] == "32" ? 32 : 0;
         if (!cls || f[2].empty() || f[2].size() > 5 ||
@@ -114,38 +115,40 @@ void read_file_line(std::vector<ElfFile>& out, const std::vector<std::string_vie
             throw r.error("malformed file line");
         file.facts.elf_class = cls;
         file.facts.machine = std::stoi(std::string(f[2]));
-        file.facts.shared = flag(f[3], r);
+        file.facts.shared = facts_flag(f[3], r);
     }
     out.push_back(std::move(file));
 }
 
-std::vector<ElfFile> parse(std::string_view text, const std::string& what) {
+std::vector<ElfFile> parse_facts(std::string_view text, const std::string& what) {
     kv::Reader r(text, what, ' ', {.max_line_bytes = 1 << 20, .max_lines = 64'000'000});
     auto head = r.next();
-    if (!head || head->text != kHeader) throw r.error("not an envbox ELF facts list");
+    if (!head || head->text != kFactsHeader) throw r.error("not an envbox ELF facts list");
     std::vector<ElfFile> out;
     while (auto l = r.next()) {
         const auto f = kv::split_fields(l->value);
         if (l->key == "file") {
-            read_file_line(out, f, r);
+            read_facts_file_line(out, f, r);
             continue;
         }
         if (out.empty() || !out.back().unreadable.empty()) throw r.error("a line outside a file");
         elf::Facts& e = out.back().facts;
         if (l->key == "def" && f.size() == 3)
-            e.exports.push_back({dec(f[0], r), dec(f[1], r), "", false, flag(f[2], r)});
+            e.exports.push_back(
+                {facts_dec(f[0], r), facts_dec(f[1], r), "", false, facts_flag(f[2], r)});
         else if (l->key == "und" && f.size() == 4)
-            e.undefined.push_back({dec(f[0], r), dec(f[1], r), dec(f[2], r), flag(f[3], r), false});
+            e.undefined.push_back({facts_dec(f[0], r), facts_dec(f[1], r), facts_dec(f[2], r),
+                                   facts_flag(f[3], r), false});
         else if (f.size() != 1)
             throw r.error("malformed line");
         else if (l->key == "soname")
-            e.soname = dec(f[0], r);
+            e.soname = facts_dec(f[0], r);
         else if (l->key == "needed")
-            e.needed.push_back(dec(f[0], r));
+            e.needed.push_back(facts_dec(f[0], r));
         else if (l->key == "rpath")
-            e.rpath.push_back(dec(f[0], r));
+            e.rpath.push_back(facts_dec(f[0], r));
         else if (l->key == "runpath")
-            e.runpath.push_back(dec(f[0], r));
+            e.runpath.push_back(facts_dec(f[0], r));
         else
             throw r.error("unknown line");
     }
@@ -160,7 +163,7 @@ std::vector<ElfFile> Store::elf_facts(const WheelFiles& w) const {
     if (UniqueFd fd = open_own_dir_at_path(layout_.root(), dir)) {
         try {
             if (auto text = read_own_file(fd.get(), path, kMaxFactsBytes))
-                return parse(*text, path.string());
+                return parse_facts(*text, path.string());
         } catch (const Error&) {
             // damaged or not of this format: read again from the objects and replaced
         }
@@ -168,9 +171,9 @@ std::vector<ElfFile> Store::elf_facts(const WheelFiles& w) const {
     std::vector<ElfFile> out;
     for (const auto& f : w.files)
         if (may_be_elf(f))
-            if (auto e = read_object(*this, f)) out.push_back(std::move(*e));
+            if (auto e = read_elf_object(*this, f)) out.push_back(std::move(*e));
     require_no_link_below(layout_.root(), path, /*is_file=*/true);
-    write_file_atomic(path, serialise(out), 0444, Durability::none);
+    write_file_atomic(path, serialise_facts(out), 0444, Durability::none);
     return out;
 }
 

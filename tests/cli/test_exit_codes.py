@@ -154,6 +154,25 @@ class ExitCodes(unittest.TestCase):
                               Wheel("two", "1.0", {"shared/x.py": "TWO\n"})])
         yield ("create", "clash"), "shared/x.py"
 
+    def case_8(self):
+        # An extension needing a c10 symbol the environment's libc10.so does not export.
+        build = os.path.join(self.tmp, "abi-build")
+        os.makedirs(build, exist_ok=True)
+        for name, text, extra in (
+                ("libc10.so", "namespace c10 { int kept() { return 1; } }\n", ["-Wl,-soname,libc10.so"]),
+                ("ext.so", "namespace c10 { int gone(); }\nint f() { return c10::gone(); }\n",
+                 ["-L" + build, "-Wl,--no-as-needed", "-l:libc10.so", "-Wl,-rpath,$ORIGIN/../torch/lib"])):
+            src = os.path.join(build, name + ".cpp")
+            with open(src, "w") as f:
+                f.write(text)
+            subprocess.run(["g++", "-shared", "-fPIC", "-o", os.path.join(build, name), src] + extra, check=True)
+        tag = "py3-none-manylinux_2_17_x86_64"
+        read = lambda name: open(os.path.join(build, name), "rb").read()  # noqa: E731
+        self.p.write("abi", manifest_text(["torch", "ext"]))
+        self.p.lock("abi", [Wheel("torch", "2.11.0", {"torch/lib/libc10.so": read("libc10.so")}, tag=tag),
+                            Wheel("ext", "1.0", {"ext/_C.so": read("ext.so")}, tag=tag)])
+        yield ("create", "abi"), "needs c10::gone() from"
+
     def case_126(self):
         yield ("run", "--frozen", "env", "--", os.path.join(self.tmp, "not-executable")), "cannot run"
 

@@ -226,5 +226,23 @@ tar(lambda t: add(t, "p/a", text), tarfile.PAX_FORMAT, pax_headers={"comment": "
 tar(lambda t: add(t, "p/link", kind=tarfile.SYMTYPE), tarfile.PAX_FORMAT)
 regressions(put, "fuzz_tar")
 
+# ---- ELF files: small shared libraries the compiler builds here (C and C++, with a SONAME,
+# DT_NEEDED, RUNPATH and versioned references), as a wheel's `.so` holds them.
+put = writer("fuzz_elf")
+import subprocess, tempfile  # noqa: E402
+with tempfile.TemporaryDirectory() as d:
+    sources = {"c": "int f(void);\nint g(void) { return f() + 1; }\n",
+               "cpp": "#include <cmath>\nnamespace n { double r(double x) { return std::sqrt(x); } }\n"}
+    for lang, text in sources.items():
+        path = os.path.join(d, "s." + lang)
+        open(path, "w").write(text)
+        so = os.path.join(d, "lib" + lang + ".so")
+        cc = "cc" if lang == "c" else "c++"
+        if shutil.which(cc) and subprocess.run(
+                [cc, "-shared", "-fPIC", "-Os", "-s", "-o", so, path, "-Wl,-soname,lib" + lang + ".so.1",
+                 "-Wl,-rpath,$ORIGIN/../lib,--enable-new-dtags"]).returncode == 0:
+            put(open(so, "rb").read())
+regressions(put, "fuzz_elf")
+
 for t in sorted(os.listdir(out)):
     print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")

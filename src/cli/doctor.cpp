@@ -1,20 +1,22 @@
-// envbox doctor [--json]
+// envbox doctor [ENV] [--json]
 #include "envbox/ops/doctor.hpp"
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "cli/lock_agreement.hpp"
 #include "cli/progress.hpp"
+#include "envbox/ops/generations.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
 
 namespace envbox::cli {
 namespace {
 
-// The shape docs/usage.md documents under `doctor --json`; one object on one line.
-void print_json(const ops::DoctorReport& r) {
+// The shape docs/usage.md documents under `doctor --json`.
+Json json_report(const ops::DoctorReport& r) {
     Json indexes = Json::array(), environments = Json::array();
     for (const auto& x : r.indexes)
         indexes.push_back(Json{{"name", x.name},
@@ -42,7 +44,7 @@ void print_json(const ops::DoctorReport& r) {
                    {"sandbox", {{"ok", r.sandboxed}, {"description", r.sandbox}}},
                    {"indexes", std::move(indexes)},
                    {"environments", std::move(environments)}};
-    std::printf("%s\n", json_line(report).c_str());
+    return report;
 }
 
 void print_text(const ops::DoctorReport& r) {
@@ -83,14 +85,36 @@ void print_text(const ops::DoctorReport& r) {
         std::printf("  %s  %s  %s\n", i.name.c_str(), i.url.c_str(), i.status.c_str());
 }
 
-void run_doctor(const GlobalOptions& global) {
+// `doctor ENV`: the link check of ENV's current generation on this machine.
+void add_link_check(const ops::Context& ctx, const std::string& env, ops::DoctorReport& r,
+                    Json* json) {
+    const env::LinkReport link = ops::check_current_links(ctx, env);
+    for (const auto& f : link.findings)
+        if (f.refuses()) r.problems.push_back(env + ": " + f.message);
+    if (json) {
+        (*json)["link"] = link_json(link);
+        return;
+    }
+    std::printf("link check of %s: %zu native files, %zu findings\n", env.c_str(),
+                link.native_files, link.findings.size());
+    for (const auto& f : link.findings)
+        std::printf("  %s: %s\n", f.kind_name(), f.message.c_str());
+}
+
+void run_doctor(const GlobalOptions& global, const std::string& env) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     auto r = ops::doctor(ctx);
-    if (global.json)
-        print_json(r);
-    else
+    if (global.json) {
+        Json report = json_report(r);
+        if (!env.empty()) add_link_check(ctx, env, r, &report);
+        report["ok"] = r.problems.empty();
+        report["problems"] = r.problems;
+        std::printf("%s\n", json_line(report).c_str());
+    } else {
         print_text(r);
+        if (!env.empty()) add_link_check(ctx, env, r, nullptr);
+    }
     if (r.problems.empty()) return;
     std::fflush(stdout);
     std::string msg = std::to_string(r.problems.size()) +
@@ -105,8 +129,14 @@ void run_doctor(const GlobalOptions& global) {
 
 void register_doctor(CLI::App& app, GlobalOptions& global) {
     CLI::App* c = app.add_subcommand(
-        "doctor", "Interpreters, CUDA driver, store filesystem, index reachability");
-    c->callback([&global] { run_doctor(global); });
+        "doctor",
+        "Interpreters, CUDA driver, store filesystem, index reachability; with ENV, "
+        "also whether its native files link here");
+    auto env = std::make_shared<std::string>();
+    c->add_option("ENV", *env,
+                  "Also link ENV's current generation on paper on this machine: libraries found "
+                  "nowhere, other CUDA lines, missing symbols");
+    c->callback([&global, env] { run_doctor(global, *env); });
 }
 
 }  // namespace envbox::cli

@@ -173,6 +173,14 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
     return result;
 }
 
+env::LinkReport check_current_links(const Context& ctx, const std::string& env) {
+    const env::Generation g = require_current(ctx, env);
+    const env::Interpreter in =
+        env::probe_interpreter(g.python, store::Home(ctx.home).interpreters());
+    store::Store store(ctx.home);
+    return check_generation_links(store, g, stored_inputs(store, g, env).wheels, in, ctx.jobs);
+}
+
 namespace {
 
 // ENV's folder under envs/, which must exist (`history`, `pin`, `unpin`).

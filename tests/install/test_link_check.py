@@ -10,7 +10,7 @@ by envbox, which links each environment on paper at create.
 - libc10.so found only by SONAME through the wheel's dependency on torch is clean, and the
   same file without that dependency is a note;
 - a library using Python's C API without linking libpython is clean;
-- the store keeps each wheel's ELF facts beside its file list, and verify --json lists findings.
+- the store keeps each wheel's ELF facts beside its file list; verify and doctor ENV list findings.
 
 Usage: test_link_check.py ENVBOX
 """
@@ -203,6 +203,12 @@ class LinkCheck(unittest.TestCase):
         (finding,) = self.findings("e")
         self.assertEqual((finding["kind"], finding["what"], finding["refuses"]),
                          ("not-found", "libnowhere.so.3", False))
+        # doctor ENV says the same of this machine, in words and in JSON.
+        doctor = self.project.run("doctor", "e", check=False)
+        self.assertIn("link check of e: 1 native files, 1 findings", doctor.stdout)
+        self.assertIn("not-found: ", doctor.stdout)
+        report = json.loads(self.project.run("--json", "doctor", "e", check=False).stdout)
+        self.assertEqual([f["what"] for f in report["link"]["findings"]], ["libnowhere.so.3"])
 
     def test_soname_only_through_the_wheels_dependency(self):
         # byname needs libc10.so with no RUNPATH: `import torch` loaded it first. Without the

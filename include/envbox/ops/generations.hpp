@@ -33,6 +33,10 @@ struct VerifyResult {
 /// Verifies ENV's current generation against its lock (see env/verify.hpp).
 VerifyResult verify(const Context& ctx, const std::string& env, bool deep);
 
+/// The link check of ENV's current generation alone (`envbox doctor ENV`): what its native files
+/// need that this machine or the environment lacks (env/link_check.hpp).
+env::LinkReport check_current_links(const Context& ctx, const std::string& env);
+
 /// `envbox verify --store`: the whole store checked (`store::Store::check`), under the store
 /// lock held shared (a gc waits; creates go on).
 store::CheckResult verify_store(const Context& ctx, bool deep);

@@ -68,7 +68,7 @@ void report_lock(const GlobalOptions& global, const std::string& env, const ops:
 void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes,
                    const std::optional<std::string>& cuda_change);
 
-/// A link check's report as JSON: `{"native_files", "seconds", "findings": [{"kind", "package",
+/// A link check's report as JSON: `{"native_files", "seconds", "cached", "findings": [{"kind", "package",
 /// "wheel", "file", "what", "message", "refuses"}]}` (verify.cpp).
 Json link_json(const env::LinkReport& report);
 

@@ -38,6 +38,7 @@ Json link_json(const env::LinkReport& report) {
                             {"refuses", f.refuses()}});
     return Json{{"native_files", report.native_files},
                 {"seconds", report.seconds},
+                {"cached", report.cached},
                 {"findings", std::move(findings)}};
 }
 

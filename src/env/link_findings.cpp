@@ -176,9 +176,12 @@ std::vector<LinkFinding> Linker::run() {
 
 }  // namespace link
 
-std::vector<LinkFinding> link_environment(const LinkInput& in) {
+LinkReport link_environment(const LinkInput& in) {
     link::Linker linker(in);
-    return linker.run();
+    LinkReport report;
+    report.findings = linker.run();
+    report.host_files = linker.host_files();
+    return report;
 }
 
 }  // namespace envbox::env

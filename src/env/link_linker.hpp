@@ -37,6 +37,12 @@ class Linker {
   public:
     explicit Linker(const LinkInput& in) : in_(in) {}
     std::vector<LinkFinding> run();
+    std::vector<std::string> host_files() const {
+        std::vector<std::string> out;
+        for (const auto& [path, id] : host_paths_)
+            out.push_back(path);
+        return out;
+    }
 
   private:
     int env_node(std::size_t wheel, const store::ElfFile& f, const std::string& path);

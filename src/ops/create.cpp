@@ -208,7 +208,8 @@ LinkReport link_step(const Context& ctx, const store::Store& store,
         packages.push_back({item.package->name,
                             item.package->version ? item.package->version->str() : "",
                             item.wheel ? &*item.wheel : nullptr});
-    LinkReport report = check_links(store, packages, interpreter, &in.lock.pylock, ctx.jobs);
+    LinkReport report =
+        check_links(store, packages, interpreter, &in.lock.pylock, ctx.jobs, /*cached=*/true);
     const bool mixed = in.lock.tool && in.lock.tool->allow_mixed_cuda;
     const auto notes =
         refuse_unlinked(report, env, in.manifest ? &*in.manifest : nullptr, mixed, in.lock_path);

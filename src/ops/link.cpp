@@ -49,31 +49,18 @@ std::string link_messages(const std::vector<env::LinkFinding>& findings) {
     return out;
 }
 
-}  // namespace
-
-LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>& packages,
-                       const env::Interpreter& interpreter, const lock::Pylock* pylock,
-                       unsigned jobs) {
-    Stopwatch watch;
-    std::vector<std::vector<store::ElfFile>> facts(packages.size());
-    parallel_for(packages.size(), jobs, [&](std::size_t i) {
-        if (packages[i].wheel) facts[i] = store.elf_facts(*packages[i].wheel);
-    });
+// The check's input for `packages` (one wheel per package, in order; files set later).
+env::LinkInput link_input(const std::vector<LinkPackage>& packages,
+                          const env::Interpreter& interpreter, const lock::Pylock* pylock) {
     env::LinkInput in;
     const auto deps = link_dependencies(packages, pylock);
     std::vector<std::pair<std::string, std::string>> versions;
-    LinkReport report;
     for (std::size_t i = 0; i < packages.size(); ++i) {
         versions.emplace_back(packages[i].name, packages[i].version);
-        if (!packages[i].wheel) continue;
-        report.native_files += facts[i].size();
-        in.wheels.push_back({pep::canonicalize_name(packages[i].name), packages[i].wheel->filename,
-                             packages[i].wheel->dist_info, &facts[i], deps[i]});
+        const store::WheelFiles* w = packages[i].wheel;
+        in.wheels.push_back({pep::canonicalize_name(packages[i].name), w ? w->filename : "",
+                             w ? w->dist_info : "", nullptr, deps[i]});
     }
-    // positions in `packages` → positions in `in.wheels` (packages without a wheel left out)
-    if (in.wheels.size() != packages.size())
-        for (auto& w : in.wheels)
-            w.dependencies.reset();
     auto scheme = [&](const char* key) {
         auto it = interpreter.scheme.find(key);
         return it == interpreter.scheme.end() ? std::string() : it->second;
@@ -86,7 +73,48 @@ LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>
     in.system_dirs.push_back(interpreter.executable.parent_path().parent_path() / "lib");
     in.interpreter = interpreter.executable;
     if (auto line = env::cuda_identity(versions).line) in.cuda_major = line->major;
-    if (!in.wheels.empty()) report.findings = env::link_environment(in);
+    return in;
+}
+
+}  // namespace
+
+LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>& packages,
+                       const env::Interpreter& interpreter, const lock::Pylock* pylock,
+                       unsigned jobs, bool cached) {
+    Stopwatch watch;
+    env::LinkInput in = link_input(packages, interpreter, pylock);
+    std::string key = in.interpreter.string() + "\n" + in.purelib + " " + in.platlib + " " +
+                      in.scripts + " " + in.data + "\ncuda " +
+                      (in.cuda_major ? std::to_string(*in.cuda_major) : "-") + "\n";
+    for (const auto& d : in.system_dirs)
+        key += "dir " + d.string() + "\n";
+    for (std::size_t i = 0; i < packages.size(); ++i) {
+        if (!packages[i].wheel) continue;
+        key += "wheel " + packages[i].wheel->wheel_sha256 + " " + in.wheels[i].name;
+        if (in.wheels[i].dependencies)
+            for (auto d : *in.wheels[i].dependencies)
+                key += " " + in.wheels[d].name;
+        key += "\n";
+    }
+    const fs::path file = link_cache_file(store.home(), key);
+    if (cached)
+        if (auto hit = read_link_cache(store.home(), file)) {
+            hit->seconds = watch.total();
+            return *hit;
+        }
+    std::vector<std::vector<store::ElfFile>> facts(packages.size());
+    parallel_for(packages.size(), jobs, [&](std::size_t i) {
+        if (packages[i].wheel) facts[i] = store.elf_facts(*packages[i].wheel);
+    });
+    std::size_t native = 0;
+    for (std::size_t i = 0; i < packages.size(); ++i) {
+        in.wheels[i].files = &facts[i];
+        native += facts[i].size();
+    }
+    LinkReport report;
+    if (!in.wheels.empty()) report = env::link_environment(in);
+    report.native_files = native;
+    if (cached) write_link_cache(store.home(), file, report);
     report.seconds = watch.total();
     return report;
 }
@@ -102,7 +130,8 @@ LinkReport check_generation_links(const store::Store& store, const env::Generati
         auto parsed = lock::Pylock::parse(*text, (g.path / ".envbox" / "pylock.toml").string());
         if (parsed) pylock = std::move(*parsed);  // one that does not read: no dependencies
     }
-    return check_links(store, packages, interpreter, pylock ? &*pylock : nullptr, jobs);
+    return check_links(store, packages, interpreter, pylock ? &*pylock : nullptr, jobs,
+                       /*cached=*/false);
 }
 
 std::vector<env::LinkFinding> refuse_unlinked(const LinkReport& report, const std::string& env,

@@ -4,6 +4,7 @@
 // interpreter and the CUDA line; and the refusal create makes of what it finds.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,22 @@ using env::LinkReport;
 
 /// Links the environment of `packages` on paper. `pylock` gives each package's dependencies
 /// (nullptr, or a lock that records none: every wheel counts as a dependency of every other).
+/// `cached`: a result kept in the home for the same wheels, dependencies, interpreter, CUDA line
+/// and host folders is used while none of the host's files it read changed, and a new result is
+/// kept (create); verify and doctor link afresh.
 LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>& packages,
                        const env::Interpreter& interpreter, const lock::Pylock* pylock,
-                       unsigned jobs);
+                       unsigned jobs, bool cached);
+
+/// `cache/link/<digest of key_text>` in `home` (link_cache.cpp).
+std::filesystem::path link_cache_file(const std::filesystem::path& home,
+                                      const std::string& key_text);
+/// The kept result at `file`, when it reads and every host file it lists is unchanged.
+std::optional<LinkReport> read_link_cache(const std::filesystem::path& home,
+                                          const std::filesystem::path& file);
+/// Keeps `report` at `file` (never through a link planted in the home).
+void write_link_cache(const std::filesystem::path& home, const std::filesystem::path& file,
+                      const LinkReport& report);
 
 /// The same check of generation `g`, whose packages' file lists are `wheels` (in its order), with
 /// the dependencies its own copy of the lock records.

@@ -150,6 +150,13 @@ class LinkCheck(unittest.TestCase):
         self.assertEqual(out["link"]["findings"], [])
         self.assertEqual(out["link"]["native_files"], 5)
         self.assertEqual(self.findings("e"), [])
+        self.assertFalse(out["link"]["cached"])
+        # Another environment of the same wheels: the kept result, while the host's files it
+        # read (the interpreter, libc, libstdc++) are unchanged.
+        shutil.copyfile(self.project.lock_path("e"), self.project.lock_path("f"))
+        again = json.loads(self.create("f").stdout)["link"]
+        self.assertTrue(again["cached"])
+        self.assertEqual((again["native_files"], again["findings"]), (5, []))
         # The facts are kept in the store, beside each wheel's file list, and read from there.
         facts = [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(self.project.home, "store-v1", "wheels"))
                  for f in fs if f == "elf"]
@@ -194,6 +201,11 @@ class LinkCheck(unittest.TestCase):
                       f"lib/python{PYV}/site-packages/torch/lib/libc10.so (torch-2.11.0+cu130-{TAG}.whl), "
                       "which does not export it", refused.stderr)
         self.assertIsNone(self.project.current("e"))
+        # A kept result refuses the same, and verify links afresh.
+        shutil.copyfile(self.project.lock_path("e"), self.project.lock_path("f"))
+        again = self.create("f", check=False)
+        self.assertEqual(again.returncode, 8)
+        self.assertIn("c10::TensorImpl::gone() const", again.stderr)
 
     def test_library_found_nowhere_is_a_note(self):
         self.lock("e", ["optext"])

@@ -60,6 +60,10 @@ struct LinkReport {
     std::vector<LinkFinding> findings;
     std::size_t native_files = 0;  ///< ELF files the check linked
     double seconds = 0;
+    /// The host's files the check read (real paths): the interpreter and the libraries found
+    /// on the host. A result kept for later is good while none of them changed.
+    std::vector<std::string> host_files;
+    bool cached = false;  ///< read from the home's cache of link results
 };
 
 /// Links every native file of `in` on paper (env/link_check.cpp):
@@ -71,7 +75,8 @@ struct LinkReport {
 /// - each undefined, non-weak symbol against what the file's resolved libraries export
 ///   (transitively), plus the interpreter and its libraries.
 /// Findings come sorted by file; a file's symbols are reported up to a bound, with a count.
-std::vector<LinkFinding> link_environment(const LinkInput& in);
+/// The report's `findings` and `host_files`; its figures are the caller's.
+LinkReport link_environment(const LinkInput& in);
 
 /// The CUDA major lines whose toolkit ships `soname` (`libcufft.so.12` → {13}; `libcusparse.so.12`
 /// → {12, 13}); nullopt for a library that is no CUDA runtime or math library.

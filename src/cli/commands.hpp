@@ -68,8 +68,8 @@ void report_lock(const GlobalOptions& global, const std::string& env, const ops:
 void print_changes(const GlobalOptions& global, const std::vector<ops::VersionChange>& changes,
                    const std::optional<std::string>& cuda_change);
 
-/// A link check's report as JSON: `{"native_files", "seconds", "cached", "findings": [{"kind", "package",
-/// "wheel", "file", "what", "message", "refuses"}]}` (verify.cpp).
+/// A link check's report as JSON: `{"native_files", "seconds", "cached", "findings": [{"kind",
+/// "package", "wheel", "file", "what", "message", "refuses"}]}` (verify.cpp).
 Json link_json(const env::LinkReport& report);
 
 /// The change list as JSON: `[{"name", "old", "new"}]`, null where absent.

@@ -72,7 +72,8 @@ echo "== the ELF facts kept in the store"
 du -shc /tmp/h1/store-v1/wheels/*/elf | tail -1
 echo "== NVIDIA's CUDA libraries in the stack: SONAME (the family table's evidence)"
 grep -h '^soname lib\(cudart\|cublas\|cublasLt\|nvrtc\|nvJitLink\|cupti\|cufft\|cufftw\|curand\|cusolver\|cusolverMg\|cusparse\)\.so' /tmp/h1/store-v1/wheels/*/elf | sort -u
-grep -h '^needed lib\(cudart\|cublas\|cufft\|cusparse\|cusolver\|curand\|nvrtc\)\.so' /tmp/h1/store-v1/wheels/*/elf | sort | uniq -c
+grep -l '^soname libcupti.so.12' /tmp/h1/store-v1/wheels/*/elf | while read -r f; do grep -m1 '^file ' "$f"; done
+grep -h '^needed lib\(cupti\|cudart\|cublas\|cufft\|cusparse\|cusolver\|curand\|nvrtc\)\.so' /tmp/h1/store-v1/wheels/*/elf | sort | uniq -c
 echo "== two extensions built here against the real stack"
 mkdir -p /tmp/x && cd /tmp/x
 printf 'int cudaRuntimeGetVersion(int* v) { *v = 12080; return 0; }\n' > rt.c
@@ -83,7 +84,7 @@ cat > abi.cpp <<'CPP'
 namespace c10 { struct TensorImpl { bool envbox_gone_in_this_build() const; }; }
 bool f(const c10::TensorImpl& t) { return t.envbox_gone_in_this_build(); }
 CPP
-g++ -shared -fPIC -o abi.so abi.cpp -L"$SP/torch/lib" -lc10 -Wl,-rpath,'$ORIGIN/../torch/lib'
+g++ -shared -fPIC -o abi.so abi.cpp -L"$SP/torch/lib" -Wl,--no-as-needed -lc10 -Wl,-rpath,'$ORIGIN/../torch/lib'
 "$PY" - "$REPO/tools" <<'PYEOF'
 import sys
 sys.path.insert(0, sys.argv[1])

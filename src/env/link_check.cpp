@@ -85,6 +85,7 @@ int Linker::env_node(std::size_t wheel, const store::ElfFile& f, const std::stri
     n.shown = path;
     n.dir = path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
     n.wheel = static_cast<int>(wheel);
+    n.library = path.substr(path.rfind('/') + 1).starts_with("lib");
     nodes_.push_back(std::move(n));
     const int id = static_cast<int>(nodes_.size() - 1);
     env_paths_[path] = id;

@@ -82,6 +82,14 @@ void Linker::check_symbols(int id, const std::vector<int>& scope_nodes,
                            std::vector<LinkFinding>& out) {
     std::unordered_set<int> scope(scope_nodes.begin(), scope_nodes.end());
     scope.insert(interpreter_scope_.begin(), interpreter_scope_.end());
+    // Also every library (not an extension module) of the wheel and the wheels it depends on:
+    // torch loads its libraries with RTLD_GLOBAL (libtorch_global_deps), so libtorch_nvshmem.so
+    // takes c10::cuda symbols from libc10_cuda.so, which it does not name.
+    const int wheel = nodes_[id].wheel;
+    auto in_scope = [&](int node) {
+        const Node& p = nodes_[node];
+        return scope.count(node) || (p.library && p.wheel >= 0 && reach_[wheel][p.wheel]);
+    };
     std::vector<std::pair<const elf::Symbol*, int>> blamed;
     std::vector<const elf::Symbol*> unresolved;
     for (const auto& u : nodes_[id].facts->undefined) {
@@ -89,7 +97,7 @@ void Linker::check_symbols(int id, const std::vector<int>& scope_nodes,
         bool found = false;
         if (auto it = providers_.find(u.name); it != providers_.end())
             for (const auto& [node, symbol] : it->second)
-                if (scope.count(node) && link_version_ok(u, *symbol)) {
+                if (in_scope(node) && link_version_ok(u, *symbol)) {
                     found = true;
                     break;
                 }

@@ -28,6 +28,7 @@ struct Node {
     std::string shown;                  // env-relative path, or the host path
     std::string dir;                    // its folder, for $ORIGIN (host: absolute)
     int wheel = -1;                     // -1: a host file
+    bool library = false;               // `lib*.so*`: not an extension module
     std::vector<int> needed;            // resolved DT_NEEDED, -1 for one not found
     bool resolved = false;
     std::unique_ptr<std::unordered_set<std::string>> outer;  // outer names it exports, lazily

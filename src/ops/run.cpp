@@ -1,5 +1,8 @@
 #include "envbox/ops/run.hpp"
 
+#include <algorithm>
+#include <set>
+
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/env/interpreter.hpp"
@@ -7,6 +10,7 @@
 #include "envbox/ops/create.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/ops/lock_agreement.hpp"
+#include "envbox/pep/name.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -53,41 +57,98 @@ void drop_shadowing_cuda_libraries(std::map<std::string, std::string>& base, Run
         ld->second = kept;
 }
 
-// torch.compile and Triton caches per environment and torch build: kept across rebuilds of the
-// environment, never shared between CUDA lines. The environment's cache folder is the one place
-// in the home the sandbox leaves writable, so it is made here, before the sandbox is entered.
+// The run-time compile caches envbox keeps per environment and build (docs/ARCHITECTURE.md,
+// "Isolation"): when the environment holds one of `packages`, each variable points into
+// `<build>/<folder>`. Each library's own key is in the comment: those that key by less than
+// the torch build and CUDA line would load another environment's native code.
+struct CompileCache {
+    std::vector<const char*> packages;  // normalised names; any of them present
+    std::vector<const char*> variables;
+    const char* folder;
+};
+const std::vector<CompileCache>& compile_caches() {
+    static const std::vector<CompileCache> table = {
+        // Inductor keys by torch's sources, GPU and CUDA; Triton by its version and ptxas.
+        {{"torch"}, {"TORCHINDUCTOR_CACHE_DIR"}, "inductor"},
+        {{"torch", "triton", "pytorch-triton"}, {"TRITON_CACHE_DIR"}, "triton"},
+        // torch.utils.cpp_extension: a set variable drops its py/cuda subfolder; no torch key.
+        {{"torch"}, {"TORCH_EXTENSIONS_DIR"}, "torch_extensions"},
+        // FlashInfer: its version and GPU archs only (no CUDA, torch or tvm-ffi version).
+        {{"flashinfer-python", "flashinfer"}, {"FLASHINFER_WORKSPACE_BASE"}, "flashinfer"},
+        // tvm-ffi's torch addon: torch major.minor before 0.1.13.
+        {{"apache-tvm-ffi"}, {"TVM_FFI_CACHE_DIR"}, "tvm-ffi"},
+        // DeepGEMM (DG_CACHE_DIR in early releases); SGLang overwrites it with its own.
+        {{"deep-gemm", "deep_gemm", "sgl-deep-gemm"},
+         {"DG_JIT_CACHE_DIR", "DG_CACHE_DIR"},
+         "deep_gemm"},
+        {{"sglang"}, {"SGLANG_CACHE_DIR"}, "sglang"},
+        {{"sglang"}, {"SGLANG_JIT_CACHE_DIR"}, "sglang/jit"},
+        {{"sglang"}, {"SGLANG_DG_CACHE_DIR"}, "sglang/deep_gemm"},
+        // TileLang: its version, target and flags; no CUDA or torch version.
+        {{"tilelang"}, {"TILELANG_CACHE_DIR"}, "tilelang"},
+        {{"cupy", "cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"}, {"CUPY_CACHE_DIR"}, "cupy"},
+        {{"numba"}, {"NUMBA_CACHE_DIR"}, "numba"},
+        // JAX's persistent cache is off until a folder is named: envbox names one.
+        {{"jax"}, {"JAX_COMPILATION_CACHE_DIR"}, "jax"},
+        // vLLM's root holds its torch.compile caches; it overrides Inductor's and Triton's.
+        {{"vllm"}, {"VLLM_CACHE_ROOT"}, "vllm"},
+    };
+    return table;
+}
+
+// The build the caches are kept for: torch's version (its local label names the CUDA line), a
+// torch without a label with the environment's newest CUDA line, else that line, else "cpu".
+std::string compile_build(const std::vector<env::GenerationPackage>& packages,
+                          const std::vector<env::CudaLine>& lines) {
+    std::optional<env::CudaLine> newest;
+    for (const auto& l : lines)
+        if (!newest || l.major > newest->major ||
+            (l.major == newest->major && l.minor && !newest->minor))
+            newest = l;
+    for (const auto& p : packages)
+        if (p.name == "torch")
+            return "torch-" + p.version +
+                   (p.version.find('+') == std::string::npos && newest ? "+cuda" + newest->str()
+                                                                       : "");
+    return newest ? "cuda" + newest->str() : "cpu";
+}
+
+// Points each compile cache of `compile_caches` the environment holds (and CUDA's own PTX
+// cache, for a CUDA environment) at its folder, unless the calling environment sets the
+// variable (or [run].env does, after this). The environment's cache folder is the one place in
+// the home the sandbox leaves writable, so it is made here, before the sandbox is entered.
 void add_compile_caches(const Context& ctx, const std::string& env,
                         const std::vector<env::GenerationPackage>& packages,
                         const std::vector<env::CudaLine>& lines,
                         std::map<std::string, std::string>& base, RunPlan& plan) {
-    for (const auto& p : packages) {
-        if (p.name != "torch") continue;
-        // The torch build names the folder; a torch without a local label (a PyPI or repacked
-        // build) gets the environment's CUDA line, so two lines never share a cache.
-        std::string build = "torch-" + p.version;
-        if (p.version.find('+') == std::string::npos && !lines.empty()) {
-            env::CudaLine newest = lines.front();
-            for (const auto& l : lines)
-                if (l.major > newest.major || (l.major == newest.major && l.minor && !newest.minor))
-                    newest = l;
-            build += "+cuda" + newest.str();
+    std::set<std::string> held;
+    for (const auto& p : packages)
+        held.insert(pep::canonicalize_name(p.name));
+    std::vector<std::pair<const char*, std::string>> wanted;  // variable, folder
+    for (const auto& c : compile_caches())
+        if (std::any_of(c.packages.begin(), c.packages.end(),
+                        [&](const char* n) { return held.count(n); }))
+            for (const char* v : c.variables)
+                wanted.emplace_back(v, c.folder);
+    if (!lines.empty()) wanted.emplace_back("CUDA_CACHE_PATH", "cuda");
+    if (wanted.empty()) return;
+    const fs::path env_caches =
+        store::Home(ctx.home).compile_cache(project_key(ctx.project_root), env);
+    const fs::path dir = env_caches / compile_build(packages, lines);
+    for (const auto& [variable, folder] : wanted) {
+        if (base.count(variable)) {
+            plan.notes.push_back(std::string("kept ") + variable + " as set");
+            continue;
         }
-        fs::path env_caches =
-            store::Home(ctx.home).compile_cache(project_key(ctx.project_root), env);
-        fs::path dir = env_caches / build;
-        // Writable inside the sandbox: made without following a link planted in the home.
-        for (const char* sub : {"inductor", "triton"}) {
-            try {
-                (void)make_own_dir_at_path(ctx.home, dir / sub);
-            } catch (const Error& e) {
-                if (e.code() == ErrorCode::integrity) throw;  // a link; else a read-only home
-            }
+        try {  // writable inside the sandbox: made without following a link planted in the home
+            (void)make_own_dir_at_path(ctx.home, dir / folder);
+        } catch (const Error& e) {
+            if (e.code() == ErrorCode::integrity) throw;  // a link; else a read-only home
         }
-        plan.writable.push_back(env_caches);
-        base["TORCHINDUCTOR_CACHE_DIR"] = (dir / "inductor").string();
-        base["TRITON_CACHE_DIR"] = (dir / "triton").string();
-        plan.notes.push_back("compile caches in " + dir.string());
+        base[variable] = (dir / folder).string();
+        plan.notes.push_back(std::string("set ") + variable + "=" + base[variable]);
     }
+    plan.writable.push_back(env_caches);
 }
 
 // The manifest's [run].env, last, so it wins.

@@ -41,7 +41,7 @@ int TensorImpl::numel() const { return 1; }
 """
 
 
-def compile_so(out, source, lang="c", soname=None, libs=(), libdirs=(), runpath=None):
+def compile_so(out, source, lang="c", soname=None, libs=(), libdirs=(), runpath=None, no_as_needed=False):
     """A shared object built from `source` by the compiler, as a wheel's build would make it."""
     src = out + (".c" if lang == "c" else ".cpp")
     with open(src, "w") as f:
@@ -49,7 +49,8 @@ def compile_so(out, source, lang="c", soname=None, libs=(), libdirs=(), runpath=
     cmd = ["gcc" if lang == "c" else "g++", "-shared", "-fPIC", "-O1", "-o", out, src]
     if soname:
         cmd.append(f"-Wl,-soname,{soname}")
-    cmd += [f"-L{d}" for d in libdirs] + [f"-l:{lib}" for lib in libs]
+    cmd += [f"-L{d}" for d in libdirs] + (["-Wl,--no-as-needed"] if no_as_needed else [])
+    cmd += [f"-l:{lib}" for lib in libs]
     if runpath:
         cmd.append(f"-Wl,-rpath,{runpath},--enable-new-dtags")
     subprocess.run(cmd, check=True)
@@ -88,6 +89,15 @@ class LinkCheck(unittest.TestCase):
         compile_so(os.path.join(b, "old", "libc10.so"), C10 % ("int gone() const;",
                    "int TensorImpl::gone() const { return 2; }"), "c++", soname="libc10.so")
         libc10 = compile_so(os.path.join(b, "libc10.so"), C10 % ("", ""), "c++", soname="libc10.so")
+        # torch's shape: libtorch_nvshmem.so takes c10::cuda symbols from libc10_cuda.so, which
+        # it does not name (torch loads its libraries with RTLD_GLOBAL first).
+        libc10_cuda = compile_so(os.path.join(b, "libc10_cuda.so"),
+                                 "namespace c10 { namespace cuda { int device() { return 0; } } }\n", "c++",
+                                 soname="libc10_cuda.so")
+        nvshmem = compile_so(os.path.join(b, "libtorch_nvshmem.so"),
+                             "namespace c10 { namespace cuda { int device(); } }\nint h() { return c10::cuda::device(); }\n",
+                             "c++", soname="libtorch_nvshmem.so", libs=["libc10.so"], libdirs=[b],
+                             runpath="$ORIGIN", no_as_needed=True)
         compile_so(os.path.join(b, "libnowhere.so.3"), "int nowhere(void) { return 3; }\n",
                    soname="libnowhere.so.3")
         uses_cuda = "int cudaRuntimeGetVersion(int*);\nint v(void) { int x; cudaRuntimeGetVersion(&x); return x; }\n"
@@ -112,8 +122,9 @@ class LinkCheck(unittest.TestCase):
                 "nvidia/cuda_runtime/lib/libcudart.so.12": cudart12}, tag=TAG),
             "cu13rt": Wheel("nvidia-cuda-runtime", "13.0.96", {
                 "nvidia/cu13/lib/libcudart.so.13": cudart13}, tag=TAG),
-            "torch": Wheel("torch", "2.11.0+cu130", {"torch/__init__.py": "", "torch/lib/libc10.so": libc10},
-                           tag=TAG),
+            "torch": Wheel("torch", "2.11.0+cu130", {
+                "torch/__init__.py": "", "torch/lib/libc10.so": libc10, "torch/lib/libc10_cuda.so": libc10_cuda,
+                "torch/lib/libtorch_nvshmem.so": nvshmem}, tag=TAG),
             "cu12ext": Wheel("cu12ext", "1.0", {f"cu12ext/_C.{EXT}": cu12ext}, tag=TAG),
             "cu13ext": Wheel("cu13ext", "1.0", {f"cu13ext/_C.{EXT}": cu13ext}, tag=TAG),
             "abiext": Wheel("abiext", "1.0", {f"abiext/_C.{EXT}": abiext}, tag=TAG),
@@ -148,7 +159,7 @@ class LinkCheck(unittest.TestCase):
         self.lock("e", self.CLEAN, self.CLEAN_DEPS)
         out = json.loads(self.create("e").stdout)
         self.assertEqual(out["link"]["findings"], [])
-        self.assertEqual(out["link"]["native_files"], 5)
+        self.assertEqual(out["link"]["native_files"], 7)
         self.assertEqual(self.findings("e"), [])
         self.assertFalse(out["link"]["cached"])
         # Another environment of the same wheels: the kept result, while the host's files it
@@ -156,7 +167,7 @@ class LinkCheck(unittest.TestCase):
         shutil.copyfile(self.project.lock_path("e"), self.project.lock_path("f"))
         again = json.loads(self.create("f").stdout)["link"]
         self.assertTrue(again["cached"])
-        self.assertEqual((again["native_files"], again["findings"]), (5, []))
+        self.assertEqual((again["native_files"], again["findings"]), (7, []))
         # The facts are kept in the store, beside each wheel's file list, and read from there.
         facts = [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(self.project.home, "store-v1", "wheels"))
                  for f in fs if f == "elf"]

@@ -94,6 +94,8 @@ void print_show_json(const ops::EnvDetails& d) {
                                      {"bytes", d.bytecode_bytes},
                                      {"unique_bytes", d.bytecode_bytes - d.bytecode_shared_bytes},
                                      {"shared_bytes", d.bytecode_shared_bytes}}},
+                   {"compile_caches",
+                    Json{{"path", d.compile_cache.string()}, {"bytes", d.compile_cache_bytes}}},
                    {"generations", std::move(generations)},
                    {"packages", std::move(packages)},
                    {"manifests_lock", lock_agreement_json(d.lock)}};
@@ -137,6 +139,9 @@ void run_show(const GlobalOptions& global, const ShowCommand& cmd) {
             human_bytes(d.bytecode_shared_bytes).c_str());
     else
         std::printf("bytecode: none\n");
+    if (d.compile_cache_bytes > 0)
+        std::printf("compile caches: %s in %s\n", human_bytes(d.compile_cache_bytes).c_str(),
+                    d.compile_cache.c_str());
     std::printf("%s:\n", counted(d.current->packages.size(), "package", "packages").c_str());
     for (const auto& p : d.current->packages)
         std::printf("  %s %s%s\n", p.name.c_str(), p.version.c_str(),

@@ -88,6 +88,10 @@ class CompileCaches(unittest.TestCase):
             seen[env] = got
         for v in VARIABLES:
             self.assertNotEqual(seen["train"][v][0], seen["infer"][v][0], v)
+        # show counts their bytes (each probe wrote one byte per folder).
+        shown = json.loads(self.p.run("--json", "show", "train").stdout)["compile_caches"]
+        self.assertEqual(shown["bytes"], len({folder for folder, _ in seen["train"].values()}))
+        self.assertIn("compile caches: ", self.p.run("show", "train").stdout)
 
     def test_the_users_value_wins(self):
         own = os.path.join(self.tmp, "my-triton")

@@ -50,6 +50,10 @@ struct EnvDetails {
     /// Packages of `current` whose wheel envbox built from an sdist (here, or on the machine
     /// that pushed or packed it): name → the build's key digest (`store-v1/builds/<digest>`).
     std::map<std::string, std::string> built;
+    /// Its run-time compile caches (`cache/compile/<project>.<env>/`, ops/run.cpp): the folder
+    /// and the bytes of the files in it.
+    std::filesystem::path compile_cache;
+    std::uint64_t compile_cache_bytes = 0;
 };
 
 EnvDetails show_environment(const Context& ctx, const std::string& env);

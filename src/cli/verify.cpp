@@ -35,7 +35,8 @@ Json link_json(const env::LinkReport& report) {
                             {"file", f.file},
                             {"what", f.what},
                             {"message", f.message},
-                            {"refuses", f.refuses()}});
+                            {"refuses", f.refuses()},
+                            {"allowed", f.allowed}});
     return Json{{"native_files", report.native_files},
                 {"seconds", report.seconds},
                 {"cached", report.cached},
@@ -85,7 +86,10 @@ void print_verify_text(const GlobalOptions& global, const VerifyCommand& cmd,
     }
     if (global.verbosity >= 0)
         for (const auto& f : r.link.findings)
-            std::fprintf(stderr, "  link check%s: %s\n", f.refuses() ? " (allowed)" : "",
+            std::fprintf(stderr, "  link check%s: %s\n",
+                         f.allowed     ? " (allowed by [install].allow-unlinked)"
+                         : f.refuses() ? " (create would refuse this)"
+                                       : "",
                          f.message.c_str());
     note_lock_agreement(global, r.lock);
     if (global.verbosity > 1)

@@ -65,7 +65,8 @@ std::string Linker::install_path(const LinkWheel& w, const std::string& member) 
     const std::string stem =
         w.dist_info.substr(0, w.dist_info.size() - std::string(".dist-info").size());
     const std::string data = stem + ".data/";
-    if (!member.starts_with(data)) return in_.purelib + "/" + member;
+    if (!member.starts_with(data))
+        return (w.root_is_purelib ? in_.purelib : in_.platlib) + "/" + member;
     const std::string rest = member.substr(data.size());
     const std::size_t slash = rest.find('/');
     if (slash == std::string::npos) return {};
@@ -105,7 +106,9 @@ int Linker::host_node(const fs::path& path) {
     n.dir = path.parent_path().string();
     UniqueFd fd(::open(real.c_str(), O_RDONLY | O_CLOEXEC));
     struct stat st {};
-    if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 64) {
+    char head[4] = {};
+    if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 64 &&
+        ::pread(fd.get(), head, 4, 0) == 4 && elf::is_elf(std::string_view(head, 4))) {
         void* map = ::mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
         if (map != MAP_FAILED) {
             try {
@@ -123,14 +126,45 @@ int Linker::host_node(const fs::path& path) {
     return id;
 }
 
-int Linker::find_in(const std::string& dir, bool env_dir, const std::string& name) {
+int Linker::find_in(const std::string& dir, bool env_dir, const std::string& name,
+                    const elf::Facts* asker) {
+    int found = -1;
     if (env_dir) {
         auto it = env_paths_.find(dir.empty() ? name : dir + "/" + name);
-        return it == env_paths_.end() ? -1 : it->second;
+        found = it == env_paths_.end() ? -1 : it->second;
+    } else {
+        for (const char* pseudo : {"/proc", "/sys", "/dev"})
+            if (dir == pseudo || dir.starts_with(std::string(pseudo) + "/")) return -1;
+        std::error_code ec;
+        const fs::path p = fs::path(dir) / name;
+        if (fs::is_regular_file(p, ec)) found = host_node(p);
     }
-    std::error_code ec;
-    const fs::path p = fs::path(dir) / name;
-    return fs::is_regular_file(p, ec) ? host_node(p) : -1;
+    // The loader passes over a file of another class or machine and searches on (a 32-bit
+    // libc of a multiarch host).
+    if (found >= 0 && asker && nodes_[found].facts &&
+        (nodes_[found].facts->elf_class != asker->elf_class ||
+         nodes_[found].facts->machine != asker->machine))
+        return -1;
+    return found;
+}
+
+// `path` with each `$ORIGIN` or `${ORIGIN}` (followed by '/' or the end) replaced by `origin`.
+std::string with_origin(const std::string& path, const std::string& origin) {
+    std::string out;
+    for (std::size_t i = 0; i < path.size();) {
+        std::size_t len = 0;
+        for (std::string_view token : {"${ORIGIN}", "$ORIGIN"})
+            if (std::string_view(path).substr(i).starts_with(token) &&
+                (i + token.size() == path.size() || path[i + token.size()] == '/'))
+                len = token.size();
+        if (len) {
+            out += origin;
+            i += len;
+        } else {
+            out += path[i++];
+        }
+    }
+    return out;
 }
 
 int Linker::resolve_one(int id, const std::string& name) {
@@ -140,20 +174,18 @@ int Linker::resolve_one(int id, const std::string& name) {
     const std::string dir = nodes_[id].dir;
     if (name.find('/') != std::string::npos)
         return name[0] == '/'
-                   ? find_in(fs::path(name).parent_path(), false, fs::path(name).filename())
+                   ? find_in(fs::path(name).parent_path(), false, fs::path(name).filename(), facts)
                    : -1;
     std::vector<std::string> dirs =
         facts->runpath.empty() ? facts->rpath : std::vector<std::string>{};
     dirs.insert(dirs.end(), facts->runpath.begin(), facts->runpath.end());
-    for (std::string d : dirs) {
-        for (const char* origin : {"${ORIGIN}", "$ORIGIN"})
-            for (std::size_t at; (at = d.find(origin)) != std::string::npos;)
-                d.replace(at, std::string_view(origin).size(), wheel >= 0 ? "\x01" + dir : dir);
+    for (const std::string& entry : dirs) {
+        const std::string d = with_origin(entry, wheel >= 0 ? "\x01" + dir : dir);
         int found = -1;
         if (d.starts_with("\x01")) {  // inside the environment
-            if (auto folded = fold(d.substr(1))) found = find_in(*folded, true, name);
+            if (auto folded = fold(d.substr(1))) found = find_in(*folded, true, name, facts);
         } else if (d.starts_with("/")) {
-            found = find_in(d, false, name);
+            found = find_in(d, false, name, facts);
         }
         if (found >= 0) return found;
     }
@@ -163,7 +195,7 @@ int Linker::resolve_one(int id, const std::string& name) {
             if (reach_[wheel][nodes_[it->second].wheel]) return it->second;
     }
     for (const auto& d : in_.system_dirs)
-        if (int found = find_in(d.string(), false, name); found >= 0) return found;
+        if (int found = find_in(d.string(), false, name, facts); found >= 0) return found;
     return -1;
 }
 

@@ -55,10 +55,15 @@ void Linker::check_cuda(int id, std::vector<LinkFinding>& out) const {
         auto lines = cuda_lines_of_library(name);
         if (!lines || std::find(lines->begin(), lines->end(), *in_.cuda_major) != lines->end())
             continue;
-        out.push_back(finding(id, LinkFinding::Kind::cuda_line, name,
-                              "links " + name + ", a library of " + cuda_lines_text(*lines) +
-                                  "; the environment is on CUDA " +
-                                  std::to_string(*in_.cuda_major)));
+        const bool variant = wheel_has_line_[nodes_[id].wheel];
+        out.push_back(
+            finding(id, LinkFinding::Kind::cuda_line, name,
+                    "links " + name + ", a library of " + cuda_lines_text(*lines) +
+                        "; the environment is on CUDA " + std::to_string(*in_.cuda_major) +
+                        (variant ? " (its wheel also ships a file for CUDA " +
+                                       std::to_string(*in_.cuda_major) + ", picked at run time)"
+                                 : "")));
+        out.back().variant = variant;
     }
 }
 
@@ -159,6 +164,13 @@ std::vector<LinkFinding> Linker::run() {
         incomplete.push_back(missing);
     }
     index_providers(env_nodes);
+    wheel_has_line_.assign(in_.wheels.size(), 0);  // a wheel with a file for the env's line
+    for (int id : env_nodes)
+        if (nodes_[id].facts && in_.cuda_major)
+            for (const auto& name : nodes_[id].facts->needed)
+                if (auto lines = cuda_lines_of_library(name);
+                    lines && std::count(lines->begin(), lines->end(), *in_.cuda_major))
+                    wheel_has_line_[nodes_[id].wheel] = 1;
     std::vector<LinkFinding> out;
     for (std::size_t i = 0; i < env_nodes.size(); ++i) {
         const int id = env_nodes[i];

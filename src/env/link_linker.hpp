@@ -23,6 +23,9 @@ std::optional<std::string> fold(const std::string& path);
 // information of such a type too); empty for anything else.
 std::string outer_name(std::string_view s);
 
+// `path` with each `$ORIGIN` or `${ORIGIN}` (followed by '/' or the end) replaced by `origin`.
+std::string with_origin(const std::string& path, const std::string& origin);
+
 struct Node {
     const elf::Facts* facts = nullptr;  // nullptr: did not read
     std::string shown;                  // env-relative path, or the host path
@@ -49,7 +52,8 @@ class Linker {
     int env_node(std::size_t wheel, const store::ElfFile& f, const std::string& path);
     int host_node(const std::filesystem::path& path);
     std::string install_path(const LinkWheel& w, const std::string& member) const;
-    int find_in(const std::string& dir, bool env_dir, const std::string& name);
+    int find_in(const std::string& dir, bool env_dir, const std::string& name,
+                const elf::Facts* asker);
     int resolve_one(int node, const std::string& name);
     void resolve(int node);
     std::vector<int> closure(int node, bool& incomplete);
@@ -69,6 +73,7 @@ class Linker {
     std::vector<std::unique_ptr<elf::Facts>> host_facts_;
     std::vector<std::vector<char>> reach_;  // reach_[w][v]: wheel w depends on v (or is it)
     std::vector<int> interpreter_scope_;
+    std::vector<char> wheel_has_line_;  // per wheel: a file needing the env's CUDA line
     // Every symbol name some file leaves undefined → the nodes exporting it, with the symbol.
     std::unordered_map<std::string_view, std::vector<std::pair<int, const elf::Symbol*>>>
         providers_;

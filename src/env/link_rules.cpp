@@ -40,7 +40,8 @@ std::optional<std::vector<int>> cuda_lines_of_library(const std::string& soname)
     if (family == table.end()) return std::nullopt;
     const std::string rest = soname.substr(so + 4);
     const std::size_t digits = rest.find_first_not_of("0123456789");
-    if (digits == 0 || rest.empty() || rest.size() > 12) return std::nullopt;
+    if (digits == 0 || rest.empty() || (digits == std::string::npos ? rest.size() : digits) > 4)
+        return std::nullopt;
     const int major = std::stoi(rest.substr(0, digits));
     auto lines = family->second.find(major);
     if (lines == family->second.end()) return std::vector<int>{};  // a major no line ships

@@ -121,6 +121,20 @@ void name_shared_objects(const Context& ctx, env::VerifyReport& report) {
         }
 }
 
+// The findings the manifest's `[install].allow-unlinked` lets through, marked so.
+void mark_manifest_allowed(const Context& ctx, const std::string& env, env::LinkReport& report) {
+    if (ctx.project_root.empty()) return;
+    const fs::path manifest = ctx.project().manifest(env);
+    std::error_code ec;
+    if (!fs::exists(manifest, ec)) return;
+    try {
+        const lock::Manifest m = read_manifest(manifest);
+        mark_allowed(report, &m, false);
+    } catch (const Error&) {
+        // a manifest that does not read allows nothing; the commands that read it say why
+    }
+}
+
 }  // namespace
 
 VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
@@ -168,6 +182,7 @@ VerifyResult verify(const Context& ctx, const std::string& env, bool deep) {
             result.built[p.name] = to_hex(sha256(it->second.key_text));
     result.check_s = started.total() - result.load_s - result.plan_s;
     result.link = check_generation_links(store, g, wheels, in, ctx.jobs);
+    mark_manifest_allowed(ctx, env, result.link);
     result.lock = lock_agreement(ctx, env);
     result.seconds = started.total();
     return result;
@@ -178,7 +193,10 @@ env::LinkReport check_current_links(const Context& ctx, const std::string& env) 
     const env::Interpreter in =
         env::probe_interpreter(g.python, store::Home(ctx.home).interpreters());
     store::Store store(ctx.home);
-    return check_generation_links(store, g, stored_inputs(store, g, env).wheels, in, ctx.jobs);
+    env::LinkReport report =
+        check_generation_links(store, g, stored_inputs(store, g, env).wheels, in, ctx.jobs);
+    mark_manifest_allowed(ctx, env, report);
+    return report;
 }
 
 namespace {

@@ -59,7 +59,7 @@ env::LinkInput link_input(const std::vector<LinkPackage>& packages,
         versions.emplace_back(packages[i].name, packages[i].version);
         const store::WheelFiles* w = packages[i].wheel;
         in.wheels.push_back({pep::canonicalize_name(packages[i].name), w ? w->filename : "",
-                             w ? w->dist_info : "", nullptr, deps[i]});
+                             w ? w->dist_info : "", !w || w->root_is_purelib, nullptr, deps[i]});
     }
     auto scheme = [&](const char* key) {
         auto it = interpreter.scheme.find(key);
@@ -88,10 +88,17 @@ LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>
                       (in.cuda_major ? std::to_string(*in.cuda_major) : "-") + "\n";
     for (const auto& d : in.system_dirs)
         key += "dir " + d.string() + "\n";
+    // The folders searched are stamped too: a library installed later (a driver's libcuda) or a
+    // new copy in an earlier folder makes the result stale.
+    std::vector<std::string> searched;
+    for (const auto& d : in.system_dirs)
+        if (std::error_code ec; fs::is_directory(d, ec)) searched.push_back(d.string());
     for (std::size_t i = 0; i < packages.size(); ++i) {
         if (!packages[i].wheel) continue;
         key += "wheel " + packages[i].wheel->wheel_sha256 + " " + in.wheels[i].name;
-        if (in.wheels[i].dependencies)
+        if (!in.wheels[i].dependencies)
+            key += " -";  // no graph: every wheel reaches every other
+        else
             for (auto d : *in.wheels[i].dependencies)
                 key += " " + in.wheels[d].name;
         key += "\n";
@@ -114,6 +121,7 @@ LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>
     LinkReport report;
     if (!in.wheels.empty()) report = env::link_environment(in);
     report.native_files = native;
+    report.host_files.insert(report.host_files.end(), searched.begin(), searched.end());
     if (cached) write_link_cache(store.home(), file, report);
     report.seconds = watch.total();
     return report;
@@ -134,17 +142,24 @@ LinkReport check_generation_links(const store::Store& store, const env::Generati
                        /*cached=*/false);
 }
 
-std::vector<env::LinkFinding> refuse_unlinked(const LinkReport& report, const std::string& env,
-                                              const lock::Manifest* manifest, bool allow_mixed_cuda,
-                                              const fs::path& lock_path) {
+void mark_allowed(LinkReport& report, const lock::Manifest* manifest, bool allow_mixed_cuda) {
     std::set<std::string> allowed;
     if (manifest)
         for (const auto& p : manifest->install_allow_unlinked)
             allowed.insert(p.name);
+    for (auto& f : report.findings)
+        f.allowed =
+            f.refuses() && (allowed.count(f.package) ||
+                            (f.kind == env::LinkFinding::Kind::cuda_line && allow_mixed_cuda));
+}
+
+std::vector<env::LinkFinding> refuse_unlinked(LinkReport& report, const std::string& env,
+                                              const lock::Manifest* manifest, bool allow_mixed_cuda,
+                                              const fs::path& lock_path) {
+    mark_allowed(report, manifest, allow_mixed_cuda);
     std::vector<env::LinkFinding> cuda, symbols, notes;
     for (const auto& f : report.findings) {
-        if (!f.refuses() || allowed.count(f.package) ||
-            (f.kind == env::LinkFinding::Kind::cuda_line && allow_mixed_cuda))
+        if (!f.refuses() || f.allowed)
             notes.push_back(f);
         else
             (f.kind == env::LinkFinding::Kind::cuda_line ? cuda : symbols).push_back(f);

@@ -51,12 +51,15 @@ LinkReport check_generation_links(const store::Store& store, const env::Generati
                                   const std::vector<store::WheelFiles>& wheels,
                                   const env::Interpreter& interpreter, unsigned jobs);
 
-/// Refuses the findings of `report` that refuse (`LinkFinding::refuses`) for a package not in
-/// `[install].allow-unlinked` (a CUDA-line one is also allowed by a lock made with
-/// --allow-mixed-cuda): a CUDA library of another line exits 3, as the name-based conflicts do,
-/// a symbol missing from the environment's library exits 8. Returns the findings to show as
-/// notes (those it did not refuse).
-std::vector<env::LinkFinding> refuse_unlinked(const LinkReport& report, const std::string& env,
+/// Sets `allowed` on each finding of `report` that refuses (`LinkFinding::refuses`) for a
+/// package in `[install].allow-unlinked` (a CUDA-line one also when the lock was made with
+/// --allow-mixed-cuda).
+void mark_allowed(LinkReport& report, const lock::Manifest* manifest, bool allow_mixed_cuda);
+
+/// Refuses the findings of `report` that refuse and are not allowed (`mark_allowed`, applied
+/// here): a CUDA library of another line exits 3, as the name-based conflicts do, a symbol
+/// missing from the environment's library exits 8. Returns the findings to show as notes.
+std::vector<env::LinkFinding> refuse_unlinked(LinkReport& report, const std::string& env,
                                               const lock::Manifest* manifest, bool allow_mixed_cuda,
                                               const std::filesystem::path& lock_path);
 

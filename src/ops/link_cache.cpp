@@ -48,8 +48,13 @@ std::string link_field(std::string_view v, const kv::Reader& r) {
 
 }  // namespace
 
+// The rules' version: a change to what the check reads or decides bumps it, so no result of
+// older rules is used (a refusal they made, a finding they missed).
+constexpr std::string_view kLinkRules = "envbox-link-rules 2";
+
 fs::path link_cache_file(const fs::path& home, const std::string& key_text) {
-    return store::Home(home).cache() / "link" / to_hex(sha256("envbox-link 1\n" + key_text));
+    return store::Home(home).cache() / "link" /
+           to_hex(sha256(std::string(kLinkRules) + "\n" + key_text));
 }
 
 std::optional<LinkReport> read_link_cache(const fs::path& home, const fs::path& file) {

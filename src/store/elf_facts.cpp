@@ -1,4 +1,4 @@
-// ELF facts of a wheel's native files: `wheels/<sha256>/elf` (`envbox-elf-facts 1`), read from
+// ELF facts of a wheel's native files: `wheels/<sha256>/elf` (`envbox-elf-facts 2`), read from
 // the wheel's objects the first time a link check asks, then kept beside its file list. One
 // block per file:
 //   file PATH CLASS MACHINE SHARED        (or: file PATH - - - WHY, when it did not read)
@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 namespace envbox::store {
 namespace {
 
-constexpr std::string_view kFactsHeader = "envbox-elf-facts 1";
+// The reader's version is in the header: facts an older reader wrote are read again.
+constexpr std::string_view kFactsHeader = "envbox-elf-facts 2";
 constexpr std::size_t kMaxFactsBytes = std::size_t{1} << 30;
 
 std::string facts_enc(std::string_view v) {
@@ -49,6 +50,12 @@ std::optional<ElfFile> read_elf_object(const Store& store, const WheelFile& f) {
     char head[4] = {};
     if (f.size < 4 || ::pread(fd.get(), head, 4, 0) != 4 || !elf::is_elf(std::string_view(head, 4)))
         return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != f.size)
+        throw Error(ErrorCode::integrity, "the store's object of " + f.path + " is not " +
+                                              std::to_string(f.size) + " bytes long; " +
+                                              "`envbox verify --store` finds it, and " +
+                                              "`envbox create --force` repairs it");
     ElfFile out;
     out.path = f.path;
     void* map = ::mmap(nullptr, f.size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
@@ -173,7 +180,12 @@ std::vector<ElfFile> Store::elf_facts(const WheelFiles& w) const {
         if (may_be_elf(f))
             if (auto e = read_elf_object(*this, f)) out.push_back(std::move(*e));
     require_no_link_below(layout_.root(), path, /*is_file=*/true);
-    write_file_atomic(path, serialise_facts(out), 0444, Durability::none);
+    try {
+        write_file_atomic(path, serialise_facts(out), 0444, Durability::none);
+    } catch (const Error& e) {
+        if (e.code() == ErrorCode::integrity) throw;  // a planted link
+        // a read-only store (verify, doctor): the facts are used, not kept
+    }
     return out;
 }
 

@@ -88,7 +88,11 @@ std::vector<Section> sections(const Reader& r, const Limits& limits) {
 class Strings {
   public:
     Strings(const Reader& r, const Section& s, const Limits& l)
-        : r_(r), text_(r.bytes(s.offset, s.size)), max_(l.max_string) {}
+        : r_(r), text_(checked(r, s)), max_(l.max_string) {}
+    static std::string_view checked(const Reader& r, const Section& s) {
+        r.range(s.offset, s.size, "string table");  // a NOBITS one is never range-checked above
+        return r.bytes(s.offset, s.size);
+    }
     std::string at(std::uint64_t offset) const {
         if (offset >= text_.size()) r_.bad("names a string past its string table");
         const std::size_t end = text_.find('\0', offset);
@@ -215,6 +219,10 @@ void read_symbols(const Reader& r, const std::vector<Section>& all, const Sectio
         if (s.type == kVerSym) versym = &s;
     if (versym && versym->size < count * 2) r.bad("has a version table shorter than its symbols");
     const Versions v = versym ? versions(r, all, l) : Versions{};
+    // Names are copied out: at most a few times the file's own size, so a table of symbols that
+    // all name one long string cannot make gigabytes of copies.
+    const std::uint64_t budget = 8 * r.size() + (1u << 20);
+    std::uint64_t total = 0;
     for (std::uint64_t i = 1; i < count; ++i) {  // entry 0 is the null symbol
         const std::uint64_t at = dynsym.offset + i * entsize;
         const auto info = static_cast<unsigned>(r.u(at + (w ? 4 : 12), 1));
@@ -233,7 +241,11 @@ void read_symbols(const Reader& r, const std::vector<Section>& all, const Sectio
                 it != v.names.end())
                 std::tie(s.version, s.library) = it->second;
         }
+        total += s.name.size() + s.version.size() + s.library.size();
+        if (total > budget)
+            r.bad("names more symbol text than " + std::to_string(budget) + " bytes");
         if (shndx == 0) {
+            s.hidden = false;  // meaningful for a definition only
             f.undefined.push_back(std::move(s));
         } else if ((other & 3) == 0 || (other & 3) == 3) {  // default or protected
             s.library.clear();

@@ -15,9 +15,10 @@ namespace envbox::env {
 
 /// One wheel of the environment, as the link check sees it.
 struct LinkWheel {
-    std::string name;       ///< the project's normalised name
-    std::string filename;   ///< the wheel's file name
-    std::string dist_info;  ///< "name-1.0.dist-info": its `.data` folder is "name-1.0.data"
+    std::string name;             ///< the project's normalised name
+    std::string filename;         ///< the wheel's file name
+    std::string dist_info;        ///< "name-1.0.dist-info": its `.data` folder is "name-1.0.data"
+    bool root_is_purelib = true;  ///< WHEEL's Root-Is-Purelib: its root goes to purelib
     const std::vector<store::ElfFile>* files = nullptr;
     /// Positions in `LinkInput::wheels` of the packages it depends on (the lock's
     /// `dependencies`); nullopt when the lock records none (every wheel then counts as one).
@@ -51,7 +52,13 @@ struct LinkFinding {
     std::string file;            ///< the file, relative to the environment's root
     std::string what;            ///< the library (`libcudart.so.12`) or symbol (demangled) at fault
     std::string message;  ///< one line that says it all, naming file, wheel and what is missing
-    bool refuses() const { return kind == Kind::cuda_line || kind == Kind::missing_symbol; }
+    /// A CUDA-line finding in a wheel that also ships a file for the environment's line
+    /// (bitsandbytes' per-CUDA libraries, one picked at run time): a note.
+    bool variant = false;
+    bool allowed = false;  ///< refuses, but `[install].allow-unlinked` names the package
+    bool refuses() const {
+        return (kind == Kind::cuda_line && !variant) || kind == Kind::missing_symbol;
+    }
     const char* kind_name() const;  ///< "not-found", "cuda-line", "missing-symbol", …
 };
 

@@ -51,7 +51,7 @@ except Exception as e:
     print(label, "no JSON:", e); sys.exit()
 l = r["link"]
 kinds = collections.Counter(f["kind"] for f in l["findings"])
-print(f"{label:28s} create {r['seconds']:7.2f} s  link check {l['seconds']:6.3f} s "
+print(f"{label:28s} create {r['seconds']:7.2f} s  link check {l['seconds']:6.3f} s (facts {l.get('facts_seconds', 0):.3f} s) "
       f"({100 * l['seconds'] / r['seconds']:.1f} %)  native files {l['native_files']}  findings {dict(kinds)}")
 for f in l["findings"]:
     print("   ", f["kind"], "|", f["message"])
@@ -68,11 +68,13 @@ report "warm" /tmp/w1.json
 "$E" --home /tmp/h1 --json create torch3 --lock /tmp/p/manifests/pylock.torch.toml > /tmp/w2.json 2>/dev/null
 report "warm (again)" /tmp/w2.json
 s=$(date +%s%N); "$E" --home /tmp/h1 verify torch > /dev/null 2>&1; echo "verify rc=$? $(( ($(date +%s%N) - s) / 1000000 )) ms"
+echo "== torchaudio's requirements (its libraries need libc10.so by SONAME)"
+"$PY" -c "import glob, zipfile; z = zipfile.ZipFile(glob.glob('/tmp/wh/torchaudio-*.whl')[0]); m = [n for n in z.namelist() if n.endswith('.dist-info/METADATA')][0]; print([l for l in z.read(m).decode().splitlines() if l.startswith('Requires-Dist')] or 'torchaudio requires nothing')"
 echo "== the ELF facts kept in the store"
 du -shc /tmp/h1/store-v1/wheels/*/elf | tail -1
 echo "== NVIDIA's CUDA libraries in the stack: SONAME (the family table's evidence)"
 grep -h '^soname lib\(cudart\|cublas\|cublasLt\|nvrtc\|nvJitLink\|cupti\|cufft\|cufftw\|curand\|cusolver\|cusolverMg\|cusparse\)\.so' /tmp/h1/store-v1/wheels/*/elf | sort -u
-grep -l '^soname libcupti.so.12' /tmp/h1/store-v1/wheels/*/elf | while read -r f; do grep -m1 '^file ' "$f"; done
+awk '/^file /{f=$2} /^soname libcupti\.so\.12/{print "libcupti.so.12 is", f}' /tmp/h1/store-v1/wheels/*/elf
 grep -h '^needed lib\(cupti\|cudart\|cublas\|cufft\|cusparse\|cusolver\|curand\|nvrtc\)\.so' /tmp/h1/store-v1/wheels/*/elf | sort | uniq -c
 echo "== two extensions built here against the real stack"
 mkdir -p /tmp/x && cd /tmp/x

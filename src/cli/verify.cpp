@@ -39,6 +39,7 @@ Json link_json(const env::LinkReport& report) {
                             {"allowed", f.allowed}});
     return Json{{"native_files", report.native_files},
                 {"seconds", report.seconds},
+                {"facts_seconds", report.facts_seconds},
                 {"cached", report.cached},
                 {"findings", std::move(findings)}};
 }

@@ -1,6 +1,7 @@
 // The link check as commands run it (ops/link.hpp).
 #include "link.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -76,6 +77,44 @@ env::LinkInput link_input(const std::vector<LinkPackage>& packages,
     return in;
 }
 
+// The ELF facts of each package's wheel: those the store keeps, and the members of the others
+// read on every core, the biggest first (torch's libraries beside the small ones of other
+// wheels), then kept.
+std::vector<std::vector<store::ElfFile>> wheel_facts(const store::Store& store,
+                                                     const std::vector<LinkPackage>& packages,
+                                                     unsigned jobs) {
+    const std::size_t n = packages.size();
+    std::vector<std::optional<std::vector<store::ElfFile>>> kept(n);
+    parallel_for(n, jobs, [&](std::size_t i) {
+        if (packages[i].wheel) kept[i] = store.kept_elf_facts(*packages[i].wheel);
+    });
+    std::vector<std::pair<std::size_t, const store::WheelFile*>> todo;  // wheel, member
+    for (std::size_t i = 0; i < n; ++i)
+        if (packages[i].wheel && !kept[i])
+            for (const store::WheelFile* f : store::Store::elf_candidates(*packages[i].wheel))
+                todo.emplace_back(i, f);
+    std::vector<std::size_t> order(todo.size());
+    for (std::size_t k = 0; k < order.size(); ++k)
+        order[k] = k;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return todo[a].second->size > todo[b].second->size;
+    });
+    std::vector<std::optional<store::ElfFile>> read(todo.size());
+    parallel_for(order.size(), jobs, [&](std::size_t k) {
+        read[order[k]] = store.read_elf_member(*todo[order[k]].second);
+    });
+    std::vector<std::vector<store::ElfFile>> out(n);
+    for (std::size_t k = 0; k < todo.size(); ++k)  // in each wheel's member order
+        if (read[k]) out[todo[k].first].push_back(std::move(*read[k]));
+    for (std::size_t i = 0; i < n; ++i) {
+        if (kept[i])
+            out[i] = std::move(*kept[i]);
+        else if (packages[i].wheel)
+            store.keep_elf_facts(*packages[i].wheel, out[i]);
+    }
+    return out;
+}
+
 }  // namespace
 
 LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>& packages,
@@ -109,10 +148,9 @@ LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>
             hit->seconds = watch.total();
             return *hit;
         }
-    std::vector<std::vector<store::ElfFile>> facts(packages.size());
-    parallel_for(packages.size(), jobs, [&](std::size_t i) {
-        if (packages[i].wheel) facts[i] = store.elf_facts(*packages[i].wheel);
-    });
+    Stopwatch facts_watch;
+    std::vector<std::vector<store::ElfFile>> facts = wheel_facts(store, packages, jobs);
+    const double facts_s = facts_watch.total();
     std::size_t native = 0;
     for (std::size_t i = 0; i < packages.size(); ++i) {
         in.wheels[i].files = &facts[i];
@@ -121,6 +159,7 @@ LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>
     LinkReport report;
     if (!in.wheels.empty()) report = env::link_environment(in);
     report.native_files = native;
+    report.facts_seconds = facts_s;
     report.host_files.insert(report.host_files.end(), searched.begin(), searched.end());
     if (cached) write_link_cache(store.home(), file, report);
     report.seconds = watch.total();

@@ -164,28 +164,50 @@ std::vector<ElfFile> parse_facts(std::string_view text, const std::string& what)
 
 }  // namespace
 
-std::vector<ElfFile> Store::elf_facts(const WheelFiles& w) const {
+std::optional<std::vector<ElfFile>> Store::kept_elf_facts(const WheelFiles& w) const {
     require_digest(w.wheel_sha256, "wheel");
     const fs::path dir = layout_.wheels() / w.wheel_sha256, path = dir / "elf";
-    if (UniqueFd fd = open_own_dir_at_path(layout_.root(), dir)) {
-        try {
-            if (auto text = read_own_file(fd.get(), path, kMaxFactsBytes))
-                return parse_facts(*text, path.string());
-        } catch (const Error&) {
-            // damaged or not of this format: read again from the objects and replaced
-        }
+    UniqueFd fd = open_own_dir_at_path(layout_.root(), dir);
+    if (!fd) return std::nullopt;
+    try {
+        if (auto text = read_own_file(fd.get(), path, kMaxFactsBytes))
+            return parse_facts(*text, path.string());
+    } catch (const Error&) {
+        // damaged or of an older reader: read again from the objects and replaced (a planted
+        // link is refused when they are kept)
     }
-    std::vector<ElfFile> out;
+    return std::nullopt;
+}
+
+std::vector<const WheelFile*> Store::elf_candidates(const WheelFiles& w) {
+    std::vector<const WheelFile*> out;
     for (const auto& f : w.files)
-        if (may_be_elf(f))
-            if (auto e = read_elf_object(*this, f)) out.push_back(std::move(*e));
+        if (may_be_elf(f)) out.push_back(&f);
+    return out;
+}
+
+std::optional<ElfFile> Store::read_elf_member(const WheelFile& f) const {
+    return read_elf_object(*this, f);
+}
+
+void Store::keep_elf_facts(const WheelFiles& w, const std::vector<ElfFile>& facts) const {
+    require_digest(w.wheel_sha256, "wheel");
+    const fs::path path = layout_.wheels() / w.wheel_sha256 / "elf";
     require_no_link_below(layout_.root(), path, /*is_file=*/true);
     try {
-        write_file_atomic(path, serialise_facts(out), 0444, Durability::none);
+        write_file_atomic(path, serialise_facts(facts), 0444, Durability::none);
     } catch (const Error& e) {
         if (e.code() == ErrorCode::integrity) throw;  // a planted link
         // a read-only store (verify, doctor): the facts are used, not kept
     }
+}
+
+std::vector<ElfFile> Store::elf_facts(const WheelFiles& w) const {
+    if (auto kept = kept_elf_facts(w)) return std::move(*kept);
+    std::vector<ElfFile> out;
+    for (const WheelFile* f : elf_candidates(w))
+        if (auto e = read_elf_member(*f)) out.push_back(std::move(*e));
+    keep_elf_facts(w, out);
     return out;
 }
 

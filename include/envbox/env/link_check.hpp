@@ -67,6 +67,7 @@ struct LinkReport {
     std::vector<LinkFinding> findings;
     std::size_t native_files = 0;  ///< ELF files the check linked
     double seconds = 0;
+    double facts_seconds = 0;  ///< of `seconds`: the ELF facts read (from the store or objects)
     /// The host's files the check read (real paths): the interpreter and the libraries found
     /// on the host. A result kept for later is good while none of them changed.
     std::vector<std::string> host_files;

@@ -233,6 +233,14 @@ class Store {
     /// from the objects, then written there (elf_facts.cpp): content-addressed, computed once
     /// per wheel. A list that does not read as written is computed again.
     std::vector<ElfFile> elf_facts(const WheelFiles& w) const;
+    /// Its steps, for a caller that reads the members of many wheels on every core: the facts
+    /// kept for `w` (nullopt when none, or they do not read); the members that may be ELF files;
+    /// one member's facts (nullopt: not an ELF file; a store object of another size than its
+    /// file list says is `integrity`); and keeping them (a read-only store keeps nothing).
+    std::optional<std::vector<ElfFile>> kept_elf_facts(const WheelFiles& w) const;
+    static std::vector<const WheelFile*> elf_candidates(const WheelFiles& w);
+    std::optional<ElfFile> read_elf_member(const WheelFile& f) const;
+    void keep_elf_facts(const WheelFiles& w, const std::vector<ElfFile>& facts) const;
 
     /// `w`'s objects that are missing or touched (`object_touched`), with, for the first, what
     /// is wrong; with `hash`, each object's content is also hashed and compared with its name.

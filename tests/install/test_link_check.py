@@ -168,6 +168,11 @@ class LinkCheck(unittest.TestCase):
         again = json.loads(self.create("f").stdout)["link"]
         self.assertTrue(again["cached"])
         self.assertEqual((again["native_files"], again["findings"]), (7, []))
+        # Other dependencies, or none recorded, are another key: linked again.
+        self.lock("g", self.CLEAN, {"byname": ["torch"]})
+        self.assertFalse(json.loads(self.create("g").stdout)["link"]["cached"])
+        self.project.lock("h", [self.wheels[n] for n in self.CLEAN])  # no dependencies recorded
+        self.assertFalse(json.loads(self.create("h").stdout)["link"]["cached"])
         # The facts are kept in the store, beside each wheel's file list, and read from there.
         facts = [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(self.project.home, "store-v1", "wheels"))
                  for f in fs if f == "elf"]

@@ -78,7 +78,7 @@ int Linker::blame(int id, const elf::Symbol& wanted) {
     }
     const std::string outer = outer_name(wanted.name);
     if (outer.empty() || !wanted.library.empty()) return -1;
-    for (const int dep : std::vector<int>(n.needed))
+    for (const int dep : n.needed)
         if (dep >= 0 && nodes_[dep].wheel >= 0 && outer_names(dep).count(outer)) return dep;
     return -1;
 }

@@ -10,6 +10,7 @@
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -113,6 +114,7 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
     d.lock = lock_agreement(ctx, env);
     d.pinned = pinned_of(d.path, d.generations);
     d.compile_cache = store::Home(ctx.home).compile_cache(project_key(ctx.project_root), env);
+    require_no_link_below(ctx.home, d.compile_cache);  // never counted through a planted link
     for (auto it = fs::recursive_directory_iterator(d.compile_cache, ec);  // links not followed
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         struct stat st {};

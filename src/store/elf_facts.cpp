@@ -202,13 +202,4 @@ void Store::keep_elf_facts(const WheelFiles& w, const std::vector<ElfFile>& fact
     }
 }
 
-std::vector<ElfFile> Store::elf_facts(const WheelFiles& w) const {
-    if (auto kept = kept_elf_facts(w)) return std::move(*kept);
-    std::vector<ElfFile> out;
-    for (const WheelFile* f : elf_candidates(w))
-        if (auto e = read_elf_member(*f)) out.push_back(std::move(*e));
-    keep_elf_facts(w, out);
-    return out;
-}
-
 }  // namespace envbox::store

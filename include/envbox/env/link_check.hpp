@@ -2,7 +2,8 @@
 /// The link check: every native file an environment's wheels install, linked on paper the way
 /// the dynamic loader would link it in that environment, before any job runs (docs/guarantees.md,
 /// "Every native library links against its environment"). The ELF facts come from the store
-/// (`Store::elf_facts`, once per wheel); the host's own libraries are read where they lie.
+/// (`Store::kept_elf_facts` and its steps, once per wheel); the host's own libraries are read where
+/// they lie.
 
 #include <filesystem>
 #include <optional>

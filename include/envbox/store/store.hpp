@@ -229,14 +229,12 @@ class Store {
     std::optional<WheelFiles> load_wheel(std::string_view wheel_sha256) const;
 
     /// The ELF facts of `w`'s native files: members named `*.so`, `*.so.*` or executable whose
-    /// bytes start with the ELF magic. Read from `wheels/<sha256>/elf` when it was written, else
-    /// from the objects, then written there (elf_facts.cpp): content-addressed, computed once
-    /// per wheel. A list that does not read as written is computed again.
-    std::vector<ElfFile> elf_facts(const WheelFiles& w) const;
-    /// Its steps, for a caller that reads the members of many wheels on every core: the facts
-    /// kept for `w` (nullopt when none, or they do not read); the members that may be ELF files;
-    /// one member's facts (nullopt: not an ELF file; a store object of another size than its
-    /// file list says is `integrity`); and keeping them (a read-only store keeps nothing).
+    /// bytes start with the ELF magic, kept as `wheels/<sha256>/elf` once read (elf_facts.cpp):
+    /// content-addressed, computed once per wheel. In steps, for a caller that reads the members
+    /// of many wheels on every core (ops/link.cpp): the facts kept for `w` (nullopt when none, or
+    /// they do not read as this reader writes them); the members that may be ELF files; one
+    /// member's facts (nullopt: not an ELF file; a store object of another size than its file
+    /// list says is `integrity`); and keeping them (a read-only store keeps nothing).
     std::optional<std::vector<ElfFile>> kept_elf_facts(const WheelFiles& w) const;
     static std::vector<const WheelFile*> elf_candidates(const WheelFiles& w);
     std::optional<ElfFile> read_elf_member(const WheelFile& f) const;

@@ -2,7 +2,8 @@
 # The link check on the real stack, on the GPU host (device tool): the installed PyTorch stack
 # repacked into wheels, locked with each package's dependencies from its METADATA (as a lock
 # from `envbox lock` records them), then created cold and warm: the check's findings (the
-# target: none that refuse; every note listed), its cost against the whole create, the SONAMEs
+# target: none that refuse; every note listed), its cost against the whole create (cold creates
+# with the check and without it, ENVBOX_BENCH_NO_LINK_CHECK, alternately), the SONAMEs
 # of NVIDIA's CUDA libraries in the stack (the family table's evidence), and two extensions
 # built here with the compiler against the real stack: one linking CUDA 12's libcudart (refused,
 # exit 3) and one needing a c10 symbol the real libc10.so does not export (refused, exit 8).
@@ -57,12 +58,29 @@ for f in l["findings"]:
     print("   ", f["kind"], "|", f["message"])
 PYEOF
 }
-echo "== create cold (empty store), twice; warm (a new environment of the same lock), twice"
-"$E" --home /tmp/h0 --json create torch > /tmp/c0.json 2> /tmp/c0.err; echo "rc=$?"; tail -3 /tmp/c0.err
-report "cold" /tmp/c0.json
+echo "== create cold (empty store): with the check and without it (ENVBOX_BENCH_NO_LINK_CHECK), alternately, three times each"
+: > /tmp/totals.txt
+for k in 1 2 3; do
+    rm -rf /tmp/h0
+    "$E" --home /tmp/h0 --json create torch > /tmp/c0.json 2> /tmp/c0.err; echo "rc=$?"; tail -3 /tmp/c0.err
+    report "cold $k" /tmp/c0.json
+    "$PY" -c "import json; print('with', json.loads(open('/tmp/c0.json').read().strip().splitlines()[-1])['seconds'])" >> /tmp/totals.txt
+    rm -rf /tmp/h0
+    ENVBOX_BENCH_NO_LINK_CHECK=1 "$E" --home /tmp/h0 --json create torch > /tmp/n0.json 2> /dev/null; echo "rc=$?"
+    "$PY" -c "import json; s = json.loads(open('/tmp/n0.json').read().strip().splitlines()[-1])['seconds']; print(f'cold {$k}, no check              create {s:7.2f} s'); open('/tmp/totals.txt', 'a').write(f'without {s}\n')"
+done
+"$PY" - <<'PYEOF'
+import statistics
+runs = {"with": [], "without": []}
+for line in open("/tmp/totals.txt"):
+    k, v = line.split()
+    runs[k].append(float(v))
+w, n = statistics.median(runs["with"]), statistics.median(runs["without"])
+print(f"cold create, median of {len(runs['with'])}: with the check {w:.2f} s, without {n:.2f} s: {100 * (w - n) / n:+.1f} %")
+PYEOF
 rm -rf /tmp/h0
 "$E" --home /tmp/h1 --json create torch > /tmp/c1.json 2> /tmp/c1.err; echo "rc=$?"
-report "cold (again)" /tmp/c1.json
+report "cold (kept for what follows)" /tmp/c1.json
 "$E" --home /tmp/h1 --json create torch2 --lock /tmp/p/manifests/pylock.torch.toml > /tmp/w1.json 2>/dev/null
 report "warm" /tmp/w1.json
 "$E" --home /tmp/h1 --json create torch3 --lock /tmp/p/manifests/pylock.torch.toml > /tmp/w2.json 2>/dev/null

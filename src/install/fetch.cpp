@@ -175,6 +175,8 @@ class FetchPool {
         std::atomic<std::size_t> remaining{0};
         fs::path downloaded;  // removed once its wheel is stored, or when it proves bad
         std::atomic<bool> failed{false};
+        std::vector<std::optional<store::ElfFile>> elf;  // its members' facts, once stored
+        std::atomic<std::size_t> elf_remaining{0};
     };
 
     // Runs `fn`; an error gets the package and location as context, and an integrity error
@@ -261,6 +263,37 @@ class FetchPool {
         }
         progress_.advance(1);
         if (bytecode_) bytecode_->add(item, tasks);
+        if (plan_.elf_facts) add_elf_tasks(i, tasks);
+    }
+
+    // The ELF facts of item `i`'s stored wheel: one task per native member in the ingest's lane
+    // (the biggest first, beside the compiling), the last of which keeps them in the store.
+    void add_elf_tasks(std::size_t i, TaskPool& tasks) {
+        Pending& p = pending_[i];
+        const std::vector<const store::WheelFile*> members =
+            store::Store::elf_candidates(*items_[i].wheel);
+        p.elf.resize(members.size());
+        p.elf_remaining = members.size();
+        if (members.empty()) return keep_elf(i);
+        for (std::size_t k = 0; k < members.size(); ++k)
+            tasks.add(members[k]->size, [this, i, k, member = members[k]](TaskPool&) {
+                try {
+                    pending_[i].elf[k] = store_.read_elf_member(*member);
+                } catch (Error& e) {
+                    e.add_context("reading the ELF facts of " + items_[i].package->name);
+                    throw;
+                }
+                if (--pending_[i].elf_remaining == 0) keep_elf(i);
+            });
+    }
+
+    void keep_elf(std::size_t i) {
+        std::vector<store::ElfFile> facts;
+        for (auto& f : pending_[i].elf)
+            if (f) facts.push_back(std::move(*f));
+        pending_[i].elf.clear();
+        store_.keep_elf_facts(*items_[i].wheel, facts);
+        items_[i].elf = std::move(facts);
     }
 
     const Stopwatch clock_;  // for each item's stored_at

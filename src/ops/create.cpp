@@ -178,6 +178,13 @@ std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines,
 
 namespace {
 
+// Whether create links the environment on paper: always, unless ENVBOX_BENCH_NO_LINK_CHECK is
+// set, which bench/device_link_check.sh sets to measure what the check costs a cold create.
+bool link_checked() {
+    static const bool checked = std::getenv("ENVBOX_BENCH_NO_LINK_CHECK") == nullptr;
+    return checked;
+}
+
 // How create fetches what the store lacks: the lock's folder, the manifest's indexes, what a
 // received artifact carried, and the bytecode to compile.
 install::FetchPlan fetch_plan(const Context& ctx, const CreateOptions& opt,
@@ -195,6 +202,7 @@ install::FetchPlan fetch_plan(const Context& ctx, const CreateOptions& opt,
     plan.jobs = ctx.jobs;
     plan.interpreter = &interpreter;
     plan.bytecode = bytecode;
+    plan.elf_facts = link_checked();  // for the link check, read beside the ingest and compiling
     return plan;
 }
 
@@ -207,7 +215,7 @@ LinkReport link_step(const Context& ctx, const store::Store& store,
     for (const auto& item : items)
         packages.push_back({item.package->name,
                             item.package->version ? item.package->version->str() : "",
-                            item.wheel ? &*item.wheel : nullptr});
+                            item.wheel ? &*item.wheel : nullptr, item.elf ? &*item.elf : nullptr});
     LinkReport report =
         check_links(store, packages, interpreter, &in.lock.pylock, ctx.jobs, /*cached=*/true);
     const bool mixed = in.lock.tool && in.lock.tool->allow_mixed_cuda;
@@ -273,7 +281,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     result.fetch = install::fetch_into_store(store, items, plan, progress);
     for (const auto& built : received_builds)  // a node may push what it received
         install::record_received_build(store, built);
-    result.link = link_step(ctx, store, items, interpreter, in, opt.env);
+    if (link_checked()) result.link = link_step(ctx, store, items, interpreter, in, opt.env);
 
     env::Generation gen = next_generation(edir, digest, in.lock_path, target, opt);
     for (const auto& k : bytecode)

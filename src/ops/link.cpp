@@ -77,20 +77,21 @@ env::LinkInput link_input(const std::vector<LinkPackage>& packages,
     return in;
 }
 
-// The ELF facts of each package's wheel: those the store keeps, and the members of the others
-// read on every core, the biggest first (torch's libraries beside the small ones of other
-// wheels), then kept.
-std::vector<std::vector<store::ElfFile>> wheel_facts(const store::Store& store,
-                                                     const std::vector<LinkPackage>& packages,
-                                                     unsigned jobs) {
+// The ELF facts of each package's wheel: those the fetch read, those the store keeps, and the
+// members of the others read on every core, the biggest first (torch's libraries beside the
+// small ones of other wheels), then kept. `owned` holds what was read here.
+std::vector<const std::vector<store::ElfFile>*> wheel_facts(
+    const store::Store& store, const std::vector<LinkPackage>& packages, unsigned jobs,
+    std::vector<std::vector<store::ElfFile>>& owned) {
     const std::size_t n = packages.size();
     std::vector<std::optional<std::vector<store::ElfFile>>> kept(n);
     parallel_for(n, jobs, [&](std::size_t i) {
-        if (packages[i].wheel) kept[i] = store.kept_elf_facts(*packages[i].wheel);
+        if (packages[i].wheel && !packages[i].facts)
+            kept[i] = store.kept_elf_facts(*packages[i].wheel);
     });
     std::vector<std::pair<std::size_t, const store::WheelFile*>> todo;  // wheel, member
     for (std::size_t i = 0; i < n; ++i)
-        if (packages[i].wheel && !kept[i])
+        if (packages[i].wheel && !packages[i].facts && !kept[i])
             for (const store::WheelFile* f : store::Store::elf_candidates(*packages[i].wheel))
                 todo.emplace_back(i, f);
     std::vector<std::size_t> order(todo.size());
@@ -103,14 +104,20 @@ std::vector<std::vector<store::ElfFile>> wheel_facts(const store::Store& store,
     parallel_for(order.size(), jobs, [&](std::size_t k) {
         read[order[k]] = store.read_elf_member(*todo[order[k]].second);
     });
-    std::vector<std::vector<store::ElfFile>> out(n);
+    owned.assign(n, {});
     for (std::size_t k = 0; k < todo.size(); ++k)  // in each wheel's member order
-        if (read[k]) out[todo[k].first].push_back(std::move(*read[k]));
+        if (read[k]) owned[todo[k].first].push_back(std::move(*read[k]));
+    std::vector<const std::vector<store::ElfFile>*> out(n);
     for (std::size_t i = 0; i < n; ++i) {
+        if (packages[i].facts) {
+            out[i] = packages[i].facts;
+            continue;
+        }
         if (kept[i])
-            out[i] = std::move(*kept[i]);
+            owned[i] = std::move(*kept[i]);
         else if (packages[i].wheel)
-            store.keep_elf_facts(*packages[i].wheel, out[i]);
+            store.keep_elf_facts(*packages[i].wheel, owned[i]);
+        out[i] = &owned[i];
     }
     return out;
 }
@@ -149,12 +156,13 @@ LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>
             return *hit;
         }
     Stopwatch facts_watch;
-    std::vector<std::vector<store::ElfFile>> facts = wheel_facts(store, packages, jobs);
+    std::vector<std::vector<store::ElfFile>> owned;
+    const auto facts = wheel_facts(store, packages, jobs, owned);
     const double facts_s = facts_watch.total();
     std::size_t native = 0;
     for (std::size_t i = 0; i < packages.size(); ++i) {
-        in.wheels[i].files = &facts[i];
-        native += facts[i].size();
+        in.wheels[i].files = facts[i];
+        native += facts[i]->size();
     }
     LinkReport report;
     if (!in.wheels.empty()) report = env::link_environment(in);

@@ -17,11 +17,13 @@
 
 namespace envbox::ops {
 
-/// One package of the environment: its name and version (as locked) and the store's file list
-/// of its wheel.
+/// One package of the environment: its name and version (as locked), the store's file list
+/// of its wheel, and its ELF facts when the fetch read them (`install::Item::elf`; nullptr:
+/// kept in the store, or read now).
 struct LinkPackage {
     std::string name, version;
     const store::WheelFiles* wheel = nullptr;
+    const std::vector<store::ElfFile>* facts = nullptr;
 };
 
 using env::LinkReport;

@@ -1,6 +1,6 @@
 // ELF facts of a wheel's native files: `wheels/<sha256>/elf` (`envbox-elf-facts 2`), read from
-// the wheel's objects the first time a link check asks, then kept beside its file list. One
-// block per file:
+// the wheel's objects once the fetch has stored it (or, for a wheel stored without them, the
+// first time a link check asks), then kept beside its file list. One block per file:
 //   file PATH CLASS MACHINE SHARED        (or: file PATH - - - WHY, when it did not read)
 //   soname NAME / needed NAME / rpath DIR / runpath DIR
 //   def NAME VERSION HIDDEN               (a symbol it exports)
@@ -193,8 +193,10 @@ std::optional<ElfFile> Store::read_elf_member(const WheelFile& f) const {
 void Store::keep_elf_facts(const WheelFiles& w, const std::vector<ElfFile>& facts) const {
     require_digest(w.wheel_sha256, "wheel");
     const fs::path path = layout_.wheels() / w.wheel_sha256 / "elf";
-    require_no_link_below(layout_.root(), path, /*is_file=*/true);
     try {
+        // The fetch keeps them before the wheel's file list is published: its folder may be new.
+        (void)make_own_dir_at_path(layout_.root(), path.parent_path());
+        require_no_link_below(layout_.root(), path, /*is_file=*/true);
         write_file_atomic(path, serialise_facts(facts), 0444, Durability::none);
     } catch (const Error& e) {
         if (e.code() == ErrorCode::integrity) throw;  // a planted link

@@ -184,6 +184,15 @@ class LinkCheck(unittest.TestCase):
         text = next(t for t in texts if "torch/lib/libc10.so" in t)
         self.assertIn("soname libc10.so\n", text)
         self.assertIn("def _ZNK3c1010TensorImpl5numelEv", text)
+        # A stored wheel whose facts were not kept (a store an older envbox filled): the check
+        # reads them from its objects and keeps them.
+        torch_facts = facts[texts.index(text)]
+        os.remove(torch_facts)
+        self.lock("i", self.CLEAN, {"byname": ["torch"], "capi": ["torch"]})
+        out = json.loads(self.create("i").stdout)["link"]
+        self.assertEqual((out["cached"], out["native_files"], out["findings"]), (False, 7, []))
+        with open(torch_facts) as f:
+            self.assertEqual(f.read(), text)
 
     def test_other_cuda_line_refused_previous_generation_stays(self):
         self.lock("e", self.CLEAN, self.CLEAN_DEPS)

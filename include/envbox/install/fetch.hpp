@@ -63,6 +63,9 @@ struct FetchPlan {
     unsigned jobs = 1;
     const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode
     std::vector<store::BytecodeKey> bytecode;       ///< `bytecode_keys`; empty: none
+    /// Read each fetched wheel's ELF facts in the pool, beside the ingest and the compiling, and
+    /// keep them (`Item::elf`): create's link check then reads nothing after the fetch.
+    bool elf_facts = false;
 };
 
 /// What `fetch_into_store` did.

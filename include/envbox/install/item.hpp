@@ -41,6 +41,9 @@ struct Item {
     bool repair = false;                 ///< in the store, but an object of it was touched
     std::set<std::string> replace;       ///< repair: the objects to store again
     std::vector<ItemBytecode> bytecode;  ///< one per key of `bytecode_keys`
+    /// Its wheel's ELF facts, read in the fetch's pool once it was stored and kept in the store
+    /// (`FetchPlan::elf_facts`); unset: the link check reads them from the store.
+    std::optional<std::vector<store::ElfFile>> elf;
     /// Seconds into the fetch when its wheel was stored and when its last module compiled
     /// (0: it was in the store / compiled nothing), for `create -vv`'s timeline.
     double stored_at = 0, compiled_at = 0;

@@ -12,6 +12,7 @@ bundle="$1"; repack="$2"; out="$3"
 mkdir -p "$out"
 exec > "$out/device_compile_caches.txt" 2>&1
 . bench/device_common.sh
+REPO=$(pwd)
 echo "== machine"; head -1 /etc/os-release; nproc; nvidia-smi -L; $E --version
 NVCC=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1)
 export CUDA_HOME=$(dirname "$(dirname "$NVCC")")

@@ -31,12 +31,12 @@ void add_global_options(CLI::App& app, GlobalOptions& o, bool on_subcommand) {
 void add_commands(CLI::App& app, GlobalOptions& global) {
     // The order `envbox --help` and the completion scripts list them in.
     for (auto* register_command :
-         {register_lock,   register_create,    register_run,     register_diff,     register_verify,
-          register_list,   register_show,      register_history, register_rollback, register_pin,
-          register_unpin,  register_gc,        register_doctor,  register_init,     register_export,
-          register_tree,   register_why,       register_add,     register_remove,   register_delete,
-          register_cache,  register_shell,     register_push,    register_pull,     register_pack,
-          register_unpack, register_completion})
+         {register_lock,   register_create, register_run,       register_check,   register_diff,
+          register_verify, register_list,   register_show,      register_history, register_rollback,
+          register_pin,    register_unpin,  register_gc,        register_doctor,  register_init,
+          register_export, register_tree,   register_why,       register_add,     register_remove,
+          register_delete, register_cache,  register_shell,     register_push,    register_pull,
+          register_pack,   register_unpack, register_completion})
         register_command(app, global);
     // Every command's --help is whole: the global options, and the exit statuses after a
     // command's own footer.

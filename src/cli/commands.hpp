@@ -11,6 +11,7 @@
 #include "envbox/env/link_check.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/lock.hpp"
+#include "envbox/ops/run.hpp"
 #include "envbox/util/json.hpp"
 
 namespace envbox::cli {
@@ -44,6 +45,7 @@ void register_push(CLI::App& app, GlobalOptions& global);        // fleet.cpp
 void register_pull(CLI::App& app, GlobalOptions& global);        // fleet.cpp
 void register_pack(CLI::App& app, GlobalOptions& global);        // fleet.cpp
 void register_unpack(CLI::App& app, GlobalOptions& global);      // fleet.cpp
+void register_check(CLI::App& app, GlobalOptions& global);       // check.cpp
 void register_completion(CLI::App& app, GlobalOptions& global);  // completion.cpp
 
 /// `run`'s options, and what `shell` runs: `run ENV -- $SHELL -i` with its startup file.
@@ -89,6 +91,10 @@ struct CreateFrom {
     bool no_compile = false;
 };
 void create_from_registry(const GlobalOptions& global, const CreateFrom& from);
+
+/// `--sandbox` (`flag`, may be empty), else `--no-sandbox`, else $ENVBOX_SANDBOX, else auto
+/// (run.cpp). The flag beats the variable so that one run can opt out of a strict default.
+ops::SandboxMode sandbox_mode(const std::string& flag, bool no_sandbox);
 
 /// Runs `cmd` in place of envbox (exec); returns only by throwing.
 [[noreturn]] void run_run(const GlobalOptions& global, const RunCommand& cmd);

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "envbox/ops/check.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
 
@@ -149,6 +150,13 @@ void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
         print_json(cmd, r);
     else if (global.verbosity >= 0)
         print_text(global, cmd, r);
+    // Where the decision is made: a generation measured before can be measured against.
+    if (!global.json && global.verbosity >= 0 && r.changed)
+        if (auto before = ops::newest_check_before(ctx, cmd.env, r.generation))
+            std::fprintf(stderr,
+                         "generation %d was checked: `envbox check %s --compare %d` measures "
+                         "generation %d against it\n",
+                         *before, cmd.env.c_str(), *before, r.generation);
 }
 
 }  // namespace

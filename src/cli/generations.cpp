@@ -38,6 +38,36 @@ struct GcCommand {
     int keep = 3;  ///< --keep: complete generations kept per environment
 };
 
+// A generation's kept check for `history --json`: null when never checked.
+Json check_summary_json(const ops::HistoryEntry& h) {
+    if (!h.check) return Json();
+    const env::GpuFigures& g = h.check->gpu;
+    return Json{{"when", h.check->when},
+                {"clean", h.check->findings().empty()},
+                {"findings", h.check->findings()},
+                {"context_bytes", g.context_bytes ? Json(*g.context_bytes) : Json()},
+                {"matmul_tflops", g.matmul_tflops ? Json(*g.matmul_tflops) : Json()},
+                {"changes", h.check_changes}};
+}
+
+// "  check 2026-…: clean, cuda context 512 MiB, bf16 matmul 710.2 TFLOP/s", then what changed
+// since the previous checked generation.
+void print_check_summary(const ops::HistoryEntry& h) {
+    if (!h.check) return;
+    const auto findings = h.check->findings();
+    std::string line = findings.empty() ? "clean" : counted(findings.size(), "finding", "findings");
+    const env::GpuFigures& g = h.check->gpu;
+    if (g.context_bytes) line += ", cuda context " + human_bytes(*g.context_bytes);
+    if (g.matmul_tflops) {
+        char m[64];
+        std::snprintf(m, sizeof m, ", bf16 matmul %.1f TFLOP/s", *g.matmul_tflops);
+        line += m;
+    }
+    std::printf("           check %s: %s\n", h.check->when.c_str(), line.c_str());
+    for (const auto& c : h.check_changes)
+        std::printf("           ! %s\n", c.c_str());
+}
+
 void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
@@ -55,7 +85,8 @@ void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
                                 {"packages", h.generation.packages.size()},
                                 {"added", h.added},
                                 {"removed", h.removed},
-                                {"changed", h.changed}});
+                                {"changed", h.changed},
+                                {"check", check_summary_json(h)}});
         for (const auto& e : history.events)
             events.push_back(Json{{"when", e.when},
                                   {"event", e.kind},
@@ -81,6 +112,7 @@ void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
             h.generation.complete ? "" : "  INCOMPLETE (never switched to)");
         if (h.same_lock_as) {
             std::printf("           = same lock as generation %d\n", *h.same_lock_as);
+            print_check_summary(h);
             continue;
         }
         for (const auto& a : h.added)
@@ -89,7 +121,10 @@ void run_history(const GlobalOptions& global, const HistoryCommand& cmd) {
             std::printf("           ~ %s\n", c.c_str());
         for (const auto& r : h.removed)
             std::printf("           - %s\n", r.c_str());
+        print_check_summary(h);
     }
+    for (const auto& d : history.damaged_checks)
+        std::fprintf(stderr, "warning: %s\n", d.c_str());
     if (!history.events.empty()) {
         std::printf("events:\n");
         for (const auto& e : history.events)
@@ -141,6 +176,13 @@ void report_rollback(const GlobalOptions& global, const std::string& env,
                          env.c_str(), written->manifest_stale.front().c_str(), env.c_str(),
                          env.c_str());
     }
+    if (r.last_clean_check == r.to)
+        std::fprintf(stderr, "generation %d's kept check is clean (`envbox history %s`)\n", r.to,
+                     env.c_str());
+    else if (r.last_clean_check)
+        std::fprintf(stderr,
+                     "the last clean check is generation %d's (`envbox rollback %s --to %d`)\n",
+                     *r.last_clean_check, env.c_str(), *r.last_clean_check);
     note_lock_agreement(global, agreement);
 }
 
@@ -157,6 +199,7 @@ void run_rollback(const GlobalOptions& global, const RollbackCommand& cmd) {
         Json report = {
             {"environment", cmd.env}, {"from", r.from}, {"to", r.to}, {"seconds", r.seconds}};
         report["lock_written"] = written ? Json(written->path.string()) : Json();
+        report["last_clean_check"] = r.last_clean_check ? Json(*r.last_clean_check) : Json();
         report["manifests_lock"] = lock_agreement_json(agreement);
         std::printf("%s\n", json_line(report, 4).c_str());  // a switch takes well under 1 ms
         return;

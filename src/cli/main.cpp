@@ -89,7 +89,9 @@ int main(int argc, char** argv) {
     app.footer(
         "Exit status: 0 ok, 1 failure, 2 usage, 3 manifest/lock invalid or stale, 4 network or "
         "index, 5 integrity (hash mismatch, drift), 6 CUDA/driver incompatible, 7 install "
-        "conflict (two wheels ship one path with different content), 130 interrupted; `run`: "
+        "conflict (two wheels ship one path with different content), 8 a native file needs a "
+        "symbol its library lacks, 9 `check` found a module that does not import, 130 "
+        "interrupted; `run`: "
         "126 the command cannot be executed, 127 it does not exist.");
     for (int sig : {SIGINT, SIGTERM})
         if (std::signal(sig, on_interrupt) == SIG_IGN)

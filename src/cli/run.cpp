@@ -36,11 +36,11 @@ std::vector<std::string> command_of(const std::vector<std::string>& rest) {
     return rest;
 }
 
-// --sandbox, else --no-sandbox, else $ENVBOX_SANDBOX, else auto. The flag beats the variable so
-// that one run can opt out of a strict default on purpose.
-ops::SandboxMode sandbox_mode(const RunCommand& args) {
-    std::string mode = args.sandbox;
-    if (mode.empty() && args.no_sandbox) return ops::SandboxMode::off;
+}  // namespace
+
+ops::SandboxMode sandbox_mode(const std::string& flag, bool no_sandbox) {
+    std::string mode = flag;
+    if (mode.empty() && no_sandbox) return ops::SandboxMode::off;
     std::string from = "--sandbox";
     if (const char* v = std::getenv("ENVBOX_SANDBOX"); mode.empty() && v && *v) {
         mode = v;
@@ -52,6 +52,8 @@ ops::SandboxMode sandbox_mode(const RunCommand& args) {
     throw Error(ErrorCode::usage,
                 from + "=" + mode + " is not a sandbox mode (auto, strict or off)");
 }
+
+namespace {
 
 // The temporary directory ($TMPDIR, else /tmp) when it is the home or one of its ancestors.
 std::optional<std::filesystem::path> temp_dir_holding(const std::filesystem::path& home) {
@@ -169,7 +171,7 @@ void run_run(const GlobalOptions& global, const RunCommand& cmd) {
     args.env = environment_or_default(global, cmd.env);
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
-    ops::SandboxMode mode = sandbox_mode(args);
+    ops::SandboxMode mode = sandbox_mode(args.sandbox, args.no_sandbox);
     std::vector<std::string> argv = command_of(args.rest);  // usage errors first
     if (!cmd.env.empty()) {
         // The first word was taken as ENV (no `--` before it): when no environment has that

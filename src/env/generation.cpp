@@ -11,6 +11,8 @@
 #include <cstring>
 #include <set>
 
+#include "envbox/env/check_record.hpp"
+#include "envbox/env/known_good.hpp"
 #include "envbox/pep/digest.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -301,31 +303,36 @@ fs::path in_use_lock_path(const fs::path& gen_path) {
     return gen_path / ".envbox" / "in-use";
 }
 
+std::optional<Generation> hold_generation(const Generation& gen) {
+    const fs::path lock = in_use_lock_path(gen.path);
+    // No O_CLOEXEC: the command exec'd in the generation, and its children, inherit the
+    // descriptor and with it the lock. O_CREAT only for generations built before the lock
+    // file existed. An empty file nothing reads, not the generation's directory: through
+    // the inherited descriptor (opened before the sandbox's read-only mounts) a command
+    // reaches nothing that matters.
+    UniqueFd fd(::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW, 0444));
+    if (!fd && errno == ENOENT) return std::nullopt;  // the whole tree went meanwhile
+    if (!fd) fd.reset(::open(lock.c_str(), O_RDONLY | O_NOFOLLOW));
+    if (!fd) return gen;  // cannot be held here: the /proc scan still finds the job
+    int rc;
+    while ((rc = ::flock(fd.get(), LOCK_SH)) != 0 && errno == EINTR) {
+    }
+    // gc removes the stamp first, holding the lock: a stamp seen now stays while we hold it.
+    std::error_code ec;
+    if (rc != 0 || fs::exists(gen.path / ".envbox" / "complete", ec)) {
+        (void)fd.release();  // held until this process (or what it execs) ends
+        return gen;
+    }
+    return std::nullopt;
+}
+
 std::optional<Generation> hold_current_generation(const fs::path& env_dir) {
     // Each retry means a gc removed the generation just read, which it does only after
     // `current` has moved on: a few tries are plenty.
     for (int attempt = 0; attempt < 8; ++attempt) {
         auto gen = current_generation(env_dir);
         if (!gen) return std::nullopt;
-        const fs::path lock = in_use_lock_path(gen->path);
-        // No O_CLOEXEC: the command exec'd in the generation, and its children, inherit the
-        // descriptor and with it the lock. O_CREAT only for generations built before the lock
-        // file existed. An empty file nothing reads, not the generation's directory: through
-        // the inherited descriptor (opened before the sandbox's read-only mounts) a command
-        // reaches nothing that matters.
-        UniqueFd fd(::open(lock.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW, 0444));
-        if (!fd && errno == ENOENT) continue;  // the whole tree went meanwhile
-        if (!fd) fd.reset(::open(lock.c_str(), O_RDONLY | O_NOFOLLOW));
-        if (!fd) return gen;  // cannot be held here: the /proc scan still finds the job
-        int rc;
-        while ((rc = ::flock(fd.get(), LOCK_SH)) != 0 && errno == EINTR) {
-        }
-        // gc removes the stamp first, holding the lock: a stamp seen now stays while we hold it.
-        std::error_code ec;
-        if (rc != 0 || fs::exists(gen->path / ".envbox" / "complete", ec)) {
-            (void)fd.release();  // held until this process (or what it execs) ends
-            return gen;
-        }
+        if (auto held = hold_generation(*gen)) return held;
     }
     throw Error(ErrorCode::generic,
                 "the current generation of " + env_dir.string() +
@@ -360,11 +367,16 @@ void remove_generation(const fs::path& gen_path) {
     for (int pass = 0;; ++pass) {
         try {
             remove_own_tree(env_dir, gen_path);
-            return;
+            break;
         } catch (const Error& e) {
             if (pass == 1 || e.code() != ErrorCode::generic || e.sys_errno() != ENOTEMPTY) throw;
         }
     }
+    // Its check record (check_record.hpp) goes with it: a later generation of the same number
+    // must not inherit it.
+    const std::string name = gen_path.filename().string();
+    if (auto n = parse_generation_number(std::string_view(name).substr(name.find('-') + 1)))
+        remove_check_record(env_dir, *n);
 }
 
 namespace {

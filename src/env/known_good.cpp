@@ -33,33 +33,9 @@ UniqueFd open_env_dir(const fs::path& env_dir) {
     return open_own_dir(env_dir.parent_path(), env_dir.filename());
 }
 
-// Replaces `path` (the entry of the open folder `dir` of that name) with `content`: a temporary
-// file beside it, then one rename, which replaces a link itself and never writes through it; a
-// link already there is refused all the same (the link rule). The mode is 0666 less the umask
-// (envbox works under the home's), so every member of a group-shared home may change it.
-void replace_own_file(int dir, const fs::path& path, std::string_view content) {
-    const std::string name = path.filename().string();
-    struct stat st {};
-    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-        refuse_planted_link(path, /*folder=*/false);
-    const std::string tmp = "." + name + ".tmp." + std::to_string(::getpid());
-    (void)::unlinkat(dir, tmp.c_str(), 0);
-    UniqueFd file(
-        ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
-    if (!file) throw sys_error("cannot write " + path.string(), errno);
-    auto fail = [&](int err) {
-        (void)::unlinkat(dir, tmp.c_str(), 0);
-        throw sys_error("cannot write " + path.string(), err);
-    };
-    if (!write_all_fd(file.get(), content.data(), content.size())) fail(errno);
-    if (::fsync(file.get()) != 0) fail(errno);
-    if (::close(file.release()) != 0) fail(errno);
-    if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) fail(errno);
-    (void)::fsync(dir);
-}
+}  // namespace
 
-// A generation number as written: 1 to 9 digits, not 0.
-std::optional<int> parse_number(std::string_view s) {
+std::optional<int> parse_generation_number(std::string_view s) {
     if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string_view::npos)
         return std::nullopt;
     int n = 0;
@@ -69,13 +45,10 @@ std::optional<int> parse_number(std::string_view s) {
     return n;
 }
 
-// A time as envbox writes one ("2025-01-31T12:00:00Z").
-bool valid_when(std::string_view s) {
+bool valid_timestamp(std::string_view s) {
     return !s.empty() && s.size() <= 32 &&
            s.find_first_not_of("0123456789-:TZ") == std::string_view::npos;
 }
-
-}  // namespace
 
 fs::path pins_path(const fs::path& env_dir) {
     return env_dir / kPins;
@@ -109,8 +82,8 @@ std::vector<Pin> read_pins(const fs::path& env_dir) {
     while (auto l = r.next()) {
         auto f = kv::split_fields(l->value);
         std::optional<int> n;
-        if (!l->has_separator || l->key != "pin" || f.size() != 2 || !(n = parse_number(f[0])) ||
-            !valid_when(f[1]))
+        if (!l->has_separator || l->key != "pin" || f.size() != 2 ||
+            !(n = parse_generation_number(f[0])) || !valid_timestamp(f[1]))
             throw r.error("malformed pin line; remove the file and pin again (`envbox pin ENV N`)");
         if (std::none_of(out.begin(), out.end(), [&](const Pin& p) { return p.number == *n; }))
             out.push_back({*n, std::string(f[1])});
@@ -157,8 +130,9 @@ std::vector<GenerationEvent> read_events(const fs::path& env_dir) {
         const std::size_t numbers = kind == "rollback" ? 2 : 1;
         GenerationEvent e;
         std::optional<int> a, b;
-        if (!known || !l->has_separator || f.size() != 1 + numbers || !valid_when(f[0]) ||
-            !(a = parse_number(f[1])) || (numbers == 2 && !(b = parse_number(f[2]))))
+        if (!known || !l->has_separator || f.size() != 1 + numbers || !valid_timestamp(f[0]) ||
+            !(a = parse_generation_number(f[1])) ||
+            (numbers == 2 && !(b = parse_generation_number(f[2]))))
             throw r.error("malformed event line; remove the file (history loses its events)");
         e.when = std::string(f[0]);
         e.kind = kind;

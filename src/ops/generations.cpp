@@ -12,6 +12,7 @@
 #include "envbox/env/interpreter.hpp"
 #include "envbox/env/venv.hpp"
 #include "envbox/install/built.hpp"
+#include "envbox/ops/check.hpp"
 #include "envbox/ops/inspect.hpp"
 #include "envbox/store/bytecode.hpp"
 #include "envbox/store/store.hpp"
@@ -222,6 +223,10 @@ History history(const Context& ctx, const std::string& env) {
     auto current = env::current_generation(edir);
     const env::Generation* previous = nullptr;
     std::map<std::string, int> first_of_lock;  // lock digest -> the oldest generation built from it
+    std::map<int, env::CheckRecord> checks;
+    for (auto& c : env::read_check_records(edir, &out.damaged_checks))
+        checks.emplace(c.generation, std::move(c));
+    const env::CheckRecord* checked = nullptr;  // the previous checked generation's record
     auto gens = env::list_generations(edir);
     for (const auto& g : gens) {
         HistoryEntry h;
@@ -250,6 +255,11 @@ History history(const Context& ctx, const std::string& env) {
                 if (!after.count(n)) h.removed.push_back(n + " " + v);
         }
         if (g.complete) previous = &g;
+        if (auto it = checks.find(g.number); it != checks.end()) {
+            if (checked) h.check_changes = compare_checks(*checked, it->second);
+            h.check = it->second;
+            checked = &it->second;
+        }
         out.generations.push_back(std::move(h));
     }
     return out;
@@ -299,6 +309,11 @@ RollbackResult rollback(const Context& ctx, const std::string& env, std::optiona
         }
     }
     r.seconds = started.total();
+    try {
+        r.last_clean_check = last_clean_check(ctx, env);
+    } catch (const Error& e) {  // switched all the same
+        ctx.progress->note("the kept checks of " + env + " did not read: " + e.message());
+    }
     return r;
 }
 

@@ -146,6 +146,7 @@ void add_compile_caches(const Context& ctx, const std::string& env,
             if (e.code() == ErrorCode::integrity) throw;  // a link; else a read-only home
         }
         base[variable] = (dir / folder).string();
+        plan.compile_caches.emplace_back(variable, dir / folder);
         plan.notes.push_back(std::string("set ") + variable + "=" + base[variable]);
     }
     plan.writable.push_back(env_caches);
@@ -165,6 +166,43 @@ void add_manifest_run_env(const Context& ctx, const std::string& env,
     }
 }
 
+// The plan for `gen`, which the caller holds (env::hold_generation).
+RunPlan plan_held(const Context& ctx, const std::string& env, const env::Generation& gen,
+                  std::vector<std::string> argv, std::map<std::string, std::string> base) {
+    std::vector<env::CudaLine> lines;
+    for (const auto& p : gen.packages)
+        if (auto v = pep::Version::try_parse(p.version))
+            if (auto l = env::cuda_line_of(p.name, *v)) lines.push_back(*l);
+    RunPlan plan;
+    // A machine without a driver is only a -v note here: a CPU job must not find envbox's
+    // remark on its stderr at every run (create and doctor say it).
+    if (auto note = check_driver(lines, ctx.settings)) plan.notes.push_back(*note);
+    plan.generation = gen.path;
+    plan.argv = std::move(argv);
+    for (const char* drop : {"PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"}) {
+        if (base.erase(drop)) plan.notes.push_back(std::string("removed ") + drop);
+    }
+    if (!lines.empty()) drop_shadowing_cuda_libraries(base, plan);
+    add_compile_caches(ctx, env, gen.packages, lines, base, plan);
+    base["PYTHONNOUSERSITE"] = "1";
+    base["VIRTUAL_ENV"] = gen.path.string();
+    base.erase("VIRTUAL_ENV_PROMPT");
+    auto path = base.find("PATH");
+    std::string bin = (gen.path / "bin").string();
+    base["PATH"] = path == base.end() || path->second.empty()
+                       ? bin + ":/usr/local/bin:/usr/bin:/bin"
+                       : bin + ":" + path->second;
+    add_manifest_run_env(ctx, env, base, plan);
+    plan.environment = std::move(base);
+    try {  // the probe is cached: a read, unless the interpreter changed
+        plan.base_installation =
+            env::probe_interpreter(gen.python, store::Home(ctx.home).interpreters()).installation;
+    } catch (const Error& e) {
+        plan.notes.push_back(std::string("the base interpreter stays writable: ") + e.what());
+    }
+    return plan;
+}
+
 }  // namespace
 
 RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::string> argv,
@@ -181,38 +219,21 @@ RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::st
                         (ctx.project_root.empty() ? std::string()
                                                   : " for project " + ctx.project_root.string()) +
                         "; run `envbox create " + env + "` first");
-    std::vector<env::CudaLine> lines;
-    for (const auto& p : gen->packages)
-        if (auto v = pep::Version::try_parse(p.version))
-            if (auto l = env::cuda_line_of(p.name, *v)) lines.push_back(*l);
-    RunPlan plan;
-    // A machine without a driver is only a -v note here: a CPU job must not find envbox's
-    // remark on its stderr at every run (create and doctor say it).
-    if (auto note = check_driver(lines, ctx.settings)) plan.notes.push_back(*note);
-    plan.generation = gen->path;
-    plan.argv = std::move(argv);
-    for (const char* drop : {"PYTHONPATH", "PYTHONHOME", "__PYVENV_LAUNCHER__"}) {
-        if (base.erase(drop)) plan.notes.push_back(std::string("removed ") + drop);
-    }
-    if (!lines.empty()) drop_shadowing_cuda_libraries(base, plan);
-    add_compile_caches(ctx, env, gen->packages, lines, base, plan);
-    base["PYTHONNOUSERSITE"] = "1";
-    base["VIRTUAL_ENV"] = gen->path.string();
-    base.erase("VIRTUAL_ENV_PROMPT");
-    auto path = base.find("PATH");
-    std::string bin = (gen->path / "bin").string();
-    base["PATH"] = path == base.end() || path->second.empty()
-                       ? bin + ":/usr/local/bin:/usr/bin:/bin"
-                       : bin + ":" + path->second;
-    add_manifest_run_env(ctx, env, base, plan);
-    plan.environment = std::move(base);
-    try {  // the probe is cached: a read, unless the interpreter changed
-        plan.base_installation =
-            env::probe_interpreter(gen->python, store::Home(ctx.home).interpreters()).installation;
-    } catch (const Error& e) {
-        plan.notes.push_back(std::string("the base interpreter stays writable: ") + e.what());
-    }
-    return plan;
+    return plan_held(ctx, env, *gen, std::move(argv), std::move(base));
+}
+
+RunPlan plan_run_in(const Context& ctx, const std::string& env, int generation,
+                    std::vector<std::string> argv, std::map<std::string, std::string> base) {
+    check_env_name(env);
+    require_known_environment(ctx, env);
+    const fs::path dir = env_dir(ctx, env) / env::generation_dir_name(generation);
+    std::optional<env::Generation> gen = env::read_generation(dir);
+    if (gen && gen->complete) gen = env::hold_generation(*gen);
+    if (!gen || !gen->complete)
+        throw Error(ErrorCode::generic, "environment '" + env + "' has no complete generation " +
+                                            std::to_string(generation) + " (`envbox history " +
+                                            env + "` lists them)");
+    return plan_held(ctx, env, *gen, std::move(argv), std::move(base));
 }
 
 env::SandboxOutcome enter_run_sandbox(const Context& ctx, const RunPlan& plan, SandboxMode mode) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -234,6 +235,31 @@ std::optional<std::string> read_own_file(int dir, const fs::path& path, std::siz
                                                   " bytes while it was read; it was not read");
     }
     return out;
+}
+
+// Replaces `path` (the entry of the open folder `dir` of that name) with `content`: a temporary
+// file beside it, then one rename, which replaces a link itself and never writes through it; a
+// link already there is refused all the same (the link rule). The mode is 0666 less the umask
+// (envbox works under the home's), so every member of a group-shared home may change it.
+void replace_own_file(int dir, const fs::path& path, std::string_view content) {
+    const std::string name = path.filename().string();
+    struct stat st {};
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        refuse_planted_link(path, /*folder=*/false);
+    const std::string tmp = "." + name + ".tmp." + std::to_string(::getpid());
+    (void)::unlinkat(dir, tmp.c_str(), 0);
+    UniqueFd file(
+        ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!file) throw sys_error("cannot write " + path.string(), errno);
+    auto fail = [&](int err) {
+        (void)::unlinkat(dir, tmp.c_str(), 0);
+        throw sys_error("cannot write " + path.string(), err);
+    };
+    if (!write_all_fd(file.get(), content.data(), content.size())) fail(errno);
+    if (::fsync(file.get()) != 0) fail(errno);
+    if (::close(file.release()) != 0) fail(errno);
+    if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) fail(errno);
+    (void)::fsync(dir);
 }
 
 }  // namespace envbox

@@ -173,6 +173,13 @@ class ExitCodes(unittest.TestCase):
                             Wheel("ext", "1.0", {"ext/_C.so": read("ext.so")}, tag=tag)])
         yield ("create", "abi"), "needs c10::gone() from"
 
+    def case_9(self):
+        # `check`: a module of the environment does not import.
+        self.p.write("imports", manifest_text(["broken"]))
+        self.p.lock("imports", [Wheel("broken", "1.0", {"broken/__init__.py": "import no_such_module_here\n"})])
+        self.p.run("create", "imports")
+        yield ("check", "imports"), "No module named 'no_such_module_here'"
+
     def case_126(self):
         yield ("run", "--frozen", "env", "--", os.path.join(self.tmp, "not-executable")), "cannot run"
 

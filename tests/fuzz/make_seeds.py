@@ -244,5 +244,22 @@ with tempfile.TemporaryDirectory() as d:
             put(open(so, "rb").read())
 regressions(put, "fuzz_elf")
 
+# ---- envbox check: the probe's output (first byte odd) and kept records (even), as the probe
+# and envbox write them, with a failure message, GPU figures and compile caches.
+put = writer("fuzz_check_record")
+probe = ("envbox-check-probe 1\npython 3.12.3\nimport torch ok 1.204 \nimport nsp.inner ok 0.001 \n"
+         "import flashy failed 0.012 ImportError:%20undefined%20symbol:%20_ZNK3c1010TensorImpl5numelEv\n"
+         "import slow timeout 2.001 timed%20out%20after%202%20s\n")
+gpu = ("torch 2.11.0+cu130\ncuda 13.0\ncudnn 91300\nnccl 2.27.7\ndevice NVIDIA%20H100%2080GB%20HBM3\n"
+       "capability sm_90\narch-list sm_75,sm_80,sm_86,sm_90,sm_100,sm_120,compute_120\n"
+       "context-bytes 534773760\nmatmul-tflops 712.4\ngpu-error NVML:%20no%20process%20list\n")
+record = probe.replace("envbox-check-probe 1\n", "envbox-check 1\ngeneration 3\nwhen 2026-12-06T10:00:00Z\n")
+put(b"\x01" + probe.encode())
+put(b"\x01" + (probe + gpu).encode())
+put(b"\x01" + (probe + "gpu-none torch.cuda.is_available()%20is%20False\n").encode())
+put(b"\x01" + (probe + "gpu-failed the%20GPU%20measurement%20failed\n").encode())
+put(b"\x00" + (record + gpu + "cache TORCH_EXTENSIONS_DIR 3 6000060\n").encode())
+regressions(put, "fuzz_check_record")
+
 for t in sorted(os.listdir(out)):
     print(f"{t}: {len(os.listdir(os.path.join(out, t)))} seeds")

@@ -100,6 +100,10 @@ std::filesystem::path in_use_lock_path(const std::filesystem::path& gen_path);
 /// the lock file), the generation is returned unheld: the /proc scan still finds the job.
 std::optional<Generation> hold_current_generation(const std::filesystem::path& env_dir);
 
+/// `gen` (a complete generation just read) held the same way; nullopt when a gc removed it
+/// meanwhile (its stamp is gone once the lock is held).
+std::optional<Generation> hold_generation(const Generation& gen);
+
 /// An exclusive hold on a generation's in-use lock, taken by gc before it removes one.
 class GenerationClaim {
   public:

@@ -18,12 +18,21 @@
 /// lock (ops::env_lock_path) while they change either.
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envbox/util/unique_fd.hpp"
 
 namespace envbox::env {
+
+/// A generation number as envbox writes one: 1 to 9 digits, not 0; nullopt otherwise.
+std::optional<int> parse_generation_number(std::string_view s);
+
+/// A time as envbox writes one ("2025-01-31T12:00:00Z"): digits, '-', ':', 'T' and 'Z', at most
+/// 32 characters.
+bool valid_timestamp(std::string_view s);
 
 /// `env_dir/pins`, `env_dir/events`.
 std::filesystem::path pins_path(const std::filesystem::path& env_dir);

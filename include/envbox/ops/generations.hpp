@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "envbox/env/check_record.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/env/known_good.hpp"
 #include "envbox/env/link_check.hpp"
@@ -49,12 +50,17 @@ struct HistoryEntry {
     /// of a known lock, shown as such instead of as changes.
     std::optional<int> same_lock_as;
     std::vector<std::string> added, removed, changed;  ///< vs the previous complete generation
+    /// Its kept `envbox check`, and what changed since the previous checked generation's
+    /// (ops::compare_checks).
+    std::optional<env::CheckRecord> check;
+    std::vector<std::string> check_changes;
 };
 
 struct History {
     std::vector<HistoryEntry> generations;     ///< oldest first
     std::vector<env::GenerationEvent> events;  ///< rollbacks, pins and unpins, oldest first
     std::vector<env::Pin> pins;                ///< every pin, of generations gone too
+    std::vector<std::string> damaged_checks;   ///< check records that did not read: why
 };
 
 /// ENV's generations, what each changed, and its event log (env/known_good.hpp).
@@ -63,6 +69,8 @@ History history(const Context& ctx, const std::string& env);
 struct RollbackResult {
     int from = 0, to = 0;
     double seconds = 0;
+    /// The newest generation whose kept `envbox check` is clean, if any.
+    std::optional<int> last_clean_check;
 };
 
 /// Switches ENV's `current` to generation `to` (default: the newest complete one older than

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "envbox/env/sandbox.hpp"
@@ -22,6 +23,8 @@ struct RunPlan {
     std::vector<std::filesystem::path>
         base_installation;           ///< read-only too: the base interpreter's (env/sandbox.hpp)
     std::vector<std::string> notes;  ///< what was changed, for -v
+    /// The compile caches envbox pointed into the environment's folder: variable, folder.
+    std::vector<std::pair<std::string, std::filesystem::path>> compile_caches;
 };
 
 /// The environment for running `argv` in ENV's current generation, starting from `base`
@@ -31,6 +34,12 @@ struct RunPlan {
 /// run the environment's CUDA line; a missing driver is only a note (create and doctor say it).
 RunPlan plan_run(const Context& ctx, const std::string& env, std::vector<std::string> argv,
                  std::map<std::string, std::string> base);
+
+/// The same for ENV's generation `generation`, current or not (`envbox check --generation`),
+/// held as run holds the current one; `argv` may be empty. Throws (exit 1) when it is not a
+/// complete generation.
+RunPlan plan_run_in(const Context& ctx, const std::string& env, int generation,
+                    std::vector<std::string> argv, std::map<std::string, std::string> base);
 
 /// What run's sync does before running ENV, decided as create would but without resolving the
 /// target. Nothing to do (the fast path: a few reads and a manifest digest) when the lock is fresh

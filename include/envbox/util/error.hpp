@@ -27,6 +27,7 @@ enum class ErrorCode : int {
     cuda = 6,           ///< CUDA line incompatible with the driver or with the lock
     conflict = 7,       ///< two wheels install one path with different content (install conflict)
     unlinked = 8,  ///< a native file needs a symbol its environment's library lacks (link check)
+    runtime = 9,   ///< `check`: a module does not import, or torch was not built for the GPU
     interrupted = 130,  ///< SIGINT / SIGTERM
 };
 

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envbox/util/unique_fd.hpp"
@@ -83,6 +84,13 @@ UniqueFd open_own_file(int dir, const std::filesystem::path& path, int flags, st
 /// a file larger than `limit` (integrity, exit 5, naming it).
 std::optional<std::string> read_own_file(int dir, const std::filesystem::path& path,
                                          std::size_t limit);
+
+/// Replaces the entry named `path.filename()` of the open folder `dir` with `content` (`path`
+/// names it in errors): a temporary file beside it, then one rename, which replaces a link
+/// itself and never writes through it; a link already there is refused all the same
+/// (`refuse_planted_link`). The mode is 0666 less the umask (envbox works under the home's), so
+/// every member of a group-shared home may change it. Throws a system `Error` naming `path`.
+void replace_own_file(int dir, const std::filesystem::path& path, std::string_view content);
 
 /// Throws `refuse_planted_link` when `path` (inside `root`) or a folder between `root` and it
 /// is a symbolic link; nothing when it or a folder above it does not exist. For readers that

@@ -153,8 +153,7 @@ void register_check(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<CheckCommand>();
     CLI::App* c = app.add_subcommand(
         "check",
-        "Check ENV's runtime: import every module its wheels install, each in a child process; "
-        "with torch and an NVIDIA GPU, measure the device, CUDA context memory and bf16 matmul");
+        "Check ENV's runtime: import every module, measure the GPU; keep and compare the record");
     c->add_option("ENV", cmd->env, "Environment")->required();
     c->add_option("--generation", cmd->generation, "Check generation N, not the current one")
         ->check(CLI::Range(1, 999999999));

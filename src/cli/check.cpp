@@ -171,8 +171,8 @@ void register_check(CLI::App& app, GlobalOptions& global) {
     c->footer(
         "The check runs as `envbox run` runs a command: the generation's interpreter, run's "
         "environment (its compile caches, [run].env) and sandbox. Its record is kept beside the "
-        "generation (envs/<key>/ENV/checks/gen-N); `envbox history ENV` shows each one. Exit "
-        "status 9 when a module does not import or torch was not built for the GPU.");
+        "generation (envs/<key>/ENV/checks/gen-N); `envbox history ENV` shows each one. It exits "
+        "with 9 when a module does not import or torch was not built for the GPU.");
     c->callback([&global, cmd] { run_check(global, *cmd); });
 }
 

@@ -125,6 +125,7 @@ void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
         from.env = cmd.env;
         from.link_mode = cmd.link_mode;
         from.no_compile = cmd.no_compile;
+        from.lock = cmd.lock;  // --lock FILE with --from: the reviewed lock
         return create_from_registry(global, from);
     }
     ConsoleProgress progress(global.verbosity, stderr_is_tty());
@@ -170,7 +171,9 @@ void register_create(CLI::App& app, GlobalOptions& global) {
                 "Fail (exit 3) if the lock is missing or stale instead of locking");
     c->add_flag("--frozen", cmd->frozen,
                 "Use the lock as it is, without checking it against the manifest");
-    c->add_option("--lock", cmd->lock, "Install this PEP 751 file instead of the ENV lock");
+    c->add_option("--lock", cmd->lock,
+                  "Install this PEP 751 file instead of the ENV lock (with --from: the reviewed "
+                  "lock the artifact's must be)");
     c->add_option("--link-mode", cmd->link_mode, "hardlink, reflink or copy")
         ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));
     c->add_flag("--offline", cmd->offline, "Use only the store and caches");
@@ -190,6 +193,8 @@ void register_create(CLI::App& app, GlobalOptions& global) {
                   "pull REF ENV` does, with no index asked");
     c->add_flag("--plain-http", cmd->from.plain_http, "With --from: the registry over http://");
     c->add_option("--ca", cmd->from.ca, "With --from: CA bundle for the registry's TLS");
+    c->add_flag("--update-lock", cmd->from.update_lock,
+                "With --from: take the artifact's lock over a different manifests/pylock.ENV.toml");
     c->callback([&global, cmd] { run_create(global, *cmd); });
 }
 

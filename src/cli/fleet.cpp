@@ -57,12 +57,19 @@ void add_registry_flags(CLI::App* c, RegistryFlags& flags) {
 struct ReceiveFlags {
     std::string link_mode;
     bool no_compile = false;
+    std::string lock;          ///< --lock FILE: the reviewed lock
+    bool update_lock = false;  ///< --update-lock
 };
 
 void add_receive_flags(CLI::App* c, ReceiveFlags& flags) {
     c->add_option("--link-mode", flags.link_mode, "hardlink, reflink or copy")
         ->check(CLI::IsMember({"hardlink", "reflink", "copy"}));
     c->add_flag("--no-compile", flags.no_compile, "Link no .pyc files");
+    c->add_option("--lock", flags.lock,
+                  "The reviewed lock: refuse (exit 5) an artifact whose lock is not this file's "
+                  "bytes (default: manifests/pylock.ENV.toml when it exists)");
+    c->add_flag("--update-lock", flags.update_lock,
+                "Take the artifact's lock over a different manifests/pylock.ENV.toml");
 }
 
 ops::ReceiveOptions receive_options(const std::string& env, const ReceiveFlags& flags) {
@@ -73,6 +80,10 @@ ops::ReceiveOptions receive_options(const std::string& env, const ReceiveFlags& 
     else if (flags.link_mode == "copy")
         o.link_mode = LinkMode::copy;
     if (flags.no_compile) o.compile = false;
+    if (!flags.lock.empty()) o.trusted_lock = fs::absolute(flags.lock);
+    o.update_lock = flags.update_lock;
+    if (o.trusted_lock && o.update_lock)
+        throw Error(ErrorCode::usage, "--lock FILE and --update-lock contradict each other");
     return o;
 }
 
@@ -209,7 +220,7 @@ void create_from_registry(const GlobalOptions& global, const CreateFrom& from) {
     cmd.ref = from.ref;
     cmd.env = from.env;
     cmd.registry = {from.plain_http, from.ca};
-    cmd.receive = {from.link_mode, from.no_compile};
+    cmd.receive = {from.link_mode, from.no_compile, from.lock, from.update_lock};
     run_pull(global, cmd);
 }
 

@@ -192,7 +192,9 @@ void collect(int out, int err, std::chrono::seconds limit, ProbeRun& run) {
     while (p[0].fd >= 0 || p[1].fd >= 0) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0 || ::poll(p, 2, static_cast<int>(left.count())) == 0) {
+        const int ready = left.count() <= 0 ? 0 : ::poll(p, 2, static_cast<int>(left.count()));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) {
             run.status = -1;
             return;
         }

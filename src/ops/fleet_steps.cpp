@@ -198,6 +198,28 @@ void accept_built_wheel(const lock::Pylock& pylock, const std::string& what,
         throw refuse("is a second wheel built from " + package->sdist->filename());
 }
 
+void require_reviewed_lock(const Context& ctx, const ReceiveOptions& opt,
+                           const std::string& lock_text, const std::string& what) {
+    Context c = ctx;
+    if (c.project_root.empty()) c.project_root = fs::current_path();
+    const fs::path project_lock = c.project().lock(opt.env);
+    const fs::path reviewed = opt.trusted_lock ? *opt.trusted_lock : project_lock;
+    std::error_code ec;
+    if (!opt.trusted_lock && !fs::exists(reviewed, ec)) return;  // no lock here: the artifact's
+    const std::string text = read_file(reviewed);
+    if (text == lock_text || (!opt.trusted_lock && opt.update_lock)) return;
+    const std::string ours = "sha256:" + to_hex(sha256(text)),
+                      theirs = "sha256:" + to_hex(sha256(lock_text));
+    throw Error(
+        ErrorCode::integrity,
+        what + " carries a lock (" + theirs + ") that is not the reviewed " + reviewed.string() +
+            " (" + ours + "); nothing was fetched or stored. " +
+            (opt.trusted_lock ? std::string("Name the artifact built from that lock")
+                              : "Name the artifact built from that lock (`envbox push " + opt.env +
+                                    "` where it was built), or take the artifact's lock over it "
+                                    "with --update-lock"));
+}
+
 void build_received(const Context& ctx, const ReceiveOptions& opt, const std::string& lock_text,
                     const std::set<std::string>& carried,
                     const std::map<std::string, install::BuiltRecord>& builds,

@@ -58,6 +58,16 @@ struct LockedFile {
 };
 std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock);
 
+/// The trust rule of the receiving side (docs/SECURITY.md, "Fleet"): the reviewed lock is
+/// `options.trusted_lock` when given, else the project's `manifests/pylock.ENV.toml` when it
+/// exists (the current directory is the project when there is none), else there is none and
+/// the artifact's lock is taken. An artifact lock whose bytes differ from the reviewed one is
+/// refused (integrity, exit 5, naming `what`, both sha256 digests and what to do), unless
+/// `options.update_lock` and the reviewed lock is the project's. Call it as soon as the
+/// artifact's lock is read, before any wheel is fetched or stored.
+void require_reviewed_lock(const Context& ctx, const ReceiveOptions& options,
+                           const std::string& lock_text, const std::string& what);
+
 /// Writes `lock_text` as the project's `manifests/pylock.ENV.toml` (the current directory
 /// becomes the project when there is none) and runs `create --frozen --offline` on it, with the
 /// wheels the store lacks already in cache/downloads/. `carried`: the sha256 of every wheel the

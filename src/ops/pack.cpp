@@ -327,8 +327,7 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
             int rc = archive_read_next_header(r.a, &e);
             if (rc == ARCHIVE_EOF) break;
             if (rc != ARCHIVE_OK) throw archive_error(r.a, "cannot read " + shown);
-            const char* raw = archive_entry_pathname(e);
-            const std::string name = raw ? raw : "";
+            const std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
             const std::string what =
                 shown + ": member " + (name.empty() ? "#" + std::to_string(index) : name);
             auto refuse = [&](const std::string& why) {
@@ -341,6 +340,7 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
                 lock_text = read_member(r.a, kMaxLockBytes, what);
                 auto parsed = lock::Pylock::parse(lock_text, shown + ":" + kLockMember);
                 if (!parsed) throw parsed.error();
+                fleet::require_reviewed_lock(ctx, receive, lock_text, shown);
                 pylock = std::move(*parsed);
                 for (const auto& [sha, f] : fleet::locked_files(*pylock))
                     by_name[f.filename] = {sha, f.size};

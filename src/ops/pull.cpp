@@ -84,6 +84,7 @@ ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
         const std::string lock_text = client.get_blob(lock_layer->digest, lock_layer->size);
         auto pylock = lock::Pylock::parse(lock_text, name + " (lock " + lock_layer->digest + ")");
         if (!pylock) throw pylock.error();
+        fleet::require_reviewed_lock(ctx, receive, lock_text, name);
         const auto builds = check_layers(m, *pylock, name);
 
         // Blobs the store has are not fetched; the others go where `create` finds them.

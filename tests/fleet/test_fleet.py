@@ -211,7 +211,8 @@ class PlainRegistry(Push):
         self.index.close()
         self.pull(self.ref(self.repo(), "one"), "e")
         self.assertEqual(len(self.node_wheels()), 2)
-        r = self.at_node("create", "e", "--from", self.ref(self.repo(), "two"), "--plain-http")
+        r = self.at_node("create", "e", "--from", self.ref(self.repo(), "two"), "--plain-http",
+                         "--update-lock")
         # The store had alpha and beta: only gamma's blob was fetched.
         self.assertIn("3 wheels (1 fetched, 2 already stored", r.stderr)
         self.assert_works("e", ["alpha", "beta", "gamma"])
@@ -350,6 +351,45 @@ class PlainRegistry(Push):
         r = self.pull(f"{self.registry.host}/{self.repo()}@{report['digest']}", "d")
         self.assertIn("2 wheels (2 fetched", r.stderr)
         self.assert_works("d", ["alpha", "beta"])
+
+    def test_the_reviewed_lock_refuses_another_artifact_before_anything_is_fetched(self):
+        """The project's committed lock is the root of trust: an artifact of another lock is
+        refused (exit 5, both digests named), nothing stored, the lock untouched; the artifact of
+        that very lock is pulled; --update-lock takes the artifact's; --lock FILE names the
+        reviewed lock explicitly."""
+        self.build("one")
+        self.build("two")
+        self.push("one", self.ref(self.repo(), "one"))
+        self.push("two", self.ref(self.repo(), "two"))
+        self.index.close()
+        reviewed = os.path.join(self.node, "manifests", "pylock.e.toml")
+        os.makedirs(os.path.dirname(reviewed))
+        with open(reviewed, "w") as f:
+            f.write(self.lock_text("one"))
+        digest = lambda text: "sha256:" + hashlib.sha256(text.encode()).hexdigest()  # noqa: E731
+        r = self.pull(self.ref(self.repo(), "two"), "e", check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn(digest(self.lock_text("two")), r.stderr)
+        self.assertIn(digest(self.lock_text("one")), r.stderr)
+        self.assertIn("--update-lock", r.stderr)
+        self.assertEqual(self.node_wheels(), [])
+        with open(reviewed) as f:
+            self.assertEqual(f.read(), self.lock_text("one"))
+        # The artifact of the reviewed lock is pulled as before.
+        self.pull(self.ref(self.repo(), "one"), "e")
+        self.assert_works("e", ["alpha", "beta"])
+        # --lock FILE: the same rule against a file of the user's choosing.
+        elsewhere = os.path.join(self.case, "reviewed.toml")
+        with open(elsewhere, "w") as f:
+            f.write(self.lock_text("one"))
+        r = self.pull(self.ref(self.repo(), "two"), "f", "--lock", elsewhere, check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn(elsewhere, r.stderr)
+        # --update-lock moves the node to the other artifact's lock.
+        self.at_node("create", "e", "--from", self.ref(self.repo(), "two"), "--plain-http", "--update-lock")
+        self.assert_works("e", ["alpha", "beta", "gamma"])
+        with open(reviewed) as f:
+            self.assertEqual(f.read(), self.lock_text("two"))
 
     def test_a_missing_tag_is_a_clear_network_error(self):
         r = self.pull(self.ref(self.repo(), "nope"), check=False)
@@ -555,6 +595,23 @@ class Pack(World):
         r = self.at_node("unpack", out)
         self.assertIn("2 wheels (2 fetched, 0 already stored", r.stderr)
         self.assert_works("one", ["alpha", "beta"])
+
+    def test_an_unpack_against_another_reviewed_lock_is_refused_with_nothing_stored(self):
+        self.build("one")
+        self.build("two")
+        out = os.path.join(self.case, "two.tar")
+        envbox("pack", "two", "-o", out, home=self.home, project=self.project)
+        os.makedirs(os.path.join(self.node, "manifests"))
+        with open(os.path.join(self.node, "manifests", "pylock.two.toml"), "w") as f:
+            f.write(self.lock_text("one"))
+        r = self.at_node("unpack", out, check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("is not the reviewed", r.stderr)
+        self.assertEqual(self.node_wheels(), [])
+        downloads = os.path.join(self.node_home, "cache", "downloads")
+        self.assertEqual(os.listdir(downloads) if os.path.isdir(downloads) else [], [])
+        self.at_node("unpack", out, "--update-lock")
+        self.assert_works("two", ["alpha", "beta", "gamma"])
 
     def test_zstd_by_flag_and_never_by_flag(self):
         self.build("one")

@@ -58,6 +58,12 @@ struct ReceiveOptions {
     std::string env;  ///< where to build (the project's ENV; the current directory's without one)
     LinkMode link_mode = LinkMode::hardlink;
     std::optional<bool> compile;  ///< --no-compile: false
+    /// `--lock FILE`: the reviewed lock the artifact's must equal, byte for byte (else the
+    /// project's `manifests/pylock.ENV.toml` when it exists; docs/SECURITY.md, "Fleet").
+    std::optional<std::filesystem::path> trusted_lock;
+    /// `--update-lock`: take the artifact's lock over a different project lock (not over
+    /// `--lock FILE`).
+    bool update_lock = false;
 };
 
 struct ReceiveResult {
@@ -78,14 +84,17 @@ struct PullOptions {
     RegistryAccess access;
 };
 
-/// Reads REF's manifest (refused unless it is envbox's artifact, exit 5), its lock blob, then
-/// downloads (in parallel, resumable) every wheel blob the store lacks, each checked against
-/// its digest and the lock's sha256 and size; then writes the lock as the project's
-/// `manifests/pylock.ENV.toml` and runs `create --frozen --offline` on it. A failure puts the
-/// previous lock back; a blob that is not its digest is removed and nothing is stored. The
-/// artifact rule: every wheel installed is one of the artifact's layers or already in the
-/// store (by sha256); a lock naming another, by a path or a URL, is refused (exit 5, naming the
-/// package) before anything is stored, and that path or URL is never read.
+/// Reads REF's manifest (refused unless it is envbox's artifact, exit 5; `REF@sha256:…` must
+/// hash to that digest), its lock blob, which must be the reviewed lock's bytes when there is one
+/// (`ReceiveOptions::trusted_lock`, else the project's lock: exit 5 naming both digests, before
+/// any wheel is fetched, unless `update_lock`), then downloads (in parallel, resumable) every wheel
+/// blob the store lacks, each checked against its digest and the lock's sha256 and size; then
+/// writes the lock as the project's `manifests/pylock.ENV.toml` and runs `create --frozen
+/// --offline` on it. A failure puts the previous lock back; a blob that is not its digest is
+/// removed and nothing is stored. The artifact rule: every wheel installed is one of the artifact's
+/// layers or already in the store (by sha256); a lock naming another, by a path or a URL, is
+/// refused (exit 5, naming the package) before anything is stored, and that path or URL is never
+/// read.
 ReceiveResult pull(const Context& ctx, const PullOptions& options);
 
 struct PackOptions {

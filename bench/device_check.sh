@@ -24,6 +24,8 @@ s=$(date +%s%N); "$E" --home /tmp/hk -v check infer > /tmp/ck/check1.txt 2> /tmp
 echo "rc=$rc $(( ($(date +%s%N) - s) / 1000000 )) ms"
 grep -v "^import .* ok " /tmp/ck/check1.txt; tail -3 /tmp/ck/check1.err
 echo "the slowest imports:"; grep "^import .* ok " /tmp/ck/check1.txt | sort -k4 -n -r | head -8
+echo "which wheels install a top-level scripts/ folder:"
+for w in /tmp/wh/*.whl; do "$PY" -c "import sys, zipfile; n = [m for m in zipfile.ZipFile(sys.argv[1]).namelist() if m.startswith('scripts/')]; n and print(sys.argv[1].rsplit('/', 1)[1], len(n), 'members, e.g.', n[0])" "$w"; done
 echo "== generation 2: the same lock, [run.env] CUDA_MODULE_LOADING = \"EAGER\""
 # The lock was made from the wheels alone: a manifest written now would be newer than it, so
 # the second generation is built from the same lock with --frozen and the variable set through
@@ -31,7 +33,7 @@ echo "== generation 2: the same lock, [run.env] CUDA_MODULE_LOADING = \"EAGER\""
 cat > manifests/infer.toml <<EOF
 [environment]
 python = "$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-platform = "manylinux_2_28_x86_64"
+platform = "$("$PY" -c 'import platform; print("manylinux_%s_x86_64" % platform.libc_ver()[1].replace(".", "_"))')"
 requirements = []
 
 [run.env]

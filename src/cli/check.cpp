@@ -86,8 +86,9 @@ void print_text(const GlobalOptions& global, const CheckCommand& cmd,
                     g.arch_supported() ? "it" : "other architectures");
         std::printf("torch %s, CUDA %s, cuDNN %s, NCCL %s\n", g.torch.c_str(), g.cuda.c_str(),
                     g.cudnn.c_str(), g.nccl.c_str());
-        if (g.context_bytes)
-            std::printf("cuda context: %s\n", human_bytes(*g.context_bytes).c_str());
+        if (g.context_bytes)  // in MiB, as NVML counts and `--compare` compares it
+            std::printf("cuda context: %llu MiB\n",
+                        static_cast<unsigned long long>((*g.context_bytes + (1u << 19)) >> 20));
         if (g.matmul_tflops) std::printf("bf16 matmul: %.1f TFLOP/s\n", *g.matmul_tflops);
         for (const auto& e : g.errors)
             std::printf("note: %s\n", e.c_str());

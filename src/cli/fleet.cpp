@@ -36,6 +36,7 @@ ops::RegistryAccess registry_access(const RegistryFlags& flags) {
     const std::string password = env_or_empty("ENVBOX_REGISTRY_PASSWORD");
     if (!user.empty() || !password.empty())
         a.credentials = index::oci::RegistryCredentials{user, password};
+    a.mirrors = env_or_empty("ENVBOX_REGISTRY_MIRROR");
     if (const std::string dir = env_or_empty("DOCKER_CONFIG"); !dir.empty())
         a.docker_config = fs::path(dir) / "config.json";
     else if (const std::string home = env_or_empty("HOME"); !home.empty())
@@ -101,10 +102,15 @@ void report_received(const GlobalOptions& global, const char* verb, const std::s
                        {"changed", r.create.changed},
                        {"seconds", r.seconds}};
         if (!r.manifest_digest.empty()) report["digest"] = r.manifest_digest;
+        if (!r.mirror.empty()) report["mirror"] = r.mirror;
         std::printf("%s\n", json_line(report).c_str());
         return;
     }
     if (global.verbosity < 0) return;
+    if (!r.mirror_failed.empty())
+        std::fprintf(stderr, "note: %s; pulled from the registry itself\n",
+                     r.mirror_failed.c_str());
+    if (!r.mirror.empty()) std::fprintf(stderr, "through the mirror %s\n", r.mirror.c_str());
     std::fprintf(stderr, "%s %s: %s (%zu fetched, %zu already stored, %s)\n", verb, from.c_str(),
                  counted(r.wheels, "wheel", "wheels").c_str(), r.fetched, r.present,
                  human_bytes(r.bytes).c_str());
@@ -256,7 +262,11 @@ void register_pull(CLI::App& app, GlobalOptions& global) {
         "Every wheel blob is checked against its digest and the lock's sha256 and size; blobs "
         "the store holds are not fetched. The lock is written as manifests/pylock.ENV.toml (the "
         "current directory becomes the project when there is none), where `envbox diff` reads "
-        "it, and the generation is built from it as `create --frozen --offline` builds one.");
+        "it, and the generation is built from it as `create --frozen --offline` builds one. An "
+        "artifact whose lock is not the reviewed one (manifests/pylock.ENV.toml when it exists, "
+        "or --lock FILE) is refused, exit 5, before anything is fetched. "
+        "ENVBOX_REGISTRY_MIRROR=REGISTRY=http(s)://HOST[,…] asks a mirror (a pull-through "
+        "cache) first, and the registry when the mirror cannot answer.");
     c->callback([&global, cmd] { run_pull(global, *cmd); });
 }
 

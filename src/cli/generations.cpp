@@ -57,7 +57,8 @@ void print_check_summary(const ops::HistoryEntry& h) {
     const auto findings = h.check->findings();
     std::string line = findings.empty() ? "clean" : counted(findings.size(), "finding", "findings");
     const env::GpuFigures& g = h.check->gpu;
-    if (g.context_bytes) line += ", cuda context " + human_bytes(*g.context_bytes);
+    if (g.context_bytes)
+        line += ", cuda context " + std::to_string((*g.context_bytes + (1u << 19)) >> 20) + " MiB";
     if (g.matmul_tflops) {
         char m[64];
         std::snprintf(m, sizeof m, ", bf16 matmul %.1f TFLOP/s", *g.matmul_tflops);

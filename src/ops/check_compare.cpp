@@ -40,8 +40,8 @@ void compare_gpu(const env::GpuFigures& a, const env::GpuFigures& b,
     if (a.failed.empty() != b.failed.empty())
         out.push_back(b.failed.empty() ? "the GPU measurement works again" : b.failed);
     if (a.context_bytes && b.context_bytes) {
-        const auto x = static_cast<long long>(*a.context_bytes >> 20),
-                   y = static_cast<long long>(*b.context_bytes >> 20);
+        const auto x = static_cast<long long>((*a.context_bytes + (1u << 19)) >> 20),
+                   y = static_cast<long long>((*b.context_bytes + (1u << 19)) >> 20);
         if (std::llabs(y - x) >= 2)
             out.push_back("cuda context " + mib(*a.context_bytes) + " → " + mib(*b.context_bytes) +
                           " (" + (y > x ? "+" : "−") + std::to_string(std::llabs(y - x)) + " MiB)");

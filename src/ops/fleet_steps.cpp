@@ -2,6 +2,8 @@
 
 #include "fleet_steps.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <set>
 
@@ -16,6 +18,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/parallel.hpp"
+#include "envbox/util/printable.hpp"
 #include "envbox/util/sha256.hpp"
 #include "settings.hpp"
 
@@ -159,6 +162,35 @@ index::oci::RegistryOptions registry_options(const RegistryAccess& access,
     if (!o.credentials)
         o.credentials = index::oci::docker_config_credentials(access.docker_config, registry);
     return o;
+}
+
+std::optional<Mirror> mirror_for(const std::string& spec, const std::string& registry) {
+    std::size_t at = 0;
+    while (at < spec.size()) {
+        const std::size_t end = std::min(spec.find(',', at), spec.size());
+        const std::string entry = spec.substr(at, end - at);
+        at = end + 1;
+        const auto eq = entry.find('=');
+        const std::string from = entry.substr(0, eq == std::string::npos ? 0 : eq);
+        std::string url = eq == std::string::npos ? "" : entry.substr(eq + 1);
+        const bool plain = url.starts_with("http://");
+        if (plain || url.starts_with("https://")) url = url.substr(url.find("//") + 2);
+        while (!url.empty() && url.back() == '/')
+            url.pop_back();
+        const auto host_char = [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
+                   c == ':' || c == '[' || c == ']';
+        };
+        const bool ok = !from.empty() && !url.empty() && entry.size() <= 512 &&
+                        std::all_of(from.begin(), from.end(), host_char) &&
+                        std::all_of(url.begin(), url.end(), host_char) &&
+                        (plain || entry.find("=https://") != std::string::npos);
+        if (!ok)
+            throw Error(ErrorCode::usage, "ENVBOX_REGISTRY_MIRROR: '" + printable(entry) +
+                                              "' is not REGISTRY=http(s)://HOST[:PORT]");
+        if (from == registry) return Mirror{url, plain};
+    }
+    return std::nullopt;
 }
 
 std::string received_env_name(const std::string& given, const std::string& fallback) {

@@ -51,6 +51,15 @@ Bundle current_bundle(const Context& ctx, const std::string& env);
 /// credentials), under the store lock held shared (gc's sweep waits).
 void locate_wheels(const Context& ctx, Bundle& bundle, unsigned jobs);
 
+/// The mirror `spec` (RegistryAccess::mirrors) names for `registry`: its host and whether it
+/// speaks plain http; nullopt when none. A malformed spec is a usage error naming
+/// ENVBOX_REGISTRY_MIRROR and the entry.
+struct Mirror {
+    std::string host;
+    bool plain_http = false;
+};
+std::optional<Mirror> mirror_for(const std::string& spec, const std::string& registry);
+
 /// What a received lock lists: each file's sha256 → (file name, size).
 struct LockedFile {
     std::string filename;

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <set>
 
 #include "envbox/index/fetch.hpp"
@@ -56,6 +57,38 @@ std::map<std::string, install::BuiltRecord> check_layers(const oci::ArtifactMani
     return builds;
 }
 
+// The client the artifact is pulled through, with the manifest's body and digest: the mirror
+// ENVBOX_REGISTRY_MIRROR names for its registry when that answers the manifest (with only the
+// docker config's credentials for the mirror's host), else the registry itself. A mirror that
+// answers with bytes that are not what was asked for is an integrity error, never passed over.
+std::unique_ptr<oci::RegistryClient> open_artifact(index::HttpClient& http,
+                                                   const oci::Reference& ref,
+                                                   const RegistryAccess& access, std::string& body,
+                                                   std::string& digest, ReceiveResult& result) {
+    if (auto mirror = fleet::mirror_for(access.mirrors, ref.registry)) {
+        oci::Reference via = ref;
+        via.registry = mirror->host;
+        RegistryAccess own;
+        own.plain_http = mirror->plain_http;
+        own.ca_file = access.ca_file;
+        own.docker_config = access.docker_config;
+        auto client = std::make_unique<oci::RegistryClient>(
+            http, via, fleet::registry_options(own, mirror->host));
+        try {
+            body = client->get_manifest(digest);
+            result.mirror = mirror->host;
+            return client;
+        } catch (const Error& e) {
+            if (e.code() != ErrorCode::network) throw;
+            result.mirror_failed = "the mirror " + mirror->host + " did not answer: " + e.message();
+        }
+    }
+    auto client = std::make_unique<oci::RegistryClient>(
+        http, ref, fleet::registry_options(access, ref.registry));
+    body = client->get_manifest(digest);
+    return client;
+}
+
 }  // namespace
 
 ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
@@ -68,11 +101,11 @@ ReceiveResult pull(const Context& ctx, const PullOptions& opt) {
         fleet::received_env_name(receive.env, ref.repository.substr(ref.repository.rfind('/') + 1));
     ReceiveResult result;
     index::HttpClient http(http_options(ctx, false));
-    oci::RegistryClient client(http, ref, fleet::registry_options(opt.access, ref.registry));
     const std::string name = ref.str();
     try {
-        std::string digest;
-        const std::string body = client.get_manifest(digest);
+        std::string digest, body;
+        const auto through = open_artifact(http, ref, opt.access, body, digest, result);
+        oci::RegistryClient& client = *through;
         result.manifest_digest = digest;
         oci::ArtifactManifest m = oci::ArtifactManifest::parse(body, name);
         const oci::Descriptor* lock_layer = nullptr;

@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
 import envboxtest  # noqa: E402
 from envboxtest import envbox, keep_or_remove, manifest_text, sha256_file, write_manifest  # noqa: E402
-from httpserver import StaticServer, make_test_ca  # noqa: E402
+from httpserver import StaticServer, free_port, make_test_ca  # noqa: E402
 import registry  # noqa: E402
 from wheelgen import Wheel, write_lock  # noqa: E402
 
@@ -578,6 +578,47 @@ class TokenRegistry(Push):
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertIn("authentication failed (the token service", r.stderr)
         self.assertNotIn("nope-Zz1", r.stderr)
+
+
+class PullThroughCache(Push):
+    """A cluster's own cache in front of the central registry: a second real registry configured
+    as its pull-through cache (`proxy.remoteurl`), named by ENVBOX_REGISTRY_MIRROR."""
+
+    def test_a_pull_through_the_cache_works_with_the_central_registry_down(self):
+        self.build("one")
+        ref = self.ref(self.repo())
+        self.push("one", ref)
+        self.index.close()
+        cache = registry.Registry(os.path.join(self.case, "cache"), proxy=self.registry.url)
+        try:
+            mirror = {"ENVBOX_REGISTRY_MIRROR": f"{self.registry.host}=http://{cache.host}"}
+            r = self.pull(ref, "--json", env=mirror)
+            self.assertEqual(json.loads(r.stdout)["mirror"], cache.host)
+            self.assertTrue(cache.blobs(), "the cache stored nothing")
+            self.assert_works(self.repo().split("/")[-1], ["alpha", "beta"])
+            # The central registry goes down: a new node pulls the same tag through the warm cache.
+            self.registry.close()
+            self.node_home = os.path.join(self.case, "node-home-2")
+            self.node = os.path.join(self.case, "node-2")
+            os.makedirs(self.node)
+            r = self.pull(ref, env=mirror)
+            self.assertIn("through the mirror " + cache.host, r.stderr)
+            self.assert_works(self.repo().split("/")[-1], ["alpha", "beta"])
+        finally:
+            cache.close()
+
+    def test_a_mirror_that_cannot_answer_is_passed_over_for_the_registry(self):
+        self.build("one")
+        ref = self.ref(self.repo())
+        self.push("one", ref)
+        self.index.close()
+        down = f"127.0.0.1:{free_port()}"
+        r = self.pull(ref, env={"ENVBOX_REGISTRY_MIRROR": f"{self.registry.host}=http://{down}"})
+        self.assertIn(f"the mirror {down} did not answer", r.stderr)
+        self.assert_works(self.repo().split("/")[-1], ["alpha", "beta"])
+        bad = self.pull(ref, check=False, env={"ENVBOX_REGISTRY_MIRROR": f"{self.registry.host}=ftp://x"})
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("ENVBOX_REGISTRY_MIRROR", bad.stderr)
 
 
 class Pack(World):

@@ -109,9 +109,10 @@ class TokenService:
 
 
 class Registry:
-    def __init__(self, tmp, user=None, password=None, certs=None, token=None):
+    def __init__(self, tmp, user=None, password=None, certs=None, token=None, proxy=None):
         """`certs`: a folder where `make_test_ca` already ran (else it runs in `tmp`). `token`:
-        a TokenService: token auth (Bearer) instead of htpasswd."""
+        a TokenService: token auth (Bearer) instead of htpasswd. `proxy`: the URL of another
+        registry this one is a pull-through cache of (distribution's `proxy.remoteurl`)."""
         self.tmp = tmp
         os.makedirs(tmp, exist_ok=True)
         self.storage = os.path.join(tmp, "storage")
@@ -136,6 +137,8 @@ class Registry:
                           f"    issuer: {token.issuer}", f"    rootcertbundle: {token.cert}"]
             else:
                 lines += ["  htpasswd:", "    realm: envbox-test", f"    path: {tmp}/htpasswd"]
+        if proxy:
+            lines += ["proxy:", f"  remoteurl: {proxy}"]
         self.token = token
         config = os.path.join(tmp, "config.yml")
         with open(config, "w") as f:

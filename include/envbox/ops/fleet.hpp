@@ -24,6 +24,12 @@ struct RegistryAccess {
     std::optional<index::oci::RegistryCredentials> credentials;
     std::filesystem::path docker_config;  ///< $DOCKER_CONFIG/config.json or ~/.docker/config.json
     std::uint64_t chunk_bytes = 64ull << 20;  ///< a bigger blob is uploaded in PATCH chunks
+    /// ENVBOX_REGISTRY_MIRROR as set: `REGISTRY=URL[,REGISTRY=URL…]`, each URL `http://HOST[:PORT]`
+    /// or `https://…` of a registry mirroring REGISTRY (a pull-through cache: distribution's
+    /// `proxy.remoteurl`). Pulls of REGISTRY's artifacts ask the mirror first (with only the
+    /// docker config's credentials for its host, never REGISTRY's), and REGISTRY itself when the
+    /// mirror cannot answer the manifest (a network error or a missing tag).
+    std::string mirrors;
 };
 
 struct PushOptions {
@@ -74,6 +80,8 @@ struct ReceiveResult {
     std::size_t present = 0;  ///< wheels the store already had (not fetched)
     std::uint64_t bytes = 0;  ///< bytes received
     std::string manifest_digest;
+    std::string mirror;  ///< the mirror the artifact came through (pull); empty: the registry
+    std::string mirror_failed;  ///< why the mirror was passed over, when it was
     CreateResult create;
     double seconds = 0;
 };

@@ -104,7 +104,8 @@ void print_text(const GlobalOptions& global, const CheckCommand& cmd,
                      r.findings().empty() ? "clean" : "findings", result.record_path.c_str());
 }
 
-void run_check(const GlobalOptions& global, const CheckCommand& cmd) {
+void run_check(const GlobalOptions& global, CheckCommand cmd) {
+    cmd.env = environment_or_default(global, cmd.env);
     ConsoleProgress progress(global.verbosity, false);
     ops::Context ctx = make_context(global, progress);
     ops::CheckOptions options;
@@ -123,7 +124,9 @@ void run_check(const GlobalOptions& global, const CheckCommand& cmd) {
     if (global.verbosity > 0)
         for (const auto& n : result.notes)
             std::fprintf(stderr, "envbox: %s\n", n.c_str());
-    if (global.verbosity > 0) std::fprintf(stderr, "envbox: sandbox: %s\n", result.sandbox.c_str());
+    if (global.verbosity > 0 || (result.sandbox.starts_with("none") &&
+                                 options.sandbox != ops::SandboxMode::off && global.verbosity >= 0))
+        std::fprintf(stderr, "envbox: sandbox: %s\n", result.sandbox.c_str());
     std::vector<std::string> changes;
     if (before) changes = ops::compare_checks(*before, result.record);
     if (global.json) {
@@ -155,7 +158,8 @@ void register_check(CLI::App& app, GlobalOptions& global) {
     CLI::App* c = app.add_subcommand(
         "check",
         "Check ENV's runtime: import every module, measure the GPU; keep and compare the record");
-    c->add_option("ENV", cmd->env, "Environment")->required();
+    c->add_option("ENV", cmd->env,
+                  "Environment (default: $ENVBOX_ENV, else the project's only manifest)");
     c->add_option("--generation", cmd->generation, "Check generation N, not the current one")
         ->check(CLI::Range(1, 999999999));
     c->add_option("--compare", cmd->compare,

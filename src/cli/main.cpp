@@ -1,6 +1,7 @@
 // envbox entry point: the only place that catches errors and turns them into output and exit
 // status (docs/exit-codes.md).
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -10,6 +11,7 @@
 #include "cli/options.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/printable.hpp"
+#include "envbox/util/process.hpp"
 #include "envbox/util/spelling.hpp"
 
 namespace {
@@ -72,6 +74,7 @@ bool unknown_option(CLI::App& app) {
 // drops the file locks. `run` and `shell` exec their command, which starts with the defaults
 // (a caught signal is reset by exec).
 void on_interrupt(int) {
+    if (const int group = envbox::interrupt_group(); group > 0) ::kill(-group, SIGKILL);
     static const char msg[] = "\nenvbox: interrupted\n";
     ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     (void)ignored;

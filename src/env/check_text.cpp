@@ -19,6 +19,9 @@ constexpr std::string_view kProbeHeader = "envbox-check-probe 1";
 // A record holds a line per module: tens of thousands would already be absurd.
 constexpr kv::Limits kCheckLimits{.max_line_bytes = 16u << 10, .max_lines = 1u << 17};
 constexpr std::size_t kMaxText = 2000;
+// Imports in one probe's output or record: the line limit less room for the other lines, so a
+// record written from what was read always reads back.
+constexpr std::size_t kMaxImports = 100000;
 
 // "torch", "nvidia.cublas": identifiers joined by dots, at most 200 characters.
 bool is_module_name(std::string_view s) {
@@ -204,6 +207,7 @@ CheckRecord parse_check(std::string_view text, const std::string& what, bool pro
             ImportResult i = parse_import(r, value);
             if ((!wanted.empty() && !wanted.count(i.module)) || !seen.insert(i.module).second)
                 throw r.error("an import of '" + i.module + "' nobody asked for, or twice");
+            if (out.imports.size() == kMaxImports) throw r.error("more than 100000 imports");
             out.imports.push_back(std::move(i));
         } else if (key == "python") {
             out.python = text_value(r, value);

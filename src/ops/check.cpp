@@ -20,6 +20,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/printable.hpp"
+#include "envbox/util/process.hpp"
 #include "envbox/util/unique_fd.hpp"
 
 namespace fs = std::filesystem;
@@ -149,9 +150,11 @@ std::vector<std::string> modules_of(const Context& ctx, const fs::path& gen_path
 
 struct ProbeRun {
     std::string out, err;
-    int status = 0;       // the exit status; -1: stopped at the time limit
-    std::string sandbox;  // what the child said of its sandbox, or why it could not run
-    bool ran = false;     // the interpreter was exec'd
+    int status = 0;           // the exit status; -1: stopped at the time limit
+    std::string sandbox;      // what the child said of its sandbox, or why it could not run
+    bool ran = false;         // the sandbox was entered
+    std::string exec_failed;  // why the interpreter could not be exec'd
+    bool truncated = false;   // stdout went past kMaxProbeOutput
 };
 
 [[noreturn]] void probe_child(const Context& ctx, const RunPlan& plan, SandboxMode mode, int out,
@@ -181,6 +184,8 @@ struct ProbeRun {
     envp.push_back(nullptr);
     (void)!::write(said, line.data(), line.size());
     ::execve(argv[0], argv.data(), envp.data());
+    const std::string why = std::string("\ncannot run ") + argv[0] + ": " + std::strerror(errno);
+    (void)!::write(said, why.data(), why.size());
     ::_exit(127);
 }
 
@@ -192,7 +197,8 @@ void collect(int out, int err, std::chrono::seconds limit, ProbeRun& run) {
     while (p[0].fd >= 0 || p[1].fd >= 0) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - std::chrono::steady_clock::now());
-        const int ready = left.count() <= 0 ? 0 : ::poll(p, 2, static_cast<int>(left.count()));
+        const int wait = static_cast<int>(std::min<long long>(left.count(), 1 << 30));
+        const int ready = left.count() <= 0 ? 0 : ::poll(p, 2, wait);
         if (ready < 0 && errno == EINTR) continue;
         if (ready <= 0) {
             run.status = -1;
@@ -201,13 +207,15 @@ void collect(int out, int err, std::chrono::seconds limit, ProbeRun& run) {
         for (int i = 0; i < 2; ++i) {
             if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             const ssize_t n = ::read(p[i].fd, chunk, sizeof chunk);
-            if (n <= 0 && errno == EINTR) continue;
+            if (n < 0 && errno == EINTR) continue;
             std::string& into = i == 0 ? run.out : run.err;
             const std::size_t cap = i == 0 ? kMaxProbeOutput : kMaxProbeErrors;
             if (n <= 0) {
                 p[i].fd = -1;
-            } else if (into.size() < cap) {
-                into.append(chunk, std::min(static_cast<std::size_t>(n), cap - into.size()));
+            } else {
+                const auto room = cap - into.size();
+                if (i == 0 && static_cast<std::size_t>(n) > room) run.truncated = true;
+                into.append(chunk, std::min(static_cast<std::size_t>(n), room));
             }
         }
     }
@@ -225,6 +233,7 @@ ProbeRun run_probe(const Context& ctx, const RunPlan& plan, SandboxMode mode,
     if (pid < 0) throw sys_error("fork", errno);
     if (pid == 0) probe_child(ctx, plan, mode, out_w.get(), err_w.get(), said_w.get());
     ::setpgid(pid, pid);
+    set_interrupt_group(pid);  // Ctrl-C reaches envbox's group only: the handler kills this one
     out_w.reset();
     err_w.reset();
     said_w.reset();
@@ -234,13 +243,18 @@ ProbeRun run_probe(const Context& ctx, const RunPlan& plan, SandboxMode mode,
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    set_interrupt_group(0);
     if (run.status == 0)
         run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     char buf[4096];
-    const ssize_t n = ::read(said_r.get(), buf, sizeof buf);
-    if (n > 0) {
-        run.ran = buf[0] == '1';
-        run.sandbox.assign(buf + 1, static_cast<std::size_t>(n - 1));
+    std::string said;
+    for (ssize_t n; (n = ::read(said_r.get(), buf, sizeof buf)) > 0 && said.size() < 16384;)
+        said.append(buf, static_cast<std::size_t>(n));
+    if (!said.empty()) {
+        run.ran = said[0] == '1';
+        const auto nl = said.find('\n');
+        run.sandbox = said.substr(1, nl == std::string::npos ? std::string::npos : nl - 1);
+        if (nl != std::string::npos) run.exec_failed = said.substr(nl + 1);
     }
     return run;
 }
@@ -297,17 +311,25 @@ CheckResult check_environment(const Context& ctx, const std::string& env,
     const auto rounds = static_cast<long long>((modules.size() + jobs - 1) / jobs);
     const std::chrono::seconds limit(each * rounds + std::max<long long>(each, 300) + 60);
     const ProbeRun run = run_probe(ctx, plan, options.sandbox, limit);
-    if (!run.ran)
-        throw probe_failure(env, run,
-                            run.sandbox.empty() ? "the probe did not start" : run.sandbox);
     if (run.status == -1)
         throw probe_failure(env, run,
                             "the probe took longer than " + std::to_string(limit.count()) + " s");
+    if (!run.ran || !run.exec_failed.empty())
+        throw probe_failure(env, run,
+                            !run.exec_failed.empty() ? run.exec_failed
+                            : run.sandbox.empty()    ? "the probe did not start"
+                                                     : run.sandbox);
     if (run.status != 0)
         throw probe_failure(env, run, "the probe failed (exit " + std::to_string(run.status) + ")");
+    const std::string what = "the output of envbox's probe in " + env;
+    if (run.truncated)
+        throw Error(ErrorCode::integrity, what + " is larger than 4 MiB; nothing was kept");
     CheckResult result;
-    result.record = env::parse_check(run.out, "the output of envbox's probe in " + env,
-                                     /*probe=*/true, modules);
+    result.record = env::parse_check(run.out, what, /*probe=*/true, modules);
+    if (result.record.imports.size() != modules.size())
+        throw Error(ErrorCode::integrity,
+                    what + " reports " + std::to_string(result.record.imports.size()) + " of " +
+                        std::to_string(modules.size()) + " modules; nothing was kept");
     result.record.generation = gen->number;
     result.record.when = env::utc_timestamp();
     result.record.caches = count_caches(ctx, plan);

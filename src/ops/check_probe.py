@@ -10,12 +10,18 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+# The import's time goes last, on a line of its own after a marker: whatever the module prints
+# at import comes before it.
 IMPORT = (
     "import sys, time\n"
     "t = time.perf_counter()\n"
     "import {0}\n"
-    "sys.stdout.write('%.6f' % (time.perf_counter() - t))\n"
+    "sys.stdout.write('\\n@envbox-import-seconds %.6f\\n' % (time.perf_counter() - t))\n"
 )
+MARK = "@envbox-import-seconds "
+# The keys the GPU child may print; anything else it (or a library it loads) prints is dropped.
+GPU_KEYS = {"torch", "cuda", "gpu-none", "cudnn", "nccl", "device", "capability", "arch-list",
+            "context-bytes", "matmul-tflops", "gpu-error"}
 
 # The GPU child: torch's versions, the device against the architectures torch was built for,
 # the memory a bare CUDA context takes (NVML's used memory around the first allocation; the
@@ -142,11 +148,12 @@ def run(code, timeout):
 def check_import(module, timeout):
     status, took, out, why = run(IMPORT.format(module), timeout)
     if status == "ok":
+        marked = [l for l in out.splitlines() if l.startswith(MARK)]
         try:
-            took = float(out)
+            took = float(marked[-1][len(MARK):]) if marked else took
         except ValueError:
             pass
-    return module, status, took, why
+    return module, status, min(max(took, 0.0), 1e6), why
 
 
 def main():
@@ -165,7 +172,8 @@ def main():
     status, took, out, why = run(GPU, max(timeout, 300))
     for line in out.splitlines():
         key, _, value = line.partition(" ")
-        say(key, encode(value))
+        if key in GPU_KEYS:
+            say(key, encode(value))
     if status != "ok":
         say("gpu-failed", encode("the GPU measurement %s: %s" % (status, why)))
 

@@ -237,7 +237,10 @@ void require_reviewed_lock(const Context& ctx, const ReceiveOptions& opt,
     const fs::path project_lock = c.project().lock(opt.env);
     const fs::path reviewed = opt.trusted_lock ? *opt.trusted_lock : project_lock;
     std::error_code ec;
-    if (!opt.trusted_lock && !fs::exists(reviewed, ec)) return;  // no lock here: the artifact's
+    const bool exists = fs::exists(reviewed, ec);
+    if (ec)  // a lock that cannot be looked at is never taken for no lock
+        throw Error(ErrorCode::integrity, "cannot read " + reviewed.string() + ": " + ec.message());
+    if (!opt.trusted_lock && !exists) return;  // no lock here: the artifact's is taken
     const std::string text = read_file(reviewed);
     if (text == lock_text || (!opt.trusted_lock && opt.update_lock)) return;
     const std::string ours = "sha256:" + to_hex(sha256(text)),

@@ -13,6 +13,7 @@
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
+#include "envbox/util/printable.hpp"
 #include "envbox/util/stopwatch.hpp"
 #include "fleet_steps.hpp"
 #include "settings.hpp"
@@ -80,7 +81,9 @@ std::unique_ptr<oci::RegistryClient> open_artifact(index::HttpClient& http,
             return client;
         } catch (const Error& e) {
             if (e.code() != ErrorCode::network) throw;
-            result.mirror_failed = "the mirror " + mirror->host + " did not answer: " + e.message();
+            // The mirror's words, shown: printable and short.
+            result.mirror_failed = "the mirror " + mirror->host +
+                                   " did not answer: " + printable(e.message().substr(0, 300));
         }
     }
     auto client = std::make_unique<oci::RegistryClient>(

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -263,6 +264,18 @@ void exec_replace(const std::vector<std::string>& argv,
     exit_as_shell(err == ENOENT ? 127 : 126,
                   (err == ENOENT ? "command not found: " : "cannot run ") + program + ": " +
                       std::strerror(err));
+}
+
+namespace {
+std::atomic<int> g_interrupt_group{0};
+}  // namespace
+
+void set_interrupt_group(int pgid) {
+    g_interrupt_group.store(pgid);
+}
+
+int interrupt_group() {
+    return g_interrupt_group.load();
 }
 
 std::map<std::string, std::string> current_environment() {

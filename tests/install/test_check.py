@@ -9,7 +9,8 @@ extension module built here by the compiler.
 - a torch-shaped wheel on a machine without a GPU: the GPU figures say why there are none;
 - the record is kept beside the generation, `history` shows it, `--compare N` says what changed
   (`import flashy fixed`), create suggests the comparison, rollback names the last clean check;
-- an import past `--timeout` is a finding; `--skip` leaves a module out;
+- an import past `--timeout` is a finding; `--skip` leaves a module out; Ctrl-C ends the probe
+  and every import it started;
 - a hostile environment whose `.pth` prints lines that imitate the probe's is refused, nothing
   kept.
 
@@ -17,9 +18,11 @@ Usage: test_check.py ENVBOX
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -126,6 +129,10 @@ class Check(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(report["clean"])
         self.assertEqual(sorted(imports), ["nsp.inner", "nsp.tool", "solo", "torch"])
+        # Without ENV: $ENVBOX_ENV, as for run.
+        r = self.p.run("--json", "check", "--skip", "flashy", "--skip", "writer", "--skip", "slow",
+                       env={"ENVBOX_ENV": "app"})
+        self.assertEqual(json.loads(r.stdout)["environment"], "app")
 
     def test_records_compare_history_and_hints(self):
         skip = ("--skip", "slow", "--skip", "writer")
@@ -157,6 +164,35 @@ class Check(unittest.TestCase):
         # A generation that was never checked cannot be compared with.
         r = self.check("--compare", "99", code=2)
         self.assertIn("never checked", r.stderr)
+
+    def test_an_interrupt_ends_the_probe_and_its_imports(self):
+        """The probe runs in a process group of its own (so a time limit kills all it started),
+        which a terminal's Ctrl-C does not reach: envbox's handler kills it."""
+        def importing_slow():
+            found = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if b"import slow\n" in f.read():
+                            found.append(pid)
+                except OSError:
+                    pass
+            return found
+        cmd = envboxtest.envbox_cmd(self.p.home, self.p.root) + [
+            "check", "app", "--skip", "flashy", "--skip", "writer", "--timeout", "120"]
+        proc = subprocess.Popen(cmd, env=envboxtest.envbox_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        deadline = time.time() + 30
+        while not importing_slow() and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(importing_slow(), "the slow import never started")
+        proc.send_signal(signal.SIGINT)
+        self.assertEqual(proc.wait(timeout=30), 130)
+        proc.stderr.close()
+        deadline = time.time() + 10
+        while importing_slow() and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(importing_slow(), [])
 
     def test_a_hostile_pth_imitating_the_probe_is_refused(self):
         line = "import sys; sys.stdout.write('import torch ok 0.1\\n')\n"

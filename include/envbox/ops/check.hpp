@@ -47,7 +47,9 @@ struct CheckResult {
 std::vector<std::string> top_level_modules(const store::WheelFiles& wheel);
 
 /// Checks ENV's current generation (or `options.generation`) and keeps the record. Throws as
-/// `plan_run_in` does, and (exit 1) when the probe could not run or said nothing readable.
+/// `plan_run_in` does, (exit 1) when the probe could not run, failed or ran past its time, and
+/// (exit 5, nothing kept) when its output does not read as the probe's: a malformed line, more
+/// than 4 MiB, or not exactly one line per module asked for.
 CheckResult check_environment(const Context& ctx, const std::string& env,
                               const CheckOptions& options);
 

@@ -61,4 +61,10 @@ class Coprocess {
 /// The current process environment as a map.
 std::map<std::string, std::string> current_environment();
 
+/// The process group of a child that runs in a group of its own (so that a time limit can kill
+/// it with all it started), which envbox's SIGINT/SIGTERM handler kills before envbox exits:
+/// a terminal's Ctrl-C reaches only the foreground group. 0: none. Async-signal-safe to read.
+void set_interrupt_group(int pgid);
+int interrupt_group();
+
 }  // namespace envbox

@@ -40,11 +40,12 @@ void write_check_record(const fs::path& env_dir, const CheckRecord& record) {
                      check_record_text(record));
 }
 
-std::optional<CheckRecord> read_check_record(const fs::path& env_dir, int generation) {
-    UniqueFd dir = open_checks(env_dir, false);
-    if (!dir) return std::nullopt;
+namespace {
+
+// Generation N's record in the open `checks` folder `dir`.
+std::optional<CheckRecord> read_record_in(int dir, const fs::path& env_dir, int generation) {
     const fs::path path = check_record_path(env_dir, generation);
-    const auto text = read_own_file(dir.get(), path, kMaxRecordBytes);
+    const auto text = read_own_file(dir, path, kMaxRecordBytes);
     if (!text) return std::nullopt;
     CheckRecord out = parse_check(*text, path.string(), /*probe=*/false);
     if (out.generation != generation)
@@ -52,6 +53,14 @@ std::optional<CheckRecord> read_check_record(const fs::path& env_dir, int genera
                                               std::to_string(out.generation) + ", not " +
                                               std::to_string(generation));
     return out;
+}
+
+}  // namespace
+
+std::optional<CheckRecord> read_check_record(const fs::path& env_dir, int generation) {
+    UniqueFd dir = open_checks(env_dir, false);
+    if (!dir) return std::nullopt;
+    return read_record_in(dir.get(), env_dir, generation);
 }
 
 std::vector<CheckRecord> read_check_records(const fs::path& env_dir,
@@ -67,7 +76,7 @@ std::vector<CheckRecord> read_check_records(const fs::path& env_dir,
     std::sort(numbers.begin(), numbers.end());
     for (int n : numbers) {
         try {
-            if (auto c = read_check_record(env_dir, n)) out.push_back(std::move(*c));
+            if (auto c = read_record_in(dir.get(), env_dir, n)) out.push_back(std::move(*c));
         } catch (const Error& e) {
             if (damaged) damaged->push_back(e.what());
         }

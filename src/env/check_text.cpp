@@ -23,24 +23,6 @@ constexpr std::size_t kMaxText = 2000;
 // record written from what was read always reads back.
 constexpr std::size_t kMaxImports = 100000;
 
-// "torch", "nvidia.cublas": identifiers joined by dots, at most 200 characters.
-bool is_module_name(std::string_view s) {
-    if (s.empty() || s.size() > 200) return false;
-    bool start = true;
-    for (char c : s) {
-        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        const bool digit = c >= '0' && c <= '9';
-        if (c == '.' && !start) {
-            start = true;
-        } else if (letter || (digit && !start)) {
-            start = false;
-        } else {
-            return false;
-        }
-    }
-    return !start;
-}
-
 // A number as the probe writes one: finite, 0 or more, at most `max`.
 std::optional<double> parse_amount(std::string_view s, double max) {
     double v = 0;
@@ -158,6 +140,23 @@ bool parse_gpu(const kv::Reader& r, std::string_view key, std::string_view value
 }
 
 }  // namespace
+
+bool is_module_name(std::string_view s) {
+    if (s.empty() || s.size() > 200) return false;
+    bool start = true;
+    for (char c : s) {
+        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        const bool digit = c >= '0' && c <= '9';
+        if (c == '.' && !start) {
+            start = true;
+        } else if (letter || (digit && !start)) {
+            start = false;
+        } else {
+            return false;
+        }
+    }
+    return !start;
+}
 
 bool GpuFigures::arch_supported() const {
     const auto cap = arch_number(capability, "sm_");

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,12 +37,9 @@ std::string_view probe_code() {
 constexpr std::size_t kMaxProbeOutput = 4u << 20;
 constexpr std::size_t kMaxProbeErrors = 64u << 10;
 
+// One name of a module's path: `env::is_module_name` without a dot.
 bool is_identifier(std::string_view s) {
-    if (s.empty() || s.size() > 100 || (s[0] >= '0' && s[0] <= '9')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_';
-    });
+    return s.find('.') == std::string_view::npos && env::is_module_name(s);
 }
 
 // The module a file of a package folder is: "x.py" → "x", "x.cpython-312-x86_64-linux-gnu.so"
@@ -124,14 +120,12 @@ std::vector<std::string> top_level_modules(const store::WheelFiles& wheel) {
 
 namespace {
 
-// Every module ENV's generation installs, less the skipped ones (a name or a prefix "x." of it).
-std::vector<std::string> modules_of(const Context& ctx, const fs::path& gen_path,
+// Every module `gen` installs, less the skipped ones (a name or a prefix "x." of it).
+std::vector<std::string> modules_of(const Context& ctx, const env::Generation& gen,
                                     const std::vector<std::string>& skip) {
-    const auto gen = env::read_generation(gen_path);
-    if (!gen) throw Error(ErrorCode::generic, "cannot read the generation " + gen_path.string());
     store::Store store(ctx.home);
     std::set<std::string> all;
-    for (const auto& p : gen->packages) {
+    for (const auto& p : gen.packages) {
         const auto files = store.load_wheel(p.wheel_sha256);
         if (!files)
             throw Error(ErrorCode::integrity, "the store has no file list of " + p.filename + " (" +
@@ -263,18 +257,8 @@ ProbeRun run_probe(const Context& ctx, const RunPlan& plan, SandboxMode mode,
 std::vector<env::CacheUse> count_caches(const Context& ctx, const RunPlan& plan) {
     std::vector<env::CacheUse> out;
     for (const auto& [variable, folder] : plan.compile_caches) {
-        env::CacheUse use{variable};
-        require_no_link_below(ctx.home, folder);
-        std::error_code ec;
-        for (auto it = fs::recursive_directory_iterator(folder, ec);  // links not followed
-             !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-            struct stat st {};
-            if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-                ++use.files;
-                use.bytes += static_cast<std::uint64_t>(st.st_size);
-            }
-        }
-        out.push_back(use);
+        const FileTally t = tally_own_files(ctx.home, folder);
+        out.push_back({variable, t.files, t.bytes});
     }
     return out;
 }
@@ -297,7 +281,7 @@ CheckResult check_environment(const Context& ctx, const std::string& env,
                                       : plan_run(ctx, env, {"python"}, options.base);
     const auto gen = env::read_generation(plan.generation);
     if (!gen) throw Error(ErrorCode::generic, "cannot read " + plan.generation.string());
-    const std::vector<std::string> modules = modules_of(ctx, plan.generation, options.skip);
+    const std::vector<std::string> modules = modules_of(ctx, *gen, options.skip);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int jobs = options.jobs > 0 ? options.jobs : std::min(8, cores);
     const auto each = options.timeout.count();

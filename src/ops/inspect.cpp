@@ -114,14 +114,7 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
     d.lock = lock_agreement(ctx, env);
     d.pinned = pinned_of(d.path, d.generations);
     d.compile_cache = store::Home(ctx.home).compile_cache(project_key(ctx.project_root), env);
-    require_no_link_below(ctx.home, d.compile_cache);  // never counted through a planted link
-    for (auto it = fs::recursive_directory_iterator(d.compile_cache, ec);  // links not followed
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        struct stat st {};
-        if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
-            d.compile_cache_bytes += static_cast<std::uint64_t>(st.st_size);
-    }
-    ec.clear();
+    d.compile_cache_bytes = tally_own_files(ctx.home, d.compile_cache).bytes;
     if (!d.current) return d;
     const auto records = install::built_records(store::Store(ctx.home));
     for (const auto& p : d.current->packages)

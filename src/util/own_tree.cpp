@@ -262,4 +262,19 @@ void replace_own_file(int dir, const fs::path& path, std::string_view content) {
     (void)::fsync(dir);
 }
 
+FileTally tally_own_files(const fs::path& root, const fs::path& path) {
+    require_no_link_below(root, path);
+    FileTally out;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(path, ec);  // links not followed
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            ++out.files;
+            out.bytes += static_cast<std::uint64_t>(st.st_size);
+        }
+    }
+    return out;
+}
+
 }  // namespace envbox

@@ -66,6 +66,10 @@ struct CheckRecord {
     std::vector<std::string> findings() const;
 };
 
+/// "torch", "nvidia.cublas": identifiers joined by dots, at most 200 characters: a module name
+/// as the probe is given and reports one.
+bool is_module_name(std::string_view s);
+
 /// Reads the probe's output (`probe`: header `envbox-check-probe 1`, nothing of generation,
 /// when or cache) or a record (header `envbox-check 1`). Throws `Error` (integrity) naming
 /// `what` and the line for anything malformed. `expected`: the probe's modules; an import of

@@ -92,6 +92,14 @@ std::optional<std::string> read_own_file(int dir, const std::filesystem::path& p
 /// every member of a group-shared home may change it. Throws a system `Error` naming `path`.
 void replace_own_file(int dir, const std::filesystem::path& path, std::string_view content);
 
+/// The regular files anywhere below the folder `path` (inside `root`) and their apparent bytes,
+/// never through a link: `require_no_link_below` first, then a walk that follows none. Nothing
+/// when it does not exist. For the counts `show` and `check` give of compile caches.
+struct FileTally {
+    std::uint64_t files = 0, bytes = 0;
+};
+FileTally tally_own_files(const std::filesystem::path& root, const std::filesystem::path& path);
+
 /// Throws `refuse_planted_link` when `path` (inside `root`) or a folder between `root` and it
 /// is a symbolic link; nothing when it or a folder above it does not exist. For readers that
 /// then use path-based calls: the check costs one `lstat` per component. Destructive code uses

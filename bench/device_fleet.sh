@@ -2,11 +2,14 @@
 # The fleet on the real stack, in one run on the GPU host (device tool): the installed PyTorch
 # stack repacked into wheels (../shared/tools/device/repack_wheels.py), Debian's docker-registry
 # (a Go binary needing only glibc, carried in) serving on 127.0.0.1, then on the same wheels:
-#   - cold create from the local wheels, with bytecode and --no-compile (empty stores);
-#   - push to the registry (first, then again with every blob there), the registry's bytes;
-#   - pull + create into a fresh store (no index anywhere), with bytecode and --no-compile,
-#     verify --deep of the pulled environment;
-#   - uv cold (no bytecode, its default; empty cache) on the same wheels.
+#   - cold create with bytecode on the build node (an empty store);
+#   - push to the registry (first, then again with every blob there), the registry's bytes and
+#     the bytecode layers' share;
+#   - pull + create into a fresh store (no index anywhere): with the builder's bytecode and with
+#     --no-compile, alternately, three of each, then once with --ignore-bytecode (the node
+#     compiles); `pull --json`'s pyc_received and compiled; verify --deep;
+#   - `import torch` in a fresh process, five times each, on the build node and on the node;
+#   - pack and unpack in both formats (envbox's tar and --format oci), their sizes.
 # Usage (on the device, from the repository root, with the bundle, the repack script and the
 # registry binary carried):
 #   sh bench/device_fleet.sh dist/envbox-*.tar.gz .device/repack_wheels.py .device/docker-registry OUTDIR
@@ -16,8 +19,9 @@ mkdir -p "$out"
 log="$out/device_fleet.txt"
 exec > "$log" 2>&1
 . bench/device_common.sh
-keep='^(Pushed|Pulled|Stored|Installed|Uploaded|Compiled)'  # the output lines timed shows
-echo "== machine"; head -1 /etc/os-release; nproc; $E --version; uv --version
+keep='^(Pushed|Pulled|Unpacked|Packed|Stored|Installed|Compiled|  with|Bytecode)'
+echo "== machine"; head -1 /etc/os-release; nproc; $E --version
+nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1
 chmod +x "$registry"
 mkdir -p /tmp/reg
 cat > /tmp/reg.yml <<'EOF'
@@ -42,24 +46,65 @@ export ENVBOX_PYTHON="$PY"
 L=/tmp/p/manifests/pylock.torch.toml
 REF=127.0.0.1:5000/fleet/torch:v1
 echo "== build node"
-rm -rf /tmp/hb /tmp/hc
-timed "create cold from local wheels, --no-compile" "$E" --home /tmp/hc create torch --lock $L --no-compile
-timed "create cold from local wheels, bytecode" "$E" --home /tmp/hb create torch --lock $L
+rm -rf /tmp/hb
+timed "create cold from local wheels, bytecode" "$E" --home /tmp/hb create torch --lock $L -v
 timed "push, first" "$E" --home /tmp/hb push torch $REF --plain-http
 timed "push, again (every blob present)" "$E" --home /tmp/hb push torch $REF --plain-http
 echo "registry: $(du -sb /tmp/reg | cut -f1) bytes, $(find /tmp/reg -path '*blobs/sha256/*' -name data | wc -l) blobs"
-echo "kept archives in the build node's store: $(find /tmp/hb/store-v1/wheels -name archive | wc -l), $(find /tmp/hb/store-v1/wheels -name archive -printf '%s\n' | awk '{s+=$1} END {print s+0}') bytes"
-echo "== GPU node (fresh store, no index)"
-mkdir -p /tmp/n1 /tmp/n2
-cd /tmp/n1 && timed "pull + create, --no-compile" "$E" --home /tmp/hn1 pull $REF torch --plain-http --no-compile
-cd /tmp/n2 && timed "pull + create, bytecode" "$E" --home /tmp/hn2 pull $REF torch --plain-http
-timed "verify --deep of the pulled environment" "$E" --home /tmp/hn2 verify torch --deep
-"$E" --home /tmp/hn2 run torch -- python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+"$PY" - <<'PYEOF'
+import json, urllib.request
+m = json.load(urllib.request.urlopen(urllib.request.Request(
+    "http://127.0.0.1:5000/v2/fleet/torch/manifests/v1",
+    headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})))
+by = {}
+for l in m["layers"]:
+    t = l["mediaType"].split(".")[-1]
+    n, s = by.get(t, (0, 0))
+    by[t] = (n + 1, s + l["size"])
+for t, (n, s) in sorted(by.items()):
+    print(f"layers {t:12s} {n:4d}  {s/1e6:9.1f} MB")
+PYEOF
+
+echo "== GPU node: pull + create into a fresh store, alternately (no index)"
+pull() {  # pull LABEL FLAGS...: a fresh home and project each time
+    label="$1"; shift
+    rm -rf /tmp/hn /tmp/n && mkdir -p /tmp/n && cd /tmp/n
+    timed "pull + create, $label" "$E" --home /tmp/hn pull $REF torch --plain-http -v "$@"
+    cd /tmp/p
+}
+for round in 1 2 3; do
+    pull "builder's bytecode ($round)"
+    pull "--no-compile ($round)" --no-compile
+done
+pull "--ignore-bytecode (the node compiles)" --ignore-bytecode
+rm -rf /tmp/hn /tmp/n && mkdir -p /tmp/n && cd /tmp/n
+"$E" --home /tmp/hn --json pull $REF torch --plain-http | "$PY" -c "
+import json, sys; r = json.load(sys.stdin)
+print('pull --json:', {k: r[k] for k in ('wheels', 'fetched', 'bytecode_layers', 'pyc_received', 'compiled', 'seconds')})"
+timed "verify --deep of the pulled environment" "$E" --home /tmp/hn verify torch --deep
 cd /tmp/p
-echo "== uv"
-names=$(awk -F'\t' '{print $1}' /tmp/repack.txt | sed 's/==.*//' | tr '\n' ' ')
-uv venv -q -p "$PY" /tmp/uvA
-timed "uv pip install cold (no bytecode)" uv pip install -q --python /tmp/uvA/bin/python --no-deps --no-index --find-links /tmp/wh --cache-dir /tmp/uvcA $names
+echo "== import torch, a fresh process each (5 runs)"
+for side in "build node:/tmp/hb:/tmp/p" "pulled node:/tmp/hn:/tmp/n"; do
+    name=${side%%:*}; rest=${side#*:}; home=${rest%%:*}; dir=${rest#*:}
+    cd "$dir"
+    "$E" --home "$home" run torch -- python -c "import torch" >/dev/null 2>&1  # warm the page cache
+    for i in 1 2 3 4 5; do
+        timed "import torch, $name ($i)" "$E" --home "$home" run torch -- python -c "import torch"
+    done
+done
+cd /tmp/p
+"$E" --home /tmp/hn run torch -- python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
+rm -rf /tmp/hn /tmp/n
+
+echo "== pack and unpack, both formats"
+for fmt in envbox oci; do
+    timed "pack --format $fmt" "$E" --home /tmp/hb pack torch --format $fmt -o /tmp/torch.$fmt.tar
+    echo "size: $(stat -c %s /tmp/torch.$fmt.tar) bytes"
+    rm -rf /tmp/hu /tmp/u && mkdir -p /tmp/u && cd /tmp/u
+    timed "unpack ($fmt)" "$E" --home /tmp/hu unpack /tmp/torch.$fmt.tar torch -v
+    cd /tmp/p
+    rm -rf /tmp/hu /tmp/u /tmp/torch.$fmt.tar
+done
 kill $regpid
 cp /tmp/reg.log "$out/registry.log" 2>/dev/null
 echo "== done"

@@ -195,6 +195,8 @@ void register_create(CLI::App& app, GlobalOptions& global) {
     c->add_option("--ca", cmd->from.ca, "With --from: CA bundle for the registry's TLS");
     c->add_flag("--update-lock", cmd->from.update_lock,
                 "With --from: take the artifact's lock over a different manifests/pylock.ENV.toml");
+    c->add_flag("--ignore-bytecode", cmd->from.ignore_bytecode,
+                "With --from: take none of the artifact's .pyc files; compile here");
     c->callback([&global, cmd] { run_create(global, *cmd); });
 }
 

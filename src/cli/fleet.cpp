@@ -58,8 +58,9 @@ void add_registry_flags(CLI::App* c, RegistryFlags& flags) {
 struct ReceiveFlags {
     std::string link_mode;
     bool no_compile = false;
-    std::string lock;          ///< --lock FILE: the reviewed lock
-    bool update_lock = false;  ///< --update-lock
+    std::string lock;              ///< --lock FILE: the reviewed lock
+    bool update_lock = false;      ///< --update-lock
+    bool ignore_bytecode = false;  ///< --ignore-bytecode
 };
 
 void add_receive_flags(CLI::App* c, ReceiveFlags& flags) {
@@ -71,6 +72,9 @@ void add_receive_flags(CLI::App* c, ReceiveFlags& flags) {
                   "bytes (default: manifests/pylock.ENV.toml when it exists)");
     c->add_flag("--update-lock", flags.update_lock,
                 "Take the artifact's lock over a different manifests/pylock.ENV.toml");
+    c->add_flag("--ignore-bytecode", flags.ignore_bytecode,
+                "Take none of the artifact's .pyc files and compile here (run no code the "
+                "reviewed lock does not pin)");
 }
 
 ops::ReceiveOptions receive_options(const std::string& env, const ReceiveFlags& flags) {
@@ -83,6 +87,7 @@ ops::ReceiveOptions receive_options(const std::string& env, const ReceiveFlags& 
     if (flags.no_compile) o.compile = false;
     if (!flags.lock.empty()) o.trusted_lock = fs::absolute(flags.lock);
     o.update_lock = flags.update_lock;
+    o.ignore_bytecode = flags.ignore_bytecode;
     if (o.trusted_lock && o.update_lock)
         throw Error(ErrorCode::usage, "--lock FILE and --update-lock contradict each other");
     return o;
@@ -98,6 +103,9 @@ void report_received(const GlobalOptions& global, const char* verb, const std::s
                        {"fetched", r.fetched},
                        {"present", r.present},
                        {"bytes", r.bytes},
+                       {"bytecode_layers", r.bytecode_layers},
+                       {"pyc_received", r.pyc_received},
+                       {"compiled", r.compiled},
                        {"generation", r.create.generation},
                        {"changed", r.create.changed},
                        {"seconds", r.seconds}};
@@ -114,6 +122,11 @@ void report_received(const GlobalOptions& global, const char* verb, const std::s
     std::fprintf(stderr, "%s %s: %s (%zu fetched, %zu already stored, %s)\n", verb, from.c_str(),
                  counted(r.wheels, "wheel", "wheels").c_str(), r.fetched, r.present,
                  human_bytes(r.bytes).c_str());
+    if (global.verbosity > 0 && r.create.changed)
+        std::fprintf(stderr, "Bytecode: %s taken from %s the artifact carried; %s compiled here\n",
+                     counted(r.pyc_received, ".pyc file", ".pyc files").c_str(),
+                     counted(r.bytecode_layers, "layer", "layers").c_str(),
+                     counted(r.compiled, "module", "modules").c_str());
     if (r.create.changed)
         std::fprintf(stderr, "Installed %s into %s generation %d in %.2f s (lock %s)\n",
                      counted(r.create.packages, "package", "packages").c_str(), r.env.c_str(),
@@ -126,6 +139,7 @@ void report_received(const GlobalOptions& global, const char* verb, const std::s
 struct PushCommand {
     std::string env, ref;
     RegistryFlags registry;
+    bool no_bytecode = false;
 };
 
 void run_push(const GlobalOptions& global, const PushCommand& cmd) {
@@ -135,14 +149,17 @@ void run_push(const GlobalOptions& global, const PushCommand& cmd) {
     o.env = cmd.env;
     o.ref = cmd.ref;
     o.access = registry_access(cmd.registry);
+    o.bytecode = !cmd.no_bytecode;
     ops::PushResult r = ops::push(ctx, o);
     progress.clear();
     if (global.json) {
-        Json report = {
-            {"environment", cmd.env},    {"ref", r.ref},           {"digest", r.manifest_digest},
-            {"wheels", r.wheels},        {"uploaded", r.uploaded}, {"present", r.present},
-            {"mounted", r.mounted},      {"resumed", r.resumed},   {"refetched", r.refetched},
-            {"bytes", r.bytes_uploaded}, {"seconds", r.seconds}};
+        Json report = {{"environment", cmd.env},      {"ref", r.ref},
+                       {"digest", r.manifest_digest}, {"wheels", r.wheels},
+                       {"uploaded", r.uploaded},      {"present", r.present},
+                       {"mounted", r.mounted},        {"resumed", r.resumed},
+                       {"refetched", r.refetched},    {"bytecode_layers", r.bytecode_layers},
+                       {"pyc_files", r.pyc_files},    {"bytes", r.bytes_uploaded},
+                       {"seconds", r.seconds}};
         std::printf("%s\n", json_line(report).c_str());
     } else if (global.verbosity >= 0) {
         std::fprintf(stderr,
@@ -152,6 +169,10 @@ void run_push(const GlobalOptions& global, const PushCommand& cmd) {
                      counted(r.uploaded, "blob", "blobs").c_str(),
                      human_bytes(r.bytes_uploaded).c_str(), r.present, r.mounted, r.seconds,
                      r.manifest_digest.c_str());
+        if (r.bytecode_layers > 0)
+            std::fprintf(stderr, "  with %s of %s\n",
+                         counted(r.bytecode_layers, "bytecode layer", "bytecode layers").c_str(),
+                         counted(r.pyc_files, ".pyc file", ".pyc files").c_str());
         if (r.refetched > 0)
             std::fprintf(stderr, "  %s fetched again by the lock's URL and kept in the store\n",
                          counted(r.refetched, "wheel was", "wheels were").c_str());
@@ -178,7 +199,8 @@ void run_pull(const GlobalOptions& global, const PullCommand& cmd) {
 
 struct PackCommand {
     std::string env, output;
-    bool zstd = false, no_zstd = false;
+    bool zstd = false, no_zstd = false, no_bytecode = false;
+    std::string format = "envbox";
 };
 
 void run_pack(const GlobalOptions& global, const PackCommand& cmd) {
@@ -189,16 +211,25 @@ void run_pack(const GlobalOptions& global, const PackCommand& cmd) {
     o.output = cmd.output;
     if (cmd.zstd) o.zstd = true;
     if (cmd.no_zstd) o.zstd = false;
+    o.bytecode = !cmd.no_bytecode;
+    if (cmd.format == "oci")
+        o.format = ops::PackFormat::oci;
+    else if (cmd.format == "oci-dir")
+        o.format = ops::PackFormat::oci_dir;
     ops::PackResult r = ops::pack(ctx, o);
     progress.clear();
     if (global.json) {
-        Json report = {{"environment", cmd.env}, {"output", r.output.string()},
-                       {"wheels", r.wheels},     {"refetched", r.refetched},
-                       {"bytes", r.bytes},       {"seconds", r.seconds}};
+        Json report = {{"environment", cmd.env},   {"output", r.output.string()},
+                       {"format", cmd.format},     {"wheels", r.wheels},
+                       {"refetched", r.refetched}, {"bytecode_layers", r.bytecode_layers},
+                       {"pyc_files", r.pyc_files}, {"bytes", r.bytes},
+                       {"seconds", r.seconds}};
         std::printf("%s\n", json_line(report).c_str());
     } else if (global.verbosity >= 0) {
-        std::fprintf(stderr, "Packed %s into %s: %s and its lock, %s, in %.2f s\n", cmd.env.c_str(),
-                     r.output.c_str(), counted(r.wheels, "wheel", "wheels").c_str(),
+        std::fprintf(stderr, "Packed %s into %s: %s, %s and its lock, %s, in %.2f s\n",
+                     cmd.env.c_str(), r.output.c_str(),
+                     counted(r.wheels, "wheel", "wheels").c_str(),
+                     counted(r.pyc_files, ".pyc file", ".pyc files").c_str(),
                      human_bytes(r.bytes).c_str(), r.seconds);
     }
 }
@@ -226,7 +257,8 @@ void create_from_registry(const GlobalOptions& global, const CreateFrom& from) {
     cmd.ref = from.ref;
     cmd.env = from.env;
     cmd.registry = {from.plain_http, from.ca};
-    cmd.receive = {from.link_mode, from.no_compile, from.lock, from.update_lock};
+    cmd.receive = {from.link_mode, from.no_compile, from.lock, from.update_lock,
+                   from.ignore_bytecode};
     run_pull(global, cmd);
 }
 
@@ -240,12 +272,16 @@ void register_push(CLI::App& app, GlobalOptions& global) {
                   "(default tag: lock-<16 hex digits of the lock's sha256>)")
         ->required();
     add_registry_flags(c, cmd->registry);
+    c->add_flag("--no-bytecode", cmd->no_bytecode,
+                "Send no .pyc files (every node then compiles the stack itself)");
     c->footer(
         "Each wheel is one blob, its digest the lock's sha256; blobs the repository has are "
         "skipped (HEAD), blobs of the repository this home last pushed to on that registry are "
         "mounted, the rest uploaded (in chunks above 64 MiB). Wheels the store keeps no "
         "archive of are fetched again by the lock's URL, checked, and kept. Credentials: "
-        "ENVBOX_REGISTRY_USERNAME/_PASSWORD, else docker's config.json `auths`.");
+        "ENVBOX_REGISTRY_USERNAME/_PASSWORD, else docker's config.json `auths`. The store's "
+        ".pyc files go too, one blob per wheel and interpreter, so a node that pulls links them "
+        "instead of compiling.");
     c->callback([&global, cmd] { run_push(global, *cmd); });
 }
 
@@ -266,7 +302,9 @@ void register_pull(CLI::App& app, GlobalOptions& global) {
         "artifact whose lock is not the reviewed one (manifests/pylock.ENV.toml when it exists, "
         "or --lock FILE) is refused, exit 5, before anything is fetched. "
         "ENVBOX_REGISTRY_MIRROR=REGISTRY=http(s)://HOST[,…] asks a mirror (a pull-through "
-        "cache) first, and the registry when the mirror cannot answer.");
+        "cache) first, and the registry when the mirror cannot answer. The artifact's .pyc "
+        "files are checked against the wheels they belong to and linked; only what they lack "
+        "is compiled here (all of it with --ignore-bytecode).");
     c->callback([&global, cmd] { run_pull(global, *cmd); });
 }
 
@@ -279,9 +317,18 @@ void register_pack(CLI::App& app, GlobalOptions& global) {
         ->required();
     c->add_flag("--zstd", cmd->zstd, "zstd-compress (default: when FILE ends in .zst or .tzst)");
     c->add_flag("--no-zstd", cmd->no_zstd, "Never compress");
+    c->add_flag("--no-bytecode", cmd->no_bytecode, "Pack no .pyc files");
+    c->add_option("--format", cmd->format,
+                  "envbox (default: envbox's tar), oci (an OCI image layout as a tar, what "
+                  "`skopeo copy oci-archive:FILE docker://…` reads) or oci-dir (the layout as a "
+                  "folder, skopeo's `oci:DIR`)")
+        ->check(CLI::IsMember({"envbox", "oci", "oci-dir"}));
     c->footer(
         "Members: pylock.toml first, then wheels/<file name> for every wheel, byte for "
-        "byte. `envbox unpack FILE` builds the environment from it on a machine with no "
+        "byte, then bytecode/<wheel sha256>.<key> with the store's .pyc files. --format oci "
+        "writes instead the manifest and blobs `envbox push` sends (oci-layout, index.json, "
+        "blobs/sha256/…), which skopeo or oras load into any registry. `envbox unpack "
+        "FILE` builds the environment from it on a machine with no "
         "network.");
     c->callback([&global, cmd] { run_pack(global, *cmd); });
 }
@@ -290,7 +337,10 @@ void register_unpack(CLI::App& app, GlobalOptions& global) {
     auto cmd = std::make_shared<UnpackCommand>();
     CLI::App* c = app.add_subcommand(
         "unpack", "Build an environment from a file `envbox pack` wrote, offline");
-    c->add_option("FILE", cmd->file, "The pack file (tar, zstd or not)")->required();
+    c->add_option("FILE", cmd->file,
+                  "The pack file (tar, zstd or not), or an OCI image layout (a tar or a folder: "
+                  "`pack --format oci`, `skopeo copy docker://… oci-archive:FILE`)")
+        ->required();
     c->add_option("ENV", cmd->env, "Environment (default: FILE's name up to its first '.')");
     add_receive_flags(c, cmd->receive);
     c->footer(

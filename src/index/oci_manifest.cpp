@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envbox/index/oci.hpp"
+#include "envbox/pep/digest.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -201,6 +202,15 @@ ArtifactManifest ArtifactManifest::parse(std::string_view json, const std::strin
                 t->second.find_first_of("/\\") != std::string::npos || t->second.starts_with("."))
                 throw bad("layer " + std::to_string(i) + " (" + d.digest +
                           ") has no wheel file name as its title");
+        } else if (d.media_type == kBytecodeMediaType) {
+            auto w = d.annotations.find(std::string(kBytecodeWheelAnnotation));
+            auto k = d.annotations.find(std::string(kBytecodeKeyAnnotation));
+            if (w == d.annotations.end() || k == d.annotations.end() ||
+                !pep::is_sha256_hex(w->second) || k->second.empty() || k->second.size() > 64 ||
+                k->second.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") !=
+                    std::string::npos)
+                throw bad("layer " + std::to_string(i) + " (" + d.digest +
+                          ") names no wheel sha256 and bytecode key");
         } else {
             throw bad("layer " + std::to_string(i) + " (" + d.digest + ") has media type '" +
                       d.media_type + "', which envbox does not write");

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "envbox/store/bytecode_layer.hpp"
 #include "envbox/util/error.hpp"
 
 namespace fs = std::filesystem;
@@ -34,6 +35,39 @@ std::vector<store::BytecodeKey> bytecode_keys(const env::Interpreter& in,
     return keys;
 }
 
+void take_received_bytecode(std::vector<Item>& items,
+                            const std::map<std::string, fs::path>& layers) {
+    for (auto& item : items)
+        for (auto& b : item.bytecode)
+            if (b.compile)
+                if (auto it = layers.find(item.sha256 + "/" + b.key.name()); it != layers.end()) {
+                    b.compile = false;
+                    b.received = it->second;
+                }
+}
+
+void adopt_received_bytecode(const store::Store& store, std::vector<Item>& items, unsigned jobs,
+                             BytecodeReport& report,
+                             std::vector<const store::WheelBytecode*>& lists) {
+    std::atomic<std::size_t> files{0}, received{0};
+    parallel_for(items.size(), jobs, [&](std::size_t i) {
+        Item& item = items[i];
+        for (auto& b : item.bytecode) {
+            if (b.received.empty()) continue;
+            b.list = store::adopt_bytecode_layer(
+                store, b.received, *item.wheel, b.key,
+                "the received bytecode of " + item.filename + " for " + b.key.name());
+            files += b.list->files.size();
+            ++received;
+        }
+    });
+    for (auto& item : items)
+        for (auto& b : item.bytecode)
+            if (!b.received.empty()) lists.push_back(&*b.list);
+    report.received += files;
+    report.received_lists += received;
+}
+
 std::size_t bytecode_lists_to_compile(const std::vector<Item>& items) {
     std::size_t n = 0;
     for (const auto& item : items)
@@ -48,7 +82,7 @@ void plan_bytecode(const store::Store& store, std::vector<Item>& items,
     for (auto& item : items) {
         item.bytecode.clear();
         for (const auto& k : keys)
-            item.bytecode.push_back({k, std::nullopt, !item.wheel, false});
+            item.bytecode.push_back({k, std::nullopt, !item.wheel, false, {}});
     }
     std::vector<std::string> damage(items.size());
     parallel_for(items.size(), jobs, [&](std::size_t i) {

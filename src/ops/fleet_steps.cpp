@@ -2,17 +2,21 @@
 
 #include "fleet_steps.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <mutex>
 #include <set>
 
+#include "create_steps.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/install/fetch.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/pep/name.hpp"
+#include "envbox/store/bytecode_layer.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
@@ -230,11 +234,21 @@ void accept_built_wheel(const lock::Pylock& pylock, const std::string& what,
         throw refuse("is a second wheel built from " + package->sdist->filename());
 }
 
-void require_reviewed_lock(const Context& ctx, const ReceiveOptions& opt,
-                           const std::string& lock_text, const std::string& what) {
+namespace {
+
+// The context a received environment is built in: the current directory is the project when
+// there is none.
+Context receiving_context(const Context& ctx) {
     Context c = ctx;
     if (c.project_root.empty()) c.project_root = fs::current_path();
-    const fs::path project_lock = c.project().lock(opt.env);
+    return c;
+}
+
+}  // namespace
+
+void require_reviewed_lock(const Context& ctx, const ReceiveOptions& opt,
+                           const std::string& lock_text, const std::string& what) {
+    const fs::path project_lock = receiving_context(ctx).project().lock(opt.env);
     const fs::path reviewed = opt.trusted_lock ? *opt.trusted_lock : project_lock;
     std::error_code ec;
     const bool exists = fs::exists(reviewed, ec);
@@ -255,18 +269,51 @@ void require_reviewed_lock(const Context& ctx, const ReceiveOptions& opt,
                                     "with --update-lock"));
 }
 
-void build_received(const Context& ctx, const ReceiveOptions& opt, const std::string& lock_text,
-                    const std::set<std::string>& carried,
-                    const std::map<std::string, install::BuiltRecord>& builds,
+index::oci::ArtifactManifest artifact_manifest(const Bundle& b,
+                                               const std::vector<BundleBytecode>& bytecode) {
+    namespace oci = index::oci;
+    oci::ArtifactManifest m;
+    m.artifact_type = oci::kArtifactType;
+    m.config = {std::string(oci::kEmptyMediaType), std::string(oci::kEmptyDigest), 2, {}};
+    m.layers.push_back({std::string(oci::kLockMediaType),
+                        "sha256:" + b.lock_sha256,
+                        b.lock_text.size(),
+                        {{std::string(oci::kTitleAnnotation), "pylock." + b.env + ".toml"}}});
+    for (std::size_t i = 0; i < b.wheels.size(); ++i) {
+        const BundleWheel& w = b.wheels[i];
+        m.layers.push_back({std::string(oci::kWheelMediaType),
+                            "sha256:" + w.sha256,
+                            w.size,
+                            {{std::string(oci::kTitleAnnotation), w.filename}}});
+        if (!w.built_from.empty()) {
+            m.layers.back().annotations[std::string(oci::kBuiltFromAnnotation)] = w.built_from;
+            m.layers.back().annotations[std::string(oci::kBuildKeyAnnotation)] = w.build_key;
+        }
+    }
+    for (const auto& l : bytecode)
+        m.layers.push_back({std::string(oci::kBytecodeMediaType),
+                            "sha256:" + l.sha256,
+                            l.size,
+                            {{std::string(oci::kTitleAnnotation), l.filename + "." + l.key},
+                             {std::string(oci::kBytecodeWheelAnnotation), l.wheel_sha256},
+                             {std::string(oci::kBytecodeKeyAnnotation), l.key}}});
+    m.annotations = {{"dev.envbox.environment", b.env},
+                     {"dev.envbox.python", b.python},
+                     {"dev.envbox.platform", b.platform},
+                     {"dev.envbox.cuda", b.cuda},
+                     {"org.opencontainers.image.created", b.generation.created}};
+    return m;
+}
+
+void build_received(const Context& ctx, const ReceiveOptions& opt, const Received& received,
                     ReceiveResult& result) {
-    Context c = ctx;
-    if (c.project_root.empty()) c.project_root = fs::current_path();
+    const Context c = receiving_context(ctx);
     const fs::path lock_path = c.project().lock(opt.env);
     std::error_code ec;
     fs::create_directories(lock_path.parent_path(), ec);
     std::optional<std::string> previous;
     if (fs::exists(lock_path, ec)) previous = read_file(lock_path);
-    write_file_atomic(lock_path, lock_text);
+    write_file_atomic(lock_path, received.lock_text);
     result.env = opt.env;
     result.lock_path = lock_path;
     CreateOptions co;
@@ -275,8 +322,9 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const std::st
     co.offline = true;
     co.link_mode = opt.link_mode;
     co.compile = opt.compile;
-    co.received = carried;
-    co.received_builds = builds;
+    co.received = received.carried;
+    co.received_builds = received.builds;
+    co.received_bytecode = received.bytecode;
     try {
         result.create = create(c, co);
     } catch (...) {
@@ -287,6 +335,70 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const std::st
             fs::remove(lock_path, ec);
         throw;
     }
+    for (const auto& [key, file] : received.bytecode)
+        fs::remove(file, ec);
+    result.pyc_received = result.create.fetch.bytecode.received;
+    result.compiled = result.create.fetch.bytecode.compiled;
 }
+
+std::string accept_bytecode_layer(const std::set<std::string>& carried, const std::string& wheel,
+                                  const std::string& key, const std::string& what,
+                                  const std::map<std::string, fs::path>& taken) {
+    if (!carried.count(wheel))
+        throw Error(ErrorCode::integrity, what + " is the bytecode of wheel " + wheel +
+                                              ", which the artifact does not carry");
+    if (!store::BytecodeKey::parse(key))
+        throw Error(ErrorCode::integrity, what + " names no bytecode key: " + printable(key));
+    std::string id = wheel + "/" + key;
+    if (taken.count(id))
+        throw Error(ErrorCode::integrity, what + " is a second bytecode layer of " + id);
+    return id;
+}
+
+fs::path bytecode_download(const fs::path& downloads, const std::string& sha256) {
+    return downloads / (sha256 + ".pyc-layer");
+}
+
+BytecodeLayers::BytecodeLayers(const Context& ctx, const Bundle& bundle, bool send, unsigned jobs) {
+    if (!send) return;
+    ctx.progress->phase("Reading bytecode", 0);
+    std::vector<store::BytecodeKey> keys;
+    for (const auto& name : bundle.generation.bytecode)
+        if (auto k = store::BytecodeKey::parse(name)) keys.push_back(*k);
+    if (keys.empty()) return;
+    const store::Home home(ctx.home);
+    make_own_dir_at_path(ctx.home, home.tmp());
+    dir_.emplace(home.tmp(),
+                 home.tmp() / create_steps::work_folder_name("bytecode", bundle.lock_sha256));
+    make_own_dir_at_path(home.tmp(), dir_->path);
+    store::Store store(ctx.home);
+    FileLock held = FileLock::shared(home.store_lock());  // gc's sweep waits
+    std::vector<std::pair<const BundleWheel*, const store::BytecodeKey*>> todo;
+    std::set<std::string> seen;
+    for (const auto& w : bundle.wheels)
+        if (seen.insert(w.sha256).second)
+            for (const auto& k : keys)
+                todo.emplace_back(&w, &k);
+    std::vector<std::optional<BundleBytecode>> out(todo.size());
+    parallel_for(todo.size(), jobs, [&](std::size_t i) {
+        const auto& [w, key] = todo[i];
+        auto list = store.load_bytecode(w->sha256, *key);
+        if (!list) return;
+        BundleBytecode b;
+        b.wheel_sha256 = w->sha256;
+        b.key = key->name();
+        b.filename = w->filename;
+        b.path = dir_->path / (w->sha256 + "." + b.key);
+        b.files = list->files.size();
+        const store::BytecodeLayer l = store::write_bytecode_layer(store, *list, b.path);
+        b.sha256 = l.sha256;
+        b.size = l.size;
+        out[i] = std::move(b);
+    });
+    for (auto& b : out)
+        if (b) layers.push_back(std::move(*b));
+}
+
+BytecodeLayers::~BytecodeLayers() = default;
 
 }  // namespace envbox::ops::fleet

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "envbox/env/generation.hpp"
+#include "envbox/index/oci.hpp"
 #include "envbox/install/built.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/ops/fleet.hpp"
+#include "envbox/util/own_tree.hpp"
 
 namespace envbox::ops::fleet {
 
@@ -27,6 +29,16 @@ struct BundleWheel {
     /// A wheel built here from the lock's sdist: that sdist's sha256 and the build's key text
     /// (its provenance, sent with it); empty for a wheel the lock names.
     std::string built_from, build_key;
+};
+
+/// One bytecode layer of the environment being sent: a wheel's `.pyc` files for one key
+/// (store/bytecode_layer.hpp), written from the store.
+struct BundleBytecode {
+    std::string wheel_sha256, key, filename;  ///< key: its name; filename: the wheel's
+    std::filesystem::path path;               ///< the layer, in `BytecodeLayers::dir`
+    std::string sha256;
+    std::uint64_t size = 0;
+    std::size_t files = 0;  ///< `.pyc` files in it
 };
 
 /// ENV's current generation as it is sent: the lock it was built from, one entry per wheel it
@@ -50,6 +62,40 @@ Bundle current_bundle(const Context& ctx, const std::string& env);
 /// kept archive, cache/downloads/, the lock's path, or its URL again with the manifest's index
 /// credentials), under the store lock held shared (gc's sweep waits).
 void locate_wheels(const Context& ctx, Bundle& bundle, unsigned jobs);
+
+/// The layers of every wheel of `bundle` for every key its generation was compiled for, written
+/// into a folder of the store's tmp/ that goes with this object; none unless `send`
+/// (--no-bytecode). A list the store lacks is passed over (that module set then compiles on the
+/// node).
+class BytecodeLayers {
+  public:
+    BytecodeLayers(const Context& ctx, const Bundle& bundle, bool send, unsigned jobs);
+    ~BytecodeLayers();
+    BytecodeLayers(const BytecodeLayers&) = delete;
+    BytecodeLayers& operator=(const BytecodeLayers&) = delete;
+    std::vector<BundleBytecode> layers;
+
+  private:
+    std::optional<RemoveOwnTree> dir_;
+};
+
+/// The manifest `push` sends and `pack --format oci` writes for `bundle`: the empty config, the
+/// lock, one layer per wheel (a built one annotated with its sdist and build key), one per
+/// bytecode layer; annotations naming the environment, Python, platform and CUDA line.
+index::oci::ArtifactManifest artifact_manifest(const Bundle& bundle,
+                                               const std::vector<BundleBytecode>& bytecode);
+
+/// The receiving side's check of a bytecode layer's names, where it enters: the wheel is one the
+/// artifact carries (`carried`) and the key a bytecode key's name. Returns the key of the layer in
+/// `Received::bytecode`; refuses (integrity, naming `what`) anything else or a second layer of
+/// one (wheel, key).
+std::string accept_bytecode_layer(const std::set<std::string>& carried, const std::string& wheel,
+                                  const std::string& key, const std::string& what,
+                                  const std::map<std::string, std::filesystem::path>& taken);
+
+/// Where a received bytecode layer waits for create: cache/downloads/<layer sha256>.pyc-layer.
+std::filesystem::path bytecode_download(const std::filesystem::path& downloads,
+                                        const std::string& sha256);
 
 /// The mirror `spec` (RegistryAccess::mirrors) names for `registry`: its host and whether it
 /// speaks plain http; nullopt when none. A malformed spec is a usage error naming
@@ -77,18 +123,55 @@ std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock);
 void require_reviewed_lock(const Context& ctx, const ReceiveOptions& options,
                            const std::string& lock_text, const std::string& what);
 
-/// Writes `lock_text` as the project's `manifests/pylock.ENV.toml` (the current directory
+/// What an artifact brought, once read and checked.
+struct Received {
+    std::string lock_text;
+    /// The sha256 of every wheel the artifact carries; a wheel is installed from the store or
+    /// from those and nowhere else (the artifact rule: `CreateOptions::received`), so a lock
+    /// naming another by a path or URL is an integrity error naming its package.
+    std::set<std::string> carried;
+    /// The built wheels it carried, by the sdist each was built from
+    /// (`CreateOptions::received_builds`).
+    std::map<std::string, install::BuiltRecord> builds;
+    /// Its bytecode layers now on disk, "<wheel sha256>/<key name>" → file
+    /// (`CreateOptions::received_bytecode`); removed once the environment is built.
+    std::map<std::string, std::filesystem::path> bytecode;
+};
+
+/// A blob of an artifact and the file it is to be written to.
+struct BlobTo {
+    const index::oci::Descriptor* blob = nullptr;
+    std::filesystem::path to;
+};
+
+/// Where an artifact's blobs come from: a registry (pull) or an OCI image layout (unpack). Each
+/// blob's bytes are checked against its descriptor (sha256 and size) by the source.
+class BlobSource {
+  public:
+    virtual ~BlobSource() = default;
+    /// A small blob (the lock, at most index::kMaxPageBytes) into memory.
+    virtual std::string read(const index::oci::Descriptor& blob) = 0;
+    /// Each blob into its file (concurrently where the source can), advancing the progress by
+    /// one per blob.
+    virtual void fetch(const std::vector<BlobTo>& blobs) = 0;
+};
+
+/// The receiving side of an artifact whose manifest `m` was read (and parsed) from `what`: its
+/// lock read and held to the reviewed one (`require_reviewed_lock`), every layer checked (a
+/// wheel layer a file of the lock of its size or a wheel built from one of its sdists; a
+/// bytecode layer the bytecode of a wheel it carries), the wheels the store lacks and the
+/// bytecode layers this node takes fetched from `source` into cache/downloads/, then the
+/// environment built (`build_received`). Fills `result`'s counts.
+void receive_artifact(const Context& ctx, const ReceiveOptions& options,
+                      const index::oci::ArtifactManifest& m, const std::string& what,
+                      BlobSource& source, ReceiveResult& result);
+
+/// Writes the received lock as the project's `manifests/pylock.ENV.toml` (the current directory
 /// becomes the project when there is none) and runs `create --frozen --offline` on it, with the
-/// wheels the store lacks already in cache/downloads/. `carried`: the sha256 of every wheel the
-/// artifact carries; a wheel is installed from the store or from those and nowhere else (the
-/// artifact rule: `CreateOptions::received`), so a lock naming another by a path or URL is an
-/// integrity error naming its package. `builds`: the built wheels it carried, by the sdist each
-/// was built from (`CreateOptions::received_builds`). A failure puts the previous lock back (or
-/// removes the new one) and rethrows. Fills `result.lock_path`, `env` and `create`.
-// shape: what was received, in four parts, and where the result goes.
-void build_received(const Context& ctx, const ReceiveOptions& options, const std::string& lock_text,
-                    const std::set<std::string>& carried,
-                    const std::map<std::string, install::BuiltRecord>& builds,
+/// wheels the store lacks already in cache/downloads/. A failure puts the previous lock back (or
+/// removes the new one) and rethrows. Fills `result.lock_path`, `env`, `create`, `pyc_received`
+/// and `compiled`.
+void build_received(const Context& ctx, const ReceiveOptions& options, const Received& received,
                     ReceiveResult& result);
 
 /// A wheel the artifact carries that its lock does not name, checked where it enters: a wheel

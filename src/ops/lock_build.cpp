@@ -52,17 +52,6 @@ std::string build_lock_name(const std::string& env, const std::string& name) {
 }
 
 // Removes the unpacked sdist however `metadata` ends.
-struct RemoveWork {
-    fs::path root, path;
-    ~RemoveWork() {
-        try {
-            remove_own_tree(root, path);
-        } catch (const Error&) {
-            // a folder left in the home's tmp/ costs only space
-        }
-    }
-};
-
 // The `Dynamic` fields of a core metadata text's header, lowercased.
 std::vector<std::string> dynamic_fields(std::string_view text) {
     std::vector<std::string> out;
@@ -180,7 +169,7 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
                                                  http_options(ctx_, offline_), offline_);
     make_own_dir_at_path(ctx_.home, home.tmp());
     const fs::path work = home.tmp() / create_steps::work_folder_name("lock-sdist", r.sha256);
-    const RemoveWork remove{home.tmp(), work};
+    const RemoveOwnTree remove(home.tmp(), work);
     const fs::path tree = install::unpack_sdist(sdist, work, {}, r.file.filename);
     const std::optional<std::string> pkg_info = read_tree_file(tree / "PKG-INFO");
     std::optional<std::string> previous;

@@ -15,47 +15,28 @@
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/http.hpp"
+#include "envbox/index/oci.hpp"
 #include "envbox/ops/fleet.hpp"
 #include "envbox/pep/digest.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/json.hpp"
 #include "envbox/util/kv.hpp"
 #include "envbox/util/printable.hpp"
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/stopwatch.hpp"
 #include "envbox/util/unique_fd.hpp"
 #include "fleet_steps.hpp"
+#include "pack_format.hpp"
 
 namespace fs = std::filesystem;
 
 namespace envbox::ops {
 namespace {
 
-constexpr const char* kLockMember = "pylock.toml";
-constexpr const char* kWheelDir = "wheels/";
-// Wheels built from the lock's sdists, one line each, between the lock and the wheels.
-constexpr const char* kBuildsMember = "builds";
-constexpr std::string_view kBuildsHeader = "envbox-pack-builds 1";
-constexpr std::uint64_t kMaxBuildsBytes = 1ull << 20;
-constexpr std::uint64_t kMaxLockBytes = 64ull << 20;
-constexpr std::size_t kBlock = 1 << 20;
-
-// libarchive handles, freed on every path.
-struct Writer {
-    archive* a = archive_write_new();
-    ~Writer() { archive_write_free(a); }
-};
-struct Reader {
-    archive* a = archive_read_new();
-    ~Reader() { archive_read_free(a); }
-};
-
-Error archive_error(archive* a, const std::string& what) {
-    const char* msg = archive_error_string(a);
-    return Error(ErrorCode::generic, what + ": " + (msg ? msg : "libarchive failed"));
-}
+using namespace pack_format;
 
 // One member: a regular file, 0644, mtime 1980-01-01 (the store's), so a pack of the same
 // generation is the same bytes.
@@ -78,6 +59,30 @@ void write_data(archive* a, const char* data, std::size_t n, const std::string& 
         throw archive_error(a, "cannot write " + what);
 }
 
+// The member `name`: the `size` bytes of `file`, through `buf`.
+void add_file_member(archive* w, const std::string& name, const fs::path& file, std::uint64_t size,
+                     std::string& buf, const fs::path& out) {
+    add_member(
+        w, name, size,
+        [&](archive* a) {
+            UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+            if (!fd)
+                throw Error(ErrorCode::generic,
+                            "cannot read " + file.string() + ": " + std::strerror(errno));
+            std::uint64_t left = size;
+            while (left > 0) {
+                ssize_t n = ::read(fd.get(), buf.data(), std::min<std::uint64_t>(kBlock, left));
+                if (n <= 0)
+                    throw Error(ErrorCode::generic,
+                                "cannot read " + file.string() + ": " +
+                                    (n < 0 ? std::strerror(errno) : "shorter than its size"));
+                write_data(a, buf.data(), static_cast<std::size_t>(n), name);
+                left -= static_cast<std::uint64_t>(n);
+            }
+        },
+        out);
+}
+
 bool zstd_by_name(const fs::path& p) {
     const std::string n = p.filename().string();
     return n.ends_with(".zst") || n.ends_with(".tzst") || n.ends_with(".zstd");
@@ -97,68 +102,148 @@ std::string builds_member(const fleet::Bundle& b) {
     return any ? std::move(w).take() : std::string();
 }
 
+// envbox's own members: pylock.toml, the builds list, wheels/<file name>, then
+// bytecode/<wheel sha256>.<key>.
+void write_pack_members(archive* w, const fleet::Bundle& bundle,
+                        const std::vector<fleet::BundleBytecode>& layers, const Context& ctx,
+                        PackResult& result) {
+    add_member(
+        w, kLockMember, bundle.lock_text.size(),
+        [&](archive* a) {
+            write_data(a, bundle.lock_text.data(), bundle.lock_text.size(), kLockMember);
+        },
+        result.output);
+    if (const std::string builds = builds_member(bundle); !builds.empty())
+        add_member(
+            w, kBuildsMember, builds.size(),
+            [&](archive* a) { write_data(a, builds.data(), builds.size(), kBuildsMember); },
+            result.output);
+    std::set<std::string> seen;
+    std::string buf(kBlock, '\0');
+    for (const auto& wheel : bundle.wheels) {
+        if (!seen.insert(wheel.filename).second) continue;
+        add_file_member(w, kWheelDir + wheel.filename, wheel.path, wheel.size, buf, result.output);
+        ctx.progress->advance(1);
+    }
+    for (const auto& l : layers)
+        add_file_member(w, kBytecodeDir + l.wheel_sha256 + "." + l.key, l.path, l.size, buf,
+                        result.output);
+}
+
+// One blob of an OCI image layout: a file's bytes or bytes in memory.
+struct LayoutBlob {
+    std::string hex;
+    std::uint64_t size = 0;
+    fs::path file;
+    std::string content;
+};
+
+// The layout's blobs, each once: the manifest, the empty config, the lock, the wheels, the
+// bytecode layers. `index` gets index.json's text, naming the manifest by `tag`.
+std::vector<LayoutBlob> layout_blobs(const fleet::Bundle& bundle,
+                                     const std::vector<fleet::BundleBytecode>& layers,
+                                     std::string& index) {
+    const std::string manifest = fleet::artifact_manifest(bundle, layers).to_json();
+    const std::string manifest_hex = to_hex(sha256(manifest));
+    std::vector<LayoutBlob> out = {
+        {manifest_hex, manifest.size(), {}, manifest},
+        {std::string(index::oci::kEmptyDigest.substr(7)), 2, {}, "{}"},
+        {bundle.lock_sha256, bundle.lock_text.size(), {}, bundle.lock_text}};
+    std::set<std::string> seen = {out[0].hex, out[1].hex, out[2].hex};
+    for (const auto& w : bundle.wheels)
+        if (seen.insert(w.sha256).second) out.push_back({w.sha256, w.size, w.path, {}});
+    for (const auto& l : layers)
+        if (seen.insert(l.sha256).second) out.push_back({l.sha256, l.size, l.path, {}});
+    Json descriptor = {
+        {"mediaType", index::oci::kManifestMediaType},
+        {"artifactType", index::oci::kArtifactType},
+        {"digest", "sha256:" + manifest_hex},
+        {"size", manifest.size()},
+        {"annotations",
+         {{"org.opencontainers.image.ref.name", "lock-" + bundle.lock_sha256.substr(0, 16)}}}};
+    index = Json{{"schemaVersion", 2},
+                 {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                 {"manifests", Json::array({descriptor})}}
+                .dump();
+    return out;
+}
+
+// An OCI image layout as tar members (what skopeo's `oci-archive:` reads): oci-layout,
+// index.json, then blobs/sha256/<hex>.
+void write_oci_members(archive* w, const fleet::Bundle& bundle,
+                       const std::vector<fleet::BundleBytecode>& layers, const Context& ctx,
+                       PackResult& result) {
+    std::string index;
+    const auto blobs = layout_blobs(bundle, layers, index);
+    auto text_member = [&](const std::string& name, const std::string& text) {
+        add_member(
+            w, name, text.size(),
+            [&](archive* a) { write_data(a, text.data(), text.size(), name); }, result.output);
+    };
+    text_member(std::string(kOciLayoutMember), std::string(kOciLayoutText));
+    text_member(std::string(kOciIndexMember), index);
+    std::string buf(kBlock, '\0');
+    for (const auto& b : blobs) {
+        const std::string name = std::string(kOciBlobDir) + b.hex;
+        if (b.file.empty())
+            text_member(name, b.content);
+        else
+            add_file_member(w, name, b.file, b.size, buf, result.output);
+        ctx.progress->advance(1);
+    }
+}
+
+// The same layout as a folder at `dir` (new): oci-layout, index.json, blobs/sha256/<hex>.
+void write_oci_folder(const fs::path& dir, const fleet::Bundle& bundle,
+                      const std::vector<fleet::BundleBytecode>& layers, const Context& ctx) {
+    std::string index;
+    const auto blobs = layout_blobs(bundle, layers, index);
+    fs::create_directories(dir / kOciBlobDir);
+    write_file_atomic(dir / kOciLayoutMember, kOciLayoutText);
+    write_file_atomic(dir / kOciIndexMember, index);
+    for (const auto& b : blobs) {
+        const fs::path to = dir / kOciBlobDir / b.hex;
+        if (b.file.empty())
+            write_file_atomic(to, b.content);
+        else
+            fs::copy_file(b.file, to);
+        ctx.progress->advance(1);
+    }
+}
+
 }  // namespace
 
 PackResult pack(const Context& ctx, const PackOptions& opt) {
     const Stopwatch start;
     if (opt.output.empty()) throw Error(ErrorCode::usage, "pack needs -o FILE");
+    if (opt.format != PackFormat::envbox && opt.zstd.value_or(false))
+        throw Error(ErrorCode::usage, "an OCI layout is never compressed: drop --zstd");
     fleet::Bundle bundle = fleet::current_bundle(ctx, opt.env);
     ctx.progress->phase("Reading wheels", 0);
     fleet::locate_wheels(ctx, bundle, ctx.jobs);
+    const fleet::BytecodeLayers bytecode(ctx, bundle, opt.bytecode, ctx.jobs);
+    const auto& layers = bytecode.layers;
     PackResult result;
     result.output = fs::absolute(opt.output);
-    const bool zstd = opt.zstd.value_or(zstd_by_name(opt.output));
+    const bool zstd =
+        opt.format == PackFormat::envbox && opt.zstd.value_or(zstd_by_name(opt.output));
     fs::path tmp = result.output;
     tmp += ".tmp-" + std::to_string(::getpid());
     ScopedRemove remove(tmp);
-    {
+    ctx.progress->phase("Packing", bundle.wheels.size() + layers.size() + 3);
+    if (opt.format == PackFormat::oci_dir) {
+        write_oci_folder(tmp, bundle, layers, ctx);
+    } else {
         Writer w;
         if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||
             (zstd && archive_write_add_filter_zstd(w.a) != ARCHIVE_OK))
             throw archive_error(w.a, "cannot write " + result.output.string());
         if (archive_write_open_filename(w.a, tmp.c_str()) != ARCHIVE_OK)
             throw archive_error(w.a, "cannot create " + tmp.string());
-        ctx.progress->phase("Packing", bundle.wheels.size() + 1);
-        add_member(
-            w.a, kLockMember, bundle.lock_text.size(),
-            [&](archive* a) {
-                write_data(a, bundle.lock_text.data(), bundle.lock_text.size(), kLockMember);
-            },
-            result.output);
-        if (const std::string builds = builds_member(bundle); !builds.empty())
-            add_member(
-                w.a, kBuildsMember, builds.size(),
-                [&](archive* a) { write_data(a, builds.data(), builds.size(), kBuildsMember); },
-                result.output);
-        std::set<std::string> seen;
-        std::string buf(kBlock, '\0');
-        for (const auto& wheel : bundle.wheels) {
-            if (!seen.insert(wheel.filename).second) continue;
-            if (wheel.refetched) result.refetched++;
-            add_member(
-                w.a, kWheelDir + wheel.filename, wheel.size,
-                [&](archive* a) {
-                    UniqueFd fd(::open(wheel.path.c_str(), O_RDONLY | O_CLOEXEC));
-                    if (!fd)
-                        throw Error(ErrorCode::generic, "cannot read " + wheel.path.string() +
-                                                            ": " + std::strerror(errno));
-                    std::uint64_t left = wheel.size;
-                    while (left > 0) {
-                        ssize_t n =
-                            ::read(fd.get(), buf.data(), std::min<std::uint64_t>(kBlock, left));
-                        if (n <= 0)
-                            throw Error(
-                                ErrorCode::generic,
-                                "cannot read " + wheel.path.string() + ": " +
-                                    (n < 0 ? std::strerror(errno) : "shorter than its size"));
-                        write_data(a, buf.data(), static_cast<std::size_t>(n), wheel.filename);
-                        left -= static_cast<std::uint64_t>(n);
-                    }
-                },
-                result.output);
-            ctx.progress->advance(1);
-        }
-        result.wheels = seen.size();
+        if (opt.format == PackFormat::oci)
+            write_oci_members(w.a, bundle, layers, ctx, result);
+        else
+            write_pack_members(w.a, bundle, layers, ctx, result);
         if (archive_write_close(w.a) != ARCHIVE_OK)
             throw archive_error(w.a, "cannot finish " + tmp.string());
     }
@@ -168,216 +253,16 @@ PackResult pack(const Context& ctx, const PackOptions& opt) {
         throw Error(ErrorCode::generic, "cannot move " + tmp.string() + " to " +
                                             result.output.string() + ": " + ec.message());
     remove.release();
-    result.bytes = fs::file_size(result.output, ec);
-    result.seconds = start.total();
-    return result;
-}
-
-namespace {
-
-// A member name pack writes: relative, no `.` or `..` component, no empty one.
-bool safe_name(const std::string& name) {
-    if (name.empty() || name.front() == '/' || name.find('\\') != std::string::npos) return false;
-    std::size_t start = 0;
-    while (start <= name.size()) {
-        auto end = name.find('/', start);
-        if (end == std::string::npos) end = name.size();
-        std::string_view c(name.data() + start, end - start);
-        if (c.empty() || c == "." || c == "..") return false;
-        start = end + 1;
+    std::set<std::string> wheels;
+    for (const auto& w : bundle.wheels) {
+        wheels.insert(w.filename);
+        result.refetched += w.refetched;
     }
-    return true;
-}
-
-// The member's data into memory, no more than `limit`.
-std::string read_member(archive* a, std::uint64_t limit, const std::string& what) {
-    std::string out, buf(kBlock, '\0');
-    for (;;) {
-        la_ssize_t n = archive_read_data(a, buf.data(), buf.size());
-        if (n < 0) throw archive_error(a, "cannot read " + what);
-        if (n == 0) return out;
-        if (out.size() + static_cast<std::uint64_t>(n) > limit)
-            throw Error(ErrorCode::integrity,
-                        what + " is larger than " + std::to_string(limit) + " bytes");
-        out.append(buf.data(), static_cast<std::size_t>(n));
-    }
-}
-
-// The member's data into `dest` (a temporary name beside it, renamed once its sha256 is
-// `sha256` and its size `size`); anything else is refused and nothing is left.
-void extract_wheel(archive* a, const fs::path& dest, const std::string& sha256, std::uint64_t size,
-                   const std::string& what) {
-    fs::path tmp = dest;
-    tmp += ".unpack-" + std::to_string(::getpid());
-    ScopedRemove remove(tmp);
-    // A name left by an earlier run (or planted as a link) is removed itself, never written
-    // through: the file is always new.
-    ::unlink(tmp.c_str());
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!fd)
-        throw Error(ErrorCode::generic,
-                    "cannot create " + tmp.string() + ": " + std::strerror(errno));
-    Sha256 hash;
-    std::uint64_t got = 0;
-    std::string buf(kBlock, '\0');
-    for (;;) {
-        la_ssize_t n = archive_read_data(a, buf.data(), buf.size());
-        if (n < 0) throw archive_error(a, "cannot read " + what);
-        if (n == 0) break;
-        got += static_cast<std::uint64_t>(n);
-        if (got > size)
-            throw Error(ErrorCode::integrity,
-                        what + " is larger than the lock's size " + std::to_string(size));
-        hash.update(buf.data(), static_cast<std::size_t>(n));
-        if (!write_all_fd(fd.get(), buf.data(), static_cast<std::size_t>(n)))
-            throw Error(ErrorCode::generic,
-                        "cannot write " + tmp.string() + ": " + std::strerror(errno));
-    }
-    const std::string actual = to_hex(hash.finish());
-    if (got != size || actual != sha256)
-        throw Error(ErrorCode::integrity, "hash mismatch for " + what + ": the lock says sha256 " +
-                                              sha256 + ", the member has " + actual + " (" +
-                                              std::to_string(got) + " bytes)");
-    fd.reset();
-    std::error_code ec;
-    fs::rename(tmp, dest, ec);
-    if (ec)
-        throw Error(ErrorCode::generic,
-                    "cannot move " + tmp.string() + " to " + dest.string() + ": " + ec.message());
-    remove.release();
-}
-
-// The size of a member that may be read: a regular file under a safe name, given once.
-std::uint64_t member_size(archive_entry* e, const std::string& name, const std::string& what,
-                          std::set<std::string>& seen) {
-    auto refuse = [&](const std::string& why) {
-        return Error(ErrorCode::integrity, what + " " + why);
-    };
-    if (!safe_name(name)) throw refuse("has an absolute name, an empty or `..` component");
-    if (archive_entry_hardlink(e) || archive_entry_symlink(e) ||
-        archive_entry_filetype(e) != AE_IFREG)
-        throw refuse("is not a regular file (links and devices are refused)");
-    if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0) throw refuse("has no size");
-    if (!seen.insert(name).second) throw refuse("appears twice");
-    return static_cast<std::uint64_t>(archive_entry_size(e));
-}
-
-// Opens `file` for reading as a pack: a tar, plain, gzip or zstd.
-void open_pack(archive* a, const fs::path& file) {
-    archive_read_support_format_tar(a);
-    archive_read_support_filter_zstd(a);
-    archive_read_support_filter_gzip(a);
-    if (archive_read_open_filename(a, file.c_str(), kBlock) != ARCHIVE_OK)
-        throw archive_error(a, "cannot open " + file.string());
-}
-
-// Reads the builds member: each line's wheel joins `by_name` (file name → sha256 and size) and,
-// checked by `fleet::accept_built_wheel`, `builds`.
-// shape: the member, where it is read from, and the two maps it fills.
-void read_builds(
-    const std::string& text, const std::string& what, const lock::Pylock& pylock,
-    std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>>& by_name,
-    std::map<std::string, install::BuiltRecord>& builds) {
-    kv::Reader r(text, what);
-    auto head = r.next();
-    if (!head || head->text != kBuildsHeader) throw r.error("not an envbox builds list");
-    while (auto line = r.next()) {
-        const auto f = kv::split_fields(line->value);
-        std::uint64_t size = 0;
-        const bool sized = f.size() == 5 && !f[2].empty() && f[2].size() <= 19 &&
-                           std::all_of(f[2].begin(), f[2].end(), ::isdigit);
-        if (sized) size = std::stoull(std::string(f[2]));
-        auto key = sized ? kv::percent_decode(f[4]) : std::nullopt;
-        if (line->key != "build" || !sized || !pep::is_sha256_hex(f[0]) ||
-            !pep::is_sha256_hex(f[1]) || !key)
-            throw r.error("malformed build line");
-        const std::string filename(f[3]);
-        fleet::accept_built_wheel(pylock, what + ": " + printable(filename), std::string(f[0]),
-                                  {std::string(f[1]), filename, *key}, builds);
-        if (!by_name.emplace(filename, std::pair{std::string(f[1]), size}).second)
-            throw r.error(filename + " is named twice");
-    }
-}
-
-}  // namespace
-
-ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
-    const Stopwatch start;
-    const fs::path file = fs::absolute(opt.archive);
-    const std::string shown = file.string();
-    ReceiveOptions receive = opt.receive;
-    std::string stem = file.filename().string();
-    stem = stem.substr(0, stem.find('.'));
-    receive.env = fleet::received_env_name(receive.env, stem);
-    ReceiveResult result;
-    try {
-        Reader r;
-        open_pack(r.a, file);
-        store::Store store(ctx.home);
-        const store::Home home(ctx.home);
-        std::error_code ec;
-        fs::create_directories(home.downloads(), ec);
-        std::string lock_text;
-        std::optional<lock::Pylock> pylock;
-        std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>> by_name;
-        std::map<std::string, install::BuiltRecord> builds;
-        std::set<std::string> seen, carried;
-        archive_entry* e = nullptr;
-        for (int index = 0;; ++index) {
-            int rc = archive_read_next_header(r.a, &e);
-            if (rc == ARCHIVE_EOF) break;
-            if (rc != ARCHIVE_OK) throw archive_error(r.a, "cannot read " + shown);
-            const std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
-            const std::string what =
-                shown + ": member " + (name.empty() ? "#" + std::to_string(index) : name);
-            auto refuse = [&](const std::string& why) {
-                return Error(ErrorCode::integrity, what + " " + why);
-            };
-            const std::uint64_t size = member_size(e, name, what, seen);
-            if (index == 0) {
-                if (name != kLockMember) throw refuse("comes first where pylock.toml must");
-                if (size > kMaxLockBytes) throw refuse("is larger than 64 MiB");
-                lock_text = read_member(r.a, kMaxLockBytes, what);
-                auto parsed = lock::Pylock::parse(lock_text, shown + ":" + kLockMember);
-                if (!parsed) throw parsed.error();
-                fleet::require_reviewed_lock(ctx, receive, lock_text, shown);
-                pylock = std::move(*parsed);
-                for (const auto& [sha, f] : fleet::locked_files(*pylock))
-                    by_name[f.filename] = {sha, f.size};
-                continue;
-            }
-            if (index == 1 && name == kBuildsMember) {
-                if (size > kMaxBuildsBytes) throw refuse("is larger than 1 MiB");
-                read_builds(read_member(r.a, kMaxBuildsBytes, what), what, *pylock, by_name,
-                            builds);
-                continue;
-            }
-            if (!name.starts_with(kWheelDir))
-                throw refuse("is neither pylock.toml nor under wheels/");
-            auto it = by_name.find(name.substr(std::string_view(kWheelDir).size()));
-            if (it == by_name.end()) throw refuse("is not a file the lock names");
-            const auto& [sha, locked_size] = it->second;
-            if (locked_size && size != *locked_size)
-                throw refuse("is " + std::to_string(size) + " bytes; the lock says " +
-                             std::to_string(*locked_size));
-            if (size > index::kMaxDownloadBytes) throw refuse("is larger than the download limit");
-            result.wheels++;
-            carried.insert(sha);
-            if (store.load_wheel(sha)) {
-                result.present++;
-                archive_read_data_skip(r.a);
-                continue;
-            }
-            extract_wheel(r.a, index::download_path(home.downloads(), sha), sha, size, what);
-            result.fetched++;
-            result.bytes += size;
-        }
-        if (lock_text.empty()) throw Error(ErrorCode::integrity, shown + " holds no pylock.toml");
-        fleet::build_received(ctx, receive, lock_text, carried, builds, result);
-    } catch (Error& e) {
-        e.add_context("unpacking " + shown);
-        throw;
-    }
+    result.wheels = wheels.size();
+    result.bytecode_layers = layers.size();
+    for (const auto& l : layers)
+        result.pyc_files += l.files;
+    result.bytes = opt.format == PackFormat::oci_dir ? 0 : fs::file_size(result.output, ec);
     result.seconds = start.total();
     return result;
 }

@@ -78,34 +78,6 @@ fs::path upload_session(const Context& ctx, const oci::Reference& ref, const std
            (name + "-" + to_hex(sha256(ref.repository)).substr(0, 16) + "-" + digest.substr(7));
 }
 
-oci::ArtifactManifest manifest_of(const fleet::Bundle& b, const std::vector<Blob>& wheels,
-                                  const Blob& lock) {
-    oci::ArtifactManifest m;
-    m.artifact_type = oci::kArtifactType;
-    m.config = {std::string(oci::kEmptyMediaType), std::string(oci::kEmptyDigest), 2, {}};
-    m.layers.push_back({std::string(oci::kLockMediaType),
-                        lock.digest,
-                        lock.size,
-                        {{std::string(oci::kTitleAnnotation), "pylock." + b.env + ".toml"}}});
-    for (std::size_t i = 0; i < b.wheels.size(); ++i) {
-        const fleet::BundleWheel& w = b.wheels[i];
-        m.layers.push_back({std::string(oci::kWheelMediaType),
-                            wheels[i].digest,
-                            wheels[i].size,
-                            {{std::string(oci::kTitleAnnotation), w.filename}}});
-        if (!w.built_from.empty()) {
-            m.layers.back().annotations[std::string(oci::kBuiltFromAnnotation)] = w.built_from;
-            m.layers.back().annotations[std::string(oci::kBuildKeyAnnotation)] = w.build_key;
-        }
-    }
-    m.annotations = {{"dev.envbox.environment", b.env},
-                     {"dev.envbox.python", b.python},
-                     {"dev.envbox.platform", b.platform},
-                     {"dev.envbox.cuda", b.cuda},
-                     {"org.opencontainers.image.created", b.generation.created}};
-    return m;
-}
-
 // The blobs, concurrently: each asked for (HEAD), else mounted from another repository of the
 // registry, else uploaded (a wheel resumably, from its file). Counts go into `result`.
 void push_blobs(const Context& ctx, oci::RegistryClient& client, const oci::Reference& ref,
@@ -156,6 +128,8 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
     if (ref.tag.empty()) ref.tag = "lock-" + bundle.lock_sha256.substr(0, 16);
     ctx.progress->phase("Reading wheels", 0);
     fleet::locate_wheels(ctx, bundle, ctx.jobs);
+    const fleet::BytecodeLayers bytecode(ctx, bundle, opt.bytecode, ctx.jobs);
+    const auto& layers = bytecode.layers;
 
     PushResult result;
     result.ref = ref.str();
@@ -171,6 +145,16 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
         if (std::none_of(blobs.begin(), blobs.end(),
                          [&](const Blob* b) { return b->digest == w.digest; }))
             blobs.push_back(&w);
+    std::vector<Blob> pyc;
+    for (const auto& l : layers) {
+        pyc.push_back({"sha256:" + l.sha256, l.size, l.path, {}});
+        result.pyc_files += l.files;
+    }
+    for (const auto& b : pyc)
+        if (std::none_of(blobs.begin(), blobs.end(),
+                         [&](const Blob* x) { return x->digest == b.digest; }))
+            blobs.push_back(&b);
+    result.bytecode_layers = layers.size();
 
     index::HttpClient http(http_options(ctx, false));
     oci::RegistryClient client(http, ref, fleet::registry_options(opt.access, ref.registry));
@@ -186,7 +170,7 @@ PushResult push(const Context& ctx, const PushOptions& opt) {
         e.add_context("pushing " + opt.env + " to " + ref.str());
         throw;
     }
-    oci::ArtifactManifest m = manifest_of(bundle, wheels, lock);
+    oci::ArtifactManifest m = fleet::artifact_manifest(bundle, layers);
     try {
         result.manifest_digest = client.put_manifest(m.to_json());
     } catch (Error& e) {

@@ -277,4 +277,12 @@ FileTally tally_own_files(const fs::path& root, const fs::path& path) {
     return out;
 }
 
+RemoveOwnTree::~RemoveOwnTree() {
+    try {
+        remove_own_tree(root, path);
+    } catch (const Error&) {
+        // a folder left in the home's tmp/ costs only space
+    }
+}
+
 }  // namespace envbox

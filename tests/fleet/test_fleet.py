@@ -15,6 +15,7 @@ the lock does not name, one larger than the lock says, a wheel whose bytes are n
 
     test_fleet.py ENVBOX_BINARY
 """
+import glob
 import hashlib
 import io
 import json
@@ -184,9 +185,9 @@ class PlainRegistry(Push):
         ref = self.ref(self.repo())
         before = self.registry.blobs()
         report = self.push("one", ref)
-        # Two wheels, the lock and the empty config: four new blobs, each its sha256.
-        self.assertEqual((report["wheels"], report["uploaded"], report["present"]), (2, 4, 0))
-        self.assertEqual(len(self.registry.blobs() - before - {report["digest"]}), 4)  # the manifest aside
+        # Two wheels, their two bytecode layers, the lock and the empty config: six new blobs.
+        self.assertEqual((report["wheels"], report["uploaded"], report["present"]), (2, 6, 0))
+        self.assertEqual(len(self.registry.blobs() - before - {report["digest"]}), 6)  # the manifest aside
         manifest = self.registry.get_manifest(self.repo(), "v1")
         self.assertEqual(manifest["artifactType"], "application/vnd.envbox.environment.v1")
         self.assertEqual(manifest["config"]["mediaType"], "application/vnd.oci.empty.v1+json")
@@ -225,14 +226,15 @@ class PlainRegistry(Push):
         self.build("one")
         self.build("two")
         first = self.push("one", self.ref(self.repo() + "-a"))
-        self.assertEqual(first["uploaded"], 4)
+        self.assertEqual(first["uploaded"], 6)
         again = self.push("one", self.ref(self.repo() + "-a"))
-        self.assertEqual((again["uploaded"], again["present"], again["mounted"]), (0, 4, 0))
+        self.assertEqual((again["uploaded"], again["present"], again["mounted"]), (0, 6, 0))
         before = self.registry.blobs()
         second = self.push("two", self.ref(self.repo() + "-b"))
-        # alpha, beta and the config are mounted from -a; gamma and the lock are uploaded.
-        self.assertEqual((second["wheels"], second["uploaded"], second["mounted"]), (3, 2, 3))
-        self.assertEqual(len(self.registry.blobs() - before - {second["digest"]}), 2)
+        # alpha, beta, their bytecode layers (the same bytes in every environment) and the
+        # config are mounted from -a; gamma, its bytecode and the lock are uploaded.
+        self.assertEqual((second["wheels"], second["uploaded"], second["mounted"]), (3, 3, 5))
+        self.assertEqual(len(self.registry.blobs() - before - {second["digest"]}), 3)
 
     def test_push_refetches_a_wheel_the_store_keeps_no_archive_of_then_keeps_it(self):
         self.build("one")
@@ -343,6 +345,85 @@ class PlainRegistry(Push):
         self.assertIn("larger than the size the manifest gives", r.stderr)
         self.assertIn(self.ref(self.repo()), r.stderr)
         self.assertEqual(self.node_wheels(), [])
+
+    def pycs(self, home, env):
+        """{path under site-packages: bytes} of every .pyc in ENV's current generation."""
+        root = envboxtest.site_packages(envboxtest.current_generation(home, env))
+        out = {}
+        for d, _, files in os.walk(root):
+            for f in files:
+                if f.endswith(".pyc"):
+                    with open(os.path.join(d, f), "rb") as fh:
+                        out[os.path.relpath(os.path.join(d, f), root)] = fh.read()
+        return out
+
+    def test_a_pulled_environment_links_the_builders_bytecode_and_compiles_nothing(self):
+        self.build("one")
+        ref = self.ref(self.repo())
+        report = self.push("one", ref)
+        self.assertEqual((report["bytecode_layers"], report["pyc_files"]), (2, 2))
+        layers = [l for l in self.registry.get_manifest(self.repo(), "v1")["layers"]
+                  if l["mediaType"] == "application/vnd.envbox.bytecode.v1"]
+        wheels = {sha256_file(os.path.join(self.www, "files", f))
+                  for f in os.listdir(os.path.join(self.www, "files")) if f.startswith(("alpha", "beta"))}
+        self.assertEqual({l["annotations"]["dev.envbox.wheel"] for l in layers}, wheels)
+        self.index.close()
+        r = self.pull(ref, "one", "--json")
+        got = json.loads(r.stdout)
+        self.assertEqual((got["bytecode_layers"], got["pyc_received"], got["compiled"]), (2, 2, 0), got)
+        self.assert_works("one", ["alpha", "beta"])  # verify --deep: every .pyc is its list's
+        builder = self.pycs(self.home, "one")
+        self.assertEqual(len(builder), 2)
+        self.assertEqual(self.pycs(self.node_home, "one"), builder)
+        # In words, with -v; and a second pull into this store takes nothing (it has the lists).
+        r = self.pull(ref, "again", "-v")
+        self.assertIn("Bytecode: 0 .pyc files taken from 2 layers the artifact carried; 0 modules compiled here",
+                      r.stderr)
+        # A node that runs nothing the lock does not pin compiles its own: the same bytes.
+        self.node_home = os.path.join(self.case, "strict-home")
+        got = json.loads(self.pull(ref, "one", "--json", "--ignore-bytecode").stdout)
+        self.assertEqual((got["pyc_received"], got["compiled"]), (0, 2), got)
+        self.assertEqual(self.pycs(self.node_home, "one"), builder)
+        # --no-bytecode on push sends none: the node compiles.
+        self.index = StaticServer(self.www)
+        plain = self.ref(self.repo(), "plain")
+        self.assertEqual(self.push("one", plain, flags=self.registry.flags() + ["--no-bytecode"])["bytecode_layers"], 0)
+        self.node_home = os.path.join(self.case, "plain-home")
+        got = json.loads(self.pull(plain, "one", "--json").stdout)
+        self.assertEqual((got["bytecode_layers"], got["pyc_received"], got["compiled"]), (0, 0, 2), got)
+
+    def test_a_bytecode_layer_for_a_wheel_not_carried_is_refused(self):
+        def edit(m):
+            layer = next(l for l in m["layers"] if l["mediaType"] == "application/vnd.envbox.bytecode.v1")
+            layer["annotations"]["dev.envbox.wheel"] = "e" * 64
+        r = self.hostile(edit)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("which the artifact does not carry", r.stderr)
+
+    def test_a_bytecode_layer_that_lies_about_its_modules_is_refused(self):
+        """A registry serving a layer whose list names a module the wheel does not have (its
+        digests all consistent): exit 5, no generation, no bytecode list in the node's store."""
+        self.build("one")
+        self.push("one", self.ref(self.repo()))
+        m = self.registry.get_manifest(self.repo(), "v1")
+        layer = next(l for l in m["layers"] if l["mediaType"] == "application/vnd.envbox.bytecode.v1")
+        with open(self.registry.blob_data(layer["digest"]), "rb") as f:
+            data = f.read()
+        head, rest = data.split(b"\nlist ", 1)
+        size, rest = rest.split(b"\n", 1)
+        text, pycs = rest[:int(size)], rest[int(size):]
+        lines = text.split(b"\n")
+        lines[-2] = lines[-2][:-len(lines[-2].split(b" ")[-1])] + b"evil/__init__.py"
+        text = b"\n".join(lines)
+        bad = head + b"\nlist " + str(len(text)).encode() + b"\n" + text + pycs
+        layer["digest"] = self.registry.put_blob(self.repo(), bad)
+        layer["size"] = len(bad)
+        self.registry.put_manifest(self.repo(), "bad", m)
+        r = self.pull(self.ref(self.repo(), "bad"), "bad", check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("evil/__init__.py, not a module of the wheel", r.stderr)
+        self.assertIsNone(envboxtest.current_generation(self.node_home, "bad"))
+        self.assertEqual(glob.glob(os.path.join(self.node_home, "store-v1", "wheels", "*", "bytecode", "*")), [])
 
     def test_pull_by_digest(self):
         self.build("one")
@@ -456,7 +537,8 @@ class PlainRegistry(Push):
         self.assertTrue(os.listdir(uploads), "the push ended before a chunk was recorded")
         # Killed mid-chunk, distribution has part of a chunk past the recorded offset and
         # refuses that upload: envbox starts the blob over. Either way the push completes.
-        report = self.push("big", ref, env_vars={"ENVBOX_REGISTRY_CHUNK_BYTES": "65536"})
+        report = self.push("big", ref, env_vars={"ENVBOX_REGISTRY_CHUNK_BYTES": "65536"},
+                           flags=self.registry.flags() + ["--no-bytecode"])
         self.assertIn(report["resumed"], (0, 1), report)
         self.assertEqual(os.listdir(uploads), [])
         self.index.close()
@@ -486,7 +568,8 @@ class PlainRegistry(Push):
                                        digest.split(":")[1])
         with open(os.path.join(uploads, name), "w") as f:
             f.write(f"100000\n{location}")
-        report = self.push("big", ref, env_vars={"ENVBOX_REGISTRY_CHUNK_BYTES": "65536"})
+        report = self.push("big", ref, env_vars={"ENVBOX_REGISTRY_CHUNK_BYTES": "65536"},
+                           flags=self.registry.flags() + ["--no-bytecode"])
         self.assertEqual(report["resumed"], 1, report)
         self.assertLess(report["bytes"], len(data) - 99_000)
         self.assertEqual(os.listdir(uploads), [])
@@ -497,7 +580,7 @@ class PlainRegistry(Push):
     def test_chunked_upload(self):
         self.build("one")
         report = self.push("one", self.ref(self.repo()), env_vars={"ENVBOX_REGISTRY_CHUNK_BYTES": "100"})
-        self.assertEqual(report["uploaded"], 4)
+        self.assertEqual(report["uploaded"], 6)
         self.index.close()
         self.pull(self.ref(self.repo()), "c")
         self.assert_works("c", ["alpha", "beta"])
@@ -564,7 +647,7 @@ class TokenRegistry(Push):
     def test_push_and_pull_through_the_token_flow(self):
         self.build("one")
         report = self.push("one", self.ref(self.repo()))
-        self.assertEqual(report["uploaded"], 4)
+        self.assertEqual(report["uploaded"], 6)
         self.assertTrue(self.tokens.requests and all(auth for _, auth in self.tokens.requests))
         self.assertTrue(any("scope=repository%3A" + self.repo().replace("/", "%2F") in p
                             for p, _ in self.tokens.requests), self.tokens.requests)
@@ -621,6 +704,105 @@ class PullThroughCache(Push):
         self.assertIn("ENVBOX_REGISTRY_MIRROR", bad.stderr)
 
 
+class OciLayout(Push):
+    """`pack --format oci` writes an OCI image layout that skopeo loads into a registry, from
+    where `envbox pull` builds; skopeo's copy of a pushed environment back into an
+    oci-archive (its members in its own order) unpacks with envbox; so does the layout as a
+    folder. A layout's blob that is not its digest, or a member outside the layout, is refused."""
+
+    def skopeo(self, *args):
+        if not shutil.which("skopeo"):
+            self.skipTest("skopeo is absent (scripts/install-deps installs it)")
+        return subprocess.run(["skopeo", "copy", *args], check=True, capture_output=True, text=True)
+
+    def received(self, *args, home):
+        self.node_home = home
+        return json.loads(self.at_node("--json", *args).stdout)
+
+    def test_an_oci_layout_round_trips_through_skopeo_and_a_registry(self):
+        self.build("one")
+        out = os.path.join(self.case, "one.oci.tar")
+        packed = json.loads(envbox("--json", "pack", "one", "--format", "oci", "-o", out,
+                                   home=self.home, project=self.project).stdout)
+        self.assertEqual((packed["format"], packed["wheels"], packed["bytecode_layers"]), ("oci", 2, 2))
+        with tarfile.open(out) as t:
+            names = t.getnames()
+            self.assertEqual(names[:2], ["oci-layout", "index.json"])
+            self.assertEqual(json.load(t.extractfile("oci-layout")), {"imageLayoutVersion": "1.0.0"})
+            index = json.load(t.extractfile("index.json"))
+            for n in names[2:]:
+                self.assertTrue(n.startswith("blobs/sha256/"), n)
+                self.assertEqual(hashlib.sha256(t.extractfile(n).read()).hexdigest(), n.rsplit("/", 1)[1])
+        (manifest,) = index["manifests"]
+        self.assertEqual(manifest["artifactType"], "application/vnd.envbox.environment.v1")
+        # The same manifest push sends: the same digest.
+        pushed = self.push("one", self.ref(self.repo(), "pushed"))
+        self.assertEqual(manifest["digest"], pushed["digest"])
+        self.index.close()
+
+        # Into a registry with skopeo, then envbox pull from it.
+        ref = self.ref(self.repo() + "-loaded")
+        self.skopeo("--dest-tls-verify=false", "oci-archive:" + out, "docker://" + ref)
+        got = self.received("pull", ref, "one", *self.registry.flags(), home=os.path.join(self.case, "h1"))
+        self.assertEqual((got["wheels"], got["pyc_received"], got["compiled"]), (2, 2, 0), got)
+        self.assert_works("one", ["alpha", "beta"])
+
+        # A pushed environment copied out by skopeo unpacks with envbox.
+        copy = os.path.join(self.case, "copy.oci.tar")
+        self.skopeo("--src-tls-verify=false", "docker://" + self.ref(self.repo(), "pushed"), "oci-archive:" + copy)
+        got = self.received("unpack", copy, "back", home=os.path.join(self.case, "h2"))
+        self.assertEqual((got["wheels"], got["fetched"], got["pyc_received"], got["compiled"]), (2, 2, 2, 0), got)
+        self.assertEqual(got["digest"], pushed["digest"])
+        self.assert_works("back", ["alpha", "beta"])
+
+        # The layout as a folder, read in place.
+        folder = os.path.join(self.case, "one.oci")
+        envbox("pack", "one", "--format", "oci-dir", "-o", folder, home=self.home, project=self.project)
+        self.assertEqual(sorted(os.listdir(folder)), ["blobs", "index.json", "oci-layout"])
+        got = self.received("unpack", folder, "dir", home=os.path.join(self.case, "h3"))
+        self.assertEqual((got["wheels"], got["compiled"]), (2, 0), got)
+        self.assert_works("dir", ["alpha", "beta"])
+        self.assertEqual(len(os.listdir(os.path.join(folder, "blobs", "sha256"))), 7)  # left as it was
+
+    def test_a_layout_blob_that_is_not_its_digest_is_refused_with_nothing_stored(self):
+        self.build("one")
+        folder = os.path.join(self.case, "one.oci")
+        envbox("pack", "one", "--format", "oci-dir", "-o", folder, home=self.home, project=self.project)
+        alpha = next(f for f in os.listdir(os.path.join(self.www, "files")) if f.startswith("alpha"))
+        blob = os.path.join(folder, "blobs", "sha256", sha256_file(os.path.join(self.www, "files", alpha)))
+        os.chmod(blob, 0o644)
+        with open(blob, "ab") as f:
+            f.write(b"x")
+        r = self.at_node("unpack", folder, "bad", check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("is not the blob", r.stderr)
+        self.assertEqual(self.node_wheels(), [])
+        self.assertIsNone(envboxtest.current_generation(self.node_home, "bad"))
+
+    def test_an_archive_member_outside_the_layout_is_refused(self):
+        self.build("one")
+        out = os.path.join(self.case, "one.oci.tar")
+        envbox("pack", "one", "--format", "oci", "-o", out, home=self.home, project=self.project)
+        cases = {"a link": lambda: (tarfile.TarInfo("blobs/sha256/" + "a" * 64), None),
+                 "another name": lambda: Pack.file("blobs/sha256/../../evil", b"x"),
+                 "a blob not its name": lambda: Pack.file("blobs/sha256/" + "b" * 64, b"x")}
+        for case, member in cases.items():
+            with self.subTest(case):
+                bad = os.path.join(self.case, case.replace(" ", "-") + ".tar")
+                with tarfile.open(out) as src, tarfile.open(bad, "w") as t:
+                    info, data = member()
+                    if data is None:
+                        info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                    t.addfile(info, io.BytesIO(data) if data is not None else None)
+                    for m in src.getmembers():
+                        t.addfile(m, src.extractfile(m))
+                self.node_home = os.path.join(self.case, case.replace(" ", "-") + "-home")
+                r = self.at_node("unpack", bad, "bad", check=False)
+                self.assertEqual(r.returncode, 5, r.stderr)
+                self.assertIn(bad, r.stderr)
+                self.assertEqual(self.node_wheels(), [])
+
+
 class Pack(World):
     def members(self, path):
         with tarfile.open(path) as t:
@@ -664,7 +846,7 @@ class Pack(World):
             self.assertEqual(f.read(4), b"\x28\xb5\x2f\xfd")
         self.assertEqual(self.members(plain)[0][0], "pylock.toml")
 
-    def test_pack_is_a_plain_tar_of_the_lock_then_the_wheels(self):
+    def test_pack_is_a_plain_tar_of_the_lock_then_the_wheels_then_their_bytecode(self):
         self.build("two")
         out = os.path.join(self.case, "two.tar")
         envbox("pack", "two", "-o", out, home=self.home, project=self.project)
@@ -672,12 +854,21 @@ class Pack(World):
         self.assertEqual(members[0][0], "pylock.toml")
         with tarfile.open(out) as t:
             self.assertEqual(t.extractfile("pylock.toml").read().decode(), self.lock_text("two"))
-            for m in t.getmembers()[1:]:
+            wheels = {}
+            for m in t.getmembers()[1:4]:
                 self.assertTrue(m.name.startswith("wheels/") and m.isfile())
                 data = t.extractfile(m).read()
+                wheels[hashlib.sha256(data).hexdigest()] = m.name
                 self.assertEqual(hashlib.sha256(data).hexdigest(),
                                  sha256_file(os.path.join(self.www, "files", m.name[len("wheels/"):])))
-        self.assertEqual(len(members), 4)
+            # One bytecode member per wheel: bytecode/<its sha256>.<interpreter's key>.
+            for m in t.getmembers()[4:]:
+                self.assertTrue(m.name.startswith("bytecode/") and m.isfile(), m.name)
+                sha, key = m.name[len("bytecode/"):].split(".", 1)
+                self.assertIn(sha, wheels)
+                self.assertTrue(key.startswith("cpython-"), key)
+                self.assertTrue(t.extractfile(m).read().startswith(b"envbox-bytecode-layer 1\nwheel " + sha.encode()))
+        self.assertEqual(len(members), 7)
         self.index.close()
         self.at_node("unpack", out, "renamed")
         self.assert_works("renamed", ["alpha", "beta", "gamma"])

@@ -72,7 +72,7 @@ struct World {
     explicit World(const fs::path& wheel) {
         item.sha256 = to_hex(sha256_file(wheel));
         item.filename = wheel.filename().string();
-        item.bytecode.push_back({env::bytecode_key(in, 0), std::nullopt, true, false});
+        item.bytecode.push_back({env::bytecode_key(in, 0), std::nullopt, true, false, {}});
     }
     store::Ingest ingest(const fs::path& wheel) {
         return store::Ingest(store, wheel, item.sha256, item.filename, true);

@@ -263,15 +263,18 @@ class SdistBuilds(unittest.TestCase):
             os.path.join(self.project.home, "store-v1", "builds", "*"))}
         self.assertEqual(len(built), 3)
 
-        # pack: the lock, the builds list (sdist, wheel, size, name, key), then every wheel.
+        # pack: the lock, the builds list (sdist, wheel, size, name, key), every wheel, then
+        # each built wheel's bytecode.
         packed = os.path.join(self.tmp, "e.tar")
         self.project.run("pack", "e", "--output", packed)
         with tarfile.open(packed) as t:
             names = t.getnames()
             builds = t.extractfile("builds").read().decode()
         self.assertEqual(names[:2], ["pylock.toml", "builds"])
-        self.assertEqual(sorted(n.split("-")[0] for n in names[2:]),
+        self.assertEqual(sorted(n.split("-")[0] for n in names[2:5]),
                          ["wheels/demo", "wheels/modern", "wheels/zipped"])
+        self.assertEqual(len(names[5:]), 3)
+        self.assertTrue(all(n.startswith("bytecode/") for n in names[5:]), names)
         lines = builds.splitlines()
         self.assertEqual(lines[0], "envbox-pack-builds 1")
         sdist_shas = {sha256_file(p) for p in self.sdists.values()}

@@ -1,6 +1,6 @@
 // Bytecode in the store: keys that name files, which members get a .pyc, the bytecode list's
-// format (and what it refuses), compiled modules stored as objects, and the sweep of lists no
-// generation links.
+// format (and what it refuses), compiled modules stored as objects, the sweep of lists no
+// generation links, and the layer a list travels in (and what a receiving store refuses).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "envbox/store/bytecode.hpp"
+#include "envbox/store/bytecode_layer.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -205,4 +206,145 @@ TEST_CASE("bytecode lists: published, loaded, damaged ones refused, swept when n
                       0444, Durability::none);
     CHECK_THROWS_AS(store.load_bytecode(w.wheel_sha256, k0), Error);
     CHECK_FALSE(store.check(false, 1).clean());
+}
+
+namespace {
+
+// A .pyc as CPython writes an unchecked-hash one: magic, flags 1, an 8-byte source hash, code.
+std::string pyc_bytes(std::string_view magic_hex, std::string_view code, unsigned flags = 1) {
+    std::string out;
+    for (std::size_t i = 0; i < 8; i += 2)
+        out += static_cast<char>(std::stoi(std::string(magic_hex.substr(i, 2)), nullptr, 16));
+    out += std::string{static_cast<char>(flags), 0, 0, 0};
+    out += std::string(8, 'h');
+    return out + std::string(code);
+}
+
+// A wheel of two modules and a data file, stored, with its level-0 list for `k` published.
+struct LayerWorld {
+    envboxtest::TempDir tmp{"envbox-layer"};
+    store::Store store{tmp.path};
+    store::WheelFiles w;
+    store::WheelBytecode list;
+    store::BytecodeKey k{"cpython-311", "a70d0d0a", 0};
+    LayerWorld() {
+        w.wheel_sha256 = std::string(64, 'c');
+        w.filename = "pkg-1.0-py3-none-any.whl";
+        w.name = "pkg";
+        w.version = "1.0";
+        w.dist_info = "pkg-1.0.dist-info";
+        list.wheel_sha256 = w.wheel_sha256;
+        list.key = k;
+        for (const char* path : {"pkg/__init__.py", "pkg/mod.py"}) {
+            store::WheelFile src = store.put_object(std::string("# ") + path + "\n");
+            src.path = path;
+            w.files.push_back(src);
+            store::BytecodeFile f;
+            f.source = path;
+            f.source_digest = src.digest;
+            f.pyc = store.put_object(pyc_bytes(k.magic, path));
+            f.pyc.path = path;
+            list.files.push_back(f);
+        }
+        store::WheelFile data = store.put_object("data");
+        data.path = "pkg/data.txt";
+        w.files.push_back(data);
+        list.sources = 2;
+        store.publish({&w}, {&list});
+    }
+};
+
+}  // namespace
+
+TEST_CASE("bytecode layer: the same list writes the same bytes, and a node adopts it",
+          "[bytecode]") {
+    LayerWorld a;
+    const fs::path one = a.tmp.path / "one.layer", two = a.tmp.path / "two.layer";
+    const store::BytecodeLayer l1 = store::write_bytecode_layer(a.store, a.list, one);
+    const store::BytecodeLayer l2 = store::write_bytecode_layer(a.store, a.list, two);
+    CHECK(l1.sha256 == l2.sha256);
+    CHECK(l1.size == fs::file_size(one));
+    CHECK(to_hex(sha256_file(one)) == l1.sha256);
+
+    // A node that stored the same wheel (its file list) but no .pyc.
+    envboxtest::TempDir node("envbox-layer-node");
+    store::Store other(node.path);
+    for (const auto& f : a.w.files)
+        other.put_object(read_file(a.store.object_path(f.digest, false)));
+    other.publish({&a.w}, {});
+    const store::WheelBytecode got = store::adopt_bytecode_layer(other, one, a.w, a.k, "layer");
+    REQUIRE(got.files.size() == 2);
+    other.publish({&a.w}, {&got});
+    const auto loaded = other.load_bytecode(a.w.wheel_sha256, a.k);
+    REQUIRE(loaded);
+    CHECK(serialise_bytecode(*loaded) == serialise_bytecode(a.list));
+    CHECK_FALSE(other.damaged_objects(*loaded, true));
+}
+
+TEST_CASE("bytecode layer: what a hostile layer may not do", "[bytecode]") {
+    LayerWorld a;
+    const fs::path good = a.tmp.path / "good.layer";
+    store::write_bytecode_layer(a.store, a.list, good);
+    const std::string bytes = read_file(good);
+    auto refused = [&](const std::string& layer, const store::BytecodeKey& key,
+                       const std::string& why) {
+        const fs::path p = a.tmp.path / "bad.layer";
+        write_file_atomic(p, layer, 0644, Durability::none);
+        try {
+            store::adopt_bytecode_layer(a.store, p, a.w, key, "the layer");
+            FAIL("accepted: " << why);
+        } catch (const Error& e) {
+            CHECK(e.code() == ErrorCode::integrity);
+            CHECK_THAT(e.message(), Catch::Contains("the layer"));
+        }
+    };
+    // Its header: another wheel, another key, another format.
+    refused(bytes, {"cpython-312", "cb0d0d0a", 0}, "another key");
+    std::string other = bytes;
+    other.replace(other.find("wheel ") + 6, 4, "dddd");
+    refused(other, a.k, "another wheel");
+    refused("envbox-bytecode-layer 2\n" + bytes.substr(bytes.find('\n') + 1), a.k, "format 2");
+    refused(bytes.substr(0, bytes.size() - 1), a.k, "one byte short");
+    refused(bytes + "x", a.k, "one byte more");
+    // A .pyc whose bytes are not the list's digest (the last byte of the file changed).
+    std::string flipped = bytes;
+    flipped.back() ^= 1;
+    refused(flipped, a.k, "a .pyc not its digest");
+
+    // Lists that do not fit the wheel: a module of another digest, a file that is no module,
+    // the same module twice, another module count.
+    auto with_list = [&](store::WheelBytecode b, std::vector<std::string> pycs) {
+        const std::string text = serialise_bytecode(b);
+        std::string out = "envbox-bytecode-layer 1\nwheel " + b.wheel_sha256 + "\nkey " +
+                          b.key.name() + "\nlist " + std::to_string(text.size()) + "\n" + text;
+        for (const auto& p : pycs)
+            out += p;
+        return out;
+    };
+    const std::string p0 = read_file(a.store.object_path(a.list.files[0].pyc.digest, false));
+    const std::string p1 = read_file(a.store.object_path(a.list.files[1].pyc.digest, false));
+    store::WheelBytecode b = a.list;
+    b.files[0].source_digest = std::string(64, 'e');
+    refused(with_list(b, {p0, p1}), a.k, "a source of another digest");
+    b = a.list;
+    b.files[1].source = "pkg/data.txt";
+    b.files[1].source_digest = a.w.files[2].digest;
+    refused(with_list(b, {p0, p1}), a.k, "a data file as a module");
+    b = a.list;
+    b.files[1] = b.files[0];
+    refused(with_list(b, {p0, p0}), a.k, "a module twice");
+    b = a.list;
+    b.sources = 3;
+    refused(with_list(b, {p0, p1}), a.k, "three modules counted");
+    // A .pyc of another interpreter's magic, or checked-hash flags, though its digest is right.
+    for (const std::string& pyc :
+         {pyc_bytes("cb0d0d0a", "pkg/__init__.py"), pyc_bytes(a.k.magic, "pkg/__init__.py", 3)}) {
+        b = a.list;
+        const store::WheelFile stored = a.store.put_object(pyc);
+        b.files[0].pyc.digest = stored.digest;
+        b.files[0].pyc.size = stored.size;
+        refused(with_list(b, {pyc, p1}), a.k, "another magic or flags");
+    }
+    // Only the list's own sources are adopted: the good layer still is.
+    CHECK(store::adopt_bytecode_layer(a.store, good, a.w, a.k, "layer").files.size() == 2);
 }

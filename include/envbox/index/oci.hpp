@@ -28,6 +28,11 @@ inline constexpr std::string_view kManifestMediaType = "application/vnd.oci.imag
 inline constexpr std::string_view kEmptyMediaType = "application/vnd.oci.empty.v1+json";
 inline constexpr std::string_view kLockMediaType = "application/vnd.envbox.pylock.v1+toml";
 inline constexpr std::string_view kWheelMediaType = "application/vnd.envbox.wheel.v1+zip";
+/// A wheel's `.pyc` files for one interpreter and level (store/bytecode_layer.hpp), annotated
+/// with the wheel's sha256 and the bytecode key's name.
+inline constexpr std::string_view kBytecodeMediaType = "application/vnd.envbox.bytecode.v1";
+inline constexpr std::string_view kBytecodeWheelAnnotation = "dev.envbox.wheel";
+inline constexpr std::string_view kBytecodeKeyAnnotation = "dev.envbox.bytecode-key";
 inline constexpr std::string_view kTitleAnnotation = "org.opencontainers.image.title";
 /// On a wheel layer built from the lock's sdist (no file of the lock): that sdist's sha256, and
 /// the key of the build that made it (its text, `install::BuildKey::text()`).

@@ -33,6 +33,8 @@ struct BytecodeReport {
     std::size_t compile_workers = 0;  ///< interpreter workers started
     double compile_s = 0;             ///< thread-seconds spent compiling and storing
     double compile_wait_s = 0;        ///< of those, waiting on a module an early task was compiling
+    std::size_t received = 0;         ///< `.pyc` files a received artifact carried, now stored
+    std::size_t received_lists = 0;   ///< (wheel, key) lists they came in
 };
 
 /// `BytecodeTasks::finish`'s answer: the lists to publish (each its item's) and the report.
@@ -55,6 +57,19 @@ std::vector<store::BytecodeKey> bytecode_keys(const env::Interpreter& in,
 void plan_bytecode(const store::Store& store, std::vector<Item>& items,
                    const std::vector<store::BytecodeKey>& keys, bool hash, unsigned jobs,
                    Progress& progress);
+
+/// Received bytecode (pull, unpack): each (item, key) `plan_bytecode` marked to compile whose
+/// layer `layers` holds ("<wheel sha256>/<key name>" → the layer's file) is taken from it instead.
+void take_received_bytecode(std::vector<Item>& items,
+                            const std::map<std::string, std::filesystem::path>& layers);
+
+/// Once the items' wheels are stored: each received layer checked against its wheel and its
+/// `.pyc` files stored (`store::adopt_bytecode_layer`; a bad layer is an integrity error naming
+/// it), on `jobs` threads. Each list is set on its item and added to `lists` (to publish); the
+/// counts go into `report`.
+void adopt_received_bytecode(const store::Store& store, std::vector<Item>& items, unsigned jobs,
+                             BytecodeReport& report,
+                             std::vector<const store::WheelBytecode*>& lists);
 
 /// How many (item, key) bytecode lists `plan_bytecode` marked to compile.
 std::size_t bytecode_lists_to_compile(const std::vector<Item>& items);

@@ -59,6 +59,9 @@ struct FetchPlan {
     /// With `received`: the built wheels it carried, by the sha256 of the sdist each was built
     /// from (create adopts them: a node never builds).
     const std::map<std::string, BuiltRecord>* received_builds = nullptr;
+    /// With `received`: the bytecode layers it carried, "<wheel sha256>/<key name>" → file
+    /// (`take_received_bytecode`); their lists are adopted, not compiled.
+    const std::map<std::string, std::filesystem::path>* received_bytecode = nullptr;
     bool verify_by_content = false;  ///< --force: check stored objects by content
     unsigned jobs = 1;
     const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode

@@ -23,6 +23,9 @@ struct ItemBytecode {
     std::optional<store::WheelBytecode> list;  ///< set once the store has it (or it compiled)
     bool compile = false;  ///< no list yet, or one with a damaged `.pyc`: compile
     bool replace = false;  ///< store every `.pyc` again (a damaged one was found by content)
+    /// The layer a received artifact carried for this wheel and key (`take_received_bytecode`):
+    /// adopted, not compiled, once the wheel is stored.
+    std::filesystem::path received;
 };
 
 /// What one selected package installs from.

@@ -49,6 +49,10 @@ struct CreateOptions {
     /// installs that wheel (checked as a build's output is: the package, version and target);
     /// one with none is an integrity error. The build's record is kept in the store.
     std::map<std::string, install::BuiltRecord> received_builds;
+    /// With `received`: the bytecode it carried, "<wheel sha256>/<key name>" → the layer's file
+    /// (store/bytecode_layer.hpp). A list this interpreter needs is adopted from there, checked
+    /// against its stored wheel, instead of compiled; the rest compile as always.
+    std::map<std::string, std::filesystem::path> received_bytecode;
     /// Set by run's sync: a lock that would move the environment off its current generation's
     /// CUDA line (or torch label) is refused (invalid_input) naming the change and the command
     /// that makes it on purpose, before anything is fetched or built.

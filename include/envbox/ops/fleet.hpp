@@ -36,17 +36,22 @@ struct PushOptions {
     std::string env;
     std::string ref;  ///< REGISTRY/REPOSITORY[:TAG]; without a tag, `lock-<16 hex of the lock>`
     RegistryAccess access;
+    /// The store's `.pyc` files of each wheel for each key the generation was compiled for, one
+    /// layer per (wheel, key) (store/bytecode_layer.hpp); --no-bytecode: false.
+    bool bytecode = true;
 };
 
 struct PushResult {
-    std::string ref;              ///< with its tag
-    std::string manifest_digest;  ///< sha256:…
-    std::size_t wheels = 0;       ///< wheel blobs the manifest names
-    std::size_t uploaded = 0;     ///< blobs sent (wheels, the lock, the config)
-    std::size_t present = 0;      ///< blobs the repository already had (HEAD)
-    std::size_t mounted = 0;      ///< blobs mounted from another repository of the registry
-    std::size_t resumed = 0;      ///< uploads continued where a killed push left them
-    std::size_t refetched = 0;    ///< wheels fetched again by the lock's URL (then kept)
+    std::string ref;                  ///< with its tag
+    std::string manifest_digest;      ///< sha256:…
+    std::size_t wheels = 0;           ///< wheel blobs the manifest names
+    std::size_t uploaded = 0;         ///< blobs sent (wheels, the lock, the config)
+    std::size_t present = 0;          ///< blobs the repository already had (HEAD)
+    std::size_t mounted = 0;          ///< blobs mounted from another repository of the registry
+    std::size_t resumed = 0;          ///< uploads continued where a killed push left them
+    std::size_t refetched = 0;        ///< wheels fetched again by the lock's URL (then kept)
+    std::size_t bytecode_layers = 0;  ///< bytecode layers the manifest names
+    std::size_t pyc_files = 0;        ///< `.pyc` files in them
     std::uint64_t bytes_uploaded = 0;
     double seconds = 0;
 };
@@ -70,6 +75,9 @@ struct ReceiveOptions {
     /// `--update-lock`: take the artifact's lock over a different project lock (not over
     /// `--lock FILE`).
     bool update_lock = false;
+    /// --ignore-bytecode: link none of the artifact's `.pyc` files; this node compiles its own
+    /// (a node that runs no code the reviewed lock does not pin; docs/SECURITY.md).
+    bool ignore_bytecode = false;
 };
 
 struct ReceiveResult {
@@ -81,7 +89,10 @@ struct ReceiveResult {
     std::uint64_t bytes = 0;  ///< bytes received
     std::string manifest_digest;
     std::string mirror;  ///< the mirror the artifact came through (pull); empty: the registry
-    std::string mirror_failed;  ///< why the mirror was passed over, when it was
+    std::string mirror_failed;        ///< why the mirror was passed over, when it was
+    std::size_t bytecode_layers = 0;  ///< bytecode layers the artifact carries
+    std::size_t pyc_received = 0;     ///< `.pyc` files taken from them into the store
+    std::size_t compiled = 0;         ///< modules this node compiled (0: none was missing)
     CreateResult create;
     double seconds = 0;
 };
@@ -105,18 +116,25 @@ struct PullOptions {
 /// read.
 ReceiveResult pull(const Context& ctx, const PullOptions& options);
 
+/// `pack --format`: envbox's own tar (the default), or an OCI image layout holding the manifest
+/// and blobs `push` sends, as a tar (skopeo's `oci-archive:`) or a folder (`oci:`).
+enum class PackFormat { envbox, oci, oci_dir };
+
 struct PackOptions {
     std::string env;
     std::filesystem::path output;
+    PackFormat format = PackFormat::envbox;
     /// zstd-compressed: true, false, or nullopt: by the file name (`.zst`, `.tzst`).
     std::optional<bool> zstd;
+    bool bytecode = true;  ///< as `PushOptions::bytecode`: members bytecode/<wheel sha256>.<key>
 };
 
 struct PackResult {
     std::filesystem::path output;
     std::size_t wheels = 0;
     std::size_t refetched = 0;
-    std::uint64_t bytes = 0;  ///< the file's size
+    std::size_t bytecode_layers = 0, pyc_files = 0;  ///< as `PushResult`'s
+    std::uint64_t bytes = 0;                         ///< the file's size
     double seconds = 0;
 };
 

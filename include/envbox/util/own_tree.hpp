@@ -71,6 +71,17 @@ std::uint64_t remove_own_entry(int dir, const std::string& name,
 /// not exist.
 bool remove_own_tree(const std::filesystem::path& root, const std::filesystem::path& path);
 
+/// A work folder `path` below `root` (the home's tmp/), removed by `remove_own_tree` when this
+/// goes out of scope; a failure then is passed over (a folder left in tmp/ costs only space).
+struct RemoveOwnTree {
+    std::filesystem::path root, path;
+    RemoveOwnTree(std::filesystem::path r, std::filesystem::path p)
+        : root(std::move(r)), path(std::move(p)) {}
+    ~RemoveOwnTree();
+    RemoveOwnTree(const RemoveOwnTree&) = delete;
+    RemoveOwnTree& operator=(const RemoveOwnTree&) = delete;
+};
+
 /// Opens the regular file of the open folder `dir` named `path.filename()` (`path` names it in
 /// errors) with `flags` (O_RDONLY, or O_WRONLY|O_APPEND|O_CREAT: mode 0666 less the umask),
 /// never through a link (`refuse_planted_link`) and without blocking on a FIFO; anything but a

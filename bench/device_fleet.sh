@@ -58,7 +58,7 @@ m = json.load(urllib.request.urlopen(urllib.request.Request(
     headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})))
 by = {}
 for l in m["layers"]:
-    t = l["mediaType"].split(".")[-1]
+    t = l["mediaType"].split("vnd.envbox.")[-1]
     n, s = by.get(t, (0, 0))
     by[t] = (n + 1, s + l["size"])
 for t, (n, s) in sorted(by.items()):
@@ -92,8 +92,8 @@ for side in "build node:/tmp/hb:/tmp/p" "pulled node:/tmp/hn:/tmp/n"; do
         timed "import torch, $name ($i)" "$E" --home "$home" run torch -- python -c "import torch"
     done
 done
-cd /tmp/p
 "$E" --home /tmp/hn run torch -- python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
+cd /tmp/p
 rm -rf /tmp/hn /tmp/n
 
 echo "== pack and unpack, both formats"

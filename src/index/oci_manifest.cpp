@@ -172,7 +172,9 @@ ArtifactManifest ArtifactManifest::parse(std::string_view json, const std::strin
         throw bad(std::string("the manifest is not JSON: ") + e.what());
     }
     if (!j.is_object()) throw bad("the manifest is not a JSON object");
-    if (j.value("schemaVersion", 0) != 2) throw bad("the manifest's schemaVersion is not 2");
+    if (!j.contains("schemaVersion") || !j["schemaVersion"].is_number_integer() ||
+        j["schemaVersion"].get<std::int64_t>() != 2)
+        throw bad("the manifest's schemaVersion is not 2");
     std::string media = j.contains("mediaType") && j["mediaType"].is_string()
                             ? j["mediaType"].get<std::string>()
                             : "";

@@ -35,6 +35,16 @@ std::vector<store::BytecodeKey> bytecode_keys(const env::Interpreter& in,
     return keys;
 }
 
+void distrust_received_bytecode(std::vector<Item>& items) {
+    for (auto& item : items)
+        for (auto& b : item.bytecode)
+            if (b.list && b.list->received) {
+                b.list.reset();
+                b.compile = true;
+                b.replace = true;
+            }
+}
+
 void take_received_bytecode(std::vector<Item>& items,
                             const std::map<std::string, fs::path>& layers) {
     for (auto& item : items)
@@ -54,8 +64,9 @@ void adopt_received_bytecode(const store::Store& store, std::vector<Item>& items
         Item& item = items[i];
         for (auto& b : item.bytecode) {
             if (b.received.empty()) continue;
+            // The layer's file is named by its digest (cache/downloads/<sha256>.pyc-layer).
             b.list = store::adopt_bytecode_layer(
-                store, b.received, *item.wheel, b.key,
+                store, b.received, b.received.stem().string(), *item.wheel, b.key,
                 "the received bytecode of " + item.filename + " for " + b.key.name());
             files += b.list->files.size();
             ++received;

@@ -330,6 +330,7 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
     if (!missing.empty() && plan.received) check_received(items, missing, plan);
     if (!missing.empty() && plan.offline) check_offline(items, missing, plan);
     plan_bytecode(store, items, plan.bytecode, plan.verify_by_content, plan.jobs, progress);
+    if (plan.recompile_received) distrust_received_bytecode(items);
     if (plan.received_bytecode) take_received_bytecode(items, *plan.received_bytecode);
     const std::size_t to_compile = bytecode_lists_to_compile(items);
     std::optional<BytecodeTasks> bytecode;

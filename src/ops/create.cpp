@@ -199,6 +199,7 @@ install::FetchPlan fetch_plan(const Context& ctx, const CreateOptions& opt,
     if (opt.received) plan.received = &*opt.received;
     plan.received_builds = &opt.received_builds;
     plan.received_bytecode = &opt.received_bytecode;
+    plan.recompile_received = opt.ignore_received_bytecode;
     plan.verify_by_content = opt.force;
     plan.jobs = ctx.jobs;
     plan.interpreter = &interpreter;

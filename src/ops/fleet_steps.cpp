@@ -325,18 +325,23 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
     co.received = received.carried;
     co.received_builds = received.builds;
     co.received_bytecode = received.bytecode;
+    co.ignore_received_bytecode = opt.ignore_bytecode;
+    auto remove_layers = [&] {
+        for (const auto& [key, file] : received.bytecode)
+            fs::remove(file, ec);
+    };
     try {
         result.create = create(c, co);
     } catch (...) {
-        // The project's lock is what it was, or absent as it was.
+        // The project's lock is what it was, or absent as it was; no layer stays behind.
         if (previous)
             write_file_atomic(lock_path, *previous);
         else
             fs::remove(lock_path, ec);
+        remove_layers();
         throw;
     }
-    for (const auto& [key, file] : received.bytecode)
-        fs::remove(file, ec);
+    remove_layers();
     result.pyc_received = result.create.fetch.bytecode.received;
     result.compiled = result.create.fetch.bytecode.compiled;
 }
@@ -352,6 +357,11 @@ std::string accept_bytecode_layer(const std::set<std::string>& carried, const st
     std::string id = wheel + "/" + key;
     if (taken.count(id))
         throw Error(ErrorCode::integrity, what + " is a second bytecode layer of " + id);
+    const auto first = taken.lower_bound(wheel + "/");
+    if (std::distance(first, taken.lower_bound(wheel + "0")) >=
+        static_cast<std::ptrdiff_t>(kMaxBytecodeKeysPerWheel))
+        throw Error(ErrorCode::integrity,
+                    what + " is one bytecode layer too many for wheel " + wheel);
     return id;
 }
 
@@ -367,12 +377,14 @@ BytecodeLayers::BytecodeLayers(const Context& ctx, const Bundle& bundle, bool se
         if (auto k = store::BytecodeKey::parse(name)) keys.push_back(*k);
     if (keys.empty()) return;
     const store::Home home(ctx.home);
+    // Held while the folder lives (gc's sweep empties tmp/, and waits for it).
+    make_own_dir_at_path(ctx.home, home.locks());
+    lock_.emplace(FileLock::shared(home.store_lock()));
     make_own_dir_at_path(ctx.home, home.tmp());
     dir_.emplace(home.tmp(),
                  home.tmp() / create_steps::work_folder_name("bytecode", bundle.lock_sha256));
     make_own_dir_at_path(home.tmp(), dir_->path);
     store::Store store(ctx.home);
-    FileLock held = FileLock::shared(home.store_lock());  // gc's sweep waits
     std::vector<std::pair<const BundleWheel*, const store::BytecodeKey*>> todo;
     std::set<std::string> seen;
     for (const auto& w : bundle.wheels)

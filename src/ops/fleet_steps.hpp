@@ -15,6 +15,7 @@
 #include "envbox/install/built.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/ops/fleet.hpp"
+#include "envbox/util/fs.hpp"
 #include "envbox/util/own_tree.hpp"
 
 namespace envbox::ops::fleet {
@@ -76,6 +77,7 @@ class BytecodeLayers {
     std::vector<BundleBytecode> layers;
 
   private:
+    std::optional<FileLock> lock_;  // the store lock, shared: declared first, released last
     std::optional<RemoveOwnTree> dir_;
 };
 
@@ -85,10 +87,16 @@ class BytecodeLayers {
 index::oci::ArtifactManifest artifact_manifest(const Bundle& bundle,
                                                const std::vector<BundleBytecode>& bytecode);
 
+/// What an artifact may carry as bytecode, at most: layers per wheel (a builder sends one
+/// interpreter's levels: 0 and PYTHONOPTIMIZE's), and bytes in all (the torch stack's are
+/// ~0.4 GB).
+inline constexpr std::size_t kMaxBytecodeKeysPerWheel = 4;
+inline constexpr std::uint64_t kMaxArtifactBytecodeBytes = 8ull << 30;
+
 /// The receiving side's check of a bytecode layer's names, where it enters: the wheel is one the
 /// artifact carries (`carried`) and the key a bytecode key's name. Returns the key of the layer in
-/// `Received::bytecode`; refuses (integrity, naming `what`) anything else or a second layer of
-/// one (wheel, key).
+/// `Received::bytecode`; refuses (integrity, naming `what`) anything else, a second layer of one
+/// (wheel, key), or a wheel's layer past `kMaxBytecodeKeysPerWheel`.
 std::string accept_bytecode_layer(const std::set<std::string>& carried, const std::string& wheel,
                                   const std::string& key, const std::string& what,
                                   const std::map<std::string, std::filesystem::path>& taken);

@@ -51,7 +51,6 @@ std::string build_lock_name(const std::string& env, const std::string& name) {
     return "pylock." + env + ".build." + name + ".toml";
 }
 
-// Removes the unpacked sdist however `metadata` ends.
 // The `Dynamic` fields of a core metadata text's header, lowercased.
 std::vector<std::string> dynamic_fields(std::string_view text) {
     std::vector<std::string> out;

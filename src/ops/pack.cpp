@@ -119,6 +119,10 @@ void write_pack_members(archive* w, const fleet::Bundle& bundle,
             [&](archive* a) { write_data(a, builds.data(), builds.size(), kBuildsMember); },
             result.output);
     std::set<std::string> seen;
+    for (const auto& wheel : bundle.wheels)
+        seen.insert(wheel.filename);
+    ctx.progress->phase("Packing", seen.size());
+    seen.clear();
     std::string buf(kBlock, '\0');
     for (const auto& wheel : bundle.wheels) {
         if (!seen.insert(wheel.filename).second) continue;
@@ -175,6 +179,7 @@ void write_oci_members(archive* w, const fleet::Bundle& bundle,
                        PackResult& result) {
     std::string index;
     const auto blobs = layout_blobs(bundle, layers, index);
+    ctx.progress->phase("Packing", blobs.size());
     auto text_member = [&](const std::string& name, const std::string& text) {
         add_member(
             w, name, text.size(),
@@ -198,6 +203,7 @@ void write_oci_folder(const fs::path& dir, const fleet::Bundle& bundle,
                       const std::vector<fleet::BundleBytecode>& layers, const Context& ctx) {
     std::string index;
     const auto blobs = layout_blobs(bundle, layers, index);
+    ctx.progress->phase("Packing", blobs.size());
     fs::create_directories(dir / kOciBlobDir);
     write_file_atomic(dir / kOciLayoutMember, kOciLayoutText);
     write_file_atomic(dir / kOciIndexMember, index);
@@ -230,9 +236,15 @@ PackResult pack(const Context& ctx, const PackOptions& opt) {
     fs::path tmp = result.output;
     tmp += ".tmp-" + std::to_string(::getpid());
     ScopedRemove remove(tmp);
-    ctx.progress->phase("Packing", bundle.wheels.size() + layers.size() + 3);
+
     if (opt.format == PackFormat::oci_dir) {
-        write_oci_folder(tmp, bundle, layers, ctx);
+        try {
+            write_oci_folder(tmp, bundle, layers, ctx);
+        } catch (const fs::filesystem_error& e) {
+            throw Error(ErrorCode::generic, "cannot write " + tmp.string() + ": " +
+                                                e.code().message() + " (" + e.path1().string() +
+                                                ")");
+        }
     } else {
         Writer w;
         if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||

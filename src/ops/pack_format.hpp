@@ -57,8 +57,9 @@ std::string read_member(archive* a, std::uint64_t limit, const std::string& what
 
 /// The member's data into `dest` (a temporary name beside it, renamed once its size is `size`
 /// and its sha256 `sha256`, when that is given); anything else is refused and nothing is left.
-void extract_member(archive* a, const std::filesystem::path& dest, const std::string& sha256,
-                    std::uint64_t size, const std::string& what);
+/// Returns its sha256.
+std::string extract_member(archive* a, const std::filesystem::path& dest, const std::string& sha256,
+                           std::uint64_t size, const std::string& what);
 
 /// The size of a member that may be read: a regular file under a safe name, given once.
 std::uint64_t member_size(archive_entry* e, const std::string& name, const std::string& what,

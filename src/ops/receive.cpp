@@ -61,6 +61,7 @@ std::vector<const oci::Descriptor*> bytecode_to_fetch(const oci::ArtifactManifes
                                                       const fs::path& downloads, Received& in) {
     std::vector<const oci::Descriptor*> out;
     std::map<std::string, fs::path> seen;
+    std::uint64_t total = 0;
     for (const auto& l : m.layers) {
         if (l.media_type != oci::kBytecodeMediaType) continue;
         const std::string what = ref + ": layer " + l.digest;
@@ -68,9 +69,11 @@ std::vector<const oci::Descriptor*> bytecode_to_fetch(const oci::ArtifactManifes
         const std::string& key = l.annotations.at(std::string(oci::kBytecodeKeyAnnotation));
         const std::string id = accept_bytecode_layer(in.carried, wheel, key, what, seen);
         seen[id];
-        if (l.size > store::kMaxBytecodeLayerBytes)
-            throw Error(ErrorCode::integrity,
-                        what + " claims " + std::to_string(l.size) + " bytes");
+        total += std::min(l.size, kMaxArtifactBytecodeBytes + 1);
+        if (l.size > store::kMaxBytecodeLayerBytes || total > kMaxArtifactBytecodeBytes)
+            throw Error(ErrorCode::integrity, what + " claims " + std::to_string(l.size) +
+                                                  " bytes, past the limit " +
+                                                  "of an artifact's bytecode");
         if (receive.ignore_bytecode || receive.compile == false ||
             store.load_bytecode(wheel, *store::BytecodeKey::parse(key)))
             continue;
@@ -104,8 +107,7 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
     fs::create_directories(home.downloads(), ec);
     std::vector<BlobTo> fetch;
     auto want = [&](const oci::Descriptor& d, const fs::path& to) {
-        if (std::none_of(fetch.begin(), fetch.end(),
-                         [&](const BlobTo& f) { return f.blob->digest == d.digest; }))
+        if (std::none_of(fetch.begin(), fetch.end(), [&](const BlobTo& f) { return f.to == to; }))
             fetch.push_back({&d, to});
     };
     for (const auto& l : m.layers) {

@@ -67,8 +67,8 @@ std::string read_member(archive* a, std::uint64_t limit, const std::string& what
 
 // The member's data into `dest` (a temporary name beside it, renamed once its size is `size`
 // and its sha256 `sha256`, when that is given); anything else is refused and nothing is left.
-void extract_member(archive* a, const fs::path& dest, const std::string& sha256, std::uint64_t size,
-                    const std::string& what) {
+std::string extract_member(archive* a, const fs::path& dest, const std::string& sha256,
+                           std::uint64_t size, const std::string& what) {
     fs::path tmp = dest;
     tmp += ".unpack-" + std::to_string(::getpid());
     ScopedRemove remove(tmp);
@@ -107,6 +107,7 @@ void extract_member(archive* a, const fs::path& dest, const std::string& sha256,
         throw Error(ErrorCode::generic,
                     "cannot move " + tmp.string() + " to " + dest.string() + ": " + ec.message());
     remove.release();
+    return actual;
 }
 
 // The size of a member that may be read: a regular file under a safe name, given once.
@@ -171,29 +172,39 @@ struct BytecodeSink {
     const store::Store& store;
     fs::path downloads;
     bool take = true;
+    std::uint64_t bytes = 0;  // the bytecode members' sizes so far
 };
 
 // A member `bytecode/<wheel sha256>.<key name>`, after the wheels: checked as pull checks a
 // bytecode layer (`fleet::accept_bytecode_layer`), then extracted for create unless the node
-// takes none or the store holds that list.
-void unpack_bytecode(archive* a, const std::string& name, std::uint64_t size,
-                     const std::string& what, const BytecodeSink& sink, fleet::Received& in) {
+// takes none or the store holds that list. Returns whether it was extracted.
+bool unpack_bytecode(archive* a, const std::string& name, std::uint64_t size,
+                     const std::string& what, BytecodeSink& sink, fleet::Received& in) {
     const std::string rest = name.substr(std::string_view(kBytecodeDir).size());
     const auto dot = rest.find('.');
     if (dot != 64 || !pep::is_sha256_hex(rest.substr(0, 64)))
         throw Error(ErrorCode::integrity, what + " is not bytecode/<wheel sha256>.<key>");
     const std::string wheel = rest.substr(0, 64), key = rest.substr(65);
     const std::string id = fleet::accept_bytecode_layer(in.carried, wheel, key, what, in.bytecode);
-    if (size > store::kMaxBytecodeLayerBytes)
-        throw Error(ErrorCode::integrity, what + " is " + std::to_string(size) + " bytes");
+    sink.bytes += std::min(size, fleet::kMaxArtifactBytecodeBytes + 1);
+    if (size > store::kMaxBytecodeLayerBytes || sink.bytes > fleet::kMaxArtifactBytecodeBytes)
+        throw Error(ErrorCode::integrity, what + " is " + std::to_string(size) +
+                                              " bytes, past the limit of a pack's bytecode");
     if (!sink.take || sink.store.load_bytecode(wheel, *store::BytecodeKey::parse(key))) {
         in.bytecode[id];  // seen: a second one is refused
         archive_read_data_skip(a);
-        return;
+        return false;
     }
-    const fs::path to = sink.downloads / (wheel + "." + key + ".pyc-layer");
-    extract_member(a, to, {}, size, what);
+    // Extracted under a name of this process, then named by its digest, as pull names a layer.
+    const fs::path part = sink.downloads / (wheel + "." + key + ".unpack-" +
+                                            std::to_string(::getpid()) + ".pyc-layer");
+    ScopedRemove remove(part);
+    const std::string sha = extract_member(a, part, {}, size, what);
+    const fs::path to = fleet::bytecode_download(sink.downloads, sha);
+    fs::rename(part, to);
+    remove.release();
     in.bytecode[id] = to;
+    return true;
 }
 
 // The lock member: parsed, held to the reviewed lock, and each of its files entered in
@@ -223,8 +234,8 @@ void unpack_pack(const Context& ctx, const ReceiveOptions& receive, const fs::pa
     std::optional<lock::Pylock> pylock;
     std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>> by_name;
     fleet::Received in;
-    const BytecodeSink sink{store, home.downloads(),
-                            !receive.ignore_bytecode && receive.compile != false};
+    BytecodeSink sink{store, home.downloads(),
+                      !receive.ignore_bytecode && receive.compile != false};
     std::set<std::string> seen;
     archive_entry* e = nullptr;
     for (int index = 0;; ++index) {
@@ -251,7 +262,7 @@ void unpack_pack(const Context& ctx, const ReceiveOptions& receive, const fs::pa
             continue;
         }
         if (name.starts_with(kBytecodeDir)) {
-            unpack_bytecode(r.a, name, size, what, sink, in);
+            if (unpack_bytecode(r.a, name, size, what, sink, in)) result.bytes += size;
             result.bytecode_layers++;
             continue;
         }
@@ -292,7 +303,8 @@ ReceiveResult unpack(const Context& ctx, const UnpackOptions& opt) {
     ReceiveResult result;
     try {
         std::error_code ec;
-        if (fs::is_directory(file, ec) || is_oci_archive(file))
+        // A layout is a folder or a tar file (read twice: a pipe is envbox's own pack).
+        if (fs::is_directory(file, ec) || (fs::is_regular_file(file, ec) && is_oci_archive(file)))
             unpack_oci(ctx, receive, file, result);
         else
             unpack_pack(ctx, receive, file, result);

@@ -47,10 +47,18 @@ std::string layout_name(std::string name) {
 
 // Extracts the OCI archive `file` into `dir` (new, the store's tmp/): only oci-layout,
 // index.json and blobs/sha256/<hex> (each hashed while extracting, its bytes its name) and the
-// two folders; anything else, a link, a duplicate or an oversized member is refused.
+// two folders; anything else, a link, a duplicate or an oversized member is refused. The tar is
+// read as a plain tar (skopeo's oci-archive is one), so what is extracted is never more than
+// the file holds.
 void extract_layout(const fs::path& file, const fs::path& dir) {
     Reader r;
-    open_pack(r.a, file);
+    archive_read_support_format_tar(r.a);
+    if (archive_read_open_filename(r.a, file.c_str(), kBlock) != ARCHIVE_OK)
+        throw archive_error(r.a,
+                            "cannot open " + file.string() + " (an OCI layout is a plain tar)");
+    std::error_code ec;
+    const std::uint64_t file_bytes = fs::file_size(file, ec);
+    std::uint64_t total = 0;
     make_own_dir(dir, fs::path(kOciBlobDir).parent_path());
     std::set<std::string> seen;
     archive_entry* e = nullptr;
@@ -68,6 +76,8 @@ void extract_layout(const fs::path& file, const fs::path& dir) {
         }
         const std::string what = file.string() + ": member " + printable(name);
         const std::uint64_t size = member_size(e, name, what, seen);
+        total += size;
+        if (ec || total > file_bytes) throw refuse(what, "takes the layout past the file's size");
         if (name == kOciLayoutMember || name == kOciIndexMember) {
             const std::uint64_t limit =
                 name == kOciLayoutMember ? kMaxLayoutFileBytes : oci::kMaxManifestBytes;
@@ -85,16 +95,32 @@ void extract_layout(const fs::path& file, const fs::path& dir) {
     }
 }
 
-// A layout file read whole, no link followed, at most `limit` bytes.
-std::string read_layout_file(const fs::path& path, std::uint64_t limit) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) throw Error(ErrorCode::integrity, "cannot read " + path.string() + ": not a file");
+// A layout file opened for reading, no link followed: a regular file of at most `limit` bytes
+// (its size in `size`).
+UniqueFd open_layout_file(const fs::path& path, std::uint64_t limit, std::uint64_t& size) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
         static_cast<std::uint64_t>(st.st_size) > limit)
         throw Error(ErrorCode::integrity, path.string() + " is not a regular file of at most " +
                                               std::to_string(limit) + " bytes");
-    return read_file(path);
+    size = static_cast<std::uint64_t>(st.st_size);
+    return fd;
+}
+
+// A layout file read whole from that descriptor, at most `limit` bytes.
+std::string read_layout_file(const fs::path& path, std::uint64_t limit) {
+    std::uint64_t size = 0;
+    const UniqueFd fd = open_layout_file(path, limit, size);
+    std::string out(size, '\0');
+    std::size_t got = 0;
+    while (got < size) {
+        const ssize_t n = ::read(fd.get(), out.data() + got, size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw Error(ErrorCode::integrity, "cannot read " + path.string());
+        got += static_cast<std::size_t>(n);
+    }
+    return out;
 }
 
 // The layout's blobs: each read or copied with its sha256 and size checked (a folder the user
@@ -129,19 +155,33 @@ class LayoutSource final : public fleet::BlobSource {
             fs::rename(from, to, ec);
             if (!ec) return;
         }
-        struct stat st {};
-        if (::lstat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-            throw Error(ErrorCode::integrity,
-                        from.string() + " (" + d.digest + ") is missing or not a regular file");
+        // Copied from the descriptor that was checked, at most its size, hashed on the way.
+        std::uint64_t size = 0;
+        const UniqueFd in = open_layout_file(from, d.size, size);
+        if (size != d.size)
+            throw Error(ErrorCode::integrity, from.string() + " is not the blob " + d.digest +
+                                                  " of " + std::to_string(d.size) + " bytes");
         fs::path tmp = to;
         tmp += ".part-" + std::to_string(::getpid());
         ScopedRemove remove(tmp);
-        fs::remove(tmp, ec);
-        fs::copy_file(from, tmp);
-        std::uint64_t bytes = 0;
-        if ("sha256:" + to_hex(sha256_file(tmp, &bytes)) != d.digest || bytes != d.size)
-            throw Error(ErrorCode::integrity, from.string() + " is not the blob " + d.digest +
-                                                  " of " + std::to_string(d.size) + " bytes");
+        ::unlink(tmp.c_str());
+        UniqueFd out(
+            ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+        if (!out) throw Error(ErrorCode::generic, "cannot create " + tmp.string());
+        Sha256 hash;
+        std::string buf(kBlock, '\0');
+        for (std::uint64_t left = size; left > 0;) {
+            const ssize_t n = ::read(in.get(), buf.data(), std::min<std::uint64_t>(kBlock, left));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) throw Error(ErrorCode::integrity, from.string() + " ends early");
+            hash.update(buf.data(), static_cast<std::size_t>(n));
+            if (!write_all_fd(out.get(), buf.data(), static_cast<std::size_t>(n)))
+                throw Error(ErrorCode::generic, "cannot write " + tmp.string());
+            left -= static_cast<std::uint64_t>(n);
+        }
+        if ("sha256:" + to_hex(hash.finish()) != d.digest)
+            throw Error(ErrorCode::integrity, from.string() + " is not the blob " + d.digest);
+        out.reset();
         fs::rename(tmp, to);
         remove.release();
     }
@@ -152,6 +192,11 @@ class LayoutSource final : public fleet::BlobSource {
 
 // The manifest index.json names: the one image manifest of envbox's artifact type (or the
 // only manifest, where a copy dropped the index's artifactType).
+// A string field of a JSON object, or "" when it is absent or not a string.
+std::string text_field(const nlohmann::json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
 oci::Descriptor pick_manifest(const std::string& text, const std::string& what) {
     nlohmann::json j;
     try {
@@ -163,8 +208,8 @@ oci::Descriptor pick_manifest(const std::string& text, const std::string& what) 
         throw refuse(what, "names no manifests");
     std::vector<oci::Descriptor> all, ours;
     for (const auto& m : j["manifests"]) {
-        if (!m.is_object() || m.value("mediaType", "") != oci::kManifestMediaType) continue;
-        const std::string digest = m.value("digest", "");
+        if (text_field(m, "mediaType") != oci::kManifestMediaType) continue;
+        const std::string digest = text_field(m, "digest");
         if (!m.contains("size") || !m["size"].is_number_unsigned() ||
             !digest.starts_with("sha256:") ||
             !pep::is_sha256_hex(std::string_view(digest).substr(7)))
@@ -173,7 +218,7 @@ oci::Descriptor pick_manifest(const std::string& text, const std::string& what) 
             std::string(oci::kManifestMediaType), digest, m["size"].get<std::uint64_t>(), {}};
         if (d.size > oci::kMaxManifestBytes) throw refuse(what, "names a manifest too large");
         all.push_back(d);
-        if (m.value("artifactType", "") == oci::kArtifactType) ours.push_back(d);
+        if (text_field(m, "artifactType") == oci::kArtifactType) ours.push_back(d);
     }
     if (ours.size() == 1) return ours.front();
     if (ours.empty() && all.size() == 1) return all.front();
@@ -197,11 +242,14 @@ bool is_oci_archive(const fs::path& file) {
 void unpack_oci(const Context& ctx, const ReceiveOptions& receive, const fs::path& file,
                 ReceiveResult& result) {
     fs::path dir = file;
+    std::optional<FileLock> held;  // while the extracted folder lives: gc's sweep of tmp/ waits
     std::optional<RemoveOwnTree> extracted;
     std::error_code ec;
     const bool folder = fs::is_directory(file, ec);
     if (!folder) {
         const store::Home home(ctx.home);
+        make_own_dir_at_path(ctx.home, home.locks());
+        held.emplace(FileLock::shared(home.store_lock()));
         make_own_dir_at_path(ctx.home, home.tmp());
         dir = home.tmp() /
               create_steps::work_folder_name("unpack-oci", to_hex(sha256(file.string())));
@@ -216,7 +264,7 @@ void unpack_oci(const Context& ctx, const ReceiveOptions& receive, const fs::pat
         version = nlohmann::json::parse(layout);
     } catch (const nlohmann::json::exception&) {
     }
-    if (!version.is_object() || version.value("imageLayoutVersion", "") != "1.0.0")
+    if (text_field(version, "imageLayoutVersion") != "1.0.0")
         throw refuse(file.string() + ": oci-layout", "is not image layout version 1.0.0");
     const oci::Descriptor d =
         pick_manifest(read_layout_file(dir / kOciIndexMember, oci::kMaxManifestBytes),

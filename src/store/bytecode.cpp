@@ -117,6 +117,7 @@ std::string serialise_bytecode(const WheelBytecode& b) {
     out.add("key", b.key.name())
         .add("sources", std::to_string(b.sources))
         .add("compiled", std::to_string(b.files.size()));
+    if (b.received) out.add("received", "yes");
     std::string line;
     for (const auto& f : b.files) {
         require_digest(f.pyc.digest, "bytecode object digest");
@@ -162,6 +163,11 @@ std::optional<WheelBytecode> parse_bytecode(const std::string& text, std::string
     }
     if (count > b.sources) return std::nullopt;
     std::string_view rest = r.rest();
+    constexpr std::string_view kReceived = "received yes\n";
+    if (rest.starts_with(kReceived)) {
+        b.received = true;
+        rest.remove_prefix(kReceived.size());
+    }
     while (!rest.empty()) {
         auto nl = rest.find('\n');
         std::string_view l = rest.substr(0, nl);

@@ -33,8 +33,10 @@ std::string header_of(const WheelBytecode& b, std::size_t list_bytes) {
            "\nlist " + std::to_string(list_bytes) + "\n";
 }
 
-// Reads exactly `n` bytes of `fd` into `out` (resized), or fails naming `path`.
-void read_exact(int fd, std::string& out, std::uint64_t n, const fs::path& path) {
+// Reads exactly `n` bytes of `fd` into `out` (resized), or fails naming `path`; each byte read
+// goes into `hash` too, when given.
+void read_exact(int fd, std::string& out, std::uint64_t n, const fs::path& path,
+                Sha256* hash = nullptr) {
     out.resize(n);
     std::size_t got = 0;
     while (got < n) {
@@ -44,17 +46,20 @@ void read_exact(int fd, std::string& out, std::uint64_t n, const fs::path& path)
         if (r == 0) throw Error(ErrorCode::integrity, path.string() + " ends early");
         got += static_cast<std::size_t>(r);
     }
+    if (hash) hash->update(out);
 }
 
 // One line of the header: `field VALUE\n`, at most 128 bytes, read byte by byte (the header is
-// four short lines).
-std::string header_field(int fd, std::string_view field, const std::string& what) {
+// four short lines) and hashed.
+std::string header_field(int fd, std::string_view field, const std::string& what, Sha256& hash) {
     std::string line;
     char c = 0;
     while (line.size() <= 128) {
         const ssize_t r = ::read(fd, &c, 1);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0 || c == '\n') break;
+        if (r <= 0) break;
+        hash.update(&c, 1);
+        if (c == '\n') break;
         line += c;
     }
     if (c != '\n' || line.size() <= field.size() || line.compare(0, field.size(), field) != 0 ||
@@ -114,15 +119,24 @@ BytecodeLayer write_bytecode_layer(const Store& store, const WheelBytecode& b,
     put(list);
     std::string pyc;
     for (const auto& f : b.files) {
+        // Opened in the objects folder without following a link (a planted one would send
+        // whatever it points to), and sent only when its bytes are its name.
         const fs::path object = store.object_path(f.pyc.digest, false);
-        UniqueFd in(::open(object.c_str(), O_RDONLY | O_CLOEXEC));
+        const std::string rel = store.object_relpath(f.pyc.digest, false);
+        UniqueFd in(::openat(store.objects_dir_fd(), rel.c_str(),
+                             O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
         if (!in) sys_fail("cannot read store object", object, errno);
         struct stat st {};
-        if (::fstat(in.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != f.pyc.size)
+        if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+            static_cast<std::uint64_t>(st.st_size) != f.pyc.size)
             throw Error(ErrorCode::integrity, "store object " + object.string() + " (" + f.source +
-                                                  "'s .pyc) is not the size its list says; " +
+                                                  "'s .pyc) is not the file its list says; " +
                                                   "run `envbox verify --store`");
         read_exact(in.get(), pyc, f.pyc.size, object);
+        if (to_hex(sha256(pyc)) != f.pyc.digest)
+            throw Error(ErrorCode::integrity, "store object " + object.string() + " (" + f.source +
+                                                  "'s .pyc) is not its digest; run `envbox " +
+                                                  "verify --store --deep`");
         put(pyc);
     }
     layer.sha256 = to_hex(hash.finish());
@@ -130,33 +144,37 @@ BytecodeLayer write_bytecode_layer(const Store& store, const WheelBytecode& b,
 }
 
 WheelBytecode adopt_bytecode_layer(const Store& store, const fs::path& path,
-                                   const WheelFiles& wheel, const BytecodeKey& key,
-                                   const std::string& what) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+                                   const std::string& sha256_hex, const WheelFiles& wheel,
+                                   const BytecodeKey& key, const std::string& what) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd) sys_fail("cannot read", path, errno);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) sys_fail("cannot stat", path, errno);
     const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size > kMaxBytecodeLayerBytes)
-        throw Error(ErrorCode::integrity, what + " is " + std::to_string(size) + " bytes");
+    if (!S_ISREG(st.st_mode) || size > kMaxBytecodeLayerBytes)
+        throw Error(ErrorCode::integrity, what + " is not a regular file of at most " +
+                                              std::to_string(kMaxBytecodeLayerBytes) + " bytes");
+    Sha256 hash;
     std::string head;
-    read_exact(fd.get(), head, kLayerHeader.size(), path);
+    read_exact(fd.get(), head, kLayerHeader.size(), path, &hash);
     if (head != kLayerHeader)
         throw Error(ErrorCode::integrity, what + ": not an envbox bytecode layer");
-    if (header_field(fd.get(), "wheel", what) != wheel.wheel_sha256 ||
-        header_field(fd.get(), "key", what) != key.name())
+    if (header_field(fd.get(), "wheel", what, hash) != wheel.wheel_sha256 ||
+        header_field(fd.get(), "key", what, hash) != key.name())
         throw Error(ErrorCode::integrity, what + " is not the layer of wheel " +
                                               wheel.wheel_sha256 + " for " + key.name());
-    const std::string count = header_field(fd.get(), "list", what);
+    const std::string count = header_field(fd.get(), "list", what, hash);
     std::uint64_t list_bytes = 0;
     if (count.empty() || count.size() > 9 ||
         count.find_first_not_of("0123456789") != std::string::npos ||
         (list_bytes = std::stoull(count)) > kMaxListBytes)
         throw Error(ErrorCode::integrity, what + ": a list of " + count + " bytes");
     std::string text;
-    read_exact(fd.get(), text, list_bytes, path);
+    read_exact(fd.get(), text, list_bytes, path, &hash);
     auto list = parse_bytecode(text, wheel.wheel_sha256, key);
-    if (!list) throw Error(ErrorCode::integrity, what + ": its bytecode list does not parse");
+    // Exactly what envbox writes: no leading zeros, no size past 64 bits.
+    if (!list || serialise_bytecode(*list) != text)
+        throw Error(ErrorCode::integrity, what + ": its bytecode list is not one envbox writes");
     check_sources(*list, wheel, what);
     const auto at = static_cast<std::uint64_t>(::lseek(fd.get(), 0, SEEK_CUR));
     std::uint64_t want = at;
@@ -172,7 +190,7 @@ WheelBytecode adopt_bytecode_layer(const Store& store, const fs::path& path,
                                               std::to_string(want));
     std::string pyc;
     for (auto& f : list->files) {
-        read_exact(fd.get(), pyc, f.pyc.size, path);
+        read_exact(fd.get(), pyc, f.pyc.size, path, &hash);
         const auto flags = static_cast<unsigned char>(pyc[4]);
         if (hex4(pyc) != key.magic || flags != 1 || pyc[5] != 0 || pyc[6] != 0 || pyc[7] != 0)
             throw Error(ErrorCode::integrity, what + ": " + f.source + "'s .pyc is not " +
@@ -182,6 +200,12 @@ WheelBytecode adopt_bytecode_layer(const Store& store, const fs::path& path,
                         what + ": " + f.source + "'s .pyc is not its sha256 " + f.pyc.digest);
         store.put_object(pyc);
     }
+    // The file is the blob that was checked where it entered, read once: a file changed in
+    // between is refused (its objects, stored above, are named by no list).
+    if (to_hex(hash.finish()) != sha256_hex)
+        throw Error(ErrorCode::integrity,
+                    what + " changed after it was received: not its sha256 " + sha256_hex);
+    list->received = true;
     return *list;
 }
 

@@ -379,6 +379,15 @@ class PlainRegistry(Push):
         r = self.pull(ref, "again", "-v")
         self.assertIn("Bytecode: 0 .pyc files taken from 2 layers the artifact carried; 0 modules compiled here",
                       r.stderr)
+        # --ignore-bytecode in this home compiles the lists it took from the artifact again.
+        got = json.loads(self.pull(ref, "strict", "--json", "--ignore-bytecode").stdout)
+        self.assertEqual((got["pyc_received"], got["compiled"]), (0, 2), got)
+        self.assertEqual(self.pycs(self.node_home, "strict"), builder)
+        lists = glob.glob(os.path.join(self.node_home, "store-v1", "wheels", "*", "bytecode", "*"))
+        self.assertEqual(len(lists), 2)
+        for path in lists:
+            with open(path) as f:
+                self.assertNotIn("received yes", f.read())
         # A node that runs nothing the lock does not pin compiles its own: the same bytes.
         self.node_home = os.path.join(self.case, "strict-home")
         got = json.loads(self.pull(ref, "one", "--json", "--ignore-bytecode").stdout)
@@ -775,7 +784,7 @@ class OciLayout(Push):
             f.write(b"x")
         r = self.at_node("unpack", folder, "bad", check=False)
         self.assertEqual(r.returncode, 5, r.stderr)
-        self.assertIn("is not the blob", r.stderr)
+        self.assertIn(blob, r.stderr)  # one byte longer than its descriptor: not read past it
         self.assertEqual(self.node_wheels(), [])
         self.assertIsNone(envboxtest.current_generation(self.node_home, "bad"))
 

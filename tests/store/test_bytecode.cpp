@@ -272,13 +272,26 @@ TEST_CASE("bytecode layer: the same list writes the same bytes, and a node adopt
     for (const auto& f : a.w.files)
         other.put_object(read_file(a.store.object_path(f.digest, false)));
     other.publish({&a.w}, {});
-    const store::WheelBytecode got = store::adopt_bytecode_layer(other, one, a.w, a.k, "layer");
+    const store::WheelBytecode got =
+        store::adopt_bytecode_layer(other, one, l1.sha256, a.w, a.k, "layer");
     REQUIRE(got.files.size() == 2);
+    CHECK(got.received);
     other.publish({&a.w}, {&got});
     const auto loaded = other.load_bytecode(a.w.wheel_sha256, a.k);
     REQUIRE(loaded);
-    CHECK(serialise_bytecode(*loaded) == serialise_bytecode(a.list));
+    // Kept as received (`pull --ignore-bytecode` compiles it again), the same files otherwise.
+    CHECK(loaded->received);
+    CHECK(serialise_bytecode(*loaded).find("\nreceived yes\n") != std::string::npos);
+    store::WheelBytecode plain = *loaded;
+    plain.received = false;
+    CHECK(serialise_bytecode(plain) == serialise_bytecode(a.list));
     CHECK_FALSE(other.damaged_objects(*loaded, true));
+
+    // A node passes on what it received: the layer it writes carries the mark, and reads back.
+    const fs::path three = node.path / "three.layer";
+    const store::BytecodeLayer l3 = store::write_bytecode_layer(other, *loaded, three);
+    CHECK(l3.sha256 != l1.sha256);
+    CHECK(store::adopt_bytecode_layer(a.store, three, l3.sha256, a.w, a.k, "layer").received);
 }
 
 TEST_CASE("bytecode layer: what a hostile layer may not do", "[bytecode]") {
@@ -291,7 +304,7 @@ TEST_CASE("bytecode layer: what a hostile layer may not do", "[bytecode]") {
         const fs::path p = a.tmp.path / "bad.layer";
         write_file_atomic(p, layer, 0644, Durability::none);
         try {
-            store::adopt_bytecode_layer(a.store, p, a.w, key, "the layer");
+            store::adopt_bytecode_layer(a.store, p, to_hex(sha256(layer)), a.w, key, "the layer");
             FAIL("accepted: " << why);
         } catch (const Error& e) {
             CHECK(e.code() == ErrorCode::integrity);
@@ -323,6 +336,15 @@ TEST_CASE("bytecode layer: what a hostile layer may not do", "[bytecode]") {
     };
     const std::string p0 = read_file(a.store.object_path(a.list.files[0].pyc.digest, false));
     const std::string p1 = read_file(a.store.object_path(a.list.files[1].pyc.digest, false));
+    {
+        // A size written with a leading zero parses, but is not what envbox writes.
+        std::string text = serialise_bytecode(a.list);
+        const std::string field = " " + std::to_string(a.list.files[0].pyc.size) + " ";
+        text.replace(text.find(field), field.size(), " 0" + field.substr(1));
+        refused("envbox-bytecode-layer 1\nwheel " + a.w.wheel_sha256 + "\nkey " + a.k.name() +
+                    "\nlist " + std::to_string(text.size()) + "\n" + text + p0 + p1,
+                a.k, "a size with a leading zero");
+    }
     store::WheelBytecode b = a.list;
     b.files[0].source_digest = std::string(64, 'e');
     refused(with_list(b, {p0, p1}), a.k, "a source of another digest");
@@ -345,6 +367,19 @@ TEST_CASE("bytecode layer: what a hostile layer may not do", "[bytecode]") {
         b.files[0].pyc.size = stored.size;
         refused(with_list(b, {pyc, p1}), a.k, "another magic or flags");
     }
+    // The file is not the digest it was received under (changed since), though whole.
+    const fs::path moved = a.tmp.path / "moved.layer";
+    write_file_atomic(moved, bytes, 0644, Durability::none);
+    CHECK_THROWS_AS(
+        store::adopt_bytecode_layer(a.store, moved, std::string(64, 'a'), a.w, a.k, "the layer"),
+        Error);
+    // A link where the layer should be is never followed.
+    const fs::path link = a.tmp.path / "link.layer";
+    fs::create_symlink(good, link);
+    CHECK_THROWS_AS(
+        store::adopt_bytecode_layer(a.store, link, to_hex(sha256(bytes)), a.w, a.k, "the layer"),
+        Error);
     // Only the list's own sources are adopted: the good layer still is.
-    CHECK(store::adopt_bytecode_layer(a.store, good, a.w, a.k, "layer").files.size() == 2);
+    CHECK(store::adopt_bytecode_layer(a.store, good, to_hex(sha256(bytes)), a.w, a.k, "layer")
+              .files.size() == 2);
 }

@@ -58,8 +58,13 @@ void plan_bytecode(const store::Store& store, std::vector<Item>& items,
                    const std::vector<store::BytecodeKey>& keys, bool hash, unsigned jobs,
                    Progress& progress);
 
+/// `--ignore-bytecode`: every list the store holds that came from an artifact
+/// (`WheelBytecode::received`) is compiled again, its objects stored anew, and replaces it.
+void distrust_received_bytecode(std::vector<Item>& items);
+
 /// Received bytecode (pull, unpack): each (item, key) `plan_bytecode` marked to compile whose
-/// layer `layers` holds ("<wheel sha256>/<key name>" → the layer's file) is taken from it instead.
+/// layer `layers` holds ("<wheel sha256>/<key name>" → the layer's file, named
+/// `<its sha256>.pyc-layer`) is taken from it instead.
 void take_received_bytecode(std::vector<Item>& items,
                             const std::map<std::string, std::filesystem::path>& layers);
 

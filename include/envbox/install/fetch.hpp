@@ -62,6 +62,9 @@ struct FetchPlan {
     /// With `received`: the bytecode layers it carried, "<wheel sha256>/<key name>" → file
     /// (`take_received_bytecode`); their lists are adopted, not compiled.
     const std::map<std::string, std::filesystem::path>* received_bytecode = nullptr;
+    /// --ignore-bytecode: a list the store took from an artifact counts as missing (compiled
+    /// here, replacing it: `distrust_received_bytecode`).
+    bool recompile_received = false;
     bool verify_by_content = false;  ///< --force: check stored objects by content
     unsigned jobs = 1;
     const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode

@@ -53,6 +53,9 @@ struct CreateOptions {
     /// (store/bytecode_layer.hpp). A list this interpreter needs is adopted from there, checked
     /// against its stored wheel, instead of compiled; the rest compile as always.
     std::map<std::string, std::filesystem::path> received_bytecode;
+    /// --ignore-bytecode: no `.pyc` of an artifact is linked; a list the store took from one
+    /// before is compiled again here.
+    bool ignore_received_bytecode = false;
     /// Set by run's sync: a lock that would move the environment off its current generation's
     /// CUDA line (or torch label) is refused (invalid_input) naming the change and the command
     /// that makes it on purpose, before anything is fetched or built.

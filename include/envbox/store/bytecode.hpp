@@ -7,6 +7,7 @@
 ///
 ///   envbox-bytecode 1
 ///   key cpython-311-a70d0d0a-o0 / sources COUNT / compiled COUNT
+///   received yes                                         only in a list taken from an artifact
 ///   <pyc sha256> <size> <source sha256> <member path>    one line per compiled source
 ///
 /// The bytes of a `.pyc` are a function of the source's bytes, its path inside site-packages
@@ -79,6 +80,9 @@ struct WheelBytecode {
     BytecodeKey key;
     std::size_t sources = 0;  ///< members `bytecode_sources` named
     std::vector<BytecodeFile> files;
+    /// Adopted from an artifact's layer (`adopt_bytecode_layer`), not compiled by this store: the
+    /// list's `received yes` line. `pull --ignore-bytecode` compiles such a list again.
+    bool received = false;
 
     std::uint64_t total_size() const;
 };

@@ -33,20 +33,24 @@ struct BytecodeLayer {
 };
 
 /// Writes the layer of `b` (a published list of this store) to `out`, reading each `.pyc` from
-/// its object; an object of the wrong size is an integrity error naming it. Returns its digest.
+/// its object (opened without following a link); an object that is not a regular file of its
+/// size and digest is an integrity error naming it. Returns the layer's digest.
 BytecodeLayer write_bytecode_layer(const Store& store, const WheelBytecode& b,
                                    const std::filesystem::path& out);
 
-/// Reads the layer at `path` for the stored wheel `wheel` and `key` and stores its `.pyc` files as
-/// objects; returns the list, to publish with the generation's others. Refused (integrity, naming
-/// `what`), before any `.pyc` after the fault is stored (those before it are objects no list
-/// names, which gc sweeps): another header, wheel or key; a list that does not parse or
-/// whose sources are not exactly the wheel's members (`bytecode_sources`) of those digests, once
-/// each, with `sources` their count; a file whose size is not the header's and the list's sums; a
-/// `.pyc` whose sha256 is not the list's, or whose header is not the key's magic number and
-/// PEP 552 unchecked-hash flags.
+/// Reads the layer at `path` (a regular file, no link followed; its bytes must hash to
+/// `sha256_hex`, the digest it was received under) for the stored wheel `wheel` and `key` and
+/// stores its `.pyc` files as objects; returns the list (`received` set), to publish with the
+/// generation's others. Refused (integrity, naming `what`), before any `.pyc` after the fault is
+/// stored (those before it are objects no list names, which gc sweeps): another header, wheel
+/// or key; a list other than envbox writes it, or whose sources are not exactly the wheel's
+/// members (`bytecode_sources`) of those digests, once each, with `sources` their count; a file
+/// whose size is not the header's and the list's sums; a `.pyc` whose sha256 is not the list's,
+/// or whose header is not the key's magic number and PEP 552 unchecked-hash flags; a file whose
+/// bytes are not `sha256_hex`.
+// shape: the store, the file and its digest, what it is for, and how to name it.
 WheelBytecode adopt_bytecode_layer(const Store& store, const std::filesystem::path& path,
-                                   const WheelFiles& wheel, const BytecodeKey& key,
-                                   const std::string& what);
+                                   const std::string& sha256_hex, const WheelFiles& wheel,
+                                   const BytecodeKey& key, const std::string& what);
 
 }  // namespace envbox::store

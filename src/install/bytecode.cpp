@@ -56,27 +56,24 @@ void take_received_bytecode(std::vector<Item>& items,
                 }
 }
 
-void adopt_received_bytecode(const store::Store& store, std::vector<Item>& items, unsigned jobs,
-                             BytecodeReport& report,
+void adopt_received(const store::Store& store, Item& item, std::size_t k) {
+    ItemBytecode& b = item.bytecode.at(k);
+    // The layer's file is named by its digest (cache/downloads/<sha256>.pyc-layer).
+    b.list = store::adopt_bytecode_layer(
+        store, b.received, b.received.stem().string(), *item.wheel, b.key,
+        "the received bytecode of " + item.filename + " for " + b.key.name());
+}
+
+void count_received_bytecode(std::vector<Item>& items, BytecodeReport& report,
                              std::vector<const store::WheelBytecode*>& lists) {
-    std::atomic<std::size_t> files{0}, received{0};
-    parallel_for(items.size(), jobs, [&](std::size_t i) {
-        Item& item = items[i];
+    for (auto& item : items)
         for (auto& b : item.bytecode) {
             if (b.received.empty()) continue;
-            // The layer's file is named by its digest (cache/downloads/<sha256>.pyc-layer).
-            b.list = store::adopt_bytecode_layer(
-                store, b.received, b.received.stem().string(), *item.wheel, b.key,
-                "the received bytecode of " + item.filename + " for " + b.key.name());
-            files += b.list->files.size();
-            ++received;
+            if (!b.list) throw Error(ErrorCode::generic, "received bytecode was not adopted");
+            lists.push_back(&*b.list);
+            report.received += b.list->files.size();
+            report.received_lists++;
         }
-    });
-    for (auto& item : items)
-        for (auto& b : item.bytecode)
-            if (!b.received.empty()) lists.push_back(&*b.list);
-    report.received += files;
-    report.received_lists += received;
 }
 
 std::size_t bytecode_lists_to_compile(const std::vector<Item>& items) {

@@ -163,9 +163,11 @@ class FetchPool {
             const std::size_t i = missing[k];
             pool.add(UINT64_MAX - k, [this, i](TaskPool& tasks) { fetch(i, tasks); });
         }
-        if (bytecode_)
-            for (auto& item : items_)
-                if (item.wheel) bytecode_->add(item, pool);
+        for (std::size_t i = 0; i < items_.size(); ++i) {
+            if (!items_[i].wheel) continue;
+            if (bytecode_) bytecode_->add(items_[i], pool);
+            add_received_tasks(i, pool);
+        }
         pool.run();
     }
 
@@ -263,7 +265,21 @@ class FetchPool {
         }
         progress_.advance(1);
         if (bytecode_) bytecode_->add(item, tasks);
+        add_received_tasks(i, tasks);
         if (plan_.elf_facts) add_elf_tasks(i, tasks);
+    }
+
+    // Item `i`'s stored wheel: one task per bytecode layer it received, adopted beside the other
+    // wheels' ingest (the biggest first), never after the pool.
+    void add_received_tasks(std::size_t i, TaskPool& tasks) {
+        for (std::size_t k = 0; k < items_[i].bytecode.size(); ++k) {
+            const fs::path& layer = items_[i].bytecode[k].received;
+            if (layer.empty()) continue;
+            std::error_code ec;
+            const std::uint64_t size = fs::file_size(layer, ec);
+            tasks.add(ec ? 0 : size,
+                      [this, i, k](TaskPool&) { adopt_received(store_, items_[i], k); });
+        }
     }
 
     // The ELF facts of item `i`'s stored wheel: one task per native member in the ingest's lane
@@ -370,7 +386,7 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
         compiled = std::move(done.lists);
         result.bytecode = done.report;
     }
-    adopt_received_bytecode(store, items, plan.jobs, result.bytecode, compiled);
+    count_received_bytecode(items, result.bytecode, compiled);
     std::vector<const Item*> by_end;
     for (const auto& item : items)
         if (item.compiled_at > 0) by_end.push_back(&item);

@@ -68,12 +68,14 @@ void distrust_received_bytecode(std::vector<Item>& items);
 void take_received_bytecode(std::vector<Item>& items,
                             const std::map<std::string, std::filesystem::path>& layers);
 
-/// Once the items' wheels are stored: each received layer checked against its wheel and its
+/// Once `item`'s wheel is stored: its received layer `k` checked against that wheel and its
 /// `.pyc` files stored (`store::adopt_bytecode_layer`; a bad layer is an integrity error naming
-/// it), on `jobs` threads. Each list is set on its item and added to `lists` (to publish); the
-/// counts go into `report`.
-void adopt_received_bytecode(const store::Store& store, std::vector<Item>& items, unsigned jobs,
-                             BytecodeReport& report,
+/// it), the list set on the item. A task of the fetch's pool, beside the other wheels' ingest.
+void adopt_received(const store::Store& store, Item& item, std::size_t k);
+
+/// Once the pool has run: every adopted list added to `lists` (to publish) and counted in
+/// `report`.
+void count_received_bytecode(std::vector<Item>& items, BytecodeReport& report,
                              std::vector<const store::WheelBytecode*>& lists);
 
 /// How many (item, key) bytecode lists `plan_bytecode` marked to compile.

@@ -72,7 +72,6 @@ void count_received_bytecode(std::vector<Item>& items, BytecodeReport& report,
             if (!b.list) throw Error(ErrorCode::generic, "received bytecode was not adopted");
             lists.push_back(&*b.list);
             report.received += b.list->files.size();
-            report.received_lists++;
         }
 }
 

@@ -113,13 +113,8 @@ std::string read_layout_file(const fs::path& path, std::uint64_t limit) {
     std::uint64_t size = 0;
     const UniqueFd fd = open_layout_file(path, limit, size);
     std::string out(size, '\0');
-    std::size_t got = 0;
-    while (got < size) {
-        const ssize_t n = ::read(fd.get(), out.data() + got, size - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) throw Error(ErrorCode::integrity, "cannot read " + path.string());
-        got += static_cast<std::size_t>(n);
-    }
+    if (!read_exact_fd(fd.get(), out.data(), size))
+        throw Error(ErrorCode::integrity, "cannot read " + path.string());
     return out;
 }
 

@@ -38,13 +38,9 @@ std::string header_of(const WheelBytecode& b, std::size_t list_bytes) {
 void read_exact(int fd, std::string& out, std::uint64_t n, const fs::path& path,
                 Sha256* hash = nullptr) {
     out.resize(n);
-    std::size_t got = 0;
-    while (got < n) {
-        const ssize_t r = ::read(fd, out.data() + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) sys_fail("cannot read", path, errno);
-        if (r == 0) throw Error(ErrorCode::integrity, path.string() + " ends early");
-        got += static_cast<std::size_t>(r);
+    if (!read_exact_fd(fd, out.data(), n)) {
+        if (errno != 0) sys_fail("cannot read", path, errno);
+        throw Error(ErrorCode::integrity, path.string() + " ends early");
     }
     if (hash) hash->update(out);
 }
@@ -67,16 +63,6 @@ std::string header_field(int fd, std::string_view field, const std::string& what
         throw Error(ErrorCode::integrity, what + ": not an envbox bytecode layer (its `" +
                                               std::string(field) + "` line)");
     return line.substr(field.size() + 1);
-}
-
-std::string hex4(std::string_view bytes) {
-    static const char* digits = "0123456789abcdef";
-    std::string out;
-    for (unsigned char c : bytes.substr(0, 4)) {
-        out += digits[c >> 4];
-        out += digits[c & 15];
-    }
-    return out;
 }
 
 // The list's sources must be the wheel's own modules, by path and digest, each once.
@@ -192,7 +178,8 @@ WheelBytecode adopt_bytecode_layer(const Store& store, const fs::path& path,
     for (auto& f : list->files) {
         read_exact(fd.get(), pyc, f.pyc.size, path, &hash);
         const auto flags = static_cast<unsigned char>(pyc[4]);
-        if (hex4(pyc) != key.magic || flags != 1 || pyc[5] != 0 || pyc[6] != 0 || pyc[7] != 0)
+        if (to_hex(std::string_view(pyc).substr(0, 4)) != key.magic || flags != 1 || pyc[5] != 0 ||
+            pyc[6] != 0 || pyc[7] != 0)
             throw Error(ErrorCode::integrity, what + ": " + f.source + "'s .pyc is not " +
                                                   key.name() + " unchecked-hash bytecode");
         if (to_hex(sha256(pyc)) != f.pyc.digest)

@@ -45,6 +45,21 @@ bool write_all_fd(int fd, const void* data, std::size_t size) {
     return true;
 }
 
+bool read_exact_fd(int fd, void* data, std::size_t size) {
+    char* p = static_cast<char*>(data);
+    while (size > 0) {
+        ssize_t n = ::read(fd, p, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = 0;
+            return false;
+        }
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
 ScopedRemove::~ScopedRemove() {
     if (path_.empty()) return;
     std::error_code ec;

@@ -38,15 +38,19 @@ Sha256Digest Sha256::finish() {
     return d;
 }
 
-std::string to_hex(const Sha256Digest& d) {
+std::string to_hex(std::string_view bytes) {
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;
-    out.reserve(64);
-    for (auto b : d) {
+    out.reserve(bytes.size() * 2);
+    for (unsigned char b : bytes) {
         out += digits[b >> 4];
         out += digits[b & 15];
     }
     return out;
+}
+
+std::string to_hex(const Sha256Digest& d) {
+    return to_hex(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
 }
 
 std::string to_record_b64(const Sha256Digest& d) {

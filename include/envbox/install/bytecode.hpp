@@ -34,7 +34,6 @@ struct BytecodeReport {
     double compile_s = 0;             ///< thread-seconds spent compiling and storing
     double compile_wait_s = 0;        ///< of those, waiting on a module an early task was compiling
     std::size_t received = 0;         ///< `.pyc` files a received artifact carried, now stored
-    std::size_t received_lists = 0;   ///< (wheel, key) lists they came in
 };
 
 /// `BytecodeTasks::finish`'s answer: the lists to publish (each its item's) and the report.

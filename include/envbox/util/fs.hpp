@@ -28,6 +28,10 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
 /// Writes all of `data` to `fd`, retrying short writes and EINTR; false (errno set) on failure.
 bool write_all_fd(int fd, const void* data, std::size_t size);
 
+/// Reads exactly `size` bytes of `fd` into `data`, retrying short reads and EINTR; false on
+/// failure (errno set) or when the file ends first (errno 0).
+bool read_exact_fd(int fd, void* data, std::size_t size);
+
 /// Removes a path (file or tree) when it goes out of scope: temporary downloads and staging.
 class ScopedRemove {
   public:

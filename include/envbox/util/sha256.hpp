@@ -32,6 +32,8 @@ class Sha256 {
 
 /// Lowercase hex (64 characters), as in lock files and store object names.
 std::string to_hex(const Sha256Digest& d);
+/// Any bytes in lowercase hex ("\x0d\x0a" → "0d0a").
+std::string to_hex(std::string_view bytes);
 /// URL-safe base64 without padding (43 characters), as in a wheel's RECORD.
 std::string to_record_b64(const Sha256Digest& d);
 

@@ -185,13 +185,13 @@ class LayoutSource final : public fleet::BlobSource {
     const bool verified_;
 };
 
-// The manifest index.json names: the one image manifest of envbox's artifact type (or the
-// only manifest, where a copy dropped the index's artifactType).
 // A string field of a JSON object, or "" when it is absent or not a string.
 std::string text_field(const nlohmann::json& j, const char* key) {
     return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
+// The manifest index.json names: the one image manifest of envbox's artifact type (or the
+// only manifest, where a copy dropped the index's artifactType).
 oci::Descriptor pick_manifest(const std::string& text, const std::string& what) {
     nlohmann::json j;
     try {

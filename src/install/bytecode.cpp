@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <numeric>
 
 #include "envbox/store/bytecode_layer.hpp"
@@ -56,12 +57,36 @@ void take_received_bytecode(std::vector<Item>& items,
                 }
 }
 
-void adopt_received(const store::Store& store, Item& item, std::size_t k) {
+void add_adopt_tasks(const store::Store& store, Item& item, std::size_t k, TaskPool& pool) {
     ItemBytecode& b = item.bytecode.at(k);
-    // The layer's file is named by its digest (cache/downloads/<sha256>.pyc-layer).
-    b.list = store::adopt_bytecode_layer(
-        store, b.received, b.received.stem().string(), *item.wheel, b.key,
-        "the received bytecode of " + item.filename + " for " + b.key.name());
+    std::error_code ec;
+    const std::uint64_t size = fs::file_size(b.received, ec);
+    // The biggest work first, as for ingest: the whole file's hash before any of its parts.
+    pool.add(ec ? 0 : size, [&store, &item, &b, size](TaskPool& more) {
+        struct Adopting {
+            std::unique_ptr<store::ReceivedLayer> layer;
+            std::atomic<std::size_t> left{0};
+        };
+        auto a = std::make_shared<Adopting>();
+        // The layer's file is named by its digest (cache/downloads/<sha256>.pyc-layer).
+        a->layer = std::make_unique<store::ReceivedLayer>(
+            store, b.received, b.received.stem().string(), *item.wheel, b.key,
+            "the received bytecode of " + item.filename + " for " + b.key.name());
+        const std::size_t parts = a->layer->part_count();
+        a->left = parts + 1;
+        auto done = [a, &b] {
+            if (--a->left == 0) b.list = a->layer->adopted();
+        };
+        more.add(size, [a, done](TaskPool&) {
+            a->layer->check_digest();
+            done();
+        });
+        for (std::size_t part = 0; part < parts; ++part)
+            more.add(a->layer->part_bytes(part), [a, done, part](TaskPool&) {
+                a->layer->store_part(part);
+                done();
+            });
+    });
 }
 
 void count_received_bytecode(std::vector<Item>& items, BytecodeReport& report,

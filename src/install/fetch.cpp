@@ -269,17 +269,12 @@ class FetchPool {
         if (plan_.elf_facts) add_elf_tasks(i, tasks);
     }
 
-    // Item `i`'s stored wheel: one task per bytecode layer it received, adopted beside the other
-    // wheels' ingest (the biggest first), never after the pool.
+    // Item `i`'s stored wheel: the tasks of each bytecode layer it received, adopted beside the
+    // other wheels' ingest, never after the pool.
     void add_received_tasks(std::size_t i, TaskPool& tasks) {
-        for (std::size_t k = 0; k < items_[i].bytecode.size(); ++k) {
-            const fs::path& layer = items_[i].bytecode[k].received;
-            if (layer.empty()) continue;
-            std::error_code ec;
-            const std::uint64_t size = fs::file_size(layer, ec);
-            tasks.add(ec ? 0 : size,
-                      [this, i, k](TaskPool&) { adopt_received(store_, items_[i], k); });
-        }
+        for (std::size_t k = 0; k < items_[i].bytecode.size(); ++k)
+            if (!items_[i].bytecode[k].received.empty())
+                add_adopt_tasks(store_, items_[i], k, tasks);
     }
 
     // The ELF facts of item `i`'s stored wheel: one task per native member in the ingest's lane

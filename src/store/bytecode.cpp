@@ -219,8 +219,13 @@ std::optional<WheelBytecode> Store::load_bytecode(std::string_view wheel_sha256,
 }
 
 WheelFile Store::put_object(std::string_view content, bool replace) const {
+    return put_hashed_object(content, to_hex(sha256(content)), replace);
+}
+
+WheelFile Store::put_hashed_object(std::string_view content, std::string digest,
+                                   bool replace) const {
     WheelFile f;
-    f.digest = to_hex(sha256(content));
+    f.digest = std::move(digest);
     f.size = content.size();
     const std::string rel = object_relpath(f.digest, false);
     struct stat st {};

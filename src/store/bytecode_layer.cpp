@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "envbox/util/error.hpp"
@@ -27,34 +29,38 @@ constexpr std::string_view kLayerHeader = "envbox-bytecode-layer 1\n";
 constexpr std::uint64_t kMaxListBytes = 64ull << 20;
 // A .pyc's header: magic (4), flags (4, little-endian; 1 = hash-based, unchecked), source hash.
 constexpr std::size_t kPycHeaderBytes = 16;
+// A part of a received layer (`ReceivedLayer`): at most this many files, of about this many
+// bytes. A torch wheel's ~200 MB layer is ~50 parts that spread over every core.
+constexpr std::size_t kPartFiles = 256;
+constexpr std::uint64_t kPartBytes = 4ull << 20;
 
 std::string header_of(const WheelBytecode& b, std::size_t list_bytes) {
     return std::string(kLayerHeader) + "wheel " + b.wheel_sha256 + "\nkey " + b.key.name() +
            "\nlist " + std::to_string(list_bytes) + "\n";
 }
 
-// Reads exactly `n` bytes of `fd` into `out` (resized), or fails naming `path`; each byte read
-// goes into `hash` too, when given.
+// Reads exactly `n` bytes of `fd` (at `offset`, when given) into `out` (resized), or fails
+// naming `path`.
 void read_exact(int fd, std::string& out, std::uint64_t n, const fs::path& path,
-                Sha256* hash = nullptr) {
+                std::optional<std::uint64_t> offset = std::nullopt) {
     out.resize(n);
-    if (!read_exact_fd(fd, out.data(), n)) {
+    if (offset ? !pread_exact_fd(fd, out.data(), n, *offset) : !read_exact_fd(fd, out.data(), n)) {
         if (errno != 0) sys_fail("cannot read", path, errno);
         throw Error(ErrorCode::integrity, path.string() + " ends early");
     }
-    if (hash) hash->update(out);
 }
 
 // One line of the header: `field VALUE\n`, at most 128 bytes, read byte by byte (the header is
-// four short lines) and hashed.
-std::string header_field(int fd, std::string_view field, const std::string& what, Sha256& hash) {
+// four short lines) and appended to `read`, the bytes as read.
+std::string header_field(int fd, std::string_view field, const std::string& what,
+                         std::string& read) {
     std::string line;
     char c = 0;
     while (line.size() <= 128) {
         const ssize_t r = ::read(fd, &c, 1);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
-        hash.update(&c, 1);
+        read += c;
         if (c == '\n') break;
         line += c;
     }
@@ -129,71 +135,122 @@ BytecodeLayer write_bytecode_layer(const Store& store, const WheelBytecode& b,
     return layer;
 }
 
-WheelBytecode adopt_bytecode_layer(const Store& store, const fs::path& path,
-                                   const std::string& sha256_hex, const WheelFiles& wheel,
-                                   const BytecodeKey& key, const std::string& what) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (!fd) sys_fail("cannot read", path, errno);
+ReceivedLayer::ReceivedLayer(const Store& store, const fs::path& path, std::string sha256_hex,
+                             const WheelFiles& wheel, const BytecodeKey& key, std::string what)
+    : store_(store), path_(path), sha256_hex_(std::move(sha256_hex)), what_(std::move(what)) {
+    fd_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd_) sys_fail("cannot read", path, errno);
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) sys_fail("cannot stat", path, errno);
-    const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (!S_ISREG(st.st_mode) || size > kMaxBytecodeLayerBytes)
-        throw Error(ErrorCode::integrity, what + " is not a regular file of at most " +
+    if (::fstat(fd_.get(), &st) != 0) sys_fail("cannot stat", path, errno);
+    size_ = static_cast<std::uint64_t>(st.st_size);
+    if (!S_ISREG(st.st_mode) || size_ > kMaxBytecodeLayerBytes)
+        throw Error(ErrorCode::integrity, what_ + " is not a regular file of at most " +
                                               std::to_string(kMaxBytecodeLayerBytes) + " bytes");
-    Sha256 hash;
-    std::string head;
-    read_exact(fd.get(), head, kLayerHeader.size(), path, &hash);
-    if (head != kLayerHeader)
-        throw Error(ErrorCode::integrity, what + ": not an envbox bytecode layer");
-    if (header_field(fd.get(), "wheel", what, hash) != wheel.wheel_sha256 ||
-        header_field(fd.get(), "key", what, hash) != key.name())
-        throw Error(ErrorCode::integrity, what + " is not the layer of wheel " +
+    read_exact(fd_.get(), head_, kLayerHeader.size(), path);
+    if (head_ != kLayerHeader)
+        throw Error(ErrorCode::integrity, what_ + ": not an envbox bytecode layer");
+    if (header_field(fd_.get(), "wheel", what_, head_) != wheel.wheel_sha256 ||
+        header_field(fd_.get(), "key", what_, head_) != key.name())
+        throw Error(ErrorCode::integrity, what_ + " is not the layer of wheel " +
                                               wheel.wheel_sha256 + " for " + key.name());
-    const std::string count = header_field(fd.get(), "list", what, hash);
+    const std::string count = header_field(fd_.get(), "list", what_, head_);
     std::uint64_t list_bytes = 0;
     if (count.empty() || count.size() > 9 ||
         count.find_first_not_of("0123456789") != std::string::npos ||
         (list_bytes = std::stoull(count)) > kMaxListBytes)
-        throw Error(ErrorCode::integrity, what + ": a list of " + count + " bytes");
+        throw Error(ErrorCode::integrity, what_ + ": a list of " + count + " bytes");
     std::string text;
-    read_exact(fd.get(), text, list_bytes, path, &hash);
+    read_exact(fd_.get(), text, list_bytes, path);
     auto list = parse_bytecode(text, wheel.wheel_sha256, key);
     // Exactly what envbox writes: no leading zeros, no size past 64 bits.
     if (!list || serialise_bytecode(*list) != text)
-        throw Error(ErrorCode::integrity, what + ": its bytecode list is not one envbox writes");
-    check_sources(*list, wheel, what);
-    const auto at = static_cast<std::uint64_t>(::lseek(fd.get(), 0, SEEK_CUR));
-    std::uint64_t want = at;
-    for (const auto& f : list->files) {
+        throw Error(ErrorCode::integrity, what_ + ": its bytecode list is not one envbox writes");
+    check_sources(*list, wheel, what_);
+    head_ += text;  // the header and list as read: what `check_digest` hashes them as
+    list_ = std::move(*list);
+    plan_parts();
+}
+
+ReceivedLayer::~ReceivedLayer() = default;
+
+// Each .pyc's size is bounded and their sum is the rest of the file; runs of at most
+// kPartFiles files and about kPartBytes each.
+void ReceivedLayer::plan_parts() {
+    std::uint64_t at = head_.size();
+    for (std::size_t i = 0; i < list_.files.size(); ++i) {
+        const BytecodeFile& f = list_.files[i];
         if (f.pyc.size < kPycHeaderBytes || f.pyc.size > kMaxBytecodeLayerBytes)
-            throw Error(ErrorCode::integrity, what + ": " + f.source + "'s .pyc claims " +
+            throw Error(ErrorCode::integrity, what_ + ": " + f.source + "'s .pyc claims " +
                                                   std::to_string(f.pyc.size) + " bytes");
-        want += f.pyc.size;
+        if (parts_.empty() || parts_.back().end - parts_.back().begin >= kPartFiles ||
+            parts_.back().bytes >= kPartBytes)
+            parts_.push_back({i, i, at, 0});
+        parts_.back().end = i + 1;
+        parts_.back().bytes += f.pyc.size;
+        at += f.pyc.size;
     }
-    if (want != size)
-        throw Error(ErrorCode::integrity, what + " is " + std::to_string(size) +
+    if (at != size_)
+        throw Error(ErrorCode::integrity, what_ + " is " + std::to_string(size_) +
                                               " bytes; its header and list say " +
-                                              std::to_string(want));
-    std::string pyc;
-    for (auto& f : list->files) {
-        read_exact(fd.get(), pyc, f.pyc.size, path, &hash);
+                                              std::to_string(at));
+}
+
+std::uint64_t ReceivedLayer::part_bytes(std::size_t part) const {
+    return parts_.at(part).bytes;
+}
+
+void ReceivedLayer::store_part(std::size_t part) const {
+    const Part& p = parts_.at(part);
+    std::string bytes;
+    read_exact(fd_.get(), bytes, p.bytes, path_, p.offset);
+    std::string_view rest(bytes);
+    for (std::size_t i = p.begin; i < p.end; ++i) {
+        const BytecodeFile& f = list_.files[i];
+        const std::string_view pyc = rest.substr(0, f.pyc.size);
+        rest.remove_prefix(f.pyc.size);
         const auto flags = static_cast<unsigned char>(pyc[4]);
-        if (to_hex(std::string_view(pyc).substr(0, 4)) != key.magic || flags != 1 || pyc[5] != 0 ||
+        if (to_hex(pyc.substr(0, 4)) != list_.key.magic || flags != 1 || pyc[5] != 0 ||
             pyc[6] != 0 || pyc[7] != 0)
-            throw Error(ErrorCode::integrity, what + ": " + f.source + "'s .pyc is not " +
-                                                  key.name() + " unchecked-hash bytecode");
-        if (to_hex(sha256(pyc)) != f.pyc.digest)
+            throw Error(ErrorCode::integrity, what_ + ": " + f.source + "'s .pyc is not " +
+                                                  list_.key.name() + " unchecked-hash bytecode");
+        std::string digest = to_hex(sha256(pyc));
+        if (digest != f.pyc.digest)
             throw Error(ErrorCode::integrity,
-                        what + ": " + f.source + "'s .pyc is not its sha256 " + f.pyc.digest);
-        store.put_object(pyc);
+                        what_ + ": " + f.source + "'s .pyc is not its sha256 " + f.pyc.digest);
+        store_.put_hashed_object(pyc, std::move(digest));
     }
-    // The file is the blob that was checked where it entered, read once: a file changed in
-    // between is refused (its objects, stored above, are named by no list).
-    if (to_hex(hash.finish()) != sha256_hex)
+}
+
+// The header and list as the constructor read them (the list every part follows), then the
+// rest of the file: a file changed since it was received is refused.
+void ReceivedLayer::check_digest() const {
+    Sha256 hash;
+    hash.update(head_);
+    std::string chunk;
+    for (std::uint64_t at = head_.size(); at < size_;) {
+        const std::uint64_t n = std::min<std::uint64_t>(size_ - at, 1 << 20);
+        read_exact(fd_.get(), chunk, n, path_, at);
+        hash.update(chunk);
+        at += n;
+    }
+    if (to_hex(hash.finish()) != sha256_hex_)
         throw Error(ErrorCode::integrity,
-                    what + " changed after it was received: not its sha256 " + sha256_hex);
-    list->received = true;
-    return *list;
+                    what_ + " changed after it was received: not its sha256 " + sha256_hex_);
+}
+
+WheelBytecode ReceivedLayer::adopted() {
+    list_.received = true;
+    return std::move(list_);
+}
+
+WheelBytecode adopt_bytecode_layer(const Store& store, const fs::path& path,
+                                   const std::string& sha256_hex, const WheelFiles& wheel,
+                                   const BytecodeKey& key, const std::string& what) {
+    ReceivedLayer layer(store, path, sha256_hex, wheel, key, what);
+    layer.check_digest();
+    for (std::size_t part = 0; part < layer.part_count(); ++part)
+        layer.store_part(part);
+    return layer.adopted();
 }
 
 }  // namespace envbox::store

@@ -29,6 +29,24 @@ bool write_all(int fd, std::string_view data) {
     return write_all_fd(fd, data.data(), data.size());
 }
 
+// Calls `read(p, n, done)` (read or pread) until `size` bytes are in, retrying short reads
+// and EINTR; false on failure (errno set) or at the file's end (errno 0).
+template <class Read>
+bool read_exactly(void* data, std::size_t size, Read read) {
+    char* p = static_cast<char*>(data);
+    std::uint64_t done = 0;
+    while (done < size) {
+        const ssize_t n = read(p + done, size - done, done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = 0;
+            return false;
+        }
+        done += static_cast<std::uint64_t>(n);
+    }
+    return true;
+}
+
 }  // namespace
 
 bool write_all_fd(int fd, const void* data, std::size_t size) {
@@ -46,18 +64,14 @@ bool write_all_fd(int fd, const void* data, std::size_t size) {
 }
 
 bool read_exact_fd(int fd, void* data, std::size_t size) {
-    char* p = static_cast<char*>(data);
-    while (size > 0) {
-        ssize_t n = ::read(fd, p, size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            if (n == 0) errno = 0;
-            return false;
-        }
-        p += n;
-        size -= static_cast<std::size_t>(n);
-    }
-    return true;
+    return read_exactly(data, size,
+                        [fd](char* p, std::size_t n, std::uint64_t) { return ::read(fd, p, n); });
+}
+
+bool pread_exact_fd(int fd, void* data, std::size_t size, std::uint64_t offset) {
+    return read_exactly(data, size, [fd, offset](char* p, std::size_t n, std::uint64_t done) {
+        return ::pread(fd, p, n, static_cast<off_t>(offset + done));
+    });
 }
 
 ScopedRemove::~ScopedRemove() {

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "envbox/store/bytecode.hpp"
 #include "envbox/store/bytecode_layer.hpp"
@@ -220,14 +222,15 @@ std::string pyc_bytes(std::string_view magic_hex, std::string_view code, unsigne
     return out + std::string(code);
 }
 
-// A wheel of two modules and a data file, stored, with its level-0 list for `k` published.
+// A wheel of two modules (or `modules`) and a data file, stored, with its level-0 list for `k`
+// published.
 struct LayerWorld {
     envboxtest::TempDir tmp{"envbox-layer"};
     store::Store store{tmp.path};
     store::WheelFiles w;
     store::WheelBytecode list;
     store::BytecodeKey k{"cpython-311", "a70d0d0a", 0};
-    LayerWorld() {
+    explicit LayerWorld(std::size_t modules = 2) {
         w.wheel_sha256 = std::string(64, 'c');
         w.filename = "pkg-1.0-py3-none-any.whl";
         w.name = "pkg";
@@ -235,8 +238,11 @@ struct LayerWorld {
         w.dist_info = "pkg-1.0.dist-info";
         list.wheel_sha256 = w.wheel_sha256;
         list.key = k;
-        for (const char* path : {"pkg/__init__.py", "pkg/mod.py"}) {
-            store::WheelFile src = store.put_object(std::string("# ") + path + "\n");
+        std::vector<std::string> paths = {"pkg/__init__.py", "pkg/mod.py"};
+        for (std::size_t i = 2; i < modules; ++i)
+            paths.push_back("pkg/m" + std::to_string(i) + ".py");
+        for (const std::string& path : paths) {
+            store::WheelFile src = store.put_object("# " + path + "\n");
             src.path = path;
             w.files.push_back(src);
             store::BytecodeFile f;
@@ -249,7 +255,7 @@ struct LayerWorld {
         store::WheelFile data = store.put_object("data");
         data.path = "pkg/data.txt";
         w.files.push_back(data);
-        list.sources = 2;
+        list.sources = paths.size();
         store.publish({&w}, {&list});
     }
 };
@@ -382,4 +388,48 @@ TEST_CASE("bytecode layer: what a hostile layer may not do", "[bytecode]") {
     // Only the list's own sources are adopted: the good layer still is.
     CHECK(store::adopt_bytecode_layer(a.store, good, to_hex(sha256(bytes)), a.w, a.k, "layer")
               .files.size() == 2);
+}
+
+TEST_CASE("bytecode layer: adopted in parts on several threads, each part checked on its own",
+          "[bytecode]") {
+    LayerWorld a(600);
+    const fs::path path = a.tmp.path / "many.layer";
+    const store::BytecodeLayer written = store::write_bytecode_layer(a.store, a.list, path);
+    envboxtest::TempDir node("envbox-layer-node");
+    store::Store other(node.path);
+    for (const auto& f : a.w.files)
+        other.put_object(read_file(a.store.object_path(f.digest, false)));
+    other.publish({&a.w}, {});
+
+    // 600 files: runs of at most 256, stored in any order beside the digest's check.
+    store::ReceivedLayer layer(other, path, written.sha256, a.w, a.k, "layer");
+    REQUIRE(layer.part_count() == 3);
+    std::vector<std::thread> threads;
+    threads.emplace_back([&] { layer.check_digest(); });
+    for (std::size_t part = layer.part_count(); part-- > 0;)
+        threads.emplace_back([&layer, part] { layer.store_part(part); });
+    for (auto& t : threads)
+        t.join();
+    store::WheelBytecode got = layer.adopted();
+    CHECK(got.received);
+    got.received = false;
+    CHECK(serialise_bytecode(got) == serialise_bytecode(a.list));
+    CHECK_FALSE(other.damaged_objects(got, true));
+
+    // The last .pyc changed: only the part that holds it is refused, naming its module, and
+    // the whole file is not the digest it was received under.
+    std::string bytes = read_file(path);
+    bytes.back() ^= 1;
+    const fs::path bad = a.tmp.path / "bad.layer";
+    write_file_atomic(bad, bytes, 0644, Durability::none);
+    store::ReceivedLayer damaged(other, bad, written.sha256, a.w, a.k, "the bad layer");
+    damaged.store_part(0);
+    try {
+        damaged.store_part(2);
+        FAIL("a changed .pyc was stored");
+    } catch (const Error& e) {
+        CHECK(e.code() == ErrorCode::integrity);
+        CHECK_THAT(e.message(), Catch::Contains("the bad layer: pkg/m599.py's .pyc is not"));
+    }
+    CHECK_THROWS_WITH(damaged.check_digest(), Catch::Contains("changed after it was received"));
 }

@@ -68,9 +68,11 @@ void take_received_bytecode(std::vector<Item>& items,
                             const std::map<std::string, std::filesystem::path>& layers);
 
 /// Once `item`'s wheel is stored: its received layer `k` checked against that wheel and its
-/// `.pyc` files stored (`store::adopt_bytecode_layer`; a bad layer is an integrity error naming
-/// it), the list set on the item. A task of the fetch's pool, beside the other wheels' ingest.
-void adopt_received(const store::Store& store, Item& item, std::size_t k);
+/// `.pyc` files stored (`store::ReceivedLayer`; a bad layer is an integrity error naming it),
+/// the list set on the item by the last of its tasks. Tasks of the fetch's pool, beside the
+/// other wheels' ingest: one reads the layer's list, then its parts (of a few MiB each) and the
+/// hashing of the whole file run on every core, so torch's layer is no tail.
+void add_adopt_tasks(const store::Store& store, Item& item, std::size_t k, TaskPool& pool);
 
 /// Once the pool has run: every adopted list added to `lists` (to publish) and counted in
 /// `report`.

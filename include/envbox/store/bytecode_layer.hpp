@@ -18,9 +18,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "envbox/store/bytecode.hpp"
 #include "envbox/store/store.hpp"
+#include "envbox/util/unique_fd.hpp"
 
 namespace envbox::store {
 
@@ -38,16 +40,57 @@ struct BytecodeLayer {
 BytecodeLayer write_bytecode_layer(const Store& store, const WheelBytecode& b,
                                    const std::filesystem::path& out);
 
-/// Reads the layer at `path` (a regular file, no link followed; its bytes must hash to
-/// `sha256_hex`, the digest it was received under) for the stored wheel `wheel` and `key` and
-/// stores its `.pyc` files as objects; returns the list (`received` set), to publish with the
-/// generation's others. Refused (integrity, naming `what`), before any `.pyc` after the fault is
-/// stored (those before it are objects no list names, which gc sweeps): another header, wheel
-/// or key; a list other than envbox writes it, or whose sources are not exactly the wheel's
-/// members (`bytecode_sources`) of those digests, once each, with `sources` their count; a file
-/// whose size is not the header's and the list's sums; a `.pyc` whose sha256 is not the list's,
-/// or whose header is not the key's magic number and PEP 552 unchecked-hash flags; a file whose
-/// bytes are not `sha256_hex`.
+/// A received layer being adopted, in parts that run in parallel (`adopt_bytecode_layer` is the
+/// same, in one call): the constructor reads the header and the list and checks them; then each
+/// of `part_count()` calls of `store_part` stores a run of `.pyc` files, and `check_digest` hashes
+/// the whole file, in any order and on any threads; once every one has returned, `adopted` gives
+/// the list. The file is read with pread only, from one descriptor opened without following a
+/// link. Refused (integrity, naming `what`): another header, wheel or key; a list other than
+/// envbox writes it, or whose sources are not exactly the wheel's members
+/// (`bytecode_sources`) of those digests, once each, with `sources` their count; a file whose
+/// size is not the header's and the list's sums; a `.pyc` whose sha256 is not the list's, or
+/// whose header is not the key's magic number and PEP 552 unchecked-hash flags; a file whose
+/// bytes are not `sha256_hex`, the digest it was received under. A part refused stores no
+/// `.pyc` after the fault; those stored before it, or by other parts, are objects no list names,
+/// which gc sweeps.
+class ReceivedLayer {
+  public:
+    // shape: the store, the file and its digest, what it is for, and how to name it.
+    ReceivedLayer(const Store& store, const std::filesystem::path& path, std::string sha256_hex,
+                  const WheelFiles& wheel, const BytecodeKey& key, std::string what);
+    ReceivedLayer(const ReceivedLayer&) = delete;
+    ReceivedLayer& operator=(const ReceivedLayer&) = delete;
+    ~ReceivedLayer();
+
+    /// Runs of `.pyc` files: at most 256 files, of about 4 MiB.
+    std::size_t part_count() const { return parts_.size(); }
+    std::uint64_t part_bytes(std::size_t part) const;
+    /// Checks and stores the `.pyc` files of `part` (thread-safe).
+    void store_part(std::size_t part) const;
+    /// Hashes the whole file against the digest it was received under (thread-safe).
+    void check_digest() const;
+    /// The list (`received` set), to publish with the generation's others; call once, after
+    /// every part and the digest check returned.
+    WheelBytecode adopted();
+
+  private:
+    struct Part {
+        std::size_t begin = 0, end = 0;  // into list_.files
+        std::uint64_t offset = 0, bytes = 0;
+    };
+    void plan_parts();
+    const Store& store_;
+    std::filesystem::path path_;
+    std::string sha256_hex_, what_;
+    UniqueFd fd_;
+    std::uint64_t size_ = 0;
+    std::string head_;  // the header and the list, as read
+    WheelBytecode list_;
+    std::vector<Part> parts_;
+};
+
+/// The layer at `path` adopted in one call (ReceivedLayer's checks; its digest first, so a
+/// changed file stores nothing): its `.pyc` files stored, its list returned.
 // shape: the store, the file and its digest, what it is for, and how to name it.
 WheelBytecode adopt_bytecode_layer(const Store& store, const std::filesystem::path& path,
                                    const std::string& sha256_hex, const WheelFiles& wheel,

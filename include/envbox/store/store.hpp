@@ -284,6 +284,10 @@ class Store {
     /// returns its digest and size. An untouched object of that digest is kept unless
     /// `replace`; a touched one is always replaced. Durable only once published.
     WheelFile put_object(std::string_view content, bool replace = false) const;
+    /// `put_object` of `content` whose sha256 the caller has just computed and compared:
+    /// `digest`, lowercase hex (a received `.pyc`, checked against its list).
+    WheelFile put_hashed_object(std::string_view content, std::string digest,
+                                bool replace = false) const;
 
     /// Makes ingested objects durable (one syncfs) and then publishes the file lists, then the
     /// bytecode lists (a list is published only once its wheel's file list is).

@@ -31,6 +31,8 @@ bool write_all_fd(int fd, const void* data, std::size_t size);
 /// Reads exactly `size` bytes of `fd` into `data`, retrying short reads and EINTR; false on
 /// failure (errno set) or when the file ends first (errno 0).
 bool read_exact_fd(int fd, void* data, std::size_t size);
+/// `read_exact_fd` at `offset`, leaving the file's offset alone (pread: safe from many threads).
+bool pread_exact_fd(int fd, void* data, std::size_t size, std::uint64_t offset);
 
 /// Removes a path (file or tree) when it goes out of scope: temporary downloads and staging.
 class ScopedRemove {

@@ -19,7 +19,7 @@ mkdir -p "$out"
 log="$out/device_fleet.txt"
 exec > "$log" 2>&1
 . bench/device_common.sh
-keep='^(Pushed|Pulled|Unpacked|Packed|Stored|Installed|Compiled|  with|Bytecode)'
+keep='^(Pushed|Pulled|Unpacked|Packed|Stored|Installed|Compiled|  with|Bytecode|  seconds)'
 echo "== machine"; head -1 /etc/os-release; nproc; $E --version
 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1
 chmod +x "$registry"
@@ -69,7 +69,7 @@ echo "== GPU node: pull + create into a fresh store, alternately (no index)"
 pull() {  # pull LABEL FLAGS...: a fresh home and project each time
     label="$1"; shift
     rm -rf /tmp/hn /tmp/n && mkdir -p /tmp/n && cd /tmp/n
-    timed "pull + create, $label" "$E" --home /tmp/hn pull $REF torch --plain-http -v "$@"
+    timed "pull + create, $label" "$E" --home /tmp/hn pull $REF torch --plain-http -vv "$@"
     cd /tmp/p
 }
 for round in 1 2 3; do

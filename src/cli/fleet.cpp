@@ -127,6 +127,13 @@ void report_received(const GlobalOptions& global, const char* verb, const std::s
                      counted(r.pyc_received, ".pyc file", ".pyc files").c_str(),
                      counted(r.bytecode_layers, "layer", "layers").c_str(),
                      counted(r.compiled, "module", "modules").c_str());
+    if (global.verbosity > 1 && r.create.changed)
+        std::fprintf(stderr,
+                     "  seconds: receive %.3f; create: select %.3f, fetch+ingest %.3f, publish "
+                     "%.3f, install %.3f, seal %.3f, commit %.3f, link check %.3f\n",
+                     r.receive_s, r.create.select_s, r.create.fetch.ingest_s,
+                     r.create.fetch.publish_s, r.create.build.install_s, r.create.build.seal_s,
+                     r.create.build.commit_s, r.create.link.seconds);
     if (r.create.changed)
         std::fprintf(stderr, "Installed %s into %s generation %d in %.2f s (lock %s)\n",
                      counted(r.create.packages, "package", "packages").c_str(), r.env.c_str(),

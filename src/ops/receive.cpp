@@ -9,6 +9,7 @@
 #include "envbox/store/home.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/stopwatch.hpp"
 #include "fleet_steps.hpp"
 
 namespace fs = std::filesystem;
@@ -132,7 +133,9 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
         total += f.blob->size;
     ctx.progress->phase("Receiving", fetch.size());
     ctx.progress->download_total(total);
+    const Stopwatch receiving;
     source.fetch(fetch);
+    result.receive_s = receiving.total();
     result.bytes = total;
     build_received(ctx, receive, in, result);
 }

@@ -376,9 +376,11 @@ class PlainRegistry(Push):
         self.assertEqual(len(builder), 2)
         self.assertEqual(self.pycs(self.node_home, "one"), builder)
         # In words, with -v; and a second pull into this store takes nothing (it has the lists).
-        r = self.pull(ref, "again", "-v")
+        r = self.pull(ref, "again", "-vv")
         self.assertIn("Bytecode: 0 .pyc files taken from 2 layers the artifact carried; 0 modules compiled here",
                       r.stderr)
+        # -vv: where the time went, receiving and then each step of the create.
+        self.assertRegex(r.stderr, r"  seconds: receive [0-9.]+; create: select [0-9.]+, fetch\+ingest")
         # --ignore-bytecode in this home compiles the lists it took from the artifact again.
         got = json.loads(self.pull(ref, "strict", "--json", "--ignore-bytecode").stdout)
         self.assertEqual((got["pyc_received"], got["compiled"]), (0, 2), got)

@@ -95,6 +95,7 @@ struct ReceiveResult {
     std::size_t compiled = 0;         ///< modules this node compiled (0: none was missing)
     CreateResult create;
     double seconds = 0;
+    double receive_s = 0;  ///< of `seconds`: the blobs fetched (downloaded or copied)
 };
 
 struct PullOptions {

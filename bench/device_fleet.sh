@@ -8,7 +8,7 @@
 #   - pull + create into a fresh store (no index anywhere): with the builder's bytecode and with
 #     --no-compile, alternately, three of each, then once with --ignore-bytecode (the node
 #     compiles); `pull --json`'s pyc_received and compiled; verify --deep;
-#   - `import torch` in a fresh process, five times each, on the build node and on the node;
+#   - `import torch` in a fresh process, seven times each, the build node and the node alternately;
 #   - pack and unpack in both formats (envbox's tar and --format oci), their sizes.
 # Usage (on the device, from the repository root, with the bundle, the repack script and the
 # registry binary carried):
@@ -83,15 +83,14 @@ import json, sys; r = json.load(sys.stdin)
 print('pull --json:', {k: r[k] for k in ('wheels', 'fetched', 'bytecode_layers', 'pyc_received', 'compiled', 'seconds')})"
 timed "verify --deep of the pulled environment" "$E" --home /tmp/hn verify torch --deep
 cd /tmp/p
-echo "== import torch, a fresh process each (5 runs)"
-for side in "build node:/tmp/hb:/tmp/p" "pulled node:/tmp/hn:/tmp/n"; do
-    name=${side%%:*}; rest=${side#*:}; home=${rest%%:*}; dir=${rest#*:}
-    cd "$dir"
-    "$E" --home "$home" run torch -- python -c "import torch" >/dev/null 2>&1  # warm the page cache
-    for i in 1 2 3 4 5; do
-        timed "import torch, $name ($i)" "$E" --home "$home" run torch -- python -c "import torch"
-    done
+echo "== import torch, a fresh process each, the two nodes alternately (7 runs each)"
+cd /tmp/p && "$E" --home /tmp/hb run torch -- python -c "import torch" >/dev/null 2>&1  # warm the page cache
+cd /tmp/n && "$E" --home /tmp/hn run torch -- python -c "import torch" >/dev/null 2>&1
+for i in 1 2 3 4 5 6 7; do
+    cd /tmp/p && timed "import torch, build node ($i)" "$E" --home /tmp/hb run torch -- python -c "import torch"
+    cd /tmp/n && timed "import torch, pulled node ($i)" "$E" --home /tmp/hn run torch -- python -c "import torch"
 done
+cd /tmp/n
 "$E" --home /tmp/hn run torch -- python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
 cd /tmp/p
 rm -rf /tmp/hn /tmp/n
@@ -101,7 +100,7 @@ for fmt in envbox oci; do
     timed "pack --format $fmt" "$E" --home /tmp/hb pack torch --format $fmt -o /tmp/torch.$fmt.tar
     echo "size: $(stat -c %s /tmp/torch.$fmt.tar) bytes"
     rm -rf /tmp/hu /tmp/u && mkdir -p /tmp/u && cd /tmp/u
-    timed "unpack ($fmt)" "$E" --home /tmp/hu unpack /tmp/torch.$fmt.tar torch -v
+    timed "unpack ($fmt)" "$E" --home /tmp/hu unpack /tmp/torch.$fmt.tar torch -vv
     cd /tmp/p
     rm -rf /tmp/hu /tmp/u /tmp/torch.$fmt.tar
 done

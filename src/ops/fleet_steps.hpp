@@ -159,8 +159,8 @@ class BlobSource {
     virtual ~BlobSource() = default;
     /// A small blob (the lock, at most index::kMaxPageBytes) into memory.
     virtual std::string read(const index::oci::Descriptor& blob) = 0;
-    /// Each blob into its file (concurrently where the source can), advancing the progress by
-    /// one per blob.
+    /// Each blob into its file (concurrently where the source can, starting them in the order
+    /// given: `receive_artifact` puts the biggest first), advancing the progress by one per blob.
     virtual void fetch(const std::vector<BlobTo>& blobs) = 0;
 };
 

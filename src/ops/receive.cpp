@@ -128,6 +128,10 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
         static_cast<std::size_t>(std::count_if(m.layers.begin(), m.layers.end(), [](const auto& l) {
             return l.media_type == oci::kBytecodeMediaType;
         }));
+    // The biggest first, so that no big blob (torch's wheel, its bytecode layer) starts last
+    // and is fetched alone at the end.
+    std::stable_sort(fetch.begin(), fetch.end(),
+                     [](const BlobTo& a, const BlobTo& b) { return a.blob->size > b.blob->size; });
     std::uint64_t total = 0;
     for (const auto& f : fetch)
         total += f.blob->size;

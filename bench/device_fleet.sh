@@ -9,7 +9,8 @@
 #     --no-compile, alternately, three of each, then once with --ignore-bytecode (the node
 #     compiles); `pull --json`'s pyc_received and compiled; verify --deep;
 #   - `import torch` in a fresh process, seven times each, the build node and the node alternately;
-#   - pack and unpack in both formats (envbox's tar and --format oci), their sizes.
+#   - pack and unpack in both formats (envbox's tar and --format oci), their sizes (SKIP_PACK=1:
+#     not).
 # Usage (on the device, from the repository root, with the bundle, the repack script and the
 # registry binary carried):
 #   sh bench/device_fleet.sh dist/envbox-*.tar.gz .device/repack_wheels.py .device/docker-registry OUTDIR
@@ -96,7 +97,8 @@ cd /tmp/p
 rm -rf /tmp/hn /tmp/n
 
 echo "== pack and unpack, both formats"
-for fmt in envbox oci; do
+[ -n "${SKIP_PACK:-}" ] && echo "skipped (SKIP_PACK)"
+for fmt in $([ -n "${SKIP_PACK:-}" ] || echo envbox oci); do
     timed "pack --format $fmt" "$E" --home /tmp/hb pack torch --format $fmt -o /tmp/torch.$fmt.tar
     echo "size: $(stat -c %s /tmp/torch.$fmt.tar) bytes"
     rm -rf /tmp/hu /tmp/u && mkdir -p /tmp/u && cd /tmp/u

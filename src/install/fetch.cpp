@@ -47,40 +47,6 @@ std::vector<std::size_t> stored_or_missing(const store::Store& store, std::vecto
     return missing;
 }
 
-index::ArtifactRequest artifact_request(const std::string& display, const lock::FileRef& file,
-                                        const std::string& sha256,
-                                        const std::optional<std::string>& index,
-                                        const std::vector<resolve::IndexConfig>& indexes) {
-    index::ArtifactRequest req;
-    req.display = display;
-    req.location = file.path ? *file.path : file.url.value_or("");
-    req.sha256 = sha256;
-    req.size = file.size;
-    if (index) {
-        std::string url = *index;
-        while (!url.empty() && url.back() == '/')
-            url.pop_back();
-        for (const auto& c : indexes)
-            if (c.url == url) {
-                req.ca = c.ca;
-                req.username = c.username;
-                req.password = c.password;
-                req.index_url = c.url;
-            }
-    }
-    return req;
-}
-
-index::ArtifactRequest artifact_request(const Item& item,
-                                        const std::vector<resolve::IndexConfig>& indexes) {
-    // A wheel built from the item's sdist (`Item::sdist`, its sha256 no longer the sdist's): the
-    // store's, or a received artifact's; no location or size of the lock is its.
-    if (item.sdist && item.file->sha256() != item.sha256)
-        return {item.filename, "",           item.sha256, std::nullopt,
-                std::nullopt,  std::nullopt, std::nullopt};
-    return artifact_request(item.filename, *item.file, item.sha256, item.package->index, indexes);
-}
-
 namespace {
 
 // --offline: every missing item must be a local file or a finished download already.
@@ -117,7 +83,8 @@ void check_received(const std::vector<Item>& items, const std::vector<std::size_
                     "lacks; a pulled or unpacked environment installs the artifact's "
                     "wheels and the store's only");
         std::error_code ec;
-        if (!fs::exists(index::download_path(plan.downloads, item.sha256), ec))
+        const fs::path file = index::download_path(plan.downloads, item.sha256);
+        if (!fs::exists(file, ec) && !(plan.streamed && plan.streamed->count(file)))
             throw Error(ErrorCode::integrity,
                         label + ": " + printable(item.filename) + " was not received" +
                             (item.repair ? " (the store's copy is damaged, and the artifact's was "
@@ -158,11 +125,18 @@ class FetchPool {
     // compiling of stored wheels that lack bytecode beside it; a fetched wheel's compile tasks
     // join the pool once it is stored.
     void run(const std::vector<std::size_t>& missing) {
-        TaskPool pool(plan_.jobs, bytecode_ ? BytecodeTasks::kLanes : 1);
+        const unsigned lanes = bytecode_ ? BytecodeTasks::kLanes : 1;
+        // Streamed blobs download in a lane of their own (the last), beside the ingest.
+        const unsigned fetch_lane = plan_.streamed ? lanes : 0;
+        TaskPool pool(plan_.jobs, lanes + (plan_.streamed ? 1 : 0));
+        std::vector<std::uint64_t> rank(items_.size(), UINT64_MAX / 2);
         for (std::size_t k = 0; k < missing.size(); ++k) {
             const std::size_t i = missing[k];
-            pool.add(UINT64_MAX - k, [this, i](TaskPool& tasks) { fetch(i, tasks); });
+            rank[i] = UINT64_MAX - 2 * k;
+            pool.add(
+                rank[i], [this, i](TaskPool& tasks) { fetch(i, tasks); }, fetch_lane);
         }
+        add_layer_fetches(rank, pool, fetch_lane);
         for (std::size_t i = 0; i < items_.size(); ++i) {
             if (!items_[i].wheel) continue;
             if (bytecode_) bytecode_->add(items_[i], pool);
@@ -208,7 +182,9 @@ class FetchPool {
             const fs::path received = index::download_path(plan_.downloads, req.sha256);
             std::error_code ec;
             if (plan_.received) {
-                // The artifact's copy (check_received found it), whatever the lock names.
+                // The artifact's copy (check_received found it or it streams), whatever the
+                // lock names.
+                if (plan_.streamed && plan_.streamed->count(received)) plan_.receive_blob(received);
                 p.downloaded = received;
                 archive = received;
             } else if (local && !fs::exists(*local, ec) && fs::exists(received, ec)) {
@@ -269,12 +245,36 @@ class FetchPool {
         if (plan_.elf_facts) add_elf_tasks(i, tasks);
     }
 
-    // Item `i`'s stored wheel: the tasks of each bytecode layer it received, adopted beside the
-    // other wheels' ingest, never after the pool.
+    // Each received layer waits for its wheel to be stored and, when it streams, for itself
+    // to be downloaded (right after its wheel, `rank[i] - 1`); the last of the two adds the
+    // tasks that adopt it.
+    void add_layer_fetches(const std::vector<std::uint64_t>& rank, TaskPool& pool, unsigned lane) {
+        for (std::size_t i = 0; i < items_.size(); ++i)
+            for (std::size_t k = 0; k < items_[i].bytecode.size(); ++k) {
+                const fs::path& layer = items_[i].bytecode[k].received;
+                if (layer.empty()) continue;
+                const bool streams = plan_.streamed && plan_.streamed->count(layer);
+                waits_[{i, k}] = streams ? 2 : 1;
+                if (streams)
+                    pool.add(
+                        rank[i] - 1,
+                        [this, i, k, &layer](TaskPool& tasks) {
+                            plan_.receive_blob(layer);
+                            arrive(i, k, tasks);
+                        },
+                        lane);
+            }
+    }
+
+    void arrive(std::size_t i, std::size_t k, TaskPool& tasks) {
+        if (--waits_.at({i, k}) == 0) add_adopt_tasks(store_, items_[i], k, tasks);
+    }
+
+    // Item `i`'s stored wheel: the tasks of each bytecode layer it received (once the layer is
+    // there), adopted beside the other wheels' ingest, never after the pool.
     void add_received_tasks(std::size_t i, TaskPool& tasks) {
         for (std::size_t k = 0; k < items_[i].bytecode.size(); ++k)
-            if (!items_[i].bytecode[k].received.empty())
-                add_adopt_tasks(store_, items_[i], k, tasks);
+            if (!items_[i].bytecode[k].received.empty()) arrive(i, k, tasks);
     }
 
     // The ELF facts of item `i`'s stored wheel: one task per native member in the ingest's lane
@@ -315,6 +315,7 @@ class FetchPool {
     index::HttpClient http_;
     std::vector<Pending> pending_;
     BytecodeTasks* bytecode_;
+    std::map<std::pair<std::size_t, std::size_t>, std::atomic<int>> waits_;  // (item, key)
 
   public:
     /// The downloads of stored items built from an sdist, to keep as the store's archives once
@@ -339,7 +340,8 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
     result.repaired =
         std::count_if(items.begin(), items.end(), [](const Item& i) { return i.repair; });
     if (!missing.empty() && plan.received) check_received(items, missing, plan);
-    if (!missing.empty() && plan.offline) check_offline(items, missing, plan);
+    // A received item is never fetched by the lock's URL (check_received).
+    if (!missing.empty() && plan.offline && !plan.received) check_offline(items, missing, plan);
     plan_bytecode(store, items, plan.bytecode, plan.verify_by_content, plan.jobs, progress);
     if (plan.recompile_received) distrust_received_bytecode(items);
     if (plan.received_bytecode) take_received_bytecode(items, *plan.received_bytecode);

@@ -200,6 +200,10 @@ install::FetchPlan fetch_plan(const Context& ctx, const CreateOptions& opt,
     plan.received_builds = &opt.received_builds;
     plan.received_bytecode = &opt.received_bytecode;
     plan.recompile_received = opt.ignore_received_bytecode;
+    if (!opt.streamed.empty()) {
+        plan.streamed = &opt.streamed;
+        plan.receive_blob = opt.receive_blob;
+    }
     plan.verify_by_content = opt.force;
     plan.jobs = ctx.jobs;
     plan.interpreter = &interpreter;

@@ -310,6 +310,7 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
     const Context c = receiving_context(ctx);
     const fs::path lock_path = c.project().lock(opt.env);
     std::error_code ec;
+    const bool had_dir = fs::is_directory(lock_path.parent_path(), ec);
     fs::create_directories(lock_path.parent_path(), ec);
     std::optional<std::string> previous;
     if (fs::exists(lock_path, ec)) previous = read_file(lock_path);
@@ -326,6 +327,8 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
     co.received_builds = received.builds;
     co.received_bytecode = received.bytecode;
     co.ignore_received_bytecode = opt.ignore_bytecode;
+    co.streamed = received.streamed;
+    co.receive_blob = received.receive;
     auto remove_layers = [&] {
         for (const auto& [key, file] : received.bytecode)
             fs::remove(file, ec);
@@ -333,11 +336,13 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
     try {
         result.create = create(c, co);
     } catch (...) {
-        // The project's lock is what it was, or absent as it was; no layer stays behind.
+        // The project's lock is what it was, or absent as it was (with the folder made for
+        // it); no layer stays behind.
         if (previous)
             write_file_atomic(lock_path, *previous);
         else
             fs::remove(lock_path, ec);
+        if (!had_dir) fs::remove(lock_path.parent_path(), ec);  // only if empty
         remove_layers();
         throw;
     }

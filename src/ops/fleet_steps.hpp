@@ -144,6 +144,10 @@ struct Received {
     /// Its bytecode layers now on disk, "<wheel sha256>/<key name>" → file
     /// (`CreateOptions::received_bytecode`); removed once the environment is built.
     std::map<std::string, std::filesystem::path> bytecode;
+    /// The blobs left for create to fetch as it needs them, and how (`CreateOptions::streamed`,
+    /// from a source that `streams`).
+    std::set<std::filesystem::path> streamed;
+    std::function<void(const std::filesystem::path&)> receive;
 };
 
 /// A blob of an artifact and the file it is to be written to.
@@ -162,6 +166,10 @@ class BlobSource {
     /// Each blob into its file (concurrently where the source can, starting them in the order
     /// given: `receive_artifact` puts the biggest first), advancing the progress by one per blob.
     virtual void fetch(const std::vector<BlobTo>& blobs) = 0;
+    /// Whether `fetch_one` may be called from many threads while create runs (a registry's
+    /// downloads overlap the ingest); else every blob is fetched first.
+    virtual bool streams() const { return false; }
+    virtual void fetch_one(const BlobTo& blob) { fetch({blob}); }
 };
 
 /// The receiving side of an artifact whose manifest `m` was read (and parsed) from `what`: its

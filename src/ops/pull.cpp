@@ -61,12 +61,14 @@ class RegistrySource final : public fleet::BlobSource {
         return client_.get_blob(d.digest, d.size);
     }
     void fetch(const std::vector<fleet::BlobTo>& blobs) override {
-        parallel_for(blobs.size(), std::min(8u, std::max(1u, ctx_.jobs * 2)), [&](std::size_t i) {
-            const oci::Descriptor& d = *blobs[i].blob;
-            client_.download_blob(d.digest, d.size, blobs[i].to,
-                                  [&](std::uint64_t n) { ctx_.progress->downloaded(n); });
-            ctx_.progress->advance(1);
-        });
+        parallel_for(blobs.size(), std::min(8u, std::max(1u, ctx_.jobs * 2)),
+                     [&](std::size_t i) { fetch_one(blobs[i]); });
+    }
+    bool streams() const override { return true; }
+    void fetch_one(const fleet::BlobTo& blob) override {
+        const oci::Descriptor& d = *blob.blob;
+        client_.download_blob(d.digest, d.size, blob.to,
+                              [&](std::uint64_t n) { ctx_.progress->downloaded(n); });
     }
 
   private:

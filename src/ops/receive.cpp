@@ -2,6 +2,8 @@
 // fleet_steps.hpp, `receive_artifact`).
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/oci.hpp"
@@ -99,7 +101,7 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
     auto pylock = lock::Pylock::parse(lock_text, name + " (lock " + lock_layer->digest + ")");
     if (!pylock) throw pylock.error();
     require_reviewed_lock(ctx, receive, lock_text, name);
-    Received in{lock_text, {}, check_layers(m, *pylock, name), {}};
+    Received in{lock_text, {}, check_layers(m, *pylock, name), {}, {}, {}};
 
     // Blobs the store has are not fetched; the others go where `create` finds them.
     store::Store store(ctx.home);
@@ -135,12 +137,26 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
     std::uint64_t total = 0;
     for (const auto& f : fetch)
         total += f.blob->size;
+    result.bytes = total;
+    if (source.streams()) {
+        // Fetched inside create's pool as it needs them: the downloads overlap the ingest. Each
+        // once, whichever task asks first (a failed one may be tried again).
+        std::map<fs::path, std::pair<const BlobTo*, std::unique_ptr<std::once_flag>>> by_file;
+        for (const auto& f : fetch) {
+            in.streamed.insert(f.to);
+            by_file.emplace(f.to, std::make_pair(&f, std::make_unique<std::once_flag>()));
+        }
+        in.receive = [&source, &by_file](const fs::path& to) {
+            auto& [blob, once] = by_file.at(to);
+            std::call_once(*once, [&] { source.fetch_one(*blob); });
+        };
+        return build_received(ctx, receive, in, result);
+    }
     ctx.progress->phase("Receiving", fetch.size());
     ctx.progress->download_total(total);
     const Stopwatch receiving;
     source.fetch(fetch);
     result.receive_s = receiving.total();
-    result.bytes = total;
     build_received(ctx, receive, in, result);
 }
 

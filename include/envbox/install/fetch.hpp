@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -65,6 +66,12 @@ struct FetchPlan {
     /// --ignore-bytecode: a list the store took from an artifact counts as missing (compiled
     /// here, replacing it: `distrust_received_bytecode`).
     bool recompile_received = false;
+    /// With `received`: the blobs (wheels and layers, by their file in `downloads`) that are
+    /// not there yet and are fetched inside the pool (`receive_blob`, thread-safe, checked
+    /// against its digest), in a lane of their own beside the ingest of those already in, each
+    /// wheel's layer right after the wheel: pull's downloads overlap the create.
+    const std::set<std::filesystem::path>* streamed = nullptr;
+    std::function<void(const std::filesystem::path&)> receive_blob;
     bool verify_by_content = false;  ///< --force: check stored objects by content
     unsigned jobs = 1;
     const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode

@@ -56,6 +56,11 @@ struct CreateOptions {
     /// --ignore-bytecode: no `.pyc` of an artifact is linked; a list the store took from one
     /// before is compiled again here.
     bool ignore_received_bytecode = false;
+    /// With `received`: the blobs (files in cache/downloads) not fetched yet, fetched inside the
+    /// fetch's pool by `receive_blob` as create needs them (pull: from the registry, so the
+    /// downloads overlap the ingest; `install::FetchPlan::streamed`).
+    std::set<std::filesystem::path> streamed;
+    std::function<void(const std::filesystem::path&)> receive_blob;
     /// Set by run's sync: a lock that would move the environment off its current generation's
     /// CUDA line (or torch label) is refused (invalid_input) naming the change and the command
     /// that makes it on purpose, before anything is fetched or built.

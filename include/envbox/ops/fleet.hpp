@@ -95,7 +95,9 @@ struct ReceiveResult {
     std::size_t compiled = 0;         ///< modules this node compiled (0: none was missing)
     CreateResult create;
     double seconds = 0;
-    double receive_s = 0;  ///< of `seconds`: the blobs fetched (downloaded or copied)
+    /// Of `seconds`: the blobs fetched before create started (unpack; a pull's are fetched
+    /// inside create's pool, 0 here).
+    double receive_s = 0;
 };
 
 struct PullOptions {
@@ -107,11 +109,12 @@ struct PullOptions {
 /// Reads REF's manifest (refused unless it is envbox's artifact, exit 5; `REF@sha256:…` must
 /// hash to that digest), its lock blob, which must be the reviewed lock's bytes when there is one
 /// (`ReceiveOptions::trusted_lock`, else the project's lock: exit 5 naming both digests, before
-/// any wheel is fetched, unless `update_lock`), then downloads (in parallel, resumable) every wheel
-/// blob the store lacks, each checked against its digest and the lock's sha256 and size; then
-/// writes the lock as the project's `manifests/pylock.ENV.toml` and runs `create --frozen
-/// --offline` on it. A failure puts the previous lock back; a blob that is not its digest is
-/// removed and nothing is stored. The artifact rule: every wheel installed is one of the artifact's
+/// any wheel is fetched, unless `update_lock`), then writes the lock as the project's
+/// `manifests/pylock.ENV.toml` and runs `create --frozen --offline` on it, which downloads
+/// (in its pool, beside the ingest, resumable) every blob the store lacks, each checked against
+/// its digest and the lock's sha256 and size. A failure puts the previous lock back (and no
+/// `manifests/` folder it made); a blob that is not its digest is removed and nothing is
+/// stored. The artifact rule: every wheel installed is one of the artifact's
 /// layers or already in the store (by sha256); a lock naming another, by a path or a URL, is
 /// refused (exit 5, naming the package) before anything is stored, and that path or URL is never
 /// read.

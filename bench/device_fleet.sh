@@ -11,6 +11,7 @@
 #   - `import torch` in a fresh process, seven times each, the build node and the node alternately;
 #   - pack and unpack in both formats (envbox's tar and --format oci), their sizes (SKIP_PACK=1:
 #     not).
+# QUICK=1: the build node and two rounds of pulls only (a short device budget).
 # Usage (on the device, from the repository root, with the bundle, the repack script and the
 # registry binary carried):
 #   sh bench/device_fleet.sh dist/envbox-*.tar.gz .device/repack_wheels.py .device/docker-registry OUTDIR
@@ -73,10 +74,11 @@ pull() {  # pull LABEL FLAGS...: a fresh home and project each time
     timed "pull + create, $label" "$E" --home /tmp/hn pull $REF torch --plain-http -vv "$@"
     cd /tmp/p
 }
-for round in 1 2 3; do
+for round in $([ -n "${QUICK:-}" ] && echo 1 2 || echo 1 2 3); do
     pull "builder's bytecode ($round)"
     pull "--no-compile ($round)" --no-compile
 done
+if [ -n "${QUICK:-}" ]; then echo "== QUICK: the rest left out"; kill $regpid; exit 0; fi
 pull "--ignore-bytecode (the node compiles)" --ignore-bytecode
 rm -rf /tmp/hn /tmp/n && mkdir -p /tmp/n && cd /tmp/n
 "$E" --home /tmp/hn --json pull $REF torch --plain-http | "$PY" -c "

@@ -60,7 +60,13 @@ Inputs read_inputs(const Context& ctx, const CreateOptions& opt) {
     // With a manifest and its own lock: lock first when the lock is missing or stale. The lock
     // freshness read is the one used, unless it was written again.
     std::optional<lock::LockFile> read;
-    if (in.manifest && !opt.lock && !opt.frozen) read = relock_if_stale(ctx, opt, in, in.relocked);
+    if (opt.lock_text) {
+        auto parsed = lock::parse_lock_file(in.lock_path, *opt.lock_text);
+        if (!parsed) throw parsed.error();
+        read = std::move(*parsed);
+    } else if (in.manifest && !opt.lock && !opt.frozen) {
+        read = relock_if_stale(ctx, opt, in, in.relocked);
+    }
     if (!read) {
         std::error_code ec;
         if (!fs::exists(in.lock_path, ec))

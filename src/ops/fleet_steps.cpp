@@ -309,16 +309,11 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
                     ReceiveResult& result) {
     const Context c = receiving_context(ctx);
     const fs::path lock_path = c.project().lock(opt.env);
-    std::error_code ec;
-    const bool had_dir = fs::is_directory(lock_path.parent_path(), ec);
-    fs::create_directories(lock_path.parent_path(), ec);
-    std::optional<std::string> previous;
-    if (fs::exists(lock_path, ec)) previous = read_file(lock_path);
-    write_file_atomic(lock_path, received.lock_text);
     result.env = opt.env;
     result.lock_path = lock_path;
     CreateOptions co;
     co.env = opt.env;
+    co.lock_text = received.lock_text;  // written to the project once the environment is built
     co.frozen = true;
     co.offline = true;
     co.link_mode = opt.link_mode;
@@ -329,6 +324,7 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
     co.ignore_received_bytecode = opt.ignore_bytecode;
     co.streamed = received.streamed;
     co.receive_blob = received.receive;
+    std::error_code ec;
     auto remove_layers = [&] {
         for (const auto& [key, file] : received.bytecode)
             fs::remove(file, ec);
@@ -336,17 +332,13 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
     try {
         result.create = create(c, co);
     } catch (...) {
-        // The project's lock is what it was, or absent as it was (with the folder made for
-        // it); no layer stays behind.
-        if (previous)
-            write_file_atomic(lock_path, *previous);
-        else
-            fs::remove(lock_path, ec);
-        if (!had_dir) fs::remove(lock_path.parent_path(), ec);  // only if empty
+        // The project's lock is untouched (an interrupted pull too); no layer stays behind.
         remove_layers();
         throw;
     }
     remove_layers();
+    fs::create_directories(lock_path.parent_path(), ec);
+    write_file_atomic(lock_path, received.lock_text);
     result.pyc_received = result.create.fetch.bytecode.received;
     result.compiled = result.create.fetch.bytecode.compiled;
 }

@@ -182,11 +182,12 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& options,
                       const index::oci::ArtifactManifest& m, const std::string& what,
                       BlobSource& source, ReceiveResult& result);
 
-/// Writes the received lock as the project's `manifests/pylock.ENV.toml` (the current directory
-/// becomes the project when there is none) and runs `create --frozen --offline` on it, with the
-/// wheels the store lacks already in cache/downloads/. A failure puts the previous lock back (or
-/// removes the new one) and rethrows. Fills `result.lock_path`, `env`, `create`, `pyc_received`
-/// and `compiled`.
+/// Runs `create --frozen --offline` on the received lock as the project's
+/// `manifests/pylock.ENV.toml` (the current directory becomes the project when there is none),
+/// with the wheels the store lacks in cache/downloads/ or streamed (`Received::streamed`), and
+/// then writes that lock there; a failure (or an interruption) leaves the project's lock as it
+/// was, removes the layers, and rethrows. Fills `result.lock_path`, `env`, `create`,
+/// `pyc_received` and `compiled`.
 void build_received(const Context& ctx, const ReceiveOptions& options, const Received& received,
                     ReceiveResult& result);
 

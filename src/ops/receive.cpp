@@ -2,8 +2,8 @@
 // fleet_steps.hpp, `receive_artifact`).
 
 #include <algorithm>
-#include <memory>
 #include <mutex>
+#include <set>
 
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/oci.hpp"
@@ -64,6 +64,7 @@ std::vector<const oci::Descriptor*> bytecode_to_fetch(const oci::ArtifactManifes
                                                       const fs::path& downloads, Received& in) {
     std::vector<const oci::Descriptor*> out;
     std::map<std::string, fs::path> seen;
+    std::set<std::string> digests;
     std::uint64_t total = 0;
     for (const auto& l : m.layers) {
         if (l.media_type != oci::kBytecodeMediaType) continue;
@@ -71,6 +72,9 @@ std::vector<const oci::Descriptor*> bytecode_to_fetch(const oci::ArtifactManifes
         const std::string& wheel = l.annotations.at(std::string(oci::kBytecodeWheelAnnotation));
         const std::string& key = l.annotations.at(std::string(oci::kBytecodeKeyAnnotation));
         const std::string id = accept_bytecode_layer(in.carried, wheel, key, what, seen);
+        // A layer's header names its wheel and key: one blob is never the layer of two.
+        if (!digests.insert(l.digest).second)
+            throw Error(ErrorCode::integrity, what + " is named twice, for two wheels or keys");
         seen[id];
         total += std::min(l.size, kMaxArtifactBytecodeBytes + 1);
         if (l.size > store::kMaxBytecodeLayerBytes || total > kMaxArtifactBytecodeBytes)
@@ -140,15 +144,22 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
     result.bytes = total;
     if (source.streams()) {
         // Fetched inside create's pool as it needs them: the downloads overlap the ingest. Each
-        // once, whichever task asks first (a failed one may be tried again).
-        std::map<fs::path, std::pair<const BlobTo*, std::unique_ptr<std::once_flag>>> by_file;
+        // once, by whichever task asks first, the others waiting (a failed one is tried again).
+        struct Once {
+            const BlobTo* blob;
+            std::mutex mutex;
+            bool done = false;
+        };
+        std::map<fs::path, Once> by_file;
         for (const auto& f : fetch) {
             in.streamed.insert(f.to);
-            by_file.emplace(f.to, std::make_pair(&f, std::make_unique<std::once_flag>()));
+            by_file[f.to].blob = &f;
         }
         in.receive = [&source, &by_file](const fs::path& to) {
-            auto& [blob, once] = by_file.at(to);
-            std::call_once(*once, [&] { source.fetch_one(*blob); });
+            Once& o = by_file.at(to);
+            std::lock_guard lock(o.mutex);
+            if (!o.done) source.fetch_one(*o.blob);
+            o.done = true;
         };
         return build_received(ctx, receive, in, result);
     }

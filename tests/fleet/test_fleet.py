@@ -269,6 +269,29 @@ class PlainRegistry(Push):
         self.assertEqual(self.node_wheels(), [])
         self.assertFalse(os.path.exists(os.path.join(self.node, "manifests")))
 
+    def test_a_pull_that_fails_while_downloading_leaves_the_projects_lock_as_it_was(self):
+        """The received lock is written to the project only once its environment is built: a
+        pull that fails (or is interrupted) while its blobs download leaves the lock alone."""
+        self.build("one")
+        self.build("two")
+        self.push("one", self.ref(self.repo(), "one"))
+        self.push("two", self.ref(self.repo(), "two"))
+        self.pull(self.ref(self.repo(), "one"), "e")
+        lock = os.path.join(self.node, "manifests", "pylock.e.toml")
+        with open(lock) as f:
+            before = f.read()
+        _, _, _, sha = self.gamma()  # only `two` carries gamma
+        path = self.registry.blob_data("sha256:" + sha)
+        with open(path, "r+b") as f:
+            f.seek(100)
+            f.write(b"\xff\xfe")
+        r = self.at_node("create", "e", "--from", self.ref(self.repo(), "two"), "--plain-http",
+                         "--update-lock", check=False)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        with open(lock) as f:
+            self.assertEqual(f.read(), before)
+        self.assert_works("e", ["alpha", "beta"])
+
     def hostile(self, edit):
         """Pushes `one`, writes its manifest edited by `edit` under tag `bad`, pulls that."""
         self.build("one")
@@ -411,6 +434,14 @@ class PlainRegistry(Push):
         r = self.hostile(edit)
         self.assertEqual(r.returncode, 5, r.stderr)
         self.assertIn("which the artifact does not carry", r.stderr)
+
+    def test_one_bytecode_blob_named_for_two_wheels_is_refused(self):
+        def edit(m):
+            layers = [l for l in m["layers"] if l["mediaType"] == "application/vnd.envbox.bytecode.v1"]
+            layers[1]["digest"], layers[1]["size"] = layers[0]["digest"], layers[0]["size"]
+        r = self.hostile(edit)
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("is named twice", r.stderr)
 
     def test_a_bytecode_layer_that_lies_about_its_modules_is_refused(self):
         """A registry serving a layer whose list names a module the wheel does not have (its

@@ -24,6 +24,10 @@ namespace envbox::ops {
 struct CreateOptions {
     std::string env;
     std::optional<std::filesystem::path> lock;  ///< --lock FILE (default manifests/pylock.ENV.toml)
+    /// Set by pull and unpack: the received lock's bytes, taken as the lock at its path (`lock`
+    /// or the project's) without reading that file; the caller writes it there once create
+    /// returns, so a failed or interrupted receive leaves the project's lock as it was.
+    std::optional<std::string> lock_text;
     LinkMode link_mode = LinkMode::hardlink;
     bool offline = false;
     bool no_wait = false;  ///< fail at once when another envbox holds this environment

@@ -112,9 +112,10 @@ struct PullOptions {
 /// any wheel is fetched, unless `update_lock`), then writes the lock as the project's
 /// `manifests/pylock.ENV.toml` and runs `create --frozen --offline` on it, which downloads
 /// (in its pool, beside the ingest, resumable) every blob the store lacks, each checked against
-/// its digest and the lock's sha256 and size. A failure puts the previous lock back (and no
-/// `manifests/` folder it made); a blob that is not its digest is removed and nothing is
-/// stored. The artifact rule: every wheel installed is one of the artifact's
+/// its digest and the lock's sha256 and size; the lock is written only once the environment
+/// is built, so a failed or interrupted pull leaves the project's lock as it was. A blob that
+/// is not its digest is removed and nothing is published (objects already ingested are named
+/// by no file list, for gc). The artifact rule: every wheel installed is one of the artifact's
 /// layers or already in the store (by sha256); a lock naming another, by a path or a URL, is
 /// refused (exit 5, naming the package) before anything is stored, and that path or URL is never
 /// read.

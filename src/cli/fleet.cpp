@@ -21,12 +21,6 @@ struct RegistryFlags {
     std::string ca;
 };
 
-std::string fixed3(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-    return buf;
-}
-
 std::string env_or_empty(const char* name) {
     const char* v = std::getenv(name);
     return v ? v : "";
@@ -134,14 +128,16 @@ void report_received(const GlobalOptions& global, const char* verb, const std::s
                      counted(r.bytecode_layers, "layer", "layers").c_str(),
                      counted(r.compiled, "module", "modules").c_str());
     // A pull fetches its blobs inside create's fetch+ingest; unpack receives them first.
-    if (global.verbosity > 1 && r.create.changed)
+    if (global.verbosity > 1 && r.create.changed) {
+        std::fprintf(stderr, "  seconds: ");
+        if (r.receive_s > 0) std::fprintf(stderr, "receive %.3f; ", r.receive_s);
         std::fprintf(stderr,
-                     "  seconds: %screate: select %.3f, fetch+ingest %.3f, publish "
-                     "%.3f, install %.3f, seal %.3f, commit %.3f, link check %.3f\n",
-                     r.receive_s > 0 ? ("receive " + fixed3(r.receive_s) + "; ").c_str() : "",
+                     "create: select %.3f, fetch+ingest %.3f, publish %.3f, install %.3f, seal "
+                     "%.3f, commit %.3f, link check %.3f\n",
                      r.create.select_s, r.create.fetch.ingest_s, r.create.fetch.publish_s,
                      r.create.build.install_s, r.create.build.seal_s, r.create.build.commit_s,
                      r.create.link.seconds);
+    }
     if (r.create.changed)
         std::fprintf(stderr, "Installed %s into %s generation %d in %.2f s (lock %s)\n",
                      counted(r.create.packages, "package", "packages").c_str(), r.env.c_str(),

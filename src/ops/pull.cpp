@@ -61,8 +61,10 @@ class RegistrySource final : public fleet::BlobSource {
         return client_.get_blob(d.digest, d.size);
     }
     void fetch(const std::vector<fleet::BlobTo>& blobs) override {
-        parallel_for(blobs.size(), std::min(8u, std::max(1u, ctx_.jobs * 2)),
-                     [&](std::size_t i) { fetch_one(blobs[i]); });
+        parallel_for(blobs.size(), std::min(8u, std::max(1u, ctx_.jobs * 2)), [&](std::size_t i) {
+            fetch_one(blobs[i]);
+            ctx_.progress->advance(1);
+        });
     }
     bool streams() const override { return true; }
     void fetch_one(const fleet::BlobTo& blob) override {

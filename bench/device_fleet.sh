@@ -11,7 +11,8 @@
 #   - `import torch` in a fresh process, seven times each, the build node and the node alternately;
 #   - pack and unpack in both formats (envbox's tar and --format oci), their sizes (SKIP_PACK=1:
 #     not).
-# QUICK=1: the build node and two rounds of pulls only (a short device budget).
+# QUICK=1: the build node and the rounds of pulls only (a short device budget). ROUNDS=N: N
+# rounds of pulls (default 3; QUICK 2).
 # Usage (on the device, from the repository root, with the bundle, the repack script and the
 # registry binary carried):
 #   sh bench/device_fleet.sh dist/envbox-*.tar.gz .device/repack_wheels.py .device/docker-registry OUTDIR
@@ -74,7 +75,7 @@ pull() {  # pull LABEL FLAGS...: a fresh home and project each time
     timed "pull + create, $label" "$E" --home /tmp/hn pull $REF torch --plain-http -vv "$@"
     cd /tmp/p
 }
-for round in $([ -n "${QUICK:-}" ] && echo 1 2 || echo 1 2 3); do
+for round in $(seq 1 "${ROUNDS:-$([ -n "${QUICK:-}" ] && echo 2 || echo 3)}"); do
     pull "builder's bytecode ($round)"
     pull "--no-compile ($round)" --no-compile
 done

@@ -84,6 +84,7 @@ void start_attempt(Collected& got, const HttpRequest& req, const Plan& plan, int
         got.upload.memory = &req.body;
     }
     got.on_bytes = &req.on_bytes;
+    got.hash = req.hash;
     got.max_bytes = plan.max_bytes;
     got.range_length = plan.range_length;
     if (fd < 0) return;

@@ -24,6 +24,20 @@ std::uint64_t body_limit(const Collected& c) {
 
 }  // namespace
 
+void DownloadHash::wrote(std::uint64_t at, const char* data, std::size_t len) {
+    if (at == 0 && hashed != 0) {
+        (void)hash.finish();  // the part was emptied: start over
+        hashed = 0;
+        whole = true;
+    }
+    if (!whole || at != hashed) {
+        whole = false;
+        return;
+    }
+    hash.update(data, len);
+    hashed += len;
+}
+
 std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
     auto* c = static_cast<Collected*>(user);
     std::size_t len = size * n;
@@ -57,6 +71,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
             c->write_errno = errno;
             return 0;
         }
+        if (c->hash) c->hash->wrote(c->offset + c->written, data, len);
         c->written += len;
         if (c->on_bytes && *c->on_bytes) (*c->on_bytes)(len);
     } else if (c->fd >= 0) {

@@ -13,6 +13,8 @@
 
 namespace envbox::index {
 
+struct DownloadHash;
+
 /// Refuses (network) a URL with userinfo: credentials in a URL are never sent
 /// (http_download.cpp).
 void refuse_userinfo(const std::string& url);
@@ -39,6 +41,7 @@ struct Collected {
     bool write_failed = false;
     int write_errno = 0;  // errno of the failed write (ENOSPC, EDQUOT, EIO, …)
     const std::function<void(std::uint64_t)>* on_bytes = nullptr;
+    DownloadHash* hash = nullptr;                // fed what reaches the file
     std::map<std::string, std::string> headers;  // lowercase names, last value
     // Limits: the body may hold `max_bytes` (a 206 only `range_length`), decided on its first byte.
     std::uint64_t max_bytes = 0;

@@ -432,6 +432,8 @@ void RegistryClient::download_blob(const std::string& digest, std::uint64_t size
     get.max_bytes = size;
     get.max_bytes_what = "the size the manifest gives";
     get.on_bytes = on_bytes;
+    DownloadHash streamed;  // the bytes hashed as they arrive: no second read of the file
+    get.hash = &streamed;
     HttpResponse resp;
     for (int round = 0;; ++round) {
         get.authorization = authorization(pull_scope(ref_));
@@ -454,9 +456,16 @@ void RegistryClient::download_blob(const std::string& digest, std::uint64_t size
     }
     if (resp.status != 200) throw http_error(what, resp, ErrorCode::network);
     std::uint64_t bytes = 0;
-    std::string got = "sha256:" + to_hex(sha256_file(destination, &bytes));
+    std::error_code ec;
+    const std::uint64_t file_bytes = fs::file_size(destination, ec);
+    std::string got = "sha256:";
+    if (!ec && streamed.whole && streamed.hashed == file_bytes) {
+        got += to_hex(streamed.hash.finish());
+        bytes = file_bytes;
+    } else {
+        got += to_hex(sha256_file(destination, &bytes));  // resumed from an earlier run's part
+    }
     if (got != digest || bytes != size) {
-        std::error_code ec;
         fs::remove(destination, ec);
         throw Error(ErrorCode::integrity, what + ": the registry sent " + std::to_string(bytes) +
                                               " bytes hashing to " + got +

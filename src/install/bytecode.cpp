@@ -57,36 +57,54 @@ void take_received_bytecode(std::vector<Item>& items,
                 }
 }
 
-void add_adopt_tasks(const store::Store& store, Item& item, std::size_t k, TaskPool& pool) {
-    ItemBytecode& b = item.bytecode.at(k);
+LayerAdoption::LayerAdoption(const store::Store& store, Item& item, std::size_t k)
+    : store_(store), item_(item), k_(k) {}
+
+LayerAdoption::~LayerAdoption() = default;
+
+void LayerAdoption::arrived(TaskPool& pool) {
+    const fs::path& file = item_.bytecode.at(k_).received;
     std::error_code ec;
-    const std::uint64_t size = fs::file_size(b.received, ec);
+    const std::uint64_t size = fs::file_size(file, ec);
     // The biggest work first, as for ingest: the whole file's hash before any of its parts.
-    pool.add(ec ? 0 : size, [&store, &item, &b, size](TaskPool& more) {
-        struct Adopting {
-            std::unique_ptr<store::ReceivedLayer> layer;
-            std::atomic<std::size_t> left{0};
-        };
-        auto a = std::make_shared<Adopting>();
+    pool.add(ec ? 0 : size, [this, size](TaskPool& more) {
+        const ItemBytecode& b = item_.bytecode.at(k_);
         // The layer's file is named by its digest (cache/downloads/<sha256>.pyc-layer).
-        a->layer = std::make_unique<store::ReceivedLayer>(
-            store, b.received, b.received.stem().string(), *item.wheel, b.key,
-            "the received bytecode of " + item.filename + " for " + b.key.name());
-        const std::size_t parts = a->layer->part_count();
-        a->left = parts + 1;
-        auto done = [a, &b] {
-            if (--a->left == 0) b.list = a->layer->adopted();
-        };
-        more.add(size, [a, done](TaskPool&) {
-            a->layer->check_digest();
+        auto layer = std::make_unique<store::ReceivedLayer>(
+            store_, b.received, b.received.stem().string(), item_.sha256, b.key,
+            "the received bytecode of " + item_.filename + " for " + b.key.name());
+        store::ReceivedLayer& l = *layer;
+        left_ = l.part_count() + 2;  // the parts, the digest, the sources
+        more.add(size, [this, &l](TaskPool&) {
+            l.check_digest();
             done();
         });
-        for (std::size_t part = 0; part < parts; ++part)
-            more.add(a->layer->part_bytes(part), [a, done, part](TaskPool&) {
-                a->layer->store_part(part);
+        for (std::size_t part = 0; part < l.part_count(); ++part)
+            more.add(l.part_bytes(part), [this, &l, part](TaskPool&) {
+                l.store_part(part);
                 done();
             });
+        const std::lock_guard<std::mutex> lock(mutex_);
+        layer_ = std::move(layer);
+        if (wheel_) add_sources_task(more);
     });
+}
+
+void LayerAdoption::wheel_stored(TaskPool& pool) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    wheel_ = true;
+    if (layer_) add_sources_task(pool);
+}
+
+void LayerAdoption::add_sources_task(TaskPool& pool) {
+    pool.add(UINT64_MAX / 2, [this](TaskPool&) {
+        layer_->check_sources(*item_.wheel);
+        done();
+    });
+}
+
+void LayerAdoption::done() {
+    if (--left_ == 0) item_.bytecode.at(k_).list = layer_->adopted();
 }
 
 void count_received_bytecode(std::vector<Item>& items, BytecodeReport& report,

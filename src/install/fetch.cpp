@@ -245,36 +245,33 @@ class FetchPool {
         if (plan_.elf_facts) add_elf_tasks(i, tasks);
     }
 
-    // Each received layer waits for its wheel to be stored and, when it streams, for itself
-    // to be downloaded (right after its wheel, `rank[i] - 1`); the last of the two adds the
-    // tasks that adopt it.
+    // Each received layer is adopted once its file is there (streamed: downloaded right after
+    // its wheel, `rank[i] - 1`) and finished once its wheel is stored (LayerAdoption).
     void add_layer_fetches(const std::vector<std::uint64_t>& rank, TaskPool& pool, unsigned lane) {
         for (std::size_t i = 0; i < items_.size(); ++i)
             for (std::size_t k = 0; k < items_[i].bytecode.size(); ++k) {
                 const fs::path& layer = items_[i].bytecode[k].received;
                 if (layer.empty()) continue;
-                const bool streams = plan_.streamed && plan_.streamed->count(layer);
-                waits_[{i, k}] = streams ? 2 : 1;
-                if (streams)
-                    pool.add(
-                        rank[i] - 1,
-                        [this, i, k, &layer](TaskPool& tasks) {
-                            plan_.receive_blob(layer);
-                            arrive(i, k, tasks);
-                        },
-                        lane);
+                auto& adoption = adoptions_[{i, k}];
+                adoption = std::make_unique<LayerAdoption>(store_, items_[i], k);
+                if (!plan_.streamed || !plan_.streamed->count(layer)) {
+                    adoption->arrived(pool);
+                    continue;
+                }
+                pool.add(
+                    rank[i] - 1,
+                    [this, &layer, a = adoption.get()](TaskPool& tasks) {
+                        plan_.receive_blob(layer);
+                        a->arrived(tasks);
+                    },
+                    lane);
             }
     }
 
-    void arrive(std::size_t i, std::size_t k, TaskPool& tasks) {
-        if (--waits_.at({i, k}) == 0) add_adopt_tasks(store_, items_[i], k, tasks);
-    }
-
-    // Item `i`'s stored wheel: the tasks of each bytecode layer it received (once the layer is
-    // there), adopted beside the other wheels' ingest, never after the pool.
+    // Item `i`'s wheel is stored: its received layers can finish.
     void add_received_tasks(std::size_t i, TaskPool& tasks) {
         for (std::size_t k = 0; k < items_[i].bytecode.size(); ++k)
-            if (!items_[i].bytecode[k].received.empty()) arrive(i, k, tasks);
+            if (!items_[i].bytecode[k].received.empty()) adoptions_.at({i, k})->wheel_stored(tasks);
     }
 
     // The ELF facts of item `i`'s stored wheel: one task per native member in the ingest's lane
@@ -315,7 +312,8 @@ class FetchPool {
     index::HttpClient http_;
     std::vector<Pending> pending_;
     BytecodeTasks* bytecode_;
-    std::map<std::pair<std::size_t, std::size_t>, std::atomic<int>> waits_;  // (item, key)
+    // (item, key) → its received layer's adoption, made before the pool runs.
+    std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<LayerAdoption>> adoptions_;
 
   public:
     /// The downloads of stored items built from an sdist, to keep as the store's archives once

@@ -72,7 +72,8 @@ std::string header_field(int fd, std::string_view field, const std::string& what
 }
 
 // The list's sources must be the wheel's own modules, by path and digest, each once.
-void check_sources(const WheelBytecode& list, const WheelFiles& wheel, const std::string& what) {
+void check_list_sources(const WheelBytecode& list, const WheelFiles& wheel,
+                        const std::string& what) {
     std::map<std::string_view, std::string_view> modules;  // path → digest
     for (const auto& s : bytecode_sources(wheel))
         modules.emplace(s.member->path, s.member->digest);
@@ -136,7 +137,8 @@ BytecodeLayer write_bytecode_layer(const Store& store, const WheelBytecode& b,
 }
 
 ReceivedLayer::ReceivedLayer(const Store& store, const fs::path& path, std::string sha256_hex,
-                             const WheelFiles& wheel, const BytecodeKey& key, std::string what)
+                             const std::string& wheel_sha256, const BytecodeKey& key,
+                             std::string what)
     : store_(store), path_(path), sha256_hex_(std::move(sha256_hex)), what_(std::move(what)) {
     fd_ = UniqueFd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd_) sys_fail("cannot read", path, errno);
@@ -149,10 +151,10 @@ ReceivedLayer::ReceivedLayer(const Store& store, const fs::path& path, std::stri
     read_exact(fd_.get(), head_, kLayerHeader.size(), path);
     if (head_ != kLayerHeader)
         throw Error(ErrorCode::integrity, what_ + ": not an envbox bytecode layer");
-    if (header_field(fd_.get(), "wheel", what_, head_) != wheel.wheel_sha256 ||
+    if (header_field(fd_.get(), "wheel", what_, head_) != wheel_sha256 ||
         header_field(fd_.get(), "key", what_, head_) != key.name())
-        throw Error(ErrorCode::integrity, what_ + " is not the layer of wheel " +
-                                              wheel.wheel_sha256 + " for " + key.name());
+        throw Error(ErrorCode::integrity,
+                    what_ + " is not the layer of wheel " + wheel_sha256 + " for " + key.name());
     const std::string count = header_field(fd_.get(), "list", what_, head_);
     std::uint64_t list_bytes = 0;
     if (count.empty() || count.size() > 9 ||
@@ -161,11 +163,10 @@ ReceivedLayer::ReceivedLayer(const Store& store, const fs::path& path, std::stri
         throw Error(ErrorCode::integrity, what_ + ": a list of " + count + " bytes");
     std::string text;
     read_exact(fd_.get(), text, list_bytes, path);
-    auto list = parse_bytecode(text, wheel.wheel_sha256, key);
+    auto list = parse_bytecode(text, wheel_sha256, key);
     // Exactly what envbox writes: no leading zeros, no size past 64 bits.
     if (!list || serialise_bytecode(*list) != text)
         throw Error(ErrorCode::integrity, what_ + ": its bytecode list is not one envbox writes");
-    check_sources(*list, wheel, what_);
     head_ += text;  // the header and list as read: what `check_digest` hashes them as
     list_ = std::move(*list);
     plan_parts();
@@ -238,7 +239,17 @@ void ReceivedLayer::check_digest() const {
                     what_ + " changed after it was received: not its sha256 " + sha256_hex_);
 }
 
+void ReceivedLayer::check_sources(const WheelFiles& wheel) {
+    if (wheel.wheel_sha256 != list_.wheel_sha256)
+        throw Error(ErrorCode::integrity,
+                    what_ + " is not the layer of wheel " + wheel.wheel_sha256);
+    check_list_sources(list_, wheel, what_);
+    sources_checked_ = true;
+}
+
 WheelBytecode ReceivedLayer::adopted() {
+    if (!sources_checked_)
+        throw Error(ErrorCode::generic, what_ + ": adopted before its sources were checked");
     list_.received = true;
     return std::move(list_);
 }
@@ -246,7 +257,8 @@ WheelBytecode ReceivedLayer::adopted() {
 WheelBytecode adopt_bytecode_layer(const Store& store, const fs::path& path,
                                    const std::string& sha256_hex, const WheelFiles& wheel,
                                    const BytecodeKey& key, const std::string& what) {
-    ReceivedLayer layer(store, path, sha256_hex, wheel, key, what);
+    ReceivedLayer layer(store, path, sha256_hex, wheel.wheel_sha256, key, what);
+    layer.check_sources(wheel);
     layer.check_digest();
     for (std::size_t part = 0; part < layer.part_count(); ++part)
         layer.store_part(part);

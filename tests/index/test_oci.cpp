@@ -1,6 +1,7 @@
 // The OCI client's pure parts as tables (references, manifests, docker config entries) and its
 // transfers against local servers: a blob redirect followed without the registry's
-// credentials, a blob that is not its digest refused and removed.
+// credentials, a blob that is not its digest refused and removed, a blob hashed as it arrives
+// and a part an earlier run left resumed and hashed whole.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "envbox/index/http.hpp"
 #include "envbox/index/oci.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -188,4 +190,70 @@ TEST_CASE("a blob redirect is followed without the registry's credentials", "[in
     CHECK(code_of([&] { corrupt.download_blob(digest, blob.size(), dest2); }) ==
           ErrorCode::integrity);
     CHECK_FALSE(fs::exists(dest2));
+}
+
+TEST_CASE("a download's hash follows the bytes as they reach the file", "[index][oci]") {
+    const std::string a = "first half, ", b = "second half";
+    index::DownloadHash h;
+    h.wrote(0, a.data(), a.size());
+    h.wrote(a.size(), b.data(), b.size());
+    CHECK(h.whole);
+    CHECK(h.hashed == a.size() + b.size());
+    CHECK(to_hex(h.hash.finish()) == to_hex(sha256(a + b)));
+
+    // The part emptied and written again from its start: hashed from there.
+    index::DownloadHash again;
+    again.wrote(0, "junk", 4);
+    again.wrote(0, a.data(), a.size());
+    CHECK(again.whole);
+    CHECK(to_hex(again.hash.finish()) == to_hex(sha256(a)));
+
+    // Resumed past bytes it never saw (an earlier run's part): not the file's hash.
+    index::DownloadHash resumed;
+    resumed.wrote(a.size(), b.data(), b.size());
+    CHECK_FALSE(resumed.whole);
+}
+
+TEST_CASE("a blob resumed from an earlier run's part is hashed whole", "[index][oci]") {
+    TempDir tmp;
+    std::string blob;
+    for (int i = 0; i < 20000; ++i)
+        blob += std::to_string(i) + ",";
+    const std::string digest = "sha256:" + to_hex(sha256(blob));
+    envbox::test::LocalServer registry([&](const std::string& head) {
+        const std::string range = envbox::test::LocalServer::header(head, "range");
+        if (range.rfind("bytes=", 0) != 0) return response("200 OK", "", blob);
+        const std::size_t from = std::stoul(range.substr(6));
+        return response("206 Partial Content",
+                        "Content-Range: bytes " + std::to_string(from) + "-" +
+                            std::to_string(blob.size() - 1) + "/" + std::to_string(blob.size()) +
+                            "\r\n",
+                        blob.substr(from));
+    });
+    index::HttpClient http({.cache_dir = tmp.path / "cache", .timeout_s = 5});
+    oci::RegistryOptions opt;
+    opt.plain_http = true;
+    const std::string host =
+        "127.0.0.1:" + registry.url("").substr(std::string("http://127.0.0.1:").size());
+    oci::RegistryClient client(http, oci::Reference::parse(host + "/team/x:t"), opt);
+
+    // Hashed as it arrives.
+    const fs::path whole = tmp.path / "whole";
+    client.download_blob(digest, blob.size(), whole);
+    CHECK(read_file(whole) == blob);
+
+    // The first half there already, as an interrupted run left it: only the rest is asked
+    // for, and the file is hashed whole.
+    const fs::path resumed = tmp.path / "resumed";
+    write_file_atomic(tmp.path / "resumed.part", blob.substr(0, blob.size() / 2), 0644,
+                      Durability::none);
+    client.download_blob(digest, blob.size(), resumed);
+    CHECK(read_file(resumed) == blob);
+
+    // A part whose bytes are not the blob's start: the whole file is not the digest.
+    const fs::path bad = tmp.path / "bad";
+    write_file_atomic(tmp.path / "bad.part", std::string(blob.size() / 2, 'x'), 0644,
+                      Durability::none);
+    CHECK(code_of([&] { client.download_blob(digest, blob.size(), bad); }) == ErrorCode::integrity);
+    CHECK_FALSE(fs::exists(bad));
 }

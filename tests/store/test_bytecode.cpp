@@ -390,8 +390,10 @@ TEST_CASE("bytecode layer: what a hostile layer may not do", "[bytecode]") {
               .files.size() == 2);
 }
 
-TEST_CASE("bytecode layer: adopted in parts on several threads, each part checked on its own",
-          "[bytecode]") {
+TEST_CASE(
+    "bytecode layer: adopted in parts on several threads, each part checked on its own, "
+    "the sources against the wheel once it is stored",
+    "[bytecode]") {
     LayerWorld a(600);
     const fs::path path = a.tmp.path / "many.layer";
     const store::BytecodeLayer written = store::write_bytecode_layer(a.store, a.list, path);
@@ -401,8 +403,9 @@ TEST_CASE("bytecode layer: adopted in parts on several threads, each part checke
         other.put_object(read_file(a.store.object_path(f.digest, false)));
     other.publish({&a.w}, {});
 
-    // 600 files: runs of at most 256, stored in any order beside the digest's check.
-    store::ReceivedLayer layer(other, path, written.sha256, a.w, a.k, "layer");
+    // 600 files: runs of at most 256, stored in any order beside the digest's check, before
+    // the wheel is known; the list is given only once its sources were checked against it.
+    store::ReceivedLayer layer(other, path, written.sha256, a.w.wheel_sha256, a.k, "layer");
     REQUIRE(layer.part_count() == 3);
     std::vector<std::thread> threads;
     threads.emplace_back([&] { layer.check_digest(); });
@@ -410,6 +413,16 @@ TEST_CASE("bytecode layer: adopted in parts on several threads, each part checke
         threads.emplace_back([&layer, part] { layer.store_part(part); });
     for (auto& t : threads)
         t.join();
+    CHECK_THROWS_WITH(layer.adopted(), Catch::Contains("before its sources were checked"));
+    // A wheel whose module is not the one the list was compiled from: refused, naming it.
+    store::WheelFiles changed = a.w;
+    changed.files[0].digest = std::string(64, 'd');
+    CHECK_THROWS_WITH(layer.check_sources(changed),
+                      Catch::Contains("names pkg/__init__.py, not a module of the wheel"));
+    store::WheelFiles another = a.w;
+    another.wheel_sha256 = std::string(64, 'e');
+    CHECK_THROWS_WITH(layer.check_sources(another), Catch::Contains("is not the layer of wheel"));
+    layer.check_sources(a.w);
     store::WheelBytecode got = layer.adopted();
     CHECK(got.received);
     got.received = false;
@@ -422,7 +435,8 @@ TEST_CASE("bytecode layer: adopted in parts on several threads, each part checke
     bytes.back() ^= 1;
     const fs::path bad = a.tmp.path / "bad.layer";
     write_file_atomic(bad, bytes, 0644, Durability::none);
-    store::ReceivedLayer damaged(other, bad, written.sha256, a.w, a.k, "the bad layer");
+    store::ReceivedLayer damaged(other, bad, written.sha256, a.w.wheel_sha256, a.k,
+                                 "the bad layer");
     damaged.store_part(0);
     try {
         damaged.store_part(2);

@@ -26,8 +26,20 @@
 #include <vector>
 
 #include "envbox/index/url.hpp"
+#include "envbox/util/sha256.hpp"
 
 namespace envbox::index {
+
+/// A download's sha256, taken from its bytes as they reach the file, so the file need not be
+/// read again. It covers the file only when `whole` and `hashed` is the file's size: a part
+/// file left by an earlier run and resumed is not hashed here (the caller hashes the file).
+struct DownloadHash {
+    Sha256 hash;
+    std::uint64_t hashed = 0;  ///< bytes of the file, from its start, fed to `hash`
+    bool whole = true;         ///< false once a write did not follow the bytes hashed
+    /// `len` bytes written at file offset `at`: a write at 0 starts over (the part was emptied).
+    void wrote(std::uint64_t at, const char* data, std::size_t len);
+};
 
 struct HttpRequest {
     /// Never with userinfo (`user:password@`): such a URL is refused (network, naming it
@@ -42,6 +54,8 @@ struct HttpRequest {
         std::nullopt;  ///< "bytes=-65536", "bytes=100-199" (never cached)
     /// `download` only: called with each chunk's size as it reaches the file (any thread).
     std::function<void(std::uint64_t)> on_bytes = {};
+    /// `download` only: fed the body's bytes as they reach the file (one request at a time).
+    DownloadHash* hash = nullptr;
     /// `get` only: a HEAD (status and headers, no body, never cached), for a file's size.
     bool head = false;
     /// The origin (`url_origin` of the index's URL) that `username` / `password` belong to.

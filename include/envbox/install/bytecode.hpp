@@ -18,6 +18,7 @@
 #include "envbox/install/item.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/store/bytecode.hpp"
+#include "envbox/store/bytecode_layer.hpp"
 #include "envbox/store/store.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/progress.hpp"
@@ -67,12 +68,35 @@ void distrust_received_bytecode(std::vector<Item>& items);
 void take_received_bytecode(std::vector<Item>& items,
                             const std::map<std::string, std::filesystem::path>& layers);
 
-/// Once `item`'s wheel is stored: its received layer `k` checked against that wheel and its
-/// `.pyc` files stored (`store::ReceivedLayer`; a bad layer is an integrity error naming it),
-/// the list set on the item by the last of its tasks. Tasks of the fetch's pool, beside the
-/// other wheels' ingest: one reads the layer's list, then its parts (of a few MiB each) and the
-/// hashing of the whole file run on every core, so torch's layer is no tail.
-void add_adopt_tasks(const store::Store& store, Item& item, std::size_t k, TaskPool& pool);
+/// The adoption of `item`'s received layer `k` (`store::ReceivedLayer`; a bad layer is an
+/// integrity error naming it), as tasks of the fetch's pool beside the other wheels' ingest. It
+/// begins once the layer's file is there (`arrived`): one task reads its list, then its parts
+/// (of a few MiB each) and the hash of the whole file run on every core; and it ends once the
+/// wheel is stored as well (`wheel_stored`): the list's sources are checked against it. The
+/// last of these tasks sets the list on the item. So torch's layer is stored while torch's
+/// wheel is still being ingested, never after it. Each call is made once, from any thread; the
+/// object outlives the pool's run.
+class LayerAdoption {
+  public:
+    LayerAdoption(const store::Store& store, Item& item, std::size_t k);
+    LayerAdoption(const LayerAdoption&) = delete;
+    LayerAdoption& operator=(const LayerAdoption&) = delete;
+    ~LayerAdoption();
+    void arrived(TaskPool& pool);
+    void wheel_stored(TaskPool& pool);
+
+  private:
+    void begin(TaskPool& pool);
+    void add_sources_task(TaskPool& pool);  // under mutex_, once both are there
+    void done();
+    const store::Store& store_;
+    Item& item_;
+    std::size_t k_;
+    std::mutex mutex_;
+    std::unique_ptr<store::ReceivedLayer> layer_;  // once its list is read
+    bool wheel_ = false;                           // item_.wheel is set
+    std::atomic<std::size_t> left_{0};             // its tasks still to finish
+};
 
 /// Once the pool has run: every adopted list added to `lists` (to publish) and counted in
 /// `report`.

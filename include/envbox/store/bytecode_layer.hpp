@@ -11,8 +11,10 @@
 ///   <each .pyc's bytes, in the list's order, each of the list's size>
 ///
 /// The same store list gives the same bytes, so a second push finds the blob present. A layer is
-/// hostile where it enters: `adopt_bytecode_layer` checks it against the wheel the node stored
-/// (by the lock's sha256) before any `.pyc` enters the store. What no check can prove is that a
+/// hostile where it enters: `ReceivedLayer` checks every `.pyc` against the list and the whole
+/// file against its digest before the `.pyc` enters the store, and the list against the wheel
+/// the node stored (by the lock's sha256) before anything names it. What no check can prove is that
+/// a
 /// `.pyc` is the compiled form of its source: that is the builder's word (docs/SECURITY.md).
 
 #include <cstdint>
@@ -41,9 +43,11 @@ BytecodeLayer write_bytecode_layer(const Store& store, const WheelBytecode& b,
                                    const std::filesystem::path& out);
 
 /// A received layer being adopted, in parts that run in parallel (`adopt_bytecode_layer` is the
-/// same, in one call): the constructor reads the header and the list and checks them; then each
-/// of `part_count()` calls of `store_part` stores a run of `.pyc` files, and `check_digest` hashes
-/// the whole file, in any order and on any threads; once every one has returned, `adopted` gives
+/// same, in one call). The constructor reads the header and the list and checks them against the
+/// wheel's sha256 and the key; then each of `part_count()` calls of `store_part` stores a run of
+/// `.pyc` files, `check_digest` hashes the whole file, and `check_sources` checks the list
+/// against the stored wheel, in any order and on any threads, so the `.pyc` files can be stored
+/// while the wheel itself is still being ingested. Once every one has returned, `adopted` gives
 /// the list. The file is read with pread only, from one descriptor opened without following a
 /// link. Refused (integrity, naming `what`): another header, wheel or key; a list other than
 /// envbox writes it, or whose sources are not exactly the wheel's members
@@ -52,12 +56,12 @@ BytecodeLayer write_bytecode_layer(const Store& store, const WheelBytecode& b,
 /// whose header is not the key's magic number and PEP 552 unchecked-hash flags; a file whose
 /// bytes are not `sha256_hex`, the digest it was received under. A part refused stores no
 /// `.pyc` after the fault; those stored before it, or by other parts, are objects no list names,
-/// which gc sweeps.
+/// which gc sweeps; nothing names them until `adopted`.
 class ReceivedLayer {
   public:
     // shape: the store, the file and its digest, what it is for, and how to name it.
     ReceivedLayer(const Store& store, const std::filesystem::path& path, std::string sha256_hex,
-                  const WheelFiles& wheel, const BytecodeKey& key, std::string what);
+                  const std::string& wheel_sha256, const BytecodeKey& key, std::string what);
     ReceivedLayer(const ReceivedLayer&) = delete;
     ReceivedLayer& operator=(const ReceivedLayer&) = delete;
     ~ReceivedLayer();
@@ -69,8 +73,11 @@ class ReceivedLayer {
     void store_part(std::size_t part) const;
     /// Hashes the whole file against the digest it was received under (thread-safe).
     void check_digest() const;
+    /// Checks the list's sources against `wheel`, the stored wheel whose sha256 the header
+    /// names (call once, beside the parts).
+    void check_sources(const WheelFiles& wheel);
     /// The list (`received` set), to publish with the generation's others; call once, after
-    /// every part and the digest check returned.
+    /// every part, the digest check and the sources check returned (else a generic error).
     WheelBytecode adopted();
 
   private:
@@ -87,6 +94,7 @@ class ReceivedLayer {
     std::string head_;  // the header and the list, as read
     WheelBytecode list_;
     std::vector<Part> parts_;
+    bool sources_checked_ = false;
 };
 
 /// The layer at `path` adopted in one call (ReceivedLayer's checks; its digest first, so a

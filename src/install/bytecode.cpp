@@ -104,7 +104,12 @@ void LayerAdoption::add_sources_task(TaskPool& pool) {
 }
 
 void LayerAdoption::done() {
-    if (--left_ == 0) item_.bytecode.at(k_).list = layer_->adopted();
+    if (--left_ != 0) return;
+    ItemBytecode& b = item_.bytecode.at(k_);
+    b.list = layer_->adopted();
+    // Its file is done with: removed now, so publish's syncfs never writes it to disk.
+    std::error_code ignored;
+    fs::remove(b.received, ignored);
 }
 
 void count_received_bytecode(std::vector<Item>& items, BytecodeReport& report,

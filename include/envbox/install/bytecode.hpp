@@ -73,7 +73,8 @@ void take_received_bytecode(std::vector<Item>& items,
 /// begins once the layer's file is there (`arrived`): one task reads its list, then its parts
 /// (of a few MiB each) and the hash of the whole file run on every core; and it ends once the
 /// wheel is stored as well (`wheel_stored`): the list's sources are checked against it. The
-/// last of these tasks sets the list on the item. So torch's layer is stored while torch's
+/// last of these tasks sets the list on the item and removes the layer's file (so publish's
+/// syncfs never writes it). So torch's layer is stored while torch's
 /// wheel is still being ingested, never after it. Each call is made once, from any thread; the
 /// object outlives the pool's run.
 class LayerAdoption {

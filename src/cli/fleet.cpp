@@ -137,6 +137,16 @@ void report_received(const GlobalOptions& global, const char* verb, const std::s
                      r.create.select_s, r.create.fetch.ingest_s, r.create.fetch.publish_s,
                      r.create.build.install_s, r.create.build.seal_s, r.create.build.commit_s,
                      r.create.link.seconds);
+        std::string line;
+        char at[64];
+        for (const auto& f : r.create.fetch.last_stored) {
+            std::snprintf(at, sizeof at, " %.2f s", f.stored_at);
+            line += (line.empty() ? "" : "; ") + f.package + at;
+            std::snprintf(at, sizeof at, " (its bytecode %.2f s)", f.compiled_at);
+            if (f.compiled_at > 0) line += at;
+        }
+        if (!line.empty())
+            std::fprintf(stderr, "  stored last: %s (seconds into fetch+ingest)\n", line.c_str());
     }
     if (r.create.changed)
         std::fprintf(stderr, "Installed %s into %s generation %d in %.2f s (lock %s)\n",

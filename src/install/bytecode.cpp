@@ -57,8 +57,9 @@ void take_received_bytecode(std::vector<Item>& items,
                 }
 }
 
-LayerAdoption::LayerAdoption(const store::Store& store, Item& item, std::size_t k)
-    : store_(store), item_(item), k_(k) {}
+LayerAdoption::LayerAdoption(const store::Store& store, Item& item, std::size_t k,
+                             const Stopwatch& clock)
+    : store_(store), item_(item), k_(k), clock_(clock) {}
 
 LayerAdoption::~LayerAdoption() = default;
 
@@ -107,6 +108,7 @@ void LayerAdoption::done() {
     if (--left_ != 0) return;
     ItemBytecode& b = item_.bytecode.at(k_);
     b.list = layer_->adopted();
+    b.adopted_at = clock_.total();
     // Its file is done with: removed now, so publish's syncfs never writes it to disk.
     std::error_code ignored;
     fs::remove(b.received, ignored);

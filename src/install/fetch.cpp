@@ -253,7 +253,7 @@ class FetchPool {
                 const fs::path& layer = items_[i].bytecode[k].received;
                 if (layer.empty()) continue;
                 auto& adoption = adoptions_[{i, k}];
-                adoption = std::make_unique<LayerAdoption>(store_, items_[i], k);
+                adoption = std::make_unique<LayerAdoption>(store_, items_[i], k, clock_);
                 if (!plan_.streamed || !plan_.streamed->count(layer)) {
                     adoption->arrived(pool);
                     continue;
@@ -327,6 +327,21 @@ class FetchPool {
     }
 };
 
+// The three wheels stored last, each with when its received bytecode was adopted.
+void last_stored(const std::vector<Item>& items, FetchReport& result) {
+    std::vector<const Item*> by_end;
+    for (const auto& item : items)
+        if (item.stored_at > 0) by_end.push_back(&item);
+    std::sort(by_end.begin(), by_end.end(),
+              [](const Item* a, const Item* b) { return a->stored_at > b->stored_at; });
+    for (std::size_t k = 0; k < by_end.size() && k < 3; ++k) {
+        double adopted = 0;
+        for (const auto& b : by_end[k]->bytecode)
+            adopted = std::max(adopted, b.adopted_at);
+        result.last_stored.push_back({by_end[k]->package->name, by_end[k]->stored_at, adopted});
+    }
+}
+
 }  // namespace
 
 FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, const FetchPlan& plan,
@@ -390,6 +405,7 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
     for (std::size_t k = 0; k < by_end.size() && k < 3; ++k)
         result.last_compiled.push_back(
             {by_end[k]->package->name, by_end[k]->stored_at, by_end[k]->compiled_at});
+    last_stored(items, result);
     store.publish(to_publish, compiled);
     for (const auto& [sha, file] : pool.kept_archives())
         store.keep_archive(sha, file);

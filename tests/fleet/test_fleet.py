@@ -394,6 +394,13 @@ class PlainRegistry(Push):
         r = self.pull(ref, "one", "--json")
         got = json.loads(r.stdout)
         self.assertEqual((got["bytecode_layers"], got["pyc_received"], got["compiled"]), (2, 2, 0), got)
+        # -vv into a fresh store: the wheels stored last and when their bytecode was adopted
+        # (a pull's tail).
+        fresh = os.path.join(self.node, "fresh-home")
+        r = envbox("pull", ref, "one", "-vv", *self.registry.flags(), home=fresh, cwd=self.node,
+                   env=self.registry.credentials_env())
+        self.assertRegex(r.stderr, r"  stored last: (alpha|beta) [0-9.]+ s \(its bytecode [0-9.]+ s\); "
+                                   r"(alpha|beta) [0-9.]+ s \(its bytecode [0-9.]+ s\) \(seconds into")
         self.assert_works("one", ["alpha", "beta"])  # verify --deep: every .pyc is its list's
         builder = self.pycs(self.home, "one")
         self.assertEqual(len(builder), 2)

@@ -79,7 +79,8 @@ void take_received_bytecode(std::vector<Item>& items,
 /// object outlives the pool's run.
 class LayerAdoption {
   public:
-    LayerAdoption(const store::Store& store, Item& item, std::size_t k);
+    /// `clock`: the fetch's, for `ItemBytecode::adopted_at`.
+    LayerAdoption(const store::Store& store, Item& item, std::size_t k, const Stopwatch& clock);
     LayerAdoption(const LayerAdoption&) = delete;
     LayerAdoption& operator=(const LayerAdoption&) = delete;
     ~LayerAdoption();
@@ -93,6 +94,7 @@ class LayerAdoption {
     const store::Store& store_;
     Item& item_;
     std::size_t k_;
+    const Stopwatch& clock_;
     std::mutex mutex_;
     std::unique_ptr<store::ReceivedLayer> layer_;  // once its list is read
     bool wheel_ = false;                           // item_.wheel is set

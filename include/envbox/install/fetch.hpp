@@ -98,6 +98,10 @@ struct FetchReport {
         double stored_at = 0, compiled_at = 0;
     };
     std::vector<Finished> last_compiled;
+    /// The wheels stored last (at most 3, the last first), with the seconds into the fetch
+    /// when each was stored and when its received bytecode was adopted (`compiled_at`, 0 for
+    /// none): where a pull's tail goes.
+    std::vector<Finished> last_stored;
 };
 
 /// Fetches and ingests every item the store lacks (or holds damaged), in one pool over all

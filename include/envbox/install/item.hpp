@@ -24,8 +24,9 @@ struct ItemBytecode {
     bool compile = false;  ///< no list yet, or one with a damaged `.pyc`: compile
     bool replace = false;  ///< store every `.pyc` again (a damaged one was found by content)
     /// The layer a received artifact carried for this wheel and key (`take_received_bytecode`):
-    /// adopted, not compiled, once the wheel is stored.
+    /// adopted, not compiled (`LayerAdoption`).
     std::filesystem::path received;
+    double adopted_at = 0;  ///< seconds into the fetch when it was adopted, for `-vv`
 };
 
 /// What one selected package installs from.
@@ -48,7 +49,7 @@ struct Item {
     /// (`FetchPlan::elf_facts`); unset: the link check reads them from the store.
     std::optional<std::vector<store::ElfFile>> elf;
     /// Seconds into the fetch when its wheel was stored and when its last module compiled
-    /// (0: it was in the store / compiled nothing), for `create -vv`'s timeline.
+    /// (0: it was in the store / compiled nothing), for the `-vv` timelines of create and pull.
     double stored_at = 0, compiled_at = 0;
 };
 

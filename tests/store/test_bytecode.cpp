@@ -129,8 +129,10 @@ TEST_CASE("bytecode list: written and read back; a damaged or planted one is ref
     CHECK_THROWS_AS(store::serialise_bytecode(b), Error);
 }
 
-TEST_CASE("Store::put_object: stored once, read-only, fixed mtime; a touched one replaced",
-          "[bytecode]") {
+TEST_CASE(
+    "Store::put_object: stored once (linked in whole), read-only, fixed mtime; a touched "
+    "one replaced",
+    "[bytecode]") {
     envboxtest::TempDir tmp("envbox-bytecode");
     store::Store store(tmp.path);
     const store::WheelFile f = store.put_object("compiled bytes");

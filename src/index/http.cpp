@@ -65,7 +65,8 @@ Plan plan_request(const HttpRequest& req, int fd, const std::optional<CachedPage
 }
 
 void rewind_part(int fd, const std::string& shown) {
-    if (::ftruncate(fd, 0) != 0)
+    // Emptied, and written from its start again (not at the old end, which leaves a hole).
+    if (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0)
         throw Error(ErrorCode::generic,
                     "cannot rewind the download of " + shown + ": " + std::strerror(errno));
 }

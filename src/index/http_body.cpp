@@ -25,7 +25,7 @@ std::uint64_t body_limit(const Collected& c) {
 }  // namespace
 
 void DownloadHash::wrote(std::uint64_t at, const char* data, std::size_t len) {
-    if (at == 0 && hashed != 0) {
+    if (at == 0 && (hashed != 0 || !whole)) {
         (void)hash.finish();  // the part was emptied: start over
         hashed = 0;
         whole = true;

@@ -75,19 +75,28 @@ void LayerAdoption::arrived(TaskPool& pool) {
             store_, b.received, b.received.stem().string(), item_.sha256, b.key,
             "the received bytecode of " + item_.filename + " for " + b.key.name());
         store::ReceivedLayer& l = *layer;
-        left_ = l.part_count() + 2;  // the parts, the digest, the sources
+        // Read before any task is queued: the last task to finish closes the layer.
+        const std::size_t parts = l.part_count();
+        std::vector<std::uint64_t> bytes(parts);
+        for (std::size_t part = 0; part < parts; ++part)
+            bytes[part] = l.part_bytes(part);
+        left_ = parts + 2;  // the parts, the digest, the sources
+        {
+            // Owned here before any task can use it; the sources task once both are there.
+            const std::lock_guard<std::mutex> lock(mutex_);
+            layer_ = std::move(layer);
+            if (wheel_) add_sources_task(more);
+        }
         more.add(size, [this, &l](TaskPool&) {
             l.check_digest();
             done();
         });
-        for (std::size_t part = 0; part < l.part_count(); ++part)
-            more.add(l.part_bytes(part), [this, &l, part](TaskPool&) {
-                l.store_part(part);
+        // A damaged `.pyc` found by content (`replace`) is stored again, not kept.
+        for (std::size_t part = 0; part < parts; ++part)
+            more.add(bytes[part], [this, &l, part, replace = b.replace](TaskPool&) {
+                l.store_part(part, replace);
                 done();
             });
-        const std::lock_guard<std::mutex> lock(mutex_);
-        layer_ = std::move(layer);
-        if (wheel_) add_sources_task(more);
     });
 }
 
@@ -109,7 +118,9 @@ void LayerAdoption::done() {
     ItemBytecode& b = item_.bytecode.at(k_);
     b.list = layer_->adopted();
     b.adopted_at = clock_.total();
-    // Its file is done with: removed now, so publish's syncfs never writes it to disk.
+    // Its file is done with: closed and removed now (every task has returned), so publish's
+    // syncfs never writes it to disk.
+    layer_.reset();
     std::error_code ignored;
     fs::remove(b.received, ignored);
 }

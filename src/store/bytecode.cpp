@@ -203,19 +203,33 @@ fs::path bytecode_list_path(const Home& home, std::string_view wheel_sha256,
     return home.wheels() / std::string(wheel_sha256) / "bytecode" / key.name();
 }
 
-// What link_new_object answers when the filesystem (or a missing /proc) gives no O_TMPFILE.
+// What link_new_object answers when it cannot place the object (no O_TMPFILE on the
+// filesystem, no usable /proc, a link refused): the staged path then does, or says why not.
 constexpr int kNoTmpfile = -1;
+
+// Set once an object could not be linked in this way: the rest are staged without trying.
+std::atomic<bool> tmpfile_unusable{false};
 
 // A small object written as an unnamed file in its own shard (O_TMPFILE), complete and
 // read-only, then linked in under its name: no staging name in tmp/ and no cross-directory
 // rename, which the kernel serialises across the whole filesystem (25 000 `.pyc` files of a
-// pull, on every core). 0, kNoTmpfile, or the errno that stopped it (EEXIST: an object of that
-// name is there).
+// pull, on every core). 0, EEXIST (an object of that name is there), an errno of the write
+// (ENOSPC, EIO), or kNoTmpfile.
 int link_new_object(int objects_fd, const std::string& rel, std::string_view content) {
+    if (tmpfile_unusable) return kNoTmpfile;
+    static const bool proc = ::access("/proc/self/fd", X_OK) == 0;
+    if (!proc) {
+        tmpfile_unusable = true;
+        return kNoTmpfile;
+    }
     const std::string shard = rel.substr(0, rel.find('/'));
     UniqueFd out(::openat(objects_fd, shard.c_str(), O_TMPFILE | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
                           object_mode(false)));
-    if (!out) return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? kNoTmpfile : errno;
+    if (!out) {
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
+        tmpfile_unusable = true;
+        return kNoTmpfile;
+    }
     const struct timespec times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
     if (::fchmod(out.get(), object_mode(false)) != 0 ||
         !write_all_fd(out.get(), content.data(), content.size()) ||
@@ -225,7 +239,9 @@ int link_new_object(int objects_fd, const std::string& rel, std::string_view con
     // linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; /proc/self/fd does not.
     const std::string self = "/proc/self/fd/" + std::to_string(out.get());
     if (::linkat(AT_FDCWD, self.c_str(), objects_fd, rel.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
-    return errno == ENOENT && ::access("/proc/self/fd", F_OK) != 0 ? kNoTmpfile : errno;
+    if (errno == EEXIST) return EEXIST;
+    tmpfile_unusable = true;  // EPERM from a sandbox, EXDEV, a filesystem that cannot link it
+    return kNoTmpfile;
 }
 
 }  // namespace

@@ -200,7 +200,7 @@ std::uint64_t ReceivedLayer::part_bytes(std::size_t part) const {
     return parts_.at(part).bytes;
 }
 
-void ReceivedLayer::store_part(std::size_t part) const {
+void ReceivedLayer::store_part(std::size_t part, bool replace) const {
     const Part& p = parts_.at(part);
     std::string bytes;
     read_exact(fd_.get(), bytes, p.bytes, path_, p.offset);
@@ -218,7 +218,7 @@ void ReceivedLayer::store_part(std::size_t part) const {
         if (digest != f.pyc.digest)
             throw Error(ErrorCode::integrity,
                         what_ + ": " + f.source + "'s .pyc is not its sha256 " + f.pyc.digest);
-        store_.put_hashed_object(pyc, std::move(digest));
+        store_.put_hashed_object(pyc, std::move(digest), replace);
     }
 }
 

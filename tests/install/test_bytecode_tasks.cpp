@@ -302,3 +302,113 @@ TEST_CASE(
     CHECK(r.compile_wait_s > 0);   // by the task of its own, once nothing else was left
     CHECK(object_count(w.store) == members + 21);
 }
+
+namespace {
+
+// The builder's side: `wheel` stored and compiled, its list published, and the layer of that
+// list (or of `forged`, when given, a changed copy of it) written under its digest's name in
+// `dir`, as pull leaves it in cache/downloads.
+struct Sent {
+    fs::path layer;
+    store::WheelBytecode list;
+};
+Sent send_layer(World& w, const fs::path& wheel, const fs::path& dir,
+                void (*forge)(store::WheelBytecode&) = nullptr) {
+    BytecodeTasks tasks(w.store, w.in, 2, w.progress);
+    store::Ingest ingest = w.ingest(wheel);
+    tasks.expect(w.item, ingest.file_count());
+    ingest_and_compile(ingest, tasks, w.item, 2);
+    w.item.wheel = ingest.finish();
+    store_bytecode(tasks, w.item, 2);
+    store::WheelBytecode list = *w.item.bytecode[0].list;
+    w.store.publish({&*w.item.wheel}, {&list});
+    if (forge) forge(list);
+    const fs::path tmp = dir / "layer.tmp";
+    const store::BytecodeLayer l = store::write_bytecode_layer(w.store, list, tmp);
+    const fs::path layer = dir / (l.sha256 + ".pyc-layer");
+    fs::rename(tmp, layer);
+    return {layer, list};
+}
+
+// The node's item for the same wheel, its layer received.
+Item received_item(const World& w, const fs::path& layer) {
+    Item item;
+    item.sha256 = w.item.sha256;
+    item.filename = w.item.filename;
+    item.bytecode.push_back({w.item.bytecode[0].key, std::nullopt, false, false, layer});
+    return item;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "LayerAdoption: a layer's .pyc files are stored before its wheel is, its list set "
+    "once the wheel is, and its file removed",
+    "[install][bytecode]") {
+    envboxtest::TempDir dir("envbox-adopt");
+    const fs::path wheel = write_wheel(dir.path);
+    World w(wheel);
+    const Sent sent = send_layer(w, wheel, dir.path);
+    store::Store node(dir.path / "node");
+    Item item = received_item(w, sent.layer);
+    const Stopwatch clock;
+    LayerAdoption adoption(node, item, 0, clock);
+    auto store_wheel = [&] {
+        store::Ingest ingest(node, wheel, item.sha256, item.filename, true);
+        run_ingest(ingest);
+        item.wheel = ingest.finish();
+    };
+    SECTION("the layer first, while the wheel is not stored") {
+        {
+            TaskPool pool(2);
+            adoption.arrived(pool);
+            pool.run();
+        }
+        CHECK(object_count(node) == sent.list.files.size());  // its .pyc, nothing else
+        CHECK_FALSE(item.bytecode[0].list);
+        CHECK(fs::exists(sent.layer));
+        store_wheel();
+        TaskPool pool(2);
+        adoption.wheel_stored(pool);
+        pool.run();
+    }
+    SECTION("the wheel first") {
+        store_wheel();
+        TaskPool pool(2);
+        adoption.wheel_stored(pool);
+        adoption.arrived(pool);
+        pool.run();
+    }
+    REQUIRE(item.bytecode[0].list);
+    store::WheelBytecode got = *item.bytecode[0].list;
+    CHECK(got.received);
+    got.received = false;
+    CHECK(store::serialise_bytecode(got) == store::serialise_bytecode(sent.list));
+    CHECK(item.bytecode[0].adopted_at > 0);
+    CHECK_FALSE(fs::exists(sent.layer));  // closed and removed once adopted
+    CHECK_FALSE(node.damaged_objects(*item.bytecode[0].list, true));
+}
+
+TEST_CASE("LayerAdoption: a layer whose list names a source the wheel does not have gets no list",
+          "[install][bytecode]") {
+    envboxtest::TempDir dir("envbox-adopt");
+    const fs::path wheel = write_wheel(dir.path);
+    World w(wheel);
+    // A list that claims demo/core.py was another source: every .pyc still its digest.
+    const Sent sent = send_layer(w, wheel, dir.path, [](store::WheelBytecode& l) {
+        for (auto& f : l.files)
+            if (f.source == "demo/core.py") f.source_digest = std::string(64, 'a');
+    });
+    store::Store node(dir.path / "node");
+    Item item = received_item(w, sent.layer);
+    store::Ingest ingest(node, wheel, item.sha256, item.filename, true);
+    run_ingest(ingest);
+    item.wheel = ingest.finish();
+    const Stopwatch clock;
+    LayerAdoption adoption(node, item, 0, clock);
+    TaskPool pool(2);
+    adoption.arrived(pool);
+    adoption.wheel_stored(pool);
+    CHECK_THROWS_WITH(pool.run(), Catch::Contains("names demo/core.py, not a module of the wheel"));
+    CHECK_FALSE(item.bytecode[0].list);
+}

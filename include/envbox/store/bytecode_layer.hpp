@@ -69,8 +69,9 @@ class ReceivedLayer {
     /// Runs of `.pyc` files: at most 256 files, of about 4 MiB.
     std::size_t part_count() const { return parts_.size(); }
     std::uint64_t part_bytes(std::size_t part) const;
-    /// Checks and stores the `.pyc` files of `part` (thread-safe).
-    void store_part(std::size_t part) const;
+    /// Checks and stores the `.pyc` files of `part` (thread-safe); `replace`: store each again
+    /// even where an untouched object of its name is there (one found damaged by content).
+    void store_part(std::size_t part, bool replace = false) const;
     /// Hashes the whole file against the digest it was received under (thread-safe).
     void check_digest() const;
     /// Checks the list's sources against `wheel`, the stored wheel whose sha256 the header

@@ -22,7 +22,7 @@ mkdir -p "$out"
 log="$out/device_fleet.txt"
 exec > "$log" 2>&1
 . bench/device_common.sh
-keep='^(Pushed|Pulled|Unpacked|Packed|Stored|Installed|Compiled|  with|Bytecode|  seconds)'
+keep='^(Pushed|Pulled|Unpacked|Packed|Stored|Installed|Compiled|  with|Bytecode|  seconds|  stored last)'
 echo "== machine"; head -1 /etc/os-release; nproc; $E --version
 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1
 chmod +x "$registry"

@@ -1,7 +1,9 @@
 // The OCI client's pure parts as tables (references, manifests, docker config entries) and its
 // transfers against local servers: a blob redirect followed without the registry's
 // credentials, a blob that is not its digest refused and removed, a blob hashed as it arrives
-// and a part an earlier run left resumed and hashed whole.
+// across a response cut short, a part an earlier run left resumed and hashed whole, and a part
+// longer than the blob emptied and written from its start.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
@@ -249,6 +251,46 @@ TEST_CASE("a blob resumed from an earlier run's part is hashed whole", "[index][
                       Durability::none);
     client.download_blob(digest, blob.size(), resumed);
     CHECK(read_file(resumed) == blob);
+
+    // A response cut short (its length promised, half its body sent): resumed within the same
+    // download, the hash following the bytes across both responses.
+    std::atomic<int> cut{1};
+    std::mutex m;
+    std::string asked;
+    envbox::test::LocalServer cutting([&](const std::string& head) {
+        const std::string range = envbox::test::LocalServer::header(head, "range");
+        if (range.rfind("bytes=", 0) == 0) {
+            const std::lock_guard<std::mutex> g(m);
+            asked = range;
+            const std::size_t from = std::stoul(range.substr(6));
+            return response("206 Partial Content",
+                            "Content-Range: bytes " + std::to_string(from) + "-" +
+                                std::to_string(blob.size() - 1) + "/" +
+                                std::to_string(blob.size()) + "\r\n",
+                            blob.substr(from));
+        }
+        std::string full = response("200 OK", "", blob);
+        if (cut-- > 0) full.resize(full.size() - blob.size() / 2);
+        return full;
+    });
+    const std::string cut_host =
+        "127.0.0.1:" + cutting.url("").substr(std::string("http://127.0.0.1:").size());
+    oci::RegistryClient cut_client(http, oci::Reference::parse(cut_host + "/team/x:t"), opt);
+    const fs::path rest = tmp.path / "rest";
+    cut_client.download_blob(digest, blob.size(), rest);
+    CHECK(read_file(rest) == blob);
+    CHECK(cutting.requests() == 2);
+    {
+        const std::lock_guard<std::mutex> g(m);
+        CHECK(asked == "bytes=" + std::to_string(blob.size() - blob.size() / 2) + "-");
+    }
+
+    // A part longer than the blob cannot be it: emptied, and the blob written from its start.
+    const fs::path longer = tmp.path / "longer";
+    write_file_atomic(tmp.path / "longer.part", std::string(blob.size() + 100, 'x'), 0644,
+                      Durability::none);
+    client.download_blob(digest, blob.size(), longer);
+    CHECK(read_file(longer) == blob);
 
     // A part whose bytes are not the blob's start: the whole file is not the digest.
     const fs::path bad = tmp.path / "bad";

@@ -84,7 +84,7 @@ void check_received(const std::vector<Item>& items, const std::vector<std::size_
                     "wheels and the store's only");
         std::error_code ec;
         const fs::path file = index::download_path(plan.downloads, item.sha256);
-        if (!fs::exists(file, ec) && !(plan.streamed && plan.streamed->count(file)))
+        if (!fs::exists(file, ec) && !plan.streams(file))
             throw Error(ErrorCode::integrity,
                         label + ": " + printable(item.filename) + " was not received" +
                             (item.repair ? " (the store's copy is damaged, and the artifact's was "
@@ -184,7 +184,7 @@ class FetchPool {
             if (plan_.received) {
                 // The artifact's copy (check_received found it or it streams), whatever the
                 // lock names.
-                if (plan_.streamed && plan_.streamed->count(received)) plan_.receive_blob(received);
+                if (plan_.streams(received)) plan_.receive_blob(received);
                 p.downloaded = received;
                 archive = received;
             } else if (local && !fs::exists(*local, ec) && fs::exists(received, ec)) {
@@ -254,7 +254,7 @@ class FetchPool {
                 if (layer.empty()) continue;
                 auto& adoption = adoptions_[{i, k}];
                 adoption = std::make_unique<LayerAdoption>(store_, items_[i], k, clock_);
-                if (!plan_.streamed || !plan_.streamed->count(layer)) {
+                if (!plan_.streams(layer)) {
                     adoption->arrived(pool);
                     continue;
                 }
@@ -327,18 +327,27 @@ class FetchPool {
     }
 };
 
-// The three wheels stored last, each with when its received bytecode was adopted.
-void last_stored(const std::vector<Item>& items, FetchReport& result) {
+// The (at most) three items whose `at` came last, the last first (0: never), for -vv.
+std::vector<const Item*> last_three(const std::vector<Item>& items, double Item::*at) {
     std::vector<const Item*> by_end;
     for (const auto& item : items)
-        if (item.stored_at > 0) by_end.push_back(&item);
+        if (item.*at > 0) by_end.push_back(&item);
     std::sort(by_end.begin(), by_end.end(),
-              [](const Item* a, const Item* b) { return a->stored_at > b->stored_at; });
-    for (std::size_t k = 0; k < by_end.size() && k < 3; ++k) {
+              [at](const Item* a, const Item* b) { return a->*at > b->*at; });
+    if (by_end.size() > 3) by_end.resize(3);
+    return by_end;
+}
+
+// Where the fetch's tail went: the wheels whose modules compiled last, and the wheels stored
+// last with when their received bytecode was adopted.
+void report_last(const std::vector<Item>& items, FetchReport& result) {
+    for (const Item* item : last_three(items, &Item::compiled_at))
+        result.last_compiled.push_back({item->package->name, item->stored_at, item->compiled_at});
+    for (const Item* item : last_three(items, &Item::stored_at)) {
         double adopted = 0;
-        for (const auto& b : by_end[k]->bytecode)
+        for (const auto& b : item->bytecode)
             adopted = std::max(adopted, b.adopted_at);
-        result.last_stored.push_back({by_end[k]->package->name, by_end[k]->stored_at, adopted});
+        result.last_stored.push_back({item->package->name, item->stored_at, adopted});
     }
 }
 
@@ -397,15 +406,7 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
         result.bytecode = done.report;
     }
     count_received_bytecode(items, result.bytecode, compiled);
-    std::vector<const Item*> by_end;
-    for (const auto& item : items)
-        if (item.compiled_at > 0) by_end.push_back(&item);
-    std::sort(by_end.begin(), by_end.end(),
-              [](const Item* a, const Item* b) { return a->compiled_at > b->compiled_at; });
-    for (std::size_t k = 0; k < by_end.size() && k < 3; ++k)
-        result.last_compiled.push_back(
-            {by_end[k]->package->name, by_end[k]->stored_at, by_end[k]->compiled_at});
-    last_stored(items, result);
+    report_last(items, result);
     store.publish(to_publish, compiled);
     for (const auto& [sha, file] : pool.kept_archives())
         store.keep_archive(sha, file);

@@ -203,6 +203,17 @@ fs::path bytecode_list_path(const Home& home, std::string_view wheel_sha256,
     return home.wheels() / std::string(wheel_sha256) / "bytecode" / key.name();
 }
 
+// An object's bytes into `fd`, read-only with the objects' mtime, its writeback started; false
+// (errno set) on a failed call.
+bool write_object(int fd, std::string_view content) {
+    const struct timespec times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
+    if (::fchmod(fd, object_mode(false)) != 0 ||
+        !write_all_fd(fd, content.data(), content.size()) || ::futimens(fd, times) != 0)
+        return false;
+    start_writeback(fd);
+    return true;
+}
+
 // What link_new_object answers when it cannot place the object (no O_TMPFILE on the
 // filesystem, no usable /proc, a link refused): the staged path then does, or says why not.
 constexpr int kNoTmpfile = -1;
@@ -230,12 +241,7 @@ int link_new_object(int objects_fd, const std::string& rel, std::string_view con
         tmpfile_unusable = true;
         return kNoTmpfile;
     }
-    const struct timespec times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
-    if (::fchmod(out.get(), object_mode(false)) != 0 ||
-        !write_all_fd(out.get(), content.data(), content.size()) ||
-        ::futimens(out.get(), times) != 0)
-        return errno;
-    start_writeback(out.get());
+    if (!write_object(out.get(), content)) return errno;
     // linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; /proc/self/fd does not.
     const std::string self = "/proc/self/fd/" + std::to_string(out.get());
     if (::linkat(AT_FDCWD, self.c_str(), objects_fd, rel.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
@@ -290,15 +296,11 @@ WheelFile Store::put_hashed_object(std::string_view content, std::string digest,
     {
         UniqueFd out(::open(staged.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
         if (!out) sys_fail("cannot create", staged, errno);
-        const struct timespec times[2] = {{kObjectMtime, 0}, {kObjectMtime, 0}};
-        if (::fchmod(out.get(), object_mode(false)) != 0 ||
-            !write_all_fd(out.get(), content.data(), content.size()) ||
-            ::futimens(out.get(), times) != 0) {
+        if (!write_object(out.get(), content)) {
             const int err = errno;
             ::unlink(staged.c_str());
             sys_fail("cannot write", staged, err);
         }
-        start_writeback(out.get());
     }
     const fs::path dest = layout_.objects() / rel;
     int err = rename_noreplace_at(AT_FDCWD, staged.c_str(), AT_FDCWD, dest.c_str());

@@ -35,6 +35,11 @@ std::string response(const std::string& status, const std::string& headers,
            "\r\nConnection: close\r\n" + headers + "\r\n" + body;
 }
 
+// A local server as a registry host ("127.0.0.1:PORT").
+std::string host_of(const envbox::test::LocalServer& server) {
+    return "127.0.0.1:" + server.url("").substr(std::string("http://127.0.0.1:").size());
+}
+
 std::optional<ErrorCode> code_of(const std::function<void()>& fn) {
     try {
         fn();
@@ -178,8 +183,7 @@ TEST_CASE("a blob redirect is followed without the registry's credentials", "[in
     oci::RegistryOptions opt;
     opt.plain_http = true;
     opt.credentials = oci::RegistryCredentials{"user", "secret"};
-    const std::string host =
-        "127.0.0.1:" + registry.url("").substr(std::string("http://127.0.0.1:").size());
+    const std::string host = host_of(registry);
     oci::RegistryClient client(http, oci::Reference::parse(host + "/team/x:t"), opt);
     const fs::path dest = tmp.path / "blob";
     client.download_blob(digest, blob.size(), dest);
@@ -235,8 +239,7 @@ TEST_CASE("a blob resumed from an earlier run's part is hashed whole", "[index][
     index::HttpClient http({.cache_dir = tmp.path / "cache", .timeout_s = 5});
     oci::RegistryOptions opt;
     opt.plain_http = true;
-    const std::string host =
-        "127.0.0.1:" + registry.url("").substr(std::string("http://127.0.0.1:").size());
+    const std::string host = host_of(registry);
     oci::RegistryClient client(http, oci::Reference::parse(host + "/team/x:t"), opt);
 
     // Hashed as it arrives.
@@ -273,8 +276,7 @@ TEST_CASE("a blob resumed from an earlier run's part is hashed whole", "[index][
         if (cut-- > 0) full.resize(full.size() - blob.size() / 2);
         return full;
     });
-    const std::string cut_host =
-        "127.0.0.1:" + cutting.url("").substr(std::string("http://127.0.0.1:").size());
+    const std::string cut_host = host_of(cutting);
     oci::RegistryClient cut_client(http, oci::Reference::parse(cut_host + "/team/x:t"), opt);
     const fs::path rest = tmp.path / "rest";
     cut_client.download_blob(digest, blob.size(), rest);

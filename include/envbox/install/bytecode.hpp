@@ -88,7 +88,6 @@ class LayerAdoption {
     void wheel_stored(TaskPool& pool);
 
   private:
-    void begin(TaskPool& pool);
     void add_sources_task(TaskPool& pool);  // under mutex_, once both are there
     void done();
     const store::Store& store_;

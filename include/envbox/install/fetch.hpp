@@ -72,6 +72,10 @@ struct FetchPlan {
     /// wheel's layer right after the wheel: pull's downloads overlap the create.
     const std::set<std::filesystem::path>* streamed = nullptr;
     std::function<void(const std::filesystem::path&)> receive_blob;
+    /// Whether `file` is one of `streamed`.
+    bool streams(const std::filesystem::path& file) const {
+        return streamed && streamed->count(file);
+    }
     bool verify_by_content = false;  ///< --force: check stored objects by content
     unsigned jobs = 1;
     const env::Interpreter* interpreter = nullptr;  ///< compiles the bytecode

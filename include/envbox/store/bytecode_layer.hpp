@@ -13,9 +13,9 @@
 /// The same store list gives the same bytes, so a second push finds the blob present. A layer is
 /// hostile where it enters: `ReceivedLayer` checks every `.pyc` against the list and the whole
 /// file against its digest before the `.pyc` enters the store, and the list against the wheel
-/// the node stored (by the lock's sha256) before anything names it. What no check can prove is that
-/// a
-/// `.pyc` is the compiled form of its source: that is the builder's word (docs/SECURITY.md).
+/// the node stored (by the lock's sha256) before anything names it. What no check can prove is
+/// that a `.pyc` is the compiled form of its source: that is the builder's word
+/// (docs/SECURITY.md).
 
 #include <cstdint>
 #include <filesystem>

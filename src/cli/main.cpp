@@ -74,7 +74,7 @@ bool unknown_option(CLI::App& app) {
 // drops the file locks. `run` and `shell` exec their command, which starts with the defaults
 // (a caught signal is reset by exec).
 void on_interrupt(int) {
-    if (const int group = envbox::interrupt_group(); group > 0) ::kill(-group, SIGKILL);
+    envbox::kill_interrupt_groups();
     static const char msg[] = "\nenvbox: interrupted\n";
     ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     (void)ignored;

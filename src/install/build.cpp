@@ -14,12 +14,13 @@
 #include <mutex>
 #include <thread>
 
-#include "envbox/env/sandbox.hpp"
+#include "envbox/env/confine.hpp"
 #include "envbox/install/sdist.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/own_tree.hpp"
+#include "envbox/util/process.hpp"
 #include "envbox/util/stopwatch.hpp"
 #include "envbox/util/unique_fd.hpp"
 
@@ -55,18 +56,9 @@ std::string log_tail(const fs::path& log) {
     return text;
 }
 
-// What the child is given, made before it is forked: argv and environment as C strings.
+// What the backend is given: argv and its whole environment.
 struct Exec {
     std::vector<std::string> argv, env;
-    std::vector<char*> argv_c, env_c;
-    void finish() {
-        for (auto& a : argv)
-            argv_c.push_back(a.data());
-        argv_c.push_back(nullptr);
-        for (auto& e : env)
-            env_c.push_back(e.data());
-        env_c.push_back(nullptr);
-    }
 };
 
 Exec frontend_exec(const BuildRequest& r, const lock::BuildSystem& bs, const fs::path& out,
@@ -91,41 +83,7 @@ Exec frontend_exec(const BuildRequest& r, const lock::BuildSystem& bs, const fs:
         env[k] = v;
     for (const auto& [k, v] : env)
         e.env.push_back(k + "=" + v);
-    e.finish();
     return e;
-}
-
-// In the forked child: the log as stdout and stderr, the tree as working folder, the sandbox,
-// then the frontend. Reports on `report` whether the network is cut ('1') or not ('0').
-[[noreturn]] void child(const BuildRequest& r, const fs::path& project, const fs::path& log,
-                        Exec& e, int report) {
-    ::setpgid(0, 0);
-    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    const int out =
-        ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (null < 0 || out < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0)
-        ::_exit(126);
-    env::SandboxSpec spec;
-    spec.read_only = r.read_only;
-    spec.writable = {r.work};
-    spec.no_network = true;
-    const env::SandboxOutcome o = env::enter_sandbox(spec);
-    // Only now: a working folder taken before the sandbox's mounts would stay on the mount below
-    // the build folder's own, which is read-only.
-    if (::chdir(project.c_str()) != 0) ::_exit(126);
-    // Whether the folder holding the home is read-only now (the rest of the file system is
-    // made so where the kernel allows; env/sandbox.cpp).
-    struct statvfs around {};
-    const bool sealed = ::statvfs(r.read_only.parent_path().c_str(), &around) == 0 &&
-                        (around.f_flag & ST_RDONLY) != 0;
-    const char said[2] = {o.network_cut ? '1' : '0', sealed ? '1' : '0'};
-    if (::write(report, said, 2) != 2) ::_exit(126);
-    if (o.kind == env::SandboxKind::none)
-        dprintf(2, "envbox: warning: the build runs without the sandbox (%s; %s)\n",
-                o.namespace_refused.c_str(), o.landlock_refused.c_str());
-    ::execve(e.argv_c[0], e.argv_c.data(), e.env_c.data());
-    dprintf(2, "envbox: cannot run %s: %s\n", e.argv_c[0], std::strerror(errno));
-    ::_exit(127);
 }
 
 // Waits for `pid`, killing its process group past `timeout`; its exit status (128 + signal),
@@ -147,20 +105,30 @@ int wait_bounded(pid_t pid, std::chrono::seconds timeout) {
     }
 }
 
-// Runs the frontend; sets what the sandbox held. Throws naming the sdist and the log.
-void run_backend(const BuildRequest& r, const fs::path& project, BuiltWheel& built, Exec& e) {
-    const fs::path& log = built.log;
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-        throw Error(ErrorCode::generic, std::string("pipe: ") + std::strerror(errno));
-    UniqueFd from_child(fds[0]), to_parent(fds[1]);
-    const pid_t pid = ::fork();
-    if (pid < 0) throw Error(ErrorCode::generic, std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) child(r, project, log, e, to_parent.get());
-    ::setpgid(pid, pid);
-    to_parent.reset();
-    char said[2] = {'0', '0'};
-    const bool reported = ::read(from_child.get(), said, 2) == 2;
+// Runs the frontend confined (env/confine.hpp), its output into the log. Throws naming the
+// sdist and the log; a sandbox the kernel refuses is refused before anything of the sdist runs.
+void run_backend(const BuildRequest& r, const fs::path& project, const fs::path& log,
+                 const Exec& e) {
+    UniqueFd out(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out)
+        throw Error(ErrorCode::generic,
+                    "cannot open " + log.string() + ": " + std::strerror(errno));
+    env::ConfineSpec spec;
+    spec.argv = e.argv;
+    spec.env = e.env;
+    spec.workdir = project;
+    spec.writable = {r.work};
+    spec.keep = {r.read_only};
+    spec.stdout_fd = spec.stderr_fd = out.get();
+    pid_t pid = 0;
+    try {
+        pid = env::spawn_confined(spec);
+    } catch (const Error& refused) {
+        throw Error(ErrorCode::generic, "building " + sdist_name(r) + ": " + refused.what());
+    }
+    out.reset();
+    const InterruptGroup interrupt(pid);
+    // Once this returns, every process of the build is gone (the confinement's init is).
     const int status = wait_bounded(pid, r.timeout);
     if (status != 0) {
         const std::string why =
@@ -170,8 +138,6 @@ void run_backend(const BuildRequest& r, const fs::path& project, BuiltWheel& bui
         throw Error(ErrorCode::generic, "building " + sdist_name(r) + ": the backend " + why +
                                             "; its log is " + log.string() + ":\n" + log_tail(log));
     }
-    built.network_cut = reported && said[0] == '1';
-    built.rest_read_only = reported && said[1] == '1';
 }
 
 // The wheel the hook named: a plain wheel file name, a regular file in `out`.
@@ -215,30 +181,22 @@ std::string find_program(const std::string& program, const std::string& path) {
 // home read-only, no network), a fixed environment, at most 30 s. The program is named by a
 // lock's variables (PATH, CC, CXX, CUDA_HOME), so it is as untrusted as the build it serves.
 std::string sandboxed_output(const std::vector<std::string>& argv, const fs::path& home) {
-    Exec e;
-    e.argv = argv;
-    e.env = {std::string("PATH=") + kBuildPath, "LANG=C.UTF-8"};
-    e.finish();
-    env::SandboxSpec spec;
-    spec.read_only = home;
-    spec.no_network = true;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return "";
     UniqueFd from_child(fds[0]), to_parent(fds[1]);
-    const pid_t pid = ::fork();
-    if (pid < 0) return "";
-    if (pid == 0) {
-        ::setpgid(0, 0);
-        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(to_parent.get(), 1) < 0 ||
-            ::dup2(null, 2) < 0)
-            ::_exit(126);
-        env::enter_sandbox(spec);
-        ::execve(e.argv_c[0], e.argv_c.data(), e.env_c.data());
-        ::_exit(127);
+    env::ConfineSpec spec;
+    spec.argv = argv;
+    spec.env = {std::string("PATH=") + kBuildPath, "LANG=C.UTF-8"};
+    spec.keep = {home};
+    spec.stdout_fd = to_parent.get();
+    pid_t pid = 0;
+    try {
+        pid = env::spawn_confined(spec);
+    } catch (const Error&) {
+        return "";  // no sandbox, no answer: the build itself says why
     }
-    ::setpgid(pid, pid);
     to_parent.reset();
+    const InterruptGroup interrupt(pid);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     std::string out;
     char chunk[4096];
@@ -317,8 +275,8 @@ BuiltWheel build_wheel(const BuildRequest& r) {
     auto bs = lock::read_build_system(pyproject, sdist_name(r) + ":pyproject.toml");
     if (!bs) throw bs.error();
     built.build_system = std::move(*bs);
-    Exec e = frontend_exec(r, built.build_system, out, result, tmp);
-    run_backend(r, project, built, e);
+    const Exec e = frontend_exec(r, built.build_system, out, result, tmp);
+    run_backend(r, project, built.log, e);
     built.wheel = built_wheel(r, out, result, built.log);
     built.seconds = clock.total();
     return built;

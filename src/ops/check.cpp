@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
+#include "envbox/env/confine.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/env/known_good.hpp"
-#include "envbox/env/sandbox.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/printable.hpp"
@@ -144,44 +144,10 @@ std::vector<std::string> modules_of(const Context& ctx, const env::Generation& g
 
 struct ProbeRun {
     std::string out, err;
-    int status = 0;           // the exit status; -1: stopped at the time limit
-    std::string sandbox;      // what the child said of its sandbox, or why it could not run
-    bool ran = false;         // the sandbox was entered
-    std::string exec_failed;  // why the interpreter could not be exec'd
-    bool truncated = false;   // stdout went past kMaxProbeOutput
+    int status = 0;          // the exit status; -1: stopped at the time limit
+    std::string refused;     // why the probe could not start (its sandbox, its interpreter)
+    bool truncated = false;  // the channel went past kMaxProbeOutput
 };
-
-[[noreturn]] void probe_child(const Context& ctx, const RunPlan& plan, SandboxMode mode, int out,
-                              int err, int said) {
-    ::setpgid(0, 0);
-    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 ||
-        ::chdir("/") != 0)
-        ::_exit(126);
-    std::string line;
-    try {
-        line = "1" + env::describe(enter_run_sandbox(ctx, plan, mode));
-    } catch (const std::exception& e) {
-        line = std::string("0") + e.what();
-        (void)!::write(said, line.data(), line.size());
-        ::_exit(126);
-    }
-    std::vector<std::string> env_text;
-    for (const auto& [k, v] : plan.environment)
-        env_text.push_back(k + "=" + v);
-    std::vector<char*> argv, envp;
-    for (const auto& a : plan.argv)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    for (auto& e : env_text)
-        envp.push_back(e.data());
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
-    (void)!::write(said, line.data(), line.size());
-    ::execve(argv[0], argv.data(), envp.data());
-    const std::string why = std::string("\ncannot run ") + argv[0] + ": " + std::strerror(errno);
-    (void)!::write(said, why.data(), why.size());
-    ::_exit(127);
-}
 
 // Reads the child's stdout and stderr until both end or `limit` passes, each bounded.
 void collect(int out, int err, std::chrono::seconds limit, ProbeRun& run) {
@@ -215,41 +181,43 @@ void collect(int out, int err, std::chrono::seconds limit, ProbeRun& run) {
     }
 }
 
-ProbeRun run_probe(const Context& ctx, const RunPlan& plan, SandboxMode mode,
-                   std::chrono::seconds limit) {
-    int fds[6];
-    if (::pipe2(fds, O_CLOEXEC) != 0 || ::pipe2(fds + 2, O_CLOEXEC) != 0 ||
-        ::pipe2(fds + 4, O_CLOEXEC) != 0)
+// The probe runs as all foreign code does (env/confine.hpp), with the GPU's device nodes and
+// the compile caches writable. Its records come on fd 3, which only the probe's own process
+// holds (it runs with -S: no .pth file of the environment runs in it); its stderr is kept for
+// errors; its stdout goes nowhere.
+ProbeRun run_probe(const Context& ctx, const RunPlan& plan, std::chrono::seconds limit) {
+    int fds[4];
+    if (::pipe2(fds, O_CLOEXEC) != 0 || ::pipe2(fds + 2, O_CLOEXEC) != 0)
         throw sys_error("pipe", errno);
-    UniqueFd out_r(fds[0]), out_w(fds[1]), err_r(fds[2]), err_w(fds[3]), said_r(fds[4]),
-        said_w(fds[5]);
-    const pid_t pid = ::fork();
-    if (pid < 0) throw sys_error("fork", errno);
-    if (pid == 0) probe_child(ctx, plan, mode, out_w.get(), err_w.get(), said_w.get());
-    ::setpgid(pid, pid);
-    set_interrupt_group(pid);  // Ctrl-C reaches envbox's group only: the handler kills this one
+    UniqueFd out_r(fds[0]), out_w(fds[1]), err_r(fds[2]), err_w(fds[3]);
+    env::ConfineSpec spec;
+    spec.argv = plan.argv;
+    for (const auto& [k, v] : plan.environment)
+        spec.env.push_back(k + "=" + v);
+    spec.writable = plan.writable;
+    spec.keep = {ctx.home};
+    spec.keep.insert(spec.keep.end(), plan.base_installation.begin(), plan.base_installation.end());
+    spec.gpu = true;
+    spec.channel_fd = out_w.get();
+    spec.stderr_fd = err_w.get();
+    ProbeRun run;
+    pid_t pid = 0;
+    try {
+        pid = env::spawn_confined(spec);
+    } catch (const Error& e) {
+        run.refused = e.what();
+        return run;
+    }
+    const InterruptGroup interrupt(pid);  // Ctrl-C reaches envbox's group only
     out_w.reset();
     err_w.reset();
-    said_w.reset();
-    ProbeRun run;
     collect(out_r.get(), err_r.get(), limit, run);
-    ::kill(-pid, SIGKILL);  // the probe's children too, whatever is left of them
+    ::kill(-pid, SIGKILL);  // the confinement's init: everything the probe started goes with it
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    set_interrupt_group(0);
     if (run.status == 0)
         run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    char buf[4096];
-    std::string said;
-    for (ssize_t n; (n = ::read(said_r.get(), buf, sizeof buf)) > 0 && said.size() < 16384;)
-        said.append(buf, static_cast<std::size_t>(n));
-    if (!said.empty()) {
-        run.ran = said[0] == '1';
-        const auto nl = said.find('\n');
-        run.sandbox = said.substr(1, nl == std::string::npos ? std::string::npos : nl - 1);
-        if (nl != std::string::npos) run.exec_failed = said.substr(nl + 1);
-    }
     return run;
 }
 
@@ -287,6 +255,7 @@ CheckResult check_environment(const Context& ctx, const std::string& env,
     const auto each = options.timeout.count();
     plan.argv = {(plan.generation / "bin" / "python").string(),
                  "-I",
+                 "-S",
                  "-c",
                  std::string(probe_code()),
                  std::to_string(each),
@@ -294,15 +263,11 @@ CheckResult check_environment(const Context& ctx, const std::string& env,
     plan.argv.insert(plan.argv.end(), modules.begin(), modules.end());
     const auto rounds = static_cast<long long>((modules.size() + jobs - 1) / jobs);
     const std::chrono::seconds limit(each * rounds + std::max<long long>(each, 300) + 60);
-    const ProbeRun run = run_probe(ctx, plan, options.sandbox, limit);
+    const ProbeRun run = run_probe(ctx, plan, limit);
     if (run.status == -1)
         throw probe_failure(env, run,
                             "the probe took longer than " + std::to_string(limit.count()) + " s");
-    if (!run.ran || !run.exec_failed.empty())
-        throw probe_failure(env, run,
-                            !run.exec_failed.empty() ? run.exec_failed
-                            : run.sandbox.empty()    ? "the probe did not start"
-                                                     : run.sandbox);
+    if (!run.refused.empty()) throw probe_failure(env, run, run.refused);
     if (run.status != 0)
         throw probe_failure(env, run, "the probe failed (exit " + std::to_string(run.status) + ")");
     const std::string what = "the output of envbox's probe in " + env;
@@ -317,7 +282,7 @@ CheckResult check_environment(const Context& ctx, const std::string& env,
     result.record.generation = gen->number;
     result.record.when = env::utc_timestamp();
     result.record.caches = count_caches(ctx, plan);
-    result.sandbox = run.sandbox;
+    result.sandbox = "confined (own user, mount, pid and network namespaces; no capabilities)";
     result.notes = plan.notes;
     const fs::path dir = env_dir(ctx, env);
     env::write_check_record(dir, result.record);

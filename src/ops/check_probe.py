@@ -1,10 +1,14 @@
-# envbox check's probe: run by envbox as the generation's `bin/python -I -c CODE TIMEOUT JOBS
-# MODULE…`, inside the run sandbox with the environment `envbox run` gives a command. It
-# imports each MODULE in a child process of its own (at most TIMEOUT seconds each, JOBS at
-# once), then, when torch imported, measures the GPU in one more child. It prints one record
-# per line, "key value", every value's '%', blanks and control bytes written %XX; envbox reads
-# these lines as untrusted text (src/ops/check.cpp) and keeps only what it validates.
+# envbox check's probe: run by envbox as the generation's `bin/python -I -S -c CODE TIMEOUT JOBS
+# MODULE…`, confined as all foreign code (src/env/confine.cpp), with the environment `envbox
+# run` gives a command. -S: no site, so no .pth file of the environment runs in this process.
+# It imports each MODULE in a child process of its own (at most TIMEOUT seconds each, JOBS at
+# once), then, when torch imported, measures the GPU in one more child; a child's output is
+# read bounded (its first and last 64 KiB). It writes one record per line, "key value", every
+# value's '%', blanks and control bytes written %XX, on fd 3, which no child inherits; envbox
+# reads these lines as untrusted text (src/ops/check.cpp) and keeps only what it validates.
+import math
 import os
+import threading
 import subprocess
 import sys
 import time
@@ -115,9 +119,26 @@ def encode(value):
     return b"".join(b"%%%02X" % b if b <= 0x20 or b in (0x25, 0x7F) else bytes([b]) for b in raw)
 
 
+CHANNEL = os.fdopen(3, "wb", buffering=0)
+KEEP = 64 * 1024
+
+
 def say(key, *fields):
-    sys.stdout.buffer.write(key.encode() + b" " + b" ".join(fields) + b"\n")
-    sys.stdout.flush()
+    CHANNEL.write(key.encode() + b" " + b" ".join(fields) + b"\n")
+
+
+def drain(stream, into):
+    """Reads `stream` to its end, keeping its first and last KEEP bytes."""
+    head, tail = bytearray(), bytearray()
+    while True:
+        chunk = stream.read(65536)
+        if not chunk:
+            break
+        room = KEEP - len(head)
+        head += chunk[:room]
+        tail += chunk[room:] if room > 0 else chunk
+        del tail[:-KEEP]
+    into.append(bytes(head) + (b"\n" if tail else b"") + bytes(tail))
 
 
 def last_line(text):
@@ -129,19 +150,36 @@ def last_line(text):
 # "timeout".
 def run(code, timeout):
     started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
+                             start_new_session=True)
+    out, err = [], []
+    readers = [threading.Thread(target=drain, args=(child.stdout, out), daemon=True),
+               threading.Thread(target=drain, args=(child.stderr, err), daemon=True)]
+    for r in readers:
+        r.start()
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", code], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, cwd="/")
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode("utf-8", "replace")
-        return "timeout", time.perf_counter() - started, out, "timed out after %g s" % timeout
+        returncode = child.wait(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    try:
+        os.killpg(child.pid, 9)  # what it started too: a daemon holding the pipes
+    except OSError:
+        pass
+    returncode = child.wait()
+    for r in readers:
+        r.join(5)  # a daemon of its own session may hold the pipes: its output is not waited for
     took = time.perf_counter() - started
-    out = done.stdout.decode("utf-8", "replace")
-    if done.returncode == 0:
+    out, err = (out or [b""]), (err or [b""])
+    out = out[0].decode("utf-8", "replace")
+    if timed_out:
+        return "timeout", took, out, "timed out after %g s" % timeout
+    if returncode == 0:
         return "ok", took, out, ""
-    why = last_line(done.stderr.decode("utf-8", "replace"))
-    if done.returncode < 0:
-        why = "killed by signal %d; %s" % (-done.returncode, why)
+    why = last_line(err[0].decode("utf-8", "replace"))
+    if returncode < 0:
+        why = "killed by signal %d; %s" % (-returncode, why)
     return "failed", took, out, why
 
 
@@ -150,7 +188,8 @@ def check_import(module, timeout):
     if status == "ok":
         marked = [l for l in out.splitlines() if l.startswith(MARK)]
         try:
-            took = float(marked[-1][len(MARK):]) if marked else took
+            said = float(marked[-1][len(MARK):]) if marked else took
+            took = said if math.isfinite(said) else took
         except ValueError:
             pass
     return module, status, min(max(took, 0.0), 1e6), why

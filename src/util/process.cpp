@@ -267,15 +267,26 @@ void exec_replace(const std::vector<std::string>& argv,
 }
 
 namespace {
-std::atomic<int> g_interrupt_group{0};
+std::atomic<int> g_interrupt_groups[64];
 }  // namespace
 
-void set_interrupt_group(int pgid) {
-    g_interrupt_group.store(pgid);
+InterruptGroup::InterruptGroup(int pgid) {
+    for (int i = 0; i < 64 && pgid > 0; ++i) {
+        int free = 0;
+        if (g_interrupt_groups[i].compare_exchange_strong(free, pgid)) {
+            slot_ = i;
+            return;
+        }
+    }
 }
 
-int interrupt_group() {
-    return g_interrupt_group.load();
+InterruptGroup::~InterruptGroup() {
+    if (slot_ >= 0) g_interrupt_groups[slot_].store(0);
+}
+
+void kill_interrupt_groups() {
+    for (auto& g : g_interrupt_groups)
+        if (const int pgid = g.load(); pgid > 0) ::kill(-pgid, SIGKILL);
 }
 
 std::map<std::string, std::string> current_environment() {

@@ -2,13 +2,14 @@
 // setuptools writes them) built by Debian's setuptools and wheel wheels, in the sandbox.
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 
 #include "build_fixtures.hpp"
-#include "envbox/env/sandbox.hpp"
 #include "envbox/install/build.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -111,9 +112,10 @@ TEST_CASE("build_wheel: a failing backend names the sdist and shows the log's ta
                Catch::Contains("`backend-path` entries must be folders inside the tree"));
 }
 
-TEST_CASE("build_wheel: the backend has no network and cannot write the home", "[install][build]") {
+TEST_CASE("build_wheel: a hostile backend is held, as root and as a user", "[install][build]") {
     TempDir home;
-    // A listening socket on the loopback of this process's network.
+    // A listening socket on the loopback of this process's network, and a UNIX socket's file
+    // (an agent's) outside the home.
     UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -123,35 +125,81 @@ TEST_CASE("build_wheel: the backend has no network and cannot write the home", "
     socklen_t len = sizeof addr;
     ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len);
     const std::string port = std::to_string(ntohs(addr.sin_port));
-    TempDir beside;  // outside the home: a build may not write there either (with namespaces)
-    // A setup.py that fails the build when `code` succeeds, saying `what`.
-    const auto must_fail = [](const std::string& code, const std::string& what) {
-        return "try:\n    " + code + "\n    raise SystemExit('" + what +
-               "')\nexcept OSError:\n    pass\n";
-    };
+    TempDir beside;  // outside the home: a build may not write there either
+    const fs::path agent = beside.path / "agent.sock";
+    UniqueFd unix_listener(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un ua{};
+    ua.sun_family = AF_UNIX;
+    std::snprintf(ua.sun_path, sizeof ua.sun_path, "%s", agent.c_str());
+    REQUIRE(::bind(unix_listener.get(), reinterpret_cast<sockaddr*>(&ua), sizeof ua) == 0);
+    REQUIRE(::listen(unix_listener.get(), 1) == 0);
+    const std::string token = "envbox-outlive-" + std::to_string(::getpid());
+    // Each attempt that succeeds is named, and the build then fails with those names.
     const std::string setup_py =
-        "import socket\n" +
-        must_fail("socket.socket().connect(('127.0.0.1', " + port + "))", "reached the network") +
-        must_fail("open('" + (home.path / "planted").string() + "', 'w')", "wrote into the home") +
-        "try:\n    open('" + (beside.path / "planted").string() +
-        "', 'w')\nexcept OSError:\n"
-        "    pass\n" +
+        "import ctypes, os, socket, subprocess, sys\n"
+        "won = []\n"
+        "def attempt(what, code):\n"
+        "    try:\n"
+        "        if code() is not False: won.append(what)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def tcp():\n"
+        "    socket.create_connection(('127.0.0.1', " +
+        port +
+        "), timeout=2)\n"
+        "def agent():\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    s.connect('" +
+        agent.string() +
+        "')\n"
+        "def remount():\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    for target in (b'/', b'" +
+        home.path.string() +
+        "'):\n"
+        "        if libc.mount(None, target, None, 32 | 4096, None) == 0: return True\n"
+        "    return False\n"
+        "def environ():\n"
+        "    return open('/proc/" +
+        std::to_string(::getpid()) +
+        "/environ', 'rb').read() != b''\n"
+        "def capabilities():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith(('CapEff', 'CapPrm', 'CapBnd')) and int(line.split()[1], 16):\n"
+        "            return True\n"
+        "    return False\n"
+        "def user_namespace():\n"
+        "    return ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0\n"
+        "attempt('reached the network', tcp)\n"
+        "attempt('connected to a UNIX socket', agent)\n"
+        "attempt('wrote into the home', lambda: open('" +
+        (home.path / "planted").string() +
+        "', 'w'))\n"
+        "attempt('wrote beside the home', lambda: open('" +
+        (beside.path / "planted").string() +
+        "', 'w'))\n"
+        "attempt('remounted read-write', remount)\n"
+        "attempt('read envbox environ', environ)\n"
+        "attempt('kept a capability', capabilities)\n"
+        "attempt('made a user namespace', user_namespace)\n"
+        "for disk in ('/dev/sda', '/dev/vda', '/dev/nvme0n1', '/dev/mem'):\n"
+        "    attempt('opened ' + disk, lambda: open(disk, 'rb'))\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', '" +
+        token +
+        "'], start_new_session=True)\n"
+        "if won: raise SystemExit('held nothing: ' + ', '.join(won))\n"
         "from setuptools import setup\nsetup(name='probe', version='1.0', py_modules=[])\n";
     const fs::path sdist = make_sdist(home.path, "probe-1.0", {{"setup.py", setup_py}});
     const install::BuildRequest r = request(home, sdist);
-    env::SandboxSpec spec;       // as the build asks for it: the kernel may give namespaces, but
-    spec.read_only = home.path;  // not a network namespace (then Landlock's fallback)
-    spec.no_network = true;
-    if (env::probe_sandbox(spec).kind == env::SandboxKind::mount_namespace) {
-        const install::BuiltWheel built = install::build_wheel(r);
-        CHECK(built.network_cut);
-        if (built.rest_read_only)
-            CHECK_FALSE(fs::exists(beside.path / "planted"));
-        else
-            WARN("the file system around the home stayed writable to the build here");
-    } else {  // no namespaces here: the network stays (Landlock cannot cut it); the home not
-        WARN("no mount namespace here: the build's network is not cut");
-        CHECK_THAT(build_error(r), Catch::Contains("reached the network"));
-    }
+    const install::BuiltWheel built = install::build_wheel(r);
+    CHECK(fs::is_regular_file(built.wheel));
     CHECK_FALSE(fs::exists(home.path / "planted"));
+    CHECK_FALSE(fs::exists(beside.path / "planted"));
+    // The daemon it started is gone with the build.
+    std::error_code ec;
+    for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+        std::ifstream in(it->path() / "cmdline", std::ios::binary);
+        const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+        CHECK(cmdline.find(token) == std::string::npos);
+    }
 }

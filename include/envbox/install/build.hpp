@@ -2,8 +2,9 @@
 /// Building a wheel from a source distribution (PEP 517), as envbox's own frontend: the sdist
 /// is unpacked as hostile (install/sdist.hpp), its `[build-system]` read (lock/build_system.hpp),
 /// and the backend's `build_wheel` hook run by a small Python program of envbox's
-/// (src/install/pep517_frontend.py) in `run`'s sandbox: the envbox home read-only but for the
-/// build's own folder, no network (a network namespace of its own), a private TMPDIR and HOME,
+/// (src/install/pep517_frontend.py) confined as all foreign code is (env/confine.hpp): every
+/// mount read-only but the build's own folder, no capabilities, no network and no UNIX socket,
+/// its own pid namespace (nothing it starts outlives it), a private /tmp, TMPDIR and HOME,
 /// `python -I` (no user site-packages, no PYTHON* variables), the build requirements' import
 /// roots first on sys.path, and a bounded time. What it prints goes to a log, whose tail an
 /// error shows. The wheel it names is checked to be a wheel file of the build's output folder.
@@ -36,10 +37,6 @@ struct BuiltWheel {
     std::filesystem::path wheel;  ///< in `work/out`
     std::filesystem::path log;    ///< `work/build.log`: what the backend printed
     lock::BuildSystem build_system;
-    bool network_cut = false;  ///< the backend ran without a network
-    /// The file system around the home was read-only to the backend too (it could write its
-    /// own folder only); false where the kernel kept it writable (Landlock's fallback).
-    bool rest_read_only = false;
     double seconds = 0;
 };
 

@@ -61,10 +61,21 @@ class Coprocess {
 /// The current process environment as a map.
 std::map<std::string, std::string> current_environment();
 
-/// The process group of a child that runs in a group of its own (so that a time limit can kill
-/// it with all it started), which envbox's SIGINT/SIGTERM handler kills before envbox exits:
-/// a terminal's Ctrl-C reaches only the foreground group. 0: none. Async-signal-safe to read.
-void set_interrupt_group(int pgid);
-int interrupt_group();
+/// The process groups of children that run in a group of their own (so that a time limit can
+/// kill them with all they started), which envbox's SIGINT/SIGTERM handler kills before envbox
+/// exits: a terminal's Ctrl-C reaches only the foreground group. Registered for the lifetime of
+/// an `InterruptGroup`; at most 64 at once (one more is not registered, and is still killed by
+/// its owner's own limit). `kill_interrupt_groups` is async-signal-safe.
+class InterruptGroup {
+  public:
+    explicit InterruptGroup(int pgid);
+    ~InterruptGroup();
+    InterruptGroup(const InterruptGroup&) = delete;
+    InterruptGroup& operator=(const InterruptGroup&) = delete;
+
+  private:
+    int slot_ = -1;
+};
+void kill_interrupt_groups();
 
 }  // namespace envbox

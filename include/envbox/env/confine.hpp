@@ -1,0 +1,56 @@
+#pragma once
+/// Foreign code's confinement: what envbox runs that an sdist or a wheel supplied (a build
+/// backend, a compiler a lock's variables name asked for its version, `check`'s probe) runs in
+/// one shape, the same as root and as an ordinary user (docs/SECURITY.md, "Foreign code"):
+///
+/// - new user, mount, pid, network, IPC and UTS namespaces, the caller mapped to itself;
+/// - every mount read-only (bind-remounted, each mount's nosuid/nodev/noexec kept) but the
+///   folders the spec names writable; a private tmpfs `/tmp` (what the home and the writable
+///   folders need beneath the old one is bound back in) and `/dev/shm`; a `/dev` of its own
+///   holding only null, zero, full, random, urandom, tty (and the GPU's nodes when asked); a
+///   fresh `/proc` of its own pid namespace, its `sys`, `sysrq-trigger`, `irq` and `bus`
+///   read-only; no network interface up;
+/// - the program keeps no capability and cannot regain one: the bounding, ambient, inheritable,
+///   permitted and effective sets emptied, the securebits locked, `PR_SET_NO_NEW_PRIVS`; a
+///   seccomp filter refuses new namespaces, mounts, the kernel keyrings, bpf, perf events,
+///   io_uring, foreign system call ABIs, and UNIX sockets (`socket(AF_UNIX)`: an agent's or a
+///   daemon's socket file is not connectable; `socketpair` works);
+/// - it runs under an init of envbox's (pid 1 of its pid namespace): when the program ends, or
+///   the init is killed (time limit, Ctrl-C through the interrupt group, envbox's own death),
+///   the kernel kills every process it started, and the init has exited only once they are gone.
+///
+/// Where the kernel refuses any part, nothing runs: `spawn_confined` throws naming what was
+/// refused. There is no fallback to running unconfined.
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace envbox::env {
+
+struct ConfineSpec {
+    std::vector<std::string> argv;  ///< argv[0] a path
+    std::vector<std::string> env;   ///< exactly its environment, each "KEY=VALUE"
+    std::filesystem::path workdir;  ///< its working folder ("/" when empty)
+    /// Existing folders it may write, with everything beneath; every other mount is read-only.
+    std::vector<std::filesystem::path> writable;
+    /// Folders beneath /tmp it must still see (read-only), besides `writable`: the envbox home
+    /// and the interpreter's installation when they live there.
+    std::vector<std::filesystem::path> keep;
+    bool gpu = false;  ///< the GPU's device nodes (/dev/nvidia*, /dev/dri) in its /dev
+    int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  ///< -1: /dev/null
+    int channel_fd = -1;                                ///< given to the program as fd 3 (-1: none)
+};
+
+/// Starts `spec.argv` confined. Returns the pid of the confinement's outer process, the leader
+/// of a process group of its own: its exit status is the program's (128 + signal when killed),
+/// and killing its group (SIGKILL) ends the program and everything it started. Throws `Error`
+/// (generic) naming what the kernel refused, before anything of `spec.argv` ran.
+pid_t spawn_confined(const ConfineSpec& spec);
+
+/// The device nodes `gpu` adds, as found on this machine (for messages and tests).
+std::vector<std::filesystem::path> gpu_device_nodes();
+
+}  // namespace envbox::env

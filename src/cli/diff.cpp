@@ -26,7 +26,7 @@ struct DiffCommand {
 void run_diff(const GlobalOptions& global, const DiffCommand& cmd) {
     if (!cmd.textconv_file.empty()) {
         const std::string& path = cmd.textconv_file;
-        std::fputs(render_textconv(ops::lock_view(read_file(path), path)).c_str(), stdout);
+        std::fputs(render_textconv(ops::lock_view(read_input_file(path), path)).c_str(), stdout);
         return;
     }
     if (cmd.a.empty())

@@ -1,6 +1,12 @@
 #include "envbox/install/built.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "envbox/pep/digest.hpp"
@@ -51,6 +57,10 @@ std::optional<BuiltRecord> find_built_wheel(const store::Store& store, const Bui
         throw Error(ErrorCode::integrity,
                     (store.layout().builds() / key.digest()).string() +
                         ": its key is not the key it is named after (damaged or planted)");
+    // Only a record this user's envbox wrote for a build it ran decides what a local create
+    // installs: one a pull or a pack carried, or one another user could have written (a
+    // planted file in a shared home), is built again (docs/SECURITY.md).
+    if (!record->local || !record->owned) return std::nullopt;
     if (!store.load_wheel(record->wheel_sha256)) return std::nullopt;  // collected since
     return BuiltRecord{record->wheel_sha256, record->filename, record->provenance};
 }
@@ -110,26 +120,74 @@ std::optional<BuiltRecord> built_record_of(const std::map<std::string, BuiltReco
 void record_received_build(const store::Store& store, const BuiltRecord& record) {
     const std::string key = to_hex(sha256(record.key_text));
     if (!store.load_build(key))
-        store.record_build(key, {record.wheel_sha256, record.filename, record.key_text});
+        store.record_build(key,
+                           {record.wheel_sha256, record.filename, record.key_text, false, false});
 }
+
+namespace {
+
+// The built wheel copied into the store's tmp/ and hashed from the same bytes, in one read
+// (no check-then-read: the copy is what is hashed, ingested and kept). The build is over, its
+// every process gone, before this runs. Bounded: a wheel of more than 16 GiB is refused.
+std::string copy_and_hash(const fs::path& wheel, const fs::path& copy) {
+    constexpr std::uint64_t kMax = 16ull << 30;
+    UniqueFd in(::open(wheel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    struct stat st {};
+    if (!in || ::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw Error(ErrorCode::integrity,
+                    wheel.string() + ": the built wheel is not a regular file");
+    UniqueFd out(::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out)
+        throw Error(ErrorCode::generic,
+                    "cannot create " + copy.string() + ": " + std::strerror(errno));
+    Sha256 hash;
+    std::vector<char> buf(1 << 20);
+    std::uint64_t total = 0;
+    for (;;) {
+        const ssize_t n = ::read(in.get(), buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            throw Error(ErrorCode::generic,
+                        "cannot read " + wheel.string() + ": " + std::strerror(errno));
+        if (n == 0) break;
+        total += static_cast<std::uint64_t>(n);
+        if (total > kMax)
+            throw Error(ErrorCode::integrity,
+                        wheel.string() + ": the built wheel is larger than 16 GiB");
+        hash.update(buf.data(), static_cast<std::size_t>(n));
+        if (!write_all_fd(out.get(), buf.data(), static_cast<std::size_t>(n)))
+            throw Error(ErrorCode::generic,
+                        "cannot write " + copy.string() + ": " + std::strerror(errno));
+    }
+    return to_hex(hash.finish());
+}
+
+}  // namespace
 
 BuiltRecord store_built_wheel(const store::Store& store, const BuildKey& key,
                               const fs::path& wheel) {
     BuiltRecord out;
     out.filename = wheel.filename().string();
-    out.wheel_sha256 = to_hex(sha256_file(wheel));
     out.key_text = key.text();
-    store::Ingest ingest(store, wheel, out.wheel_sha256, out.filename, false);
-    for (std::size_t t = 0; t < ingest.task_count(); ++t)  // one wheel of a build: one thread
-        ingest.run_task(t);
-    const store::WheelFiles files = ingest.finish();
-    store.publish({&files});
-    // The archive is kept (push and pack send built wheels as they send downloaded ones): a
-    // copy, since the build's folder is removed after.
-    const fs::path copy = store.tmp_dir() / ("built-" + out.wheel_sha256);
-    fs::copy_file(wheel, copy, fs::copy_options::overwrite_existing);
-    store.keep_archive(out.wheel_sha256, copy);
-    store.record_build(key.digest(), {out.wheel_sha256, out.filename, out.key_text});
+    // A private copy: push and pack send built wheels as they send downloaded ones, and the
+    // build's folder is removed after.
+    const fs::path copy = store.tmp_dir() / ("built-" + std::to_string(::getpid()) + "-" +
+                                             key.digest().substr(0, 16));
+    std::error_code ec;
+    fs::remove(copy, ec);
+    try {
+        out.wheel_sha256 = copy_and_hash(wheel, copy);
+        store::Ingest ingest(store, copy, out.wheel_sha256, out.filename, false);
+        for (std::size_t t = 0; t < ingest.task_count(); ++t)  // one wheel of a build: one thread
+            ingest.run_task(t);
+        const store::WheelFiles files = ingest.finish();
+        store.publish({&files});
+        store.keep_archive(out.wheel_sha256, copy);
+    } catch (...) {
+        fs::remove(copy, ec);
+        throw;
+    }
+    store.record_build(key.digest(), {out.wheel_sha256, out.filename, out.key_text, true, true});
     return out;
 }
 

@@ -365,7 +365,9 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
     // A received item is never fetched by the lock's URL (check_received).
     if (!missing.empty() && plan.offline && !plan.received) check_offline(items, missing, plan);
     plan_bytecode(store, items, plan.bytecode, plan.verify_by_content, plan.jobs, progress);
-    if (plan.recompile_received) distrust_received_bytecode(items);
+    // A local create compiles for itself what an artifact brought earlier; a pull or an unpack
+    // adopts it (unless --ignore-bytecode).
+    if (plan.recompile_received || !plan.received) distrust_received_bytecode(items);
     if (plan.received_bytecode) take_received_bytecode(items, *plan.received_bytecode);
     const std::size_t to_compile = bytecode_lists_to_compile(items);
     std::optional<BytecodeTasks> bytecode;

@@ -109,7 +109,7 @@ Result<LockFile> parse_lock_file(std::filesystem::path path, std::string text) {
 }
 
 Result<LockFile> read_lock_file(const std::filesystem::path& path) {
-    return parse_lock_file(path, read_file(path));
+    return parse_lock_file(path, read_input_file(path));
 }
 
 }  // namespace envbox::lock

@@ -229,7 +229,9 @@ LinkReport link_step(const Context& ctx, const store::Store& store,
                             item.package->version ? item.package->version->str() : "",
                             item.wheel ? &*item.wheel : nullptr, item.elf ? &*item.elf : nullptr});
     LinkReport report =
-        check_links(store, packages, interpreter, &in.lock.pylock, ctx.jobs, /*cached=*/true);
+        check_links(store, packages, interpreter,
+                    {&in.lock.pylock, in.lock.tool ? in.lock.tool->cuda : ""}, ctx.jobs,
+                    /*cached=*/true);
     const bool mixed = in.lock.tool && in.lock.tool->allow_mixed_cuda;
     const auto notes =
         refuse_unlinked(report, env, in.manifest ? &*in.manifest : nullptr, mixed, in.lock_path);

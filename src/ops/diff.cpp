@@ -106,7 +106,7 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
                          !fs::exists(spec, ec);  // ENV@origin/main is a revision, not a path
     if (!git_rev && (spec.find('/') != std::string::npos || spec.ends_with(".toml"))) {
         if (!fs::exists(spec, ec)) throw Error(ErrorCode::usage, "no lock file " + spec);
-        return view_of(read_file(spec), spec, ctx.home, target);
+        return view_of(read_input_file(spec), spec, ctx.home, target);
     }
     if (auto at = spec.find('@'); at != std::string::npos) {
         std::string env = spec.substr(0, at), rev = spec.substr(at + 1);
@@ -155,8 +155,8 @@ LockView load_side(const Context& ctx, const std::string& spec, bool current_gen
     fs::path lock = ctx.project().lock(spec);
     if (ctx.project_root.empty() || !fs::exists(lock, ec))
         throw Error(ErrorCode::usage, "no lock for " + spec);
-    return view_of(read_file(lock), (fs::path("manifests") / lock.filename()).string(), ctx.home,
-                   target);
+    return view_of(read_input_file(lock), (fs::path("manifests") / lock.filename()).string(),
+                   ctx.home, target);
 }
 
 std::pair<LockView, LockView> load_sides(const Context& ctx, const std::string& a,

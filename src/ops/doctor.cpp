@@ -112,7 +112,7 @@ std::vector<env::CudaLine> cuda_lines_of(const lock::Manifest& m, const fs::path
     }
     std::error_code ec;
     if (fs::exists(lock_path, ec))
-        if (auto lock = lock::Pylock::parse(read_file(lock_path), lock_path.string()))
+        if (auto lock = lock::Pylock::parse(read_input_file(lock_path), lock_path.string()))
             for (const auto& p : lock->packages)
                 if (p.version)
                     if (auto l = env::cuda_line_of(p.name, *p.version)) lines.push_back(*l);

@@ -43,10 +43,10 @@ Snapshot take_snapshot(const Context& ctx, const std::string& env) {
     // rename over the link would replace it with a copy.
     s.target = fs::canonical(s.manifest, ec);
     if (ec) throw sys_error("resolving " + s.manifest.string(), ec);
-    s.manifest_text = read_file(s.target);
+    s.manifest_text = read_input_file(s.target);
     struct stat st {};
     if (::stat(s.target.c_str(), &st) == 0) s.manifest_mode = st.st_mode & 07777;
-    if (fs::exists(s.lock, ec)) s.lock_text = read_file(s.lock);
+    if (fs::exists(s.lock, ec)) s.lock_text = read_input_file(s.lock);
     return s;
 }
 
@@ -56,7 +56,7 @@ Snapshot take_snapshot(const Context& ctx, const std::string& env) {
 std::string restore(const Snapshot& s, const std::string& written) {
     std::string said;
     try {
-        if (read_file(s.target) == written) {
+        if (read_input_file(s.target) == written) {
             if (written != s.manifest_text)
                 write_file_atomic(s.target, s.manifest_text, s.manifest_mode);
             said = s.manifest.filename().string() + " is as it was";
@@ -65,7 +65,7 @@ std::string restore(const Snapshot& s, const std::string& written) {
         }
         std::error_code ec;
         const bool exists = fs::exists(s.lock, ec);
-        if (s.lock_text && (!exists || read_file(s.lock) != *s.lock_text))
+        if (s.lock_text && (!exists || read_input_file(s.lock) != *s.lock_text))
             write_file_atomic(s.lock, *s.lock_text);
         else if (!s.lock_text && exists)
             fs::remove(s.lock, ec);
@@ -151,7 +151,7 @@ std::string with_lower_bounds(const Context& ctx, const AddOptions& opt,
                               const std::vector<pep::Requirement>& parsed, const Snapshot& s,
                               const std::string& text, EditResult& r) {
     const std::string source = s.manifest.string();
-    auto lock = lock::Pylock::parse(read_file(r.lock.lock_path), r.lock.lock_path.string());
+    auto lock = lock::Pylock::parse(read_input_file(r.lock.lock_path), r.lock.lock_path.string());
     if (!lock) throw lock.error();
     const auto project = read_project_file(ctx.project_root);
     std::string t = text;

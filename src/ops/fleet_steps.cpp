@@ -255,7 +255,7 @@ void require_reviewed_lock(const Context& ctx, const ReceiveOptions& opt,
     if (ec)  // a lock that cannot be looked at is never taken for no lock
         throw Error(ErrorCode::integrity, "cannot read " + reviewed.string() + ": " + ec.message());
     if (!opt.trusted_lock && !exists) return;  // no lock here: the artifact's is taken
-    const std::string text = read_file(reviewed);
+    const std::string text = read_input_file(reviewed);
     if (text == lock_text || (!opt.trusted_lock && opt.update_lock)) return;
     const std::string ours = "sha256:" + to_hex(sha256(text)),
                       theirs = "sha256:" + to_hex(sha256(lock_text));

@@ -123,10 +123,15 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
     // A file whose inode has one link beyond the store's (or none: a generated file) is unique
     // to this generation; anything with more links is shared with another generation, of this
     // environment or another.
+    std::uint64_t entries = 0;
     for (auto it = fs::recursive_directory_iterator(d.current->path, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+         !ec && it != fs::recursive_directory_iterator() && ++entries <= kMaxTallyEntries;
+         it.increment(ec)) {
         struct stat st {};
-        if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (::lstat(it->path().c_str(), &st) != 0) continue;
+        if (S_ISDIR(st.st_mode) && it.depth() + 1 >= static_cast<int>(kMaxTallyDepth))
+            it.disable_recursion_pending();
+        if (!S_ISREG(st.st_mode)) continue;
         d.files++;
         auto size = static_cast<std::uint64_t>(st.st_size);
         d.bytes += size;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "envbox/env/cuda.hpp"
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/parallel.hpp"
@@ -52,9 +53,9 @@ std::string link_messages(const std::vector<env::LinkFinding>& findings) {
 
 // The check's input for `packages` (one wheel per package, in order; files set later).
 env::LinkInput link_input(const std::vector<LinkPackage>& packages,
-                          const env::Interpreter& interpreter, const lock::Pylock* pylock) {
+                          const env::Interpreter& interpreter, const LinkLock& lock) {
     env::LinkInput in;
-    const auto deps = link_dependencies(packages, pylock);
+    const auto deps = link_dependencies(packages, lock.pylock);
     std::vector<std::pair<std::string, std::string>> versions;
     for (std::size_t i = 0; i < packages.size(); ++i) {
         versions.emplace_back(packages[i].name, packages[i].version);
@@ -73,7 +74,14 @@ env::LinkInput link_input(const std::vector<LinkPackage>& packages,
     in.system_dirs = env::system_library_dirs();
     in.system_dirs.push_back(interpreter.executable.parent_path().parent_path() / "lib");
     in.interpreter = interpreter.executable;
-    if (auto line = env::cuda_identity(versions).line) in.cuda_major = line->major;
+    // The packages' line, else the manifest's: a CUDA 13 environment of no CUDA package still
+    // refuses an extension that needs libcudart.so.12, found or not.
+    if (auto line = env::cuda_identity(versions).line)
+        in.cuda_major = line->major;
+    else if (const auto dot = lock.cuda.find('.');
+             !lock.cuda.empty() && dot != 0 && dot <= 3 &&
+             lock.cuda.substr(0, dot).find_first_not_of("0123456789") == std::string::npos)
+        in.cuda_major = std::stoi(lock.cuda.substr(0, dot));
     return in;
 }
 
@@ -125,10 +133,10 @@ std::vector<const std::vector<store::ElfFile>*> wheel_facts(
 }  // namespace
 
 LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>& packages,
-                       const env::Interpreter& interpreter, const lock::Pylock* pylock,
-                       unsigned jobs, bool cached) {
+                       const env::Interpreter& interpreter, const LinkLock& lock, unsigned jobs,
+                       bool cached) {
     Stopwatch watch;
-    env::LinkInput in = link_input(packages, interpreter, pylock);
+    env::LinkInput in = link_input(packages, interpreter, lock);
     std::string key = in.interpreter.string() + "\n" + in.purelib + " " + in.platlib + " " +
                       in.scripts + " " + in.data + "\ncuda " +
                       (in.cuda_major ? std::to_string(*in.cuda_major) : "-") + "\n";
@@ -180,13 +188,14 @@ LinkReport check_generation_links(const store::Store& store, const env::Generati
     std::vector<LinkPackage> packages;
     for (std::size_t i = 0; i < g.packages.size() && i < wheels.size(); ++i)
         packages.push_back({g.packages[i].name, g.packages[i].version, &wheels[i]});
-    std::optional<lock::Pylock> pylock;
+    std::optional<lock::LockFile> lock;
     if (auto text = env::read_generation_lock(g.path)) {
-        auto parsed = lock::Pylock::parse(*text, (g.path / ".envbox" / "pylock.toml").string());
-        if (parsed) pylock = std::move(*parsed);  // one that does not read: no dependencies
+        auto parsed = lock::parse_lock_file(g.path / ".envbox" / "pylock.toml", std::move(*text));
+        if (parsed) lock = std::move(*parsed);  // one that does not read: no dependencies
     }
-    return check_links(store, packages, interpreter, pylock ? &*pylock : nullptr, jobs,
-                       /*cached=*/false);
+    LinkLock given;
+    if (lock) given = {&lock->pylock, lock->tool ? lock->tool->cuda : ""};
+    return check_links(store, packages, interpreter, given, jobs, /*cached=*/false);
 }
 
 void mark_allowed(LinkReport& report, const lock::Manifest* manifest, bool allow_mixed_cuda) {

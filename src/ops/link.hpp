@@ -28,14 +28,22 @@ struct LinkPackage {
 
 using env::LinkReport;
 
-/// Links the environment of `packages` on paper. `pylock` gives each package's dependencies
-/// (nullptr, or a lock that records none: every wheel counts as a dependency of every other).
+/// What the check takes from the lock: each package's dependencies (`pylock`; nullptr, or a
+/// lock that records none: every wheel counts as a dependency of every other), and the CUDA
+/// line its manifest declared (`[tool.envbox] cuda`, "13.0"), the environment's line where no
+/// package says one.
+struct LinkLock {
+    const lock::Pylock* pylock = nullptr;
+    std::string cuda;
+};
+
+/// Links the environment of `packages` on paper.
 /// `cached`: a result kept in the home for the same wheels, dependencies, interpreter, CUDA line
 /// and host folders is used while none of the host's files it read changed, and a new result is
 /// kept (create); verify and doctor link afresh.
 LinkReport check_links(const store::Store& store, const std::vector<LinkPackage>& packages,
-                       const env::Interpreter& interpreter, const lock::Pylock* pylock,
-                       unsigned jobs, bool cached);
+                       const env::Interpreter& interpreter, const LinkLock& lock, unsigned jobs,
+                       bool cached);
 
 /// `cache/link/<digest of key_text>` in `home` (link_cache.cpp).
 std::filesystem::path link_cache_file(const std::filesystem::path& home,

@@ -84,7 +84,7 @@ LockAgreement lock_agreement(const fs::path& project_root, const fs::path& dir,
         text = *lock_text;
     } else if (a.lock_exists) {
         try {
-            text = read_file(a.lock_path);
+            text = read_input_file(a.lock_path);
         } catch (const Error&) {
             a.lock_exists = false;  // unreadable: the command that reads it says why
         }
@@ -135,7 +135,7 @@ WrittenLock write_generation_lock(const Context& ctx, const std::string& env, in
     w.generation = number;
     w.path = ctx.project().lock(env);
     std::error_code ec;
-    w.changed = !fs::is_regular_file(w.path, ec) || read_file(w.path) != text;
+    w.changed = !fs::is_regular_file(w.path, ec) || read_input_file(w.path) != text;
     if (w.changed) write_file_atomic(w.path, text, 0644, Durability::fsync);
     const fs::path manifest = ctx.project().manifest(env);
     if (fs::exists(manifest, ec)) {

@@ -42,7 +42,7 @@ std::optional<std::string> read_tree_file(const fs::path& file) {
     if (fs::file_size(file, ec) > kMaxTextBytes)
         throw Error(ErrorCode::integrity,
                     file.string() + " is over " + std::to_string(kMaxTextBytes >> 20) + " MiB");
-    return read_file(file);
+    return read_input_file(file, kMaxTextBytes, ErrorCode::integrity);
 }
 
 // `pylock.ENV.build.NAME.toml`: the lock of ENV's build environment for NAME (a normalised
@@ -301,7 +301,7 @@ std::vector<std::string> remove_stale_build_locks(const std::string& previous,
         std::error_code ec;
         if (!fs::is_regular_file(fs::symlink_status(path, ec))) continue;
         try {
-            if (to_hex(sha256(read_file(path))) != f[2]) continue;  // changed by hand: kept
+            if (to_hex(sha256(read_input_file(path))) != f[2]) continue;  // changed by hand: kept
         } catch (const Error&) {
             continue;
         }

@@ -20,6 +20,10 @@
 
 namespace fs = std::filesystem;
 
+namespace {
+constexpr std::size_t kMaxBytecodeListBytes = 64u << 20;
+}  // namespace
+
 namespace envbox::store {
 namespace {
 
@@ -258,10 +262,15 @@ std::optional<WheelBytecode> Store::load_bytecode(std::string_view wheel_sha256,
     const fs::path p = bytecode_list_path(layout_, wheel_sha256, key);
     std::error_code ec;
     if (!fs::exists(p, ec)) return std::nullopt;
-    auto b = parse_bytecode(read_file(p), wheel_sha256, key);
-    if (!b)
+    struct stat st {};
+    const std::string text = read_input_file(p, kMaxBytecodeListBytes, ErrorCode::integrity);
+    auto b = parse_bytecode(text, wheel_sha256, key);
+    if (!b || ::lstat(p.c_str(), &st) != 0)
         throw Error(ErrorCode::integrity, "the store's bytecode list " + p.string() +
                                               " is damaged; remove it and create again");
+    // A list another user could have written (a shared home) counts as received: a local
+    // create compiles for itself rather than link what it names.
+    if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) b->received = true;
     return b;
 }
 

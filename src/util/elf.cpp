@@ -49,11 +49,21 @@ class Reader {
             bad(std::string("has a ") + what + " past its end");
     }
     std::string_view bytes(std::uint64_t at, std::uint64_t len) const { return b_.substr(at, len); }
+    // Counts `n` units of work (bytes scanned or copied, table entries walked): a file is read
+    // in work bounded by its size (16 per byte and 1 Mi), however its tables point into each
+    // other, so no file of a few MiB costs seconds or gigabytes.
+    void spend(std::uint64_t n) const {
+        spent_ += n;
+        if (spent_ > 16 * b_.size() + (1u << 20))
+            bad("takes more work to read than its " + std::to_string(b_.size()) +
+                " bytes allow (tables that point into each other)");
+    }
 
   private:
     std::string_view b_;
     const std::string& what_;
     bool wide_ = false, little_ = true;
+    mutable std::uint64_t spent_ = 0;
 };
 
 struct Section {
@@ -95,11 +105,15 @@ class Strings {
     }
     std::string at(std::uint64_t offset) const {
         if (offset >= text_.size()) r_.bad("names a string past its string table");
-        const std::size_t end = text_.find('\0', offset);
-        if (end == std::string_view::npos) r_.bad("has a string without its NUL");
-        if (end - offset > max_)
+        // Scanned no further than the longest string allowed.
+        const std::string_view window = text_.substr(offset, max_ + 1);
+        const std::size_t length = window.find('\0');
+        r_.spend(length == std::string_view::npos ? window.size() : length + 1);
+        if (length == std::string_view::npos && window.size() <= max_)
+            r_.bad("has a string without its NUL");
+        if (length == std::string_view::npos)
             r_.bad("has a string longer than " + std::to_string(max_) + " bytes");
-        return std::string(text_.substr(offset, end - offset));
+        return std::string(window.substr(0, length));
     }
 
   private:
@@ -156,6 +170,7 @@ void read_verdef(const Reader& r, const Section& s, const Strings& str, const Li
     std::uint64_t at = s.offset;
     for (std::size_t i = 0; i < l.max_entries; ++i) {
         r.range(at, 20, "version definition");
+        r.spend(20);
         if (at + 20 > s.offset + s.size) r.bad("has a version definition past its section");
         const auto index = static_cast<std::uint16_t>(r.u(at + 4, 2) & 0x7fff);
         const std::uint64_t aux = r.u(at + 12, 4), next = r.u(at + 16, 4);
@@ -176,6 +191,7 @@ void read_verneed(const Reader& r, const Section& s, const Strings& str, const L
     std::size_t seen = 0;
     for (std::size_t i = 0; i < l.max_entries; ++i) {
         r.range(at, 16, "version need");
+        r.spend(16);
         if (at + 16 > s.offset + s.size) r.bad("has a version need past its section");
         const std::string file = str.at(r.u(at + 4, 4));
         const std::uint64_t count = r.u(at + 2, 2), next = r.u(at + 12, 4);
@@ -183,6 +199,7 @@ void read_verneed(const Reader& r, const Section& s, const Strings& str, const L
         for (std::uint64_t k = 0; k < count; ++k) {
             if (++seen > l.max_entries) r.bad("has too many version needs");
             r.range(aux, 16, "version need entry");
+            r.spend(16);
             const auto index = static_cast<std::uint16_t>(r.u(aux + 6, 2) & 0x7fff);
             v.names[index] = {str.at(r.u(aux + 8, 4)), file};
             const std::uint64_t step = r.u(aux + 12, 4);
@@ -241,6 +258,7 @@ void read_symbols(const Reader& r, const std::vector<Section>& all, const Sectio
                 it != v.names.end())
                 std::tie(s.version, s.library) = it->second;
         }
+        r.spend(s.version.size() + s.library.size() + entsize);
         total += s.name.size() + s.version.size() + s.library.size();
         if (total > budget)
             r.bad("names more symbol text than " + std::to_string(budget) + " bytes");

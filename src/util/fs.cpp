@@ -120,6 +120,39 @@ std::string read_file(const std::filesystem::path& path) {
     }
 }
 
+std::string read_input_file(const std::filesystem::path& path, std::size_t max_bytes,
+                            ErrorCode code) {
+    UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+    if (!f && errno == ELOOP)
+        throw Error(code, path.string() + " is a symbolic link; envbox reads it only as a file");
+    if (!f) fail("cannot open", path, errno);
+    struct stat st {};
+    if (::fstat(f.get(), &st) != 0) fail("cannot stat", path, errno);
+    if (!S_ISREG(st.st_mode))
+        throw Error(code, path.string() + " is not a regular file (" +
+                              (S_ISFIFO(st.st_mode)                         ? "a FIFO"
+                               : S_ISDIR(st.st_mode)                        ? "a folder"
+                               : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                            : "a socket") +
+                              ")");
+    const auto too_large = [&] {
+        return Error(code,
+                     path.string() + " is larger than " + std::to_string(max_bytes >> 20) + " MiB");
+    };
+    if (static_cast<std::uint64_t>(st.st_size) > max_bytes) throw too_large();
+    std::string out;
+    out.reserve(static_cast<std::size_t>(st.st_size));
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(f.get(), buf, sizeof buf);
+        if (n == 0) return out;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail("cannot read", path, errno);
+        if (out.size() + static_cast<std::size_t>(n) > max_bytes) throw too_large();  // it grew
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
 void start_writeback(int fd) {
     (void)::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 }

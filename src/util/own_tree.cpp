@@ -202,6 +202,13 @@ UniqueFd open_own_file(int dir, const fs::path& path, int flags, struct stat& st
     UniqueFd fd(::openat(dir, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666));
     if (!fd && errno == ENOENT && !(flags & O_CREAT)) return fd;
     if (!fd && errno == ELOOP) refuse_planted_link(path, /*folder=*/false);
+    // A FIFO with no reader refuses a non-blocking open for writing (ENXIO); a device may refuse
+    // too: neither is a file of envbox's.
+    if (!fd && (errno == ENXIO || errno == ENODEV))
+        throw Error(ErrorCode::integrity, path.string() +
+                                              " is not a regular file (a FIFO or a device); "
+                                              "envbox writes a plain file there (remove it if you "
+                                              "did not put it there)");
     if (!fd) throw sys_error("cannot open " + path.string(), errno);
     if (::fstat(fd.get(), &st) != 0) throw sys_error("cannot read " + path.string(), errno);
     if (!S_ISREG(st.st_mode))
@@ -266,10 +273,21 @@ FileTally tally_own_files(const fs::path& root, const fs::path& path) {
     require_no_link_below(root, path);
     FileTally out;
     std::error_code ec;
+    std::uint64_t entries = 0;
     for (auto it = fs::recursive_directory_iterator(path, ec);  // links not followed
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        // Bounded: the tree is what the environment's own code wrote (a compile cache).
+        if (++entries > kMaxTallyEntries) {
+            out.partial = true;
+            break;
+        }
         struct stat st {};
-        if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        if (::lstat(it->path().c_str(), &st) != 0) continue;
+        if (S_ISDIR(st.st_mode) && it.depth() + 1 >= static_cast<int>(kMaxTallyDepth)) {
+            it.disable_recursion_pending();  // one open folder per level: never 25 000 of them
+            out.partial = true;
+        }
+        if (S_ISREG(st.st_mode)) {
             ++out.files;
             out.bytes += static_cast<std::uint64_t>(st.st_size);
         }

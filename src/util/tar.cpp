@@ -239,6 +239,17 @@ class Reader {
         if (++members_ > limits_.max_members)
             bad(path_, "has more than " + std::to_string(limits_.max_members) + " members");
         e.mode = static_cast<std::uint32_t>(number(h, 100, 8).value_or(0644) & 07777);
+        if (type != '0' && type != '\0' && type != '7' && type != '5')
+            bad(what, std::string("is a ") + kind_of(type) +
+                          "; a source distribution holds regular files and directories only");
+        // Every member's data counts, a folder's too (a folder with data is read and dropped,
+        // never an uncounted stream).
+        if (size > limits_.max_member)
+            bad(what, "has " + std::to_string(size) + " bytes, more than the " +
+                          std::to_string(limits_.max_member) + " a member may have");
+        total_ += size;
+        if (total_ > limits_.max_total)
+            bad(path_, "holds more than " + std::to_string(limits_.max_total) + " bytes");
         if (type == '5') {
             e.directory = true;
             while (!e.name.empty() && e.name.back() == '/')
@@ -248,15 +259,6 @@ class Reader {
             visit(e);
             return;
         }
-        if (type != '0' && type != '\0' && type != '7')
-            bad(what, std::string("is a ") + kind_of(type) +
-                          "; a source distribution holds regular files and directories only");
-        if (size > limits_.max_member)
-            bad(what, "has " + std::to_string(size) + " bytes, more than the " +
-                          std::to_string(limits_.max_member) + " a member may have");
-        total_ += size;
-        if (total_ > limits_.max_total)
-            bad(path_, "holds more than " + std::to_string(limits_.max_total) + " bytes");
         e.size = size;
         Sink sink = visit(e);
         stream(

@@ -1,6 +1,7 @@
 // install::find_built_wheel / store_built_wheel: a wheel built from an sdist, kept in the store
 // under a key of every input of its build; any change to an input is another key, and nothing
 // else is.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -169,7 +170,23 @@ TEST_CASE("built wheels: what an artifact carries, found by wheel and checked as
     install::record_received_build(node_store, stored);
     install::record_received_build(node_store, stored);
     CHECK(install::built_records(node_store).size() == 1);
-    REQUIRE(install::find_built_wheel(node_store, key));
-    CHECK(read_file(node_store.layout().builds() / key.digest()) ==
-          read_file(store.layout().builds() / key.digest()));
+    // Kept for what it came with (its provenance, sent on by push and pack), but it decides
+    // nothing a local create installs: that builds for itself.
+    const auto received = node_store.load_build(key.digest());
+    REQUIRE(received);
+    CHECK_FALSE(received->local);
+    CHECK(received->provenance == key.text());
+    CHECK_FALSE(install::find_built_wheel(node_store, key));
+    // This machine's own record is found; the same record written by someone else (another
+    // owner, or writable by others: a planted file in a shared home) is not.
+    REQUIRE(install::find_built_wheel(store, key));
+    const fs::path mine = store.layout().builds() / key.digest();
+    REQUIRE(::chmod(mine.c_str(), 0666) == 0);
+    CHECK_FALSE(install::find_built_wheel(store, key));
+    REQUIRE(::chmod(mine.c_str(), 0444) == 0);
+    REQUIRE(install::find_built_wheel(store, key));
+    if (::geteuid() == 0) {
+        REQUIRE(::chown(mine.c_str(), 65534, 65534) == 0);
+        CHECK_FALSE(install::find_built_wheel(store, key));
+    }
 }

@@ -139,7 +139,8 @@ class Check(unittest.TestCase):
         self.check(*skip, code=9)
         gen = int(os.path.basename(self.p.current("app")).split("-")[1])
         record = os.path.join(self.p.home, "envs")
-        kept = [os.path.join(d, f) for d, _, fs in os.walk(record) for f in fs if d.endswith("checks")]
+        kept = [os.path.join(d, f) for d, _, fs in os.walk(record) for f in fs
+                if d.endswith(os.path.join("app", "checks"))]
         self.assertEqual([os.path.basename(k) for k in kept], [f"gen-{gen}"], kept)
         with open(kept[0]) as f:
             self.assertTrue(f.read().startswith("envbox-check 1\n"))
@@ -194,18 +195,47 @@ class Check(unittest.TestCase):
             time.sleep(0.05)
         self.assertEqual(importing_slow(), [])
 
-    def test_a_hostile_pth_imitating_the_probe_is_refused(self):
-        line = "import sys; sys.stdout.write('import torch ok 0.1\\n')\n"
+    def test_a_pth_cannot_forge_the_probe(self):
+        # A .pth prints the probe's whole record, every import "ok", and writes it to every
+        # descriptor it may hold: it runs in each import's child, never in the probe (-S),
+        # whose records come on a descriptor no child inherits. The failing import is seen.
+        record = ("envbox-check-probe 1\\npython 3.11.2\\nimport broken ok 0.1\\n"
+                  "import evil ok 0.1\\ngpu-none x\\n")
+        line = ("import os, sys; sys.stdout.write('%s'); "
+                "[os.write(fd, b'%s') for fd in range(3, 64) if os.path.exists('/proc/self/fd/%%d' %% fd)]; "
+                "sys.stdout.flush()\n" % (record, record))
         self.p.write("evil", manifest_text(["evil"]))
-        self.p.lock("evil", [Wheel("evil", "1.0", {"evil.py": "", "evil.pth": line})])
+        self.p.lock("evil", [Wheel("evil", "1.0", {"evil.py": "", "evil.pth": line,
+                                                   "broken.py": "raise ImportError('broken on purpose')\n"})])
         self.p.run("create", "evil")
         r = self.p.run("check", "evil", check=False)
-        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
-        self.assertIn("the output of envbox's probe in evil", r.stderr)
-        kept = [d for d, _, files in os.walk(os.path.join(self.p.home, "envs"))
-                if files and d.endswith(os.path.join("evil", "checks"))]
-        self.assertEqual(kept, [])
+        self.assertEqual(r.returncode, 9, r.stdout + r.stderr)
+        self.assertIn("broken", r.stdout + r.stderr)
+        self.assertIn("broken on purpose", r.stdout + r.stderr)
 
+    def test_a_flooding_import_and_a_daemon_are_bounded(self):
+        # A module that prints 300 MiB at import and one that leaves a daemon of its own
+        # session: the probe keeps 128 KiB of each child's output, and the daemon goes with
+        # the probe's pid namespace.
+        token = "envbox-probe-daemon-%d" % os.getpid()
+        flood = "import sys\nfor _ in range(300):\n    sys.stdout.write('x' * (1 << 20))\n"
+        daemon = ("import subprocess, sys\n"
+                  "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', %r],"
+                  " start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n" % token)
+        nan = "import sys\nsys.stdout.write('\\n@envbox-import-seconds nan\\n')\n"
+        self.p.write("noisy", manifest_text(["noisy"]))
+        self.p.lock("noisy", [Wheel("noisy", "1.0", {"flood.py": flood, "daemon.py": daemon,
+                                                     "nanny.py": nan})])
+        self.p.run("create", "noisy")
+        r = self.p.run("check", "noisy", check=False)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("3 of 3 ok", r.stdout)
+        for pid in os.listdir("/proc"):
+            try:
+                with open(os.path.join("/proc", pid, "cmdline"), "rb") as f:
+                    self.assertNotIn(token.encode(), f.read())
+            except OSError:
+                pass
 
 if __name__ == "__main__":
     envboxtest.take_binary()

@@ -218,6 +218,22 @@ class LinkCheck(unittest.TestCase):
         self.lock("e", self.CLEAN + ["cu12rt", "cu12ext"], self.CLEAN_DEPS)
         self.assertIn("the lock mixes CUDA lines", self.create("e", check=False).stderr)
 
+    def test_other_cuda_line_refused_found_or_not(self):
+        # A CUDA 13 environment by its manifest's line alone (no package names one), holding an
+        # extension whose only CUDA tie is DT_NEEDED libcudart.so.12 with no CUDA 12 runtime
+        # anywhere (torch_memory_saver 0.0.9's shape): a conflict, not a "not found" note.
+        self.lock("e", ["cu12ext"])
+        with open(self.project.lock_path("e"), "a") as f:
+            f.write('\n[tool.envbox]\ncuda = "13.0"\n')
+        refused = self.create("e", check=False)
+        self.assertEqual(refused.returncode, 3, refused.stderr)
+        self.assertIn("links libcudart.so.12, a library of CUDA 12; the environment is on CUDA 13",
+                      refused.stderr)
+        self.assertIsNone(self.project.current("e"))
+        # Without a line (no package, no manifest line), there is nothing to conflict with.
+        self.lock("f", ["cu12ext"])
+        self.create("f")
+
     def test_symbol_missing_from_the_environments_library_refused(self):
         self.lock("e", ["torch", "abiext"], {"abiext": ["torch"]})
         refused = self.create("e", check=False)

@@ -157,4 +157,17 @@ TEST_CASE("read_tar_gz: damage and limits are refused", "[util][tar]") {
     small.max_members = 0;
     CHECK_THAT(refused(bytes, small), Catch::Contains("more than 0 members"));
     CHECK(refused(bytes, {}).empty());
+    // A folder member carrying data (a bomb's shape): counted against the same limits.
+    const fs::path folder = dir.path / "folder.tar.gz";
+    make_archive(folder, R"(import gzip, sys, tarfile
+i = tarfile.TarInfo("p-1/d")
+i.type = tarfile.DIRTYPE
+i.size = 4000
+data = i.tobuf(tarfile.GNU_FORMAT) + b"x" * 4000 + b"\0" * (512 - 4000 % 512) + b"\0" * 1024
+open(sys.argv[1], "wb").write(gzip.compress(data))
+)");
+    small = {};
+    small.max_total = 1000;
+    CHECK_THAT(refused(read_file(folder), small), Catch::Contains("holds more than 1000 bytes"));
+    CHECK(refused(read_file(folder), {}).empty());
 }

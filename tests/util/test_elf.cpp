@@ -163,3 +163,53 @@ TEST_CASE("link check: $ORIGIN is replaced once, where the loader replaces it") 
     CHECK(envbox::env::link::fold("a/b/../../c") == std::optional<std::string>("c"));
     CHECK_FALSE(envbox::env::link::fold("a/../../c"));
 }
+
+namespace {
+
+std::uint64_t get_le(const std::string& b, std::size_t at, unsigned n) {
+    std::uint64_t v = 0;
+    for (unsigned i = 0; i < n; ++i)
+        v |= static_cast<std::uint64_t>(static_cast<unsigned char>(b[at + i])) << (8 * i);
+    return v;
+}
+
+void put_le(std::string& b, std::size_t at, unsigned n, std::uint64_t v) {
+    for (unsigned i = 0; i < n; ++i)
+        b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+}  // namespace
+
+TEST_CASE("elf: tables that point into each other cost work bounded by the file's size") {
+    // The built library with its version-need section listed 20 000 times more, each copy
+    // reading its names from one 60 000-byte string: a 1.3 MB file whose reading would copy
+    // 1.2 GB of strings, refused after a bounded amount of work instead.
+    std::string b = built_library();
+    REQUIRE(b[4] == 2);  // ELF64, little-endian (x86_64, aarch64)
+    const std::size_t shoff = get_le(b, 0x28, 8), shnum = get_le(b, 0x3c, 2);
+    std::size_t need = 0;
+    for (std::size_t i = 0; i < shnum; ++i)
+        if (get_le(b, shoff + i * 64 + 4, 4) == 0x6ffffffe) need = shoff + i * 64;
+    REQUIRE(need != 0);
+    const std::size_t at = get_le(b, need + 24, 8);
+    put_le(b, at + 4, 4, 0);  // vn_file and the first vna_name: offset 0 of their table
+    put_le(b, at + get_le(b, at + 8, 4) + 8, 4, 0);
+    const std::size_t table = b.size();
+    b += std::string(60000, 'x') + '\0';
+    b.resize((b.size() + 7) & ~std::size_t{7}, '\0');
+    const std::size_t headers = b.size();
+    b += b.substr(shoff, shnum * 64);
+    std::string strtab(64, '\0');
+    put_le(strtab, 4, 4, 3);  // SHT_STRTAB
+    put_le(strtab, 24, 8, table);
+    put_le(strtab, 32, 8, 60001);
+    b += strtab;
+    std::string copy = b.substr(need, 64);
+    put_le(copy, 40, 4, shnum);  // sh_link: the long table
+    for (int i = 0; i < 20000; ++i)
+        b += copy;
+    put_le(b, 0x28, 8, headers);
+    put_le(b, 0x3c, 2, shnum + 1 + 20000);
+    CHECK_THROWS_WITH(envbox::elf::read_facts(b, "tangled"),
+                      Catch::Contains("takes more work to read than its"));
+}

@@ -1,5 +1,6 @@
 // own_tree: envbox's own folders are walked, made and removed without following a link below
 // the root the user named (the link rule, docs/SECURITY.md).
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,4 +123,31 @@ TEST_CASE("list_own_dir types entries without following links", "[util][own-tree
     CHECK(entries[2].name == "sub");
     CHECK(entries[2].type == envbox::OwnEntry::Type::folder);
     CHECK_FALSE(envbox::open_own_dir(home.path, "missing/below"));
+}
+
+TEST_CASE("tally_own_files: a tree deeper than the bound is counted partly, never whole",
+          "[util][own-tree]") {
+    envboxtest::TempDir root;
+    const fs::path cache = root.path / "cache";
+    fs::create_directory(cache);
+    std::ofstream(cache / "top.bin") << "12345";
+    // 600 levels, made through descriptors (the path outgrows PATH_MAX), a file at the bottom.
+    int dir = ::open(cache.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(dir >= 0);
+    for (int i = 0; i < 600; ++i) {
+        REQUIRE(::mkdirat(dir, "d", 0755) == 0);
+        const int next = ::openat(dir, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ::close(dir);
+        REQUIRE(next >= 0);
+        dir = next;
+    }
+    const int bottom = ::openat(dir, "deep.bin", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    REQUIRE(::write(bottom, "x", 1) == 1);
+    ::close(bottom);
+    ::close(dir);
+    const envbox::FileTally t = envbox::tally_own_files(root.path, cache);
+    CHECK(t.partial);
+    CHECK(t.files == 1);
+    CHECK(t.bytes == 5);
+    envbox::remove_own_tree(root.path, cache);
 }

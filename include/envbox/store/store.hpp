@@ -133,6 +133,12 @@ struct BuildRecord {
     std::string wheel_sha256;
     std::string filename;
     std::string provenance;
+    /// This machine's envbox built it (`origin local`), rather than a pack or a pull carried it
+    /// (`origin received`; a record of no origin, an older envbox's, counts as received).
+    bool local = false;
+    /// As read: the file belongs to this user and no one else may write it. A record that does
+    /// not decide what a local create installs (`install::find_built_wheel`).
+    bool owned = false;
 };
 
 class Store;
@@ -267,8 +273,8 @@ class Store {
     void keep_archive(std::string_view wheel_sha256, const std::filesystem::path& verified) const;
 
     /// The build record named `key` (64 lowercase hex digits, else invalid_input), read never
-    /// through a link; nullopt when there is none. One that does not read as `record_build`
-    /// writes it is damaged (`integrity`).
+    /// through a link, its owner and mode from the same descriptor; nullopt when there is none.
+    /// One that does not read as `record_build` writes it is damaged (`integrity`).
     std::optional<BuildRecord> load_build(std::string_view key) const;
     /// Writes the build record `key` atomically and durably, read-only. The wheel's file list
     /// must be published first (a record names a wheel the store holds; `sweep` removes a

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string_view>
 
+#include "envbox/util/error.hpp"
 #include "envbox/util/unique_fd.hpp"
 
 namespace envbox {
@@ -50,6 +51,17 @@ class ScopedRemove {
 
 /// Reads a whole file; throws `Error` naming the path on failure.
 std::string read_file(const std::filesystem::path& path);
+
+/// The bound of every lock and manifest envbox reads (the TOML reader's own).
+inline constexpr std::size_t kMaxInputFileBytes = 16u << 20;
+
+/// Reads a file given as input (a lock of any kind, a manifest, a project file): opened without
+/// following a link and without blocking, typed (a regular file only: no FIFO, device or
+/// folder) and sized (at most `max_bytes`) before a byte is read, then read no further than
+/// that. Else `Error` with `code`, naming the path and what it is.
+std::string read_input_file(const std::filesystem::path& path,
+                            std::size_t max_bytes = kMaxInputFileBytes,
+                            ErrorCode code = ErrorCode::invalid_input);
 
 /// syncfs(2) on the filesystem holding `path`: one call makes every earlier write on that
 /// filesystem durable (cheaper than one fsync per file for tens of thousands of files).

@@ -105,9 +105,14 @@ void replace_own_file(int dir, const std::filesystem::path& path, std::string_vi
 
 /// The regular files anywhere below the folder `path` (inside `root`) and their apparent bytes,
 /// never through a link: `require_no_link_below` first, then a walk that follows none. Nothing
-/// when it does not exist. For the counts `show` and `check` give of compile caches.
+/// when it does not exist. For the counts `show` and `check` give of compile caches. Bounded:
+/// no deeper than `kMaxTallyDepth` folders and no more than `kMaxTallyEntries` entries (the
+/// tree is what an environment's code wrote); `partial` says a bound cut it short.
+inline constexpr std::size_t kMaxTallyDepth = 128;
+inline constexpr std::uint64_t kMaxTallyEntries = 10'000'000;
 struct FileTally {
     std::uint64_t files = 0, bytes = 0;
+    bool partial = false;
 };
 FileTally tally_own_files(const std::filesystem::path& root, const std::filesystem::path& path);
 

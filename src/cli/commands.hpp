@@ -58,6 +58,7 @@ struct RunCommand {
     std::map<std::string, std::string> environment;
     bool locked = false;  ///< --locked: a stale lock is an error (exit 3), never re-locked
     bool frozen = false;  ///< --frozen: run the current generation as it is, no sync
+    std::vector<std::string> keep_caps;  ///< --keep-cap: as root, capabilities kept all the same
 };
 
 /// The summary of one `ops::lock` on stderr ("Locked ENV: N packages …", then the change

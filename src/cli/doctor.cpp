@@ -2,6 +2,7 @@
 #include "envbox/ops/doctor.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -50,7 +51,10 @@ Json json_report(const ops::DoctorReport& r) {
 void print_text(const ops::DoctorReport& r) {
     std::printf("interpreters:\n");
     if (r.interpreters.empty())
-        std::printf("  none found (install Python, or set ENVBOX_PYTHON)\n");
+        std::printf("%s", std::getenv("ENVBOX_PYTHON") && *std::getenv("ENVBOX_PYTHON")
+                              ? "  none found: ENVBOX_PYTHON is set, and is not a Python 3 "
+                                "interpreter envbox can run\n"
+                              : "  none found (install Python, or set ENVBOX_PYTHON)\n");
     for (const auto& i : r.interpreters)
         std::printf("  %s\n", i.c_str());
     if (r.driver) {

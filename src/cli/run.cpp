@@ -188,6 +188,7 @@ void run_run(const GlobalOptions& global, const RunCommand& cmd) {
     ops::RunPlan plan = ops::plan_run(ctx, args.env, std::move(argv), current_environment());
     for (const auto& [k, v] : args.environment)
         plan.environment[k] = v;
+    plan.keep_capabilities = args.keep_caps;
     env::SandboxOutcome sandbox = ops::enter_run_sandbox(ctx, plan, mode);
     report_sandbox(global, ctx.home, plan, mode, sandbox);
     std::fflush(nullptr);
@@ -223,6 +224,13 @@ void register_run(CLI::App& app, GlobalOptions& global) {
                   "unsandboxed) or off; default $ENVBOX_SANDBOX")
         ->check(CLI::IsMember({"auto", "strict", "off"}))
         ->excludes(off);
+    c->add_option("--keep-cap", cmd->keep_caps,
+                  "As root the command loses the capabilities that could undo the sandbox "
+                  "(CAP_SYS_ADMIN, CAP_SYS_PTRACE, …; docs/SECURITY.md); keep this one all the "
+                  "same (repeat for several), e.g. --keep-cap sys_admin for a GPU profiler")
+        ->allow_extra_args(false)
+        ->type_size(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     // The command's first word and everything after it are the command's, as with `uv run`:
     // CLI11 stops at the first positional nothing takes (prefix_command). CMD takes nothing (its
     // check refuses every word); it exists so that `--` stays with `run`. What CLI11 leaves

@@ -57,8 +57,12 @@ std::string startup_file(bool bashrc) {
 RunCommand shell_args(const ShellCommand& cmd) {
     const std::string shell = user_shell();
     const std::string name = std::filesystem::path(shell).filename().string();
-    RunCommand args{
-        cmd.env, {"--", shell}, cmd.no_sandbox, cmd.sandbox, {{"VIRTUAL_ENV_PROMPT", cmd.env}}};
+    RunCommand args;
+    args.env = cmd.env;
+    args.rest = {"--", shell};
+    args.no_sandbox = cmd.no_sandbox;
+    args.sandbox = cmd.sandbox;
+    args.environment = {{"VIRTUAL_ENV_PROMPT", cmd.env}};
     if (name == "bash") {
         args.rest.insert(args.rest.end(), {"--rcfile", startup_file(true)});
     } else if (name == "sh" || name == "dash" || name == "ash" || name == "ksh" || name == "mksh") {

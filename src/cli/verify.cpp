@@ -244,7 +244,11 @@ void register_verify(CLI::App& app, GlobalOptions& global) {
     CLI::App* c = app.add_subcommand(
         "verify", "Prove ENV (none: each of the project's) is exactly its lock; report drift");
     c->add_option("ENV", cmd->env,
-                  "Environment (not with --store); none: every environment of the project");
+                  "Environment (not with --store); none: every environment of the project")
+        ->check([](const std::string& name) {
+            // An empty word (`verify "$UNSET"`) is no environment, not "all of them".
+            return name.empty() ? std::string("an empty ENV names no environment") : "";
+        });
     c->add_flag("--deep", cmd->deep, "Compare file contents by hash, not only inodes");
     c->add_flag("--store", cmd->store,
                 "Check the whole store instead: every file list reads and every object it names "

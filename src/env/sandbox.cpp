@@ -82,19 +82,17 @@ std::vector<fs::path> aliases_of(const std::vector<MountEntry>& mounts, const fs
 
 // unshare: a mount namespace; inside a user namespace when not root, and when root is refused
 // one (no CAP_SYS_ADMIN) — a user namespace needs no capability.
-std::optional<std::string> unshare_mount_namespace(int extra) {
+std::optional<std::string> unshare_mount_namespace() {
     uid_t uid = ::geteuid();
     gid_t gid = ::getegid();
     std::string refused;
     if (uid == 0) {
-        if (::unshare(CLONE_NEWNS | extra) == 0) return std::nullopt;
-        refused = std::string("unshare(CLONE_NEWNS") + (extra ? "|CLONE_NEWNET" : "") +
-                  "): " + std::strerror(errno) + "; ";
+        if (::unshare(CLONE_NEWNS) == 0) return std::nullopt;
+        refused = std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno) + "; ";
         if (errno != EPERM) return refused;
     }
-    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | extra) != 0)
-        return refused + "unshare(CLONE_NEWUSER|CLONE_NEWNS" + (extra ? "|CLONE_NEWNET" : "") +
-               "): " + std::strerror(errno);
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+        return refused + "unshare(CLONE_NEWUSER|CLONE_NEWNS): " + std::strerror(errno);
     // Stay ourselves inside the user namespace.
     write_proc("/proc/self/setgroups", "deny");
     if (!write_proc("/proc/self/uid_map",
@@ -121,28 +119,9 @@ std::vector<fs::path> with_aliases(const std::vector<fs::path>& read_only) {
     return {out.begin(), out.end()};
 }
 
-// For a build (`no_network`), best effort: every other mount read-only too, but for the kernel's
-// interfaces and devices (/proc, /sys, /dev: /dev/null and /dev/shm stay usable), so a
-// backend writes its own folder only; a mount that refuses is left as it is.
-void make_the_rest_read_only(const std::vector<fs::path>& writable) {
-    for (const auto& point : mounts_at_or_below(read_mountinfo(), "/")) {
-        bool keep = false;
-        // The writable folders are mounts of their own (bound over themselves above): a mount
-        // above one going read-only leaves it writable.
-        for (const auto& w : writable)
-            keep = keep || is_at_or_below(point, w);
-        for (const char* kernel : {"/proc", "/sys", "/dev"})
-            keep = keep || is_at_or_below(point, kernel);
-        if (keep) continue;
-        ::mount(nullptr, point.c_str(), nullptr,
-                MS_BIND | MS_REMOUNT | MS_RDONLY | mount_flags_of(point), nullptr);
-    }
-}
-
 std::optional<std::string> enter_mount_namespace(const std::vector<fs::path>& read_only,
-                                                 const std::vector<fs::path>& writable,
-                                                 bool no_network) {
-    if (auto why = unshare_mount_namespace(no_network ? CLONE_NEWNET : 0)) return why;
+                                                 const std::vector<fs::path>& writable) {
+    if (auto why = unshare_mount_namespace()) return why;
     // Mounts made here must not propagate back to the host.
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
         return std::string("cannot make mounts private: ") + std::strerror(errno);
@@ -167,7 +146,6 @@ std::optional<std::string> enter_mount_namespace(const std::vector<fs::path>& re
             if (::mount(nullptr, m.c_str(), nullptr, flags, nullptr) != 0)
                 return "cannot make " + m.string() + " read-only: " + std::strerror(errno);
         }
-    if (no_network) make_the_rest_read_only(writable);
     return std::nullopt;
 }
 
@@ -215,10 +193,9 @@ SandboxOutcome enter_sandbox(const SandboxSpec& spec) {
         fs::path c = fs::canonical(w, ec);
         if (!ec && is_at_or_below(c, home)) writable.push_back(c);
     }
-    auto why = enter_mount_namespace(read_only, writable, spec.no_network);
+    auto why = enter_mount_namespace(read_only, writable);
     if (!why) {
         out.kind = SandboxKind::mount_namespace;
-        out.network_cut = spec.no_network;
         return out;
     }
     out.namespace_refused = *why;

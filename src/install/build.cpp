@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -107,8 +108,8 @@ int wait_bounded(pid_t pid, std::chrono::seconds timeout) {
 
 // Runs the frontend confined (env/confine.hpp), its output into the log. Throws naming the
 // sdist and the log; a sandbox the kernel refuses is refused before anything of the sdist runs.
-void run_backend(const BuildRequest& r, const fs::path& project, const fs::path& log,
-                 const Exec& e) {
+void run_backend(const BuildRequest& r, const fs::path& project, const fs::path& log, const Exec& e,
+                 const std::function<void()>& started) {
     UniqueFd out(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!out)
         throw Error(ErrorCode::generic,
@@ -127,6 +128,7 @@ void run_backend(const BuildRequest& r, const fs::path& project, const fs::path&
         throw Error(ErrorCode::generic, "building " + sdist_name(r) + ": " + refused.what());
     }
     out.reset();
+    started();
     const InterruptGroup interrupt(pid);
     // Once this returns, every process of the build is gone (the confinement's init is).
     const int status = wait_bounded(pid, r.timeout);
@@ -263,6 +265,9 @@ BuiltWheel build_wheel(const BuildRequest& r) {
     if (::mkdir(r.work.c_str(), 0700) != 0)
         throw Error(ErrorCode::generic,
                     "cannot make " + r.work.string() + ": " + std::strerror(errno));
+    // A refusal before the backend runs (the archive, its [build-system], the sandbox) leaves
+    // nothing; once it ran, the folder stays for its log.
+    RemoveOwnTree refused(r.work.parent_path(), r.work);
     BuiltWheel built;
     const fs::path project = unpack_sdist(r.sdist, r.work / "src", {}, r.sdist_name);
     const fs::path out = r.work / "out", tmp = r.work / "tmp", result = r.work / "result";
@@ -271,12 +276,13 @@ BuiltWheel build_wheel(const BuildRequest& r) {
     fs::create_directory(tmp);
     std::optional<std::string> pyproject;
     if (fs::is_regular_file(fs::symlink_status(project / "pyproject.toml")))
-        pyproject = read_file(project / "pyproject.toml");
+        pyproject =
+            read_input_file(project / "pyproject.toml", kMaxInputFileBytes, ErrorCode::integrity);
     auto bs = lock::read_build_system(pyproject, sdist_name(r) + ":pyproject.toml");
     if (!bs) throw bs.error();
     built.build_system = std::move(*bs);
     const Exec e = frontend_exec(r, built.build_system, out, result, tmp);
-    run_backend(r, project, built.log, e);
+    run_backend(r, project, built.log, e, [&refused] { refused.path.clear(); });
     built.wheel = built_wheel(r, out, result, built.log);
     built.seconds = clock.total();
     return built;

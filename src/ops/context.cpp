@@ -202,7 +202,7 @@ std::optional<lock::ProjectFile> read_project_file(const fs::path& project_root)
     const fs::path path = project_root / "envbox.toml";
     std::error_code ec;
     if (!fs::exists(path, ec)) return std::nullopt;
-    auto p = lock::ProjectFile::parse(read_input_file(path), path.string());
+    auto p = lock::ProjectFile::parse(read_manifest_file(path), path.string());
     if (!p) throw p.error();
     if (p->default_env) {
         try {
@@ -220,7 +220,7 @@ lock::Manifest read_manifest(const fs::path& manifest_path) {
     if (!fs::exists(manifest_path, ec))
         throw Error(ErrorCode::invalid_input, "no manifest " + manifest_path.string());
     const auto project = read_project_file(manifest_path.parent_path().parent_path());
-    auto m = lock::Manifest::parse(read_input_file(manifest_path), manifest_path.string(),
+    auto m = lock::Manifest::parse(read_manifest_file(manifest_path), manifest_path.string(),
                                    project ? &*project : nullptr);
     if (!m) throw m.error();
     return std::move(*m);

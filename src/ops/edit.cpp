@@ -43,7 +43,7 @@ Snapshot take_snapshot(const Context& ctx, const std::string& env) {
     // rename over the link would replace it with a copy.
     s.target = fs::canonical(s.manifest, ec);
     if (ec) throw sys_error("resolving " + s.manifest.string(), ec);
-    s.manifest_text = read_input_file(s.target);
+    s.manifest_text = read_manifest_file(s.target);
     struct stat st {};
     if (::stat(s.target.c_str(), &st) == 0) s.manifest_mode = st.st_mode & 07777;
     if (fs::exists(s.lock, ec)) s.lock_text = read_input_file(s.lock);
@@ -56,7 +56,7 @@ Snapshot take_snapshot(const Context& ctx, const std::string& env) {
 std::string restore(const Snapshot& s, const std::string& written) {
     std::string said;
     try {
-        if (read_input_file(s.target) == written) {
+        if (read_manifest_file(s.target) == written) {
             if (written != s.manifest_text)
                 write_file_atomic(s.target, s.manifest_text, s.manifest_mode);
             said = s.manifest.filename().string() + " is as it was";

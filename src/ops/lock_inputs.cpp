@@ -52,7 +52,7 @@ Origins origins_of(const fs::path& manifest_path) {
     o.project = true;
     std::set<std::string> own;  // the manifest's own lines (none when it cannot stand alone)
     if (auto alone =
-            lock::Manifest::parse(read_input_file(manifest_path), manifest_path.string())) {
+            lock::Manifest::parse(read_manifest_file(manifest_path), manifest_path.string())) {
         Inputs in = inputs_of(*alone);
         own.insert(in.indexes.begin(), in.indexes.end());
         own.insert(in.sources.begin(), in.sources.end());

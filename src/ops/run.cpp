@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "envbox/env/confine.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/env/generation.hpp"
 #include "envbox/env/interpreter.hpp"
@@ -243,6 +244,10 @@ env::SandboxOutcome enter_run_sandbox(const Context& ctx, const RunPlan& plan, S
         throw Error(ErrorCode::generic,
                     "refusing to run without the sandbox (--sandbox strict): no mount namespace (" +
                         out.namespace_refused + ") and no Landlock (" + out.landlock_refused + ")");
+    if (out.kind != env::SandboxKind::none)
+        if (auto why = env::drop_workload_capabilities(plan.keep_capabilities))
+            throw Error(ErrorCode::generic,
+                        "refusing to run as root with the power to undo the sandbox: " + *why);
     return out;
 }
 

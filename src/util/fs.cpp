@@ -121,8 +121,9 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 std::string read_input_file(const std::filesystem::path& path, std::size_t max_bytes,
-                            ErrorCode code) {
-    UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+                            ErrorCode code, Links links) {
+    const int nofollow = links == Links::refuse ? O_NOFOLLOW : 0;
+    UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | nofollow | O_NONBLOCK | O_NOCTTY));
     if (!f && errno == ELOOP)
         throw Error(code, path.string() + " is a symbolic link; envbox reads it only as a file");
     if (!f) fail("cannot open", path, errno);

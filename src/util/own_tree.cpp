@@ -296,6 +296,7 @@ FileTally tally_own_files(const fs::path& root, const fs::path& path) {
 }
 
 RemoveOwnTree::~RemoveOwnTree() {
+    if (path.empty()) return;  // released: kept after all
     try {
         remove_own_tree(root, path);
     } catch (...) {  // never out of a destructor: a folder left in tmp/ costs only space

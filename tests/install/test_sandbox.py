@@ -175,6 +175,100 @@ class HomeReadOnly(unittest.TestCase):
         r = self.w.envbox("run", "--sandbox", "strict", "a", "python", "-c", "print('in')")
         self.assertEqual(r.stdout, "in\n")
 
+# Run as root inside the sandbox: each way to undo it, one JSON object name → "ok" or the error.
+UNDO = r"""
+import ctypes, json, os, subprocess, sys
+home, gen, target = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+def attempt(name, fn):
+    try:
+        out[name] = "ok" if fn() else "refused"
+    except OSError as e:
+        out[name] = e.strerror or str(e)
+def write(path):
+    with open(path, "w") as f:
+        f.write("x")
+    return True
+def remount():  # mount -o remount,rw,bind HOME
+    if libc.mount(None, home.encode(), None, 32 | 4096, None) != 0:
+        return False
+    return write(target)
+def shell(*prefix):
+    cmd = 'mount -o remount,rw,bind "$0" && touch "$1"'
+    return subprocess.run([*prefix, "sh", "-c", cmd, home, target],
+                          stderr=subprocess.DEVNULL).returncode == 0
+attempt("remount", remount)
+attempt("unshare -m", lambda: shell("unshare", "-m"))
+attempt("unshare -Urm", lambda: shell("unshare", "-Urm"))
+attempt("/proc/1/root", lambda: write("/proc/1/root" + target))
+attempt("/proc/ppid/root", lambda: write("/proc/%d/root%s" % (os.getppid(), target)))
+attempt("chmod", lambda: os.chmod(gen, 0o777) or True)
+attempt("ptrace", lambda: libc.ptrace(16, os.getppid(), 0, 0) == 0)  # PTRACE_ATTACH
+caps = next(int(l.split()[1], 16) for l in open("/proc/self/status") if l.startswith("CapEff"))
+out["sys_admin"] = "ok" if caps & (1 << 21) else "refused"
+print(json.dumps(out))
+"""
+
+
+@unittest.skipUnless(os.geteuid() == 0, "the root case (CI's): run keeps no power to undo its sandbox")
+class RootWorkload(unittest.TestCase):
+    """As root, a workload cannot undo run's read-only mounts or reach around them."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-sandbox-root-")
+        self.w = World(self.tmp)
+        self.w.lock("a", stack("alpha"))
+        self.w.lock("b", stack("beta"))
+        self.w.lock("t", torch_shaped())
+        for env in ("a", "b", "t"):
+            self.w.envbox("create", env)
+        if "mount namespace" not in sandbox_works(self.w) or "Landlock" in sandbox_works(self.w):
+            self.skipTest("no mount namespace here")
+
+    def tearDown(self):
+        keep_or_remove(self.tmp)
+
+    def undo(self, *options):
+        gen = os.path.realpath(self.w.current("b"))
+        target = os.path.join(gen, "planted")
+        r = self.w.envbox("run", *options, "a", "python", "-c", UNDO, self.w.home, gen, target,
+                          check=False)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return json.loads(r.stdout), target
+
+    def test_remounts_namespaces_proc_root_chmod_and_ptrace_fail(self):
+        said, target = self.undo()
+        for name, result in said.items():
+            self.assertNotEqual(result, "ok", f"{name}: {said}")
+        self.assertFalse(os.path.exists(target))
+        self.assertEqual(self.w.envbox("verify", "b", "--deep", check=False).returncode, 0)
+
+    def test_keep_cap_keeps_one_on_purpose_and_refuses_unknown_names(self):
+        said, _ = self.undo("--keep-cap", "sys_admin")
+        self.assertEqual(said["sys_admin"], "ok")
+        r = self.w.envbox("run", "--keep-cap", "net_magic", "a", "true", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--keep-cap net_magic", r.stderr)
+        self.assertEqual(self.w.envbox("run", "--sandbox", "off", "a", "python", "-c",
+                                       "import sys; caps = [l for l in open('/proc/self/status') "
+                                       "if l.startswith('CapEff')][0]; "
+                                       "sys.exit(0 if int(caps.split()[1], 16) & (1 << 21) else 1)",
+                                       check=False).returncode, 0)
+
+    def test_a_compile_into_the_cache_still_works(self):
+        # Triton's and Inductor's shape: gcc writes a shared object into the compile cache, and
+        # the workload loads it.
+        code = ("import ctypes, os, subprocess\n"
+                "d = os.environ['TORCHINDUCTOR_CACHE_DIR']\n"
+                "os.makedirs(d, exist_ok=True)\n"
+                "src = os.path.join(d, 'k.c')\n"
+                "open(src, 'w').write('int k(void) { return 42; }')\n"
+                "subprocess.run(['gcc', '-shared', '-fPIC', '-o', src[:-2] + '.so', src], check=True)\n"
+                "print(ctypes.CDLL(src[:-2] + '.so').k())\n")
+        r = self.w.envbox("run", "t", "python", "-c", code, check=False)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "42"), r.stderr)
+
 
 class MountFlags(unittest.TestCase):
     """The read-only remount keeps the home's nodev/nosuid/noexec (real tmpfs mounts)."""

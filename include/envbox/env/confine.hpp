@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,24 @@ struct ConfineSpec {
 /// and killing its group (SIGKILL) ends the program and everything it started. Throws `Error`
 /// (generic) naming what the kernel refused, before anything of `spec.argv` ran.
 pid_t spawn_confined(const ConfineSpec& spec);
+
+/// `run` and `shell` as root: the workload keeps its uid and what GPU jobs use (file access over
+/// the user's data, NCCL's and RDMA's locked memory and priorities, the network, signals,
+/// setuid for launchers) but not the capabilities that could undo its read-only mounts or reach
+/// around them: CAP_SYS_ADMIN (remounts, new mount namespaces, setns), CAP_SYS_PTRACE (another
+/// process's /proc/PID/root), CAP_DAC_READ_SEARCH (open_by_handle_at), CAP_MKNOD (a disk's
+/// node in a writable folder), CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_CHROOT, CAP_SYS_BOOT,
+/// CAP_SYS_TIME, CAP_LINUX_IMMUTABLE, CAP_SETPCAP, CAP_SETFCAP, CAP_MAC_*, CAP_AUDIT_CONTROL,
+/// CAP_AUDIT_READ, CAP_SYSLOG, CAP_BPF, CAP_CHECKPOINT_RESTORE, CAP_SYS_PACCT,
+/// CAP_SYS_TTY_CONFIG. They leave the bounding set too (no exec regains them) and
+/// no_new_privs is set. `keep` names capabilities of that list to keep all the same (`run
+/// --keep-cap`, "sys_admin" or "CAP_SYS_ADMIN"); an unknown name is a usage error. Nothing for
+/// a process that is not root (its capabilities are gone at exec already). Returns why it could
+/// not, or nullopt.
+std::optional<std::string> drop_workload_capabilities(const std::vector<std::string>& keep);
+
+/// The capability named `name` ("sys_admin", "CAP_SYS_ADMIN", any case), or -1.
+int capability_number(const std::string& name);
 
 /// The device nodes `gpu` adds, as found on this machine (for messages and tests).
 std::vector<std::filesystem::path> gpu_device_nodes();

@@ -1,5 +1,6 @@
 #pragma once
-/// The sandbox of `envbox run`: nothing the command runs can write into ENVBOX_HOME (every
+/// The sandbox of `envbox run` (foreign code, builds and `check`'s probe, is confined by
+/// env/confine.hpp instead): nothing the command runs can write into ENVBOX_HOME (every
 /// environment, the store, the caches) except the few directories a workload must write (its
 /// compile caches), nor into the base interpreter's installation every environment runs on (a
 /// base pip, `python -m ensurepip` of the base, a stray `open`).
@@ -31,10 +32,6 @@ struct SandboxSpec {
     /// directory or $HOME is left out (a Python installed with `--prefix=$HOME` keeps the home
     /// writable; its lib/pythonX.Y and site-packages, also listed, are still protected).
     std::vector<std::filesystem::path> also_read_only = {};
-    /// Also a network namespace of its own, with no interface up (a source build: it may not
-    /// download what its lock does not name). Made with the mount namespace, so Landlock's
-    /// fallback leaves the network reachable: `SandboxOutcome::network_cut` says which.
-    bool no_network = false;
 };
 
 /// How the process ended up confined.
@@ -48,7 +45,6 @@ struct SandboxOutcome {
     SandboxKind kind = SandboxKind::none;
     std::string namespace_refused;  ///< why no mount namespace (empty when kind is mount_namespace)
     std::string landlock_refused;   ///< why Landlock could not help (empty unless kind is none)
-    bool network_cut = false;       ///< `no_network` was asked and the process has no network
 };
 
 /// Confines this process (call right before exec; the process must be single-threaded, as

@@ -25,6 +25,9 @@ struct RunPlan {
     std::vector<std::string> notes;  ///< what was changed, for -v
     /// The compile caches envbox pointed into the environment's folder: variable, folder.
     std::vector<std::pair<std::string, std::filesystem::path>> compile_caches;
+    /// As root: capabilities of those a workload loses that it keeps all the same (`--keep-cap`,
+    /// env::drop_workload_capabilities).
+    std::vector<std::string> keep_capabilities;
 };
 
 /// The environment for running `argv` in ENV's current generation, starting from `base`
@@ -68,8 +71,10 @@ enum class SandboxMode {
 };
 
 /// Confines this process for the command of `plan`: the whole of `ctx.home` read-only except
-/// `plan.writable` (env/sandbox.hpp says how). Call right before exec, single-threaded. In
-/// `strict` mode, throws (exit 1, with the kernel's reasons) when no sandbox could be made.
+/// `plan.writable` (env/sandbox.hpp says how), and as root without the capabilities that could
+/// undo that (env::drop_workload_capabilities; a drop the kernel refuses is an error). Call
+/// right before exec, single-threaded. In `strict` mode, throws (exit 1, with the kernel's
+/// reasons) when no sandbox could be made.
 env::SandboxOutcome enter_run_sandbox(const Context& ctx, const RunPlan& plan, SandboxMode mode);
 
 }  // namespace envbox::ops

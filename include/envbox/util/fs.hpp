@@ -56,12 +56,18 @@ std::string read_file(const std::filesystem::path& path);
 inline constexpr std::size_t kMaxInputFileBytes = 16u << 20;
 
 /// Reads a file given as input (a lock of any kind, a manifest, a project file): opened without
-/// following a link and without blocking, typed (a regular file only: no FIFO, device or
-/// folder) and sized (at most `max_bytes`) before a byte is read, then read no further than
-/// that. Else `Error` with `code`, naming the path and what it is.
+/// following a link (unless `follow`: a manifest the user keeps elsewhere) and without
+/// blocking, typed (a regular file only: no FIFO, device or folder) and sized (at most
+/// `max_bytes`) before a byte is read, then read no further than that. Else `Error` with
+/// `code`, naming the path and what it is.
+enum class Links { refuse, follow };
 std::string read_input_file(const std::filesystem::path& path,
                             std::size_t max_bytes = kMaxInputFileBytes,
-                            ErrorCode code = ErrorCode::invalid_input);
+                            ErrorCode code = ErrorCode::invalid_input, Links links = Links::refuse);
+/// A manifest or `envbox.toml`: the user's own file, which may be a link to where they keep it.
+inline std::string read_manifest_file(const std::filesystem::path& path) {
+    return read_input_file(path, kMaxInputFileBytes, ErrorCode::invalid_input, Links::follow);
+}
 
 /// syncfs(2) on the filesystem holding `path`: one call makes every earlier write on that
 /// filesystem durable (cheaper than one fsync per file for tens of thousands of files).

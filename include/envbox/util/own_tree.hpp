@@ -73,6 +73,7 @@ bool remove_own_tree(const std::filesystem::path& root, const std::filesystem::p
 
 /// A work folder `path` below `root` (the home's tmp/), removed by `remove_own_tree` when this
 /// goes out of scope; a failure then is passed over (a folder left in tmp/ costs only space).
+/// `path.clear()` keeps it after all.
 struct RemoveOwnTree {
     std::filesystem::path root, path;
     RemoveOwnTree(std::filesystem::path r, std::filesystem::path p)

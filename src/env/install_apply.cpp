@@ -55,8 +55,9 @@ class Placer {
 
     /// Places `files[order[k]]` for k in [begin, end): sorted by path, so one directory stays
     /// open for each run of files in it.
-    void place_run(const std::vector<PlannedFile>& files, const std::vector<std::size_t>& order,
+    void place_run(const InstallPlan& plan, const std::vector<std::size_t>& order,
                    std::size_t begin, std::size_t end) {
+        const std::vector<PlannedFile>& files = plan.files;
         UniqueFd dir;
         std::string dir_rel = "\x01";
         for (std::size_t k = begin; k < end; ++k) {
@@ -75,8 +76,20 @@ class Placer {
                 if (!dir) throw sys_error("cannot open " + (layout_.root / parent).string(), errno);
                 dir_rel = parent;
             }
-            place_object(p, dir.get(),
-                         slash == std::string::npos ? r.c_str() : r.c_str() + slash + 1);
+            try {
+                place_object(p, dir.get(),
+                             slash == std::string::npos ? r.c_str() : r.c_str() + slash + 1);
+            } catch (const Error& e) {
+                // The wheels' own overlaps are settled by the plan; what is already there is
+                // the environment's skeleton (python, pyvenv.cfg, activate, envbox's pip).
+                if (e.sys_errno() != EEXIST) throw;
+                throw Error(ErrorCode::conflict,
+                            r + " is installed by " +
+                                (p.wheel < plan.wheel_labels.size() ? plan.wheel_labels[p.wheel]
+                                                                    : std::string("a wheel")) +
+                                " and is a file of envbox's own in every environment (its "
+                                "python, pyvenv.cfg, bin/activate or envbox's pip)");
+            }
         }
     }
 
@@ -187,7 +200,7 @@ InstallReport apply_install(const store::Store& store, const VenvLayout& layout,
     constexpr std::size_t kChunk = 256;
     parallel_for((order.size() + kChunk - 1) / kChunk, jobs, [&](std::size_t c) {
         const std::size_t end = std::min(order.size(), (c + 1) * kChunk);
-        placer.place_run(files, order, c * kChunk, end);
+        placer.place_run(plan, order, c * kChunk, end);
     });
     return placer.report(plan);
 }

@@ -250,8 +250,13 @@ def _verbosity(options):
     return sum(1 for o, _ in options if o in ("-v", "--verbose"))
 
 
+# What a wheel's METADATA says reaches a terminal: control characters (an escape sequence, a
+# carriage return that rewrites the line) are shown escaped, \x1b, never sent raw.
+_CONTROLS = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7f, 0xa0)) if c != 0x09}
+
+
 def _write(line=""):
-    sys.stdout.write(line + "\n")
+    sys.stdout.write(line.translate(_CONTROLS) + "\n")
 
 
 def _no_packaging_note(what):

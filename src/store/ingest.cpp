@@ -1,15 +1,21 @@
 // Ingest, before and around the tasks: the archive checked, its directory read and every
 // member refused or listed, the work split into tasks, the tasks run (ingest_impl.hpp).
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <ctime>
+#include <mutex>
 #include <unordered_map>
 
 #include "envbox/pep/digest.hpp"
 #include "envbox/pep/wheel.hpp"
+#include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
+#include "envbox/util/unique_fd.hpp"
 #include "store/file_list.hpp"
 #include "store/ingest_impl.hpp"
 #include "store/sys.hpp"
@@ -143,13 +149,49 @@ void Ingest::Impl::plan_tasks() {
     if (check_digest) tasks.push_back({0, 0, file.size() / 2});
 }
 
+namespace {
+
+// Staging folders an ingest left when its process was killed: each live one is held with a
+// shared flock on its folder for the ingest's lifetime, so one whose lock can be taken
+// exclusively belongs to no running envbox (on this machine or another sharing the home) and
+// is removed, never through a link. Once per process, before its first ingest stages anything.
+void remove_abandoned_staging(const fs::path& tmp) {
+    UniqueFd dir(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir) return;
+    std::vector<OwnEntry> entries;
+    try {
+        entries = list_own_dir(dir.get(), tmp);
+    } catch (const Error&) {
+        return;
+    }
+    for (const auto& e : entries) {
+        if (e.type != OwnEntry::Type::folder || !e.name.starts_with("ingest-")) continue;
+        UniqueFd held(
+            ::openat(dir.get(), e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        struct stat st {};
+        // A folder made in the last minute may be one whose ingest has not locked it yet.
+        if (!held || ::fstat(held.get(), &st) != 0 || st.st_mtime > ::time(nullptr) - 60 ||
+            ::flock(held.get(), LOCK_EX | LOCK_NB) != 0)
+            continue;  // in use
+        try {
+            remove_own_tree(tmp, tmp / e.name);
+        } catch (const Error&) {  // gc removes what is left
+        }
+    }
+}
+
+}  // namespace
+
 void Ingest::Impl::open_staging() {
     static std::atomic<unsigned> counter{0};
+    static std::once_flag swept;
+    std::call_once(swept, [&] { remove_abandoned_staging(store.tmp_dir()); });
     staging = store.tmp_dir() / ("ingest-" + wheel_sha256.substr(0, 16) + "-" +
                                  std::to_string(::getpid()) + "-" + std::to_string(counter++));
     make_dir(staging);
     staging_fd.reset(::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!staging_fd) sys_fail("cannot open", staging, errno);
+    (void)::flock(staging_fd.get(), LOCK_SH);  // in use while this ingest lives
 }
 
 // The archive must be a regular file of the lock's size: a lock's `path` may name anything

@@ -108,8 +108,11 @@ TEST_CASE("build_wheel: a failing backend names the sdist and shows the log's ta
                                           "[build-system]\nrequires = []\nbuild-backend = \"b\"\n"
                                           "backend-path = [\"../..\"]\n"},
                                          {"b.py", ""}});
-    CHECK_THAT(build_error(request(home, outside)),
+    const install::BuildRequest refused = request(home, outside);
+    CHECK_THAT(build_error(refused),
                Catch::Contains("`backend-path` entries must be folders inside the tree"));
+    // Refused before the backend ran: nothing is left of the build's folder.
+    CHECK_FALSE(fs::exists(refused.work));
 }
 
 TEST_CASE("build_wheel: a hostile backend is held, as root and as a user", "[install][build]") {

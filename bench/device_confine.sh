@@ -4,8 +4,9 @@
 # the change): `check` of the real stack (every module imported inside the foreign-code
 # confinement, the GPU measured through /dev/nvidia*), then a one-process-per-GPU `torchrun`
 # job under `envbox run` as root (NCCL all-reduce, a `torch.compile` cold and warm), sandboxed
-# and with `--sandbox off`; its capabilities are printed from inside. Usage (on the device,
-# from the repository root, with both bundles and the repack script carried):
+# and with `--sandbox off`; its capabilities are printed from inside. WHO="new" leaves the
+# baseline out, CHECK_ONLY=1 the torchrun job. Usage (on the device, from the repository root,
+# with both bundles and the repack script carried):
 #   BASELINE=dist/base.tar.gz sh bench/device_confine.sh dist/envbox-*.tar.gz .device/repack_wheels.py OUTDIR
 set -u
 bundle="$1"; repack="$2"; out="$3"
@@ -13,7 +14,8 @@ mkdir -p "$out"
 exec > "$out/device_confine.txt" 2>&1
 . bench/device_common.sh
 REPO=$(pwd)
-echo "== machine"; head -1 /etc/os-release; nproc; nvidia-smi -L; id -u; $E --version; $B --version
+echo "== machine"; head -1 /etc/os-release; nproc; nvidia-smi -L; id -u; $E --version
+echo "device nodes before any CUDA use: $(ls -d /dev/nvidia* | tr '\n' ' ')"
 export ENVBOX_PYTHON="$PY"
 rm -rf /tmp/rr; mkdir -p /tmp/rr/manifests && cd /tmp/rr
 "$PY" "$REPO/tools/wheelgen.py" lock manifests/pylock.infer.toml /tmp/wh/*.whl > /dev/null
@@ -43,13 +45,14 @@ if rank == 0:
 dist.destroy_process_group()
 PY
 NGPU=$(nvidia-smi -L | wc -l)
-for who in new base; do
+for who in ${WHO:-new base}; do
     if [ "$who" = new ]; then X=$E; else X=$B; fi
     H=/tmp/h-$who; rm -rf "$H"
     echo "== $who: create"
     timed "create infer ($who)" "$X" --home "$H" create infer --frozen
     echo "== $who: check (every module imported, the GPU measured)"
     keep='^(GPU|imports|device|context|matmul|envbox: sandbox)' timed "check infer ($who)" "$X" --home "$H" -v check infer
+    [ -n "${CHECK_ONLY:-}" ] && continue
     for mode in sandbox off; do
         opt=""; [ "$mode" = off ] && opt="--sandbox off"
         rm -rf "$H/cache/compile"
@@ -58,6 +61,7 @@ for who in new base; do
         done
     done
 done
+[ -n "${CHECK_ONLY:-}" ] && exit 0
 echo "== the capabilities a root workload keeps (new)"
 "$E" --home /tmp/h-new run infer -- python -c "print([l for l in open('/proc/self/status') if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))])"
 "$E" --home /tmp/h-new run infer -- sh -c 'mount -o remount,rw,bind /tmp/h-new 2>&1; echo remount rc=$?'

@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "envbox/util/error.hpp"
+#include "envbox/util/process.hpp"
 #include "envbox/util/unique_fd.hpp"
 #include "landlock.hpp"
 #include "mounts.hpp"
@@ -320,11 +321,19 @@ void arrange_fds(int report, const ConfineSpec& s) {
     const gid_t gid = ::getegid();
     const int spaces =
         CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
-    if (::unshare(spaces) != 0)
+    if (::unshare(spaces) != 0) {
+        const int err = errno;
         fail(report,
-             "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|"
-             "CLONE_NEWUTS)",
-             errno);
+             std::string("unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|"
+                         "CLONE_NEWIPC|CLONE_NEWUTS): ") +
+                 std::strerror(err) +
+                 (err == EPERM || err == ENOSPC || err == EINVAL
+                      ? "; user namespaces are refused here (a container's seccomp profile, "
+                        "user.max_user_namespaces = 0, or a kernel setting): allow them for the "
+                        "process that runs envbox"
+                      : ""),
+             0);
+    }
     write_text("/proc/self/setgroups", "deny");
     if (!write_text("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
         !write_text("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
@@ -422,6 +431,18 @@ std::optional<std::string> drop_workload_capabilities(const std::vector<std::str
 std::vector<fs::path> gpu_device_nodes() {
     std::vector<fs::path> out;
     std::error_code ec;
+    // CUDA's unified-memory node is made on first use by the driver's setuid helper, which no
+    // confined process can run (no_new_privs, no capabilities): on a node where nothing has
+    // used CUDA yet, make it first, as libcuda would, so that the bind below finds it.
+    if (fs::exists("/dev/nvidiactl", ec) && !fs::exists("/dev/nvidia-uvm", ec))
+        for (const char* helper : {"/usr/bin/nvidia-modprobe", "/usr/sbin/nvidia-modprobe"})
+            if (::access(helper, X_OK) == 0) {
+                try {
+                    (void)run_capture({helper, "-u", "-c=0"});
+                } catch (const Error&) {  // no helper that runs: the probe says CUDA is missing
+                }
+                break;
+            }
     for (fs::directory_iterator it("/dev", ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
         if (name.starts_with("nvidia") || name == "dri") out.push_back(it->path());

@@ -37,7 +37,14 @@ import torch
 say("torch", torch.__version__)
 say("cuda", torch.version.cuda)
 if not torch.cuda.is_available():
-    say("gpu-none", "torch.cuda.is_available() is False")
+    why = ""
+    init = getattr(torch.cuda, "init", None)
+    try:  # the driver's own words (no device node, a driver too old, …)
+        if init is not None:
+            init()
+    except Exception as e:
+        why = ": %s" % str(e)[:300]
+    say("gpu-none", "torch.cuda.is_available() is False" + why)
     sys.exit(0)
 try:
     say("cudnn", torch.backends.cudnn.version())

@@ -167,6 +167,16 @@ void Ingest::Impl::move_objects_in() const {
             if (::renameat(staging_fd.get(), name.c_str(), objects_fd, rel.c_str()) == 0) continue;
             err = errno;
         }
+        if (err == EXDEV || err == EROFS)
+            throw Error(ErrorCode::generic,
+                        "cannot store object " + (store.layout().objects() / rel).string() + ": " +
+                            (err == EROFS ? "the store is read-only"
+                                          : "the store is on another mount than " +
+                                                store.tmp_dir().string() +
+                                                " (a bind mount of store-v1 alone?)") +
+                            "; envbox moves verified objects from tmp/ into the store, so the "
+                            "whole ENVBOX_HOME must be one writable mount",
+                        err);
         sys_fail("cannot store object", store.layout().objects() / rel, err);
     }
 }

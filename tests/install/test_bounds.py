@@ -10,6 +10,7 @@ real envbox binary and real wheels, run as whoever runs the suite (root on CI).
     test_bounds.py ENVBOX_BINARY
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -108,6 +109,23 @@ class BoundedInputs(unittest.TestCase):
         r = self.p.run("run", "loud", "--", "pip", "show", "loud")
         self.assertNotIn("\x1b", r.stdout)
         self.assertIn("Summary: red \\x1b[31mtext\\x1b[0m\\x07!", r.stdout)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"), "needs root for a bind mount")
+    def test_a_store_on_a_mount_of_its_own_is_named_not_exdev(self):
+        # store-v1 bind-mounted alone (read-write, then read-only): objects move from tmp/ into
+        # it by rename, which crosses mounts; the error says so instead of "Invalid cross-device
+        # link".
+        self.p.lock("other", [Wheel("gamma", "1.0", {"gamma/__init__.py": "Z = 3\n" * 100})])
+        store = os.path.join(self.p.home, "store-v1")
+        for extra in ("", " && mount -o remount,ro,bind \"$1\""):
+            cmd = envboxtest.envbox_cmd(self.p.home, self.p.root) + ["create", "other"]
+            r = subprocess.run(["unshare", "-m", "sh", "-c",
+                                'mount --make-rprivate / && mount --bind "$1" "$1"' + extra +
+                                ' && shift && exec "$@"', "sh", store] + cmd,
+                               capture_output=True, text=True, env=envboxtest.envbox_env())
+            self.assertNotEqual(r.returncode, 0, r.stderr)
+            self.assertIn("the whole ENVBOX_HOME must be one writable mount", r.stderr)
+            self.assertNotIn("Invalid cross-device link", r.stderr)
 
 
 if __name__ == "__main__":

@@ -195,6 +195,16 @@ class Check(unittest.TestCase):
             time.sleep(0.05)
         self.assertEqual(importing_slow(), [])
 
+    def test_refused_not_weakened_where_the_kernel_refuses_namespaces(self):
+        # A container's seccomp profile (unshare fails): the probe is not run at all, and the
+        # error names the call and what to allow.
+        from test_sandbox import refuse_namespaces
+        r = self.p.run("check", "app", check=False, preexec_fn=refuse_namespaces())
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("the sandbox for foreign code cannot be set up here", r.stderr)
+        self.assertIn("user namespaces are refused here", r.stderr)
+        self.assertIn("never runs a build or a probe unconfined", r.stderr)
+
     def test_a_pth_cannot_forge_the_probe(self):
         # A .pth prints the probe's whole record, every import "ok", and writes it to every
         # descriptor it may hold: it runs in each import's child, never in the probe (-S),

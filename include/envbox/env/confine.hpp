@@ -69,7 +69,9 @@ std::optional<std::string> drop_workload_capabilities(const std::vector<std::str
 /// The capability named `name` ("sys_admin", "CAP_SYS_ADMIN", any case), or -1.
 int capability_number(const std::string& name);
 
-/// The device nodes `gpu` adds, as found on this machine (for messages and tests).
+/// The device nodes `gpu` adds, as found on this machine (for messages and tests); where the
+/// NVIDIA driver is loaded but CUDA's unified-memory node not made yet (a fresh node), the
+/// driver's own helper (`nvidia-modprobe -u -c=0`) makes it first, as libcuda would.
 std::vector<std::filesystem::path> gpu_device_nodes();
 
 }  // namespace envbox::env

@@ -15,7 +15,9 @@ exec > "$out/device_confine.txt" 2>&1
 . bench/device_common.sh
 REPO=$(pwd)
 echo "== machine"; head -1 /etc/os-release; nproc; nvidia-smi -L; id -u; $E --version
-echo "device nodes before any CUDA use: $(ls -d /dev/nvidia* | tr '\n' ' ')"
+echo "device nodes before any CUDA use:"; ls -la /dev/nvidia* /dev/dri 2>&1 | head -20
+grep -E " /dev[ /]| /proc | /sys " /proc/self/mountinfo | cut -d' ' -f4-10
+echo "lsmod nvidia: $(grep -o '^nvidia[a-z_]*' /proc/modules | tr '\n' ' ')"
 export ENVBOX_PYTHON="$PY"
 rm -rf /tmp/rr; mkdir -p /tmp/rr/manifests && cd /tmp/rr
 "$PY" "$REPO/tools/wheelgen.py" lock manifests/pylock.infer.toml /tmp/wh/*.whl > /dev/null
@@ -61,6 +63,17 @@ for who in ${WHO:-new base}; do
         done
     done
 done
+if [ -n "${DIAG:-}" ]; then  # CUDA under each namespace, one at a time, with util-linux's unshare
+    PYE=$(ls -d /tmp/h-new/envs/*/infer/gen-1/bin/python | head -1)
+    cuda='import torch; print(torch.cuda.is_available())'
+    for args in "-U -r" "-U -r -m" "-U -r -m -p -f --mount-proc" "-U -r -m -p -f --mount-proc -n -i -u"; do
+        echo "unshare $args: $(unshare $args "$PYE" -c "$cuda" 2>&1 | tail -1)"
+    done
+    echo "no capabilities: $(setpriv --bounding-set=-all --inh-caps=-all --no-new-privs "$PYE" -c "$cuda" 2>&1 | tail -1)"
+    echo "private /dev: $(unshare -U -r -m -p -f --mount-proc sh -c 'mkdir -p /tmp/d && mount -t tmpfs t /tmp/d &&
+        for n in null zero urandom $(cd /dev && ls -d nvidia*); do [ -d /dev/$n ] && mkdir /tmp/d/$n || touch /tmp/d/$n; mount --bind /dev/$n /tmp/d/$n; done &&
+        mount --move /tmp/d /dev && exec "$0" -c "$1"' "$PYE" "$cuda" 2>&1 | tail -1)"
+fi
 [ -n "${CHECK_ONLY:-}" ] && exit 0
 echo "== the capabilities a root workload keeps (new)"
 "$E" --home /tmp/h-new run infer -- python -c "print([l for l in open('/proc/self/status') if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))])"

@@ -64,6 +64,7 @@ struct Prepared {
     std::vector<char*> argv, env;
     std::vector<fs::path> writable, keep, devices;
     bool from_main_thread = false;
+    bool unix_sockets = false;
 };
 
 // The child's way to say why it stopped before exec: the message on `report`, then exit 125.
@@ -99,13 +100,16 @@ void tmpfs(int report, const fs::path& at, const char* options) {
         fail(report, "cannot mount a tmpfs on " + at.string(), errno);
 }
 
-// A private /tmp: what the spec needs beneath the old one (the home, the writable folders) is
-// bound back at its own path, reached through descriptors opened before it was covered.
-void private_tmp(int report, const Prepared& p) {
+// A private `dir` (/tmp, /run): a tmpfs over it, where what the spec needs beneath the old one
+// (the home, the writable folders) is bound back at its own path, reached through descriptors
+// opened before it was covered. Nothing else of it is seen: no socket file there is reachable.
+void private_dir(int report, const Prepared& p, const fs::path& dir, const char* options) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // absent, or a link
     std::vector<std::pair<fs::path, UniqueFd>> under;
     for (const auto* list : {&p.keep, &p.writable})
         for (const auto& d : *list)
-            if (is_at_or_below(d, "/tmp") && d != "/tmp") {
+            if (is_at_or_below(d, dir) && d != dir) {
                 UniqueFd fd(::open(d.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
                 if (!fd) fail(report, "cannot open " + d.string(), errno);
                 under.emplace_back(d, std::move(fd));
@@ -113,11 +117,11 @@ void private_tmp(int report, const Prepared& p) {
     std::stable_sort(under.begin(), under.end(), [](const auto& a, const auto& b) {
         return a.first.native().size() < b.first.native().size();
     });
-    tmpfs(report, "/tmp", "mode=1777");
-    for (const auto& [dir, fd] : under) {
+    tmpfs(report, dir, options);
+    for (const auto& [d, fd] : under) {
         std::error_code ec;
-        fs::create_directories(dir, ec);
-        bind(report, "/proc/self/fd/" + std::to_string(fd.get()), dir);
+        fs::create_directories(d, ec);
+        bind(report, "/proc/self/fd/" + std::to_string(fd.get()), d);
     }
 }
 
@@ -180,8 +184,8 @@ void private_proc(int report) {
 }
 
 // The filter: the native ABI only; no new namespaces, mounts, keyrings, bpf, perf, io_uring;
-// no UNIX sockets.
-void install_filter(int report) {
+// no UNIX sockets unless `unix_sockets`.
+void install_filter(int report, bool unix_sockets) {
 #if defined(__x86_64__)
     constexpr std::uint32_t kArch = AUDIT_ARCH_X86_64;
 #elif defined(__aarch64__)
@@ -222,10 +226,12 @@ void install_filter(int report) {
     f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, kNamespaces, 0, 1));
     f.push_back(BPF_STMT(BPF_RET | BPF_K, errno_of(EPERM)));
     f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 3));
-    f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0));
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
-    f.push_back(BPF_STMT(BPF_RET | BPF_K, errno_of(EACCES)));
+    if (!unix_sockets) {
+        f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 3));
+        f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0));
+        f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
+        f.push_back(BPF_STMT(BPF_RET | BPF_K, errno_of(EACCES)));
+    }
     f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
     sock_fprog prog{static_cast<unsigned short>(f.size()), f.data()};
     if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
@@ -276,7 +282,7 @@ void arrange_fds(int report, const ConfineSpec& s) {
     if (::chdir(s.workdir.empty() ? "/" : s.workdir.c_str()) != 0)
         fail(report, "cannot enter " + s.workdir.string(), errno);
     drop_capabilities(report);
-    install_filter(report);
+    install_filter(report, p.unix_sockets);
     ::execve(p.argv[0], p.argv.data(), p.env.data());
     fail(report, std::string("cannot run ") + p.argv[0], errno);
 }
@@ -287,7 +293,11 @@ void arrange_fds(int report, const ConfineSpec& s) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
         fail(report, "cannot make mounts private", errno);
-    private_tmp(report, p);
+    private_dir(report, p, "/tmp", "mode=1777");
+    // Where daemons keep their sockets (docker, containerd, systemd, D-Bus, the user's runtime
+    // folder, nvidia-persistenced); /var/run is a link to it on current systems.
+    private_dir(report, p, "/run", "mode=0755");
+    private_dir(report, p, "/var/run", "mode=0755");
     for (const auto& w : p.writable)
         bind(report, w, w);
     private_dev(report, p);
@@ -356,78 +366,6 @@ fs::path canonical_or_self(const fs::path& p) {
 
 }  // namespace
 
-namespace {
-
-// The capabilities a root workload loses (confine.hpp says why each).
-constexpr std::pair<const char*, int> kWorkloadDropped[] = {
-    {"sys_admin", CAP_SYS_ADMIN},
-    {"sys_ptrace", CAP_SYS_PTRACE},
-    {"dac_read_search", CAP_DAC_READ_SEARCH},
-    {"mknod", CAP_MKNOD},
-    {"sys_module", CAP_SYS_MODULE},
-    {"sys_rawio", CAP_SYS_RAWIO},
-    {"sys_chroot", CAP_SYS_CHROOT},
-    {"sys_boot", CAP_SYS_BOOT},
-    {"sys_time", CAP_SYS_TIME},
-    {"linux_immutable", CAP_LINUX_IMMUTABLE},
-    {"setpcap", CAP_SETPCAP},
-    {"setfcap", CAP_SETFCAP},
-    {"mac_admin", CAP_MAC_ADMIN},
-    {"mac_override", CAP_MAC_OVERRIDE},
-    {"audit_control", CAP_AUDIT_CONTROL},
-    {"audit_read", 37},
-    {"syslog", CAP_SYSLOG},
-    {"bpf", 39},
-    {"checkpoint_restore", 40},
-    {"sys_pacct", CAP_SYS_PACCT},
-    {"sys_tty_config", CAP_SYS_TTY_CONFIG},
-};
-
-}  // namespace
-
-int capability_number(const std::string& name) {
-    std::string n;
-    for (char c : name)
-        n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (n.starts_with("cap_")) n.erase(0, 4);
-    for (const auto& [known, number] : kWorkloadDropped)
-        if (n == known) return number;
-    return -1;
-}
-
-std::optional<std::string> drop_workload_capabilities(const std::vector<std::string>& keep) {
-    std::vector<int> kept;
-    for (const auto& k : keep) {
-        const int number = capability_number(k);
-        if (number < 0)
-            throw Error(
-                ErrorCode::usage,
-                "--keep-cap " + k +
-                    ": not one of the capabilities a root workload loses (docs/SECURITY.md)");
-        kept.push_back(number);
-    }
-    if (::geteuid() != 0) return std::nullopt;
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2] = {};
-    if (::syscall(SYS_capget, &header, data) != 0)
-        return std::string("capget: ") + std::strerror(errno);
-    for (const auto& [name, cap] : kWorkloadDropped) {
-        if (std::find(kept.begin(), kept.end(), cap) != kept.end()) continue;
-        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
-            return "cannot drop CAP_" + std::string(name) + ": " + std::strerror(errno);
-        const auto bit = 1u << (cap % 32);
-        data[cap / 32].effective &= ~bit;
-        data[cap / 32].permitted &= ~bit;
-        data[cap / 32].inheritable &= ~bit;
-    }
-    (void)::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-    if (::syscall(SYS_capset, &header, data) != 0)
-        return std::string("capset: ") + std::strerror(errno);
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return std::string("no_new_privs: ") + std::strerror(errno);
-    return std::nullopt;
-}
-
 std::vector<fs::path> gpu_device_nodes() {
     std::vector<fs::path> out;
     std::error_code ec;
@@ -469,6 +407,7 @@ pid_t spawn_confined(const ConfineSpec& spec) {
     // The program's own installation (`PREFIX/bin/PROGRAM`), when it lives beneath /tmp.
     p.keep.push_back(canonical_or_self(spec.argv[0]).parent_path().parent_path());
     if (spec.gpu) p.devices = gpu_device_nodes();
+    p.unix_sockets = spec.unix_sockets;
     p.from_main_thread = ::gettid() == ::getpid();
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)

@@ -198,6 +198,7 @@ ProbeRun run_probe(const Context& ctx, const RunPlan& plan, std::chrono::seconds
     spec.keep = {ctx.home};
     spec.keep.insert(spec.keep.end(), plan.base_installation.begin(), plan.base_installation.end());
     spec.gpu = true;
+    spec.unix_sockets = true;  // CUDA's driver makes one at cuInit (error 304 without)
     spec.channel_fd = out_w.get();
     spec.stderr_fd = err_w.get();
     ProbeRun run;

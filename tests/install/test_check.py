@@ -205,6 +205,40 @@ class Check(unittest.TestCase):
         self.assertIn("user namespaces are refused here", r.stderr)
         self.assertIn("never runs a build or a probe unconfined", r.stderr)
 
+    @unittest.skipUnless(os.geteuid() == 0, "a socket in /run needs root")
+    def test_a_daemons_socket_in_run_or_tmp_is_not_reachable(self):
+        # The probe may make UNIX sockets (CUDA's driver does), but the sockets daemons keep in
+        # /run and /tmp (docker's, an agent's) are behind private folders.
+        import socket
+        paths = ["/run/envbox-check-%d.sock" % os.getpid(), "/tmp/envbox-check-%d.sock" % os.getpid()]
+        listeners = []
+        try:
+            for path in paths:
+                s = socket.socket(socket.AF_UNIX)
+                s.bind(path)
+                s.listen(1)
+                listeners.append(s)
+            peek = ("import socket\n"
+                    "for p in %r:\n"
+                    "    s = socket.socket(socket.AF_UNIX)\n"
+                    "    try:\n"
+                    "        s.connect(p)\n"
+                    "    except OSError:\n"
+                    "        continue\n"
+                    "    raise ImportError('reached ' + p)\n" % (paths,))
+            self.p.write("peek", manifest_text(["peek"]))
+            self.p.lock("peek", [Wheel("peek", "1.0", {"peek.py": peek})])
+            self.p.run("create", "peek")
+            r = self.p.run("check", "peek", check=False)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("1 of 1 ok", r.stdout)
+        finally:
+            for s in listeners:
+                s.close()
+            for path in paths:
+                if os.path.exists(path):
+                    os.remove(path)
+
     def test_a_pth_cannot_forge_the_probe(self):
         # A .pth prints the probe's whole record, every import "ok", and writes it to every
         # descriptor it may hold: it runs in each import's child, never in the probe (-S),

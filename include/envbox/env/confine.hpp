@@ -6,15 +6,16 @@
 /// - new user, mount, pid, network, IPC and UTS namespaces, the caller mapped to itself;
 /// - every mount read-only (bind-remounted, each mount's nosuid/nodev/noexec kept) but the
 ///   folders the spec names writable; a private tmpfs `/tmp` (what the home and the writable
-///   folders need beneath the old one is bound back in) and `/dev/shm`; a `/dev` of its own
+///   folders need beneath the old one is bound back in), `/run` and `/dev/shm`; a `/dev` of its own
 ///   holding only null, zero, full, random, urandom, tty (and the GPU's nodes when asked); a
 ///   fresh `/proc` of its own pid namespace, its `sys`, `sysrq-trigger`, `irq` and `bus`
 ///   read-only; no network interface up;
 /// - the program keeps no capability and cannot regain one: the bounding, ambient, inheritable,
 ///   permitted and effective sets emptied, the securebits locked, `PR_SET_NO_NEW_PRIVS`; a
 ///   seccomp filter refuses new namespaces, mounts, the kernel keyrings, bpf, perf events,
-///   io_uring, foreign system call ABIs, and UNIX sockets (`socket(AF_UNIX)`: an agent's or a
-///   daemon's socket file is not connectable; `socketpair` works);
+///   io_uring, foreign system call ABIs, and (unless `unix_sockets`) UNIX sockets
+///   (`socket(AF_UNIX)`: an agent's or a daemon's socket file is not connectable; `socketpair`
+///   works);
 /// - it runs under an init of envbox's (pid 1 of its pid namespace): when the program ends, or
 ///   the init is killed (time limit, Ctrl-C through the interrupt group, envbox's own death),
 ///   the kernel kills every process it started, and the init has exited only once they are gone.
@@ -41,6 +42,10 @@ struct ConfineSpec {
     /// and the interpreter's installation when they live there.
     std::vector<std::filesystem::path> keep;
     bool gpu = false;  ///< the GPU's device nodes (/dev/nvidia*, /dev/dri) in its /dev
+    /// UNIX sockets may be made (`check`'s probe: CUDA's driver makes one at initialisation and
+    /// fails with error 304 when it cannot). The private /tmp and /run still hide the sockets
+    /// daemons keep there; one elsewhere (in $HOME) is then reachable.
+    bool unix_sockets = false;
     int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  ///< -1: /dev/null
     int channel_fd = -1;                                ///< given to the program as fd 3 (-1: none)
 };

@@ -174,7 +174,10 @@ void seal(int report, const Prepared& p) {
 
 // A fresh /proc of the new pid namespace; its kernel tunables read-only.
 void private_proc(int report) {
-    if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+    // Read-only as a whole: uid 0 without capabilities still owns /proc's root files (fs, acpi,
+    // driver tunables), and nothing confined needs to write there.
+    if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr) !=
+        0)
         fail(report, "cannot mount a /proc of its own", errno);
     for (const char* tunable : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) {
         if (::access(tunable, F_OK) != 0) continue;
@@ -226,12 +229,19 @@ void install_filter(int report, bool unix_sockets) {
     f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, kNamespaces, 0, 1));
     f.push_back(BPF_STMT(BPF_RET | BPF_K, errno_of(EPERM)));
     f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-    if (!unix_sockets) {
-        f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 3));
-        f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0));
-        f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
-        f.push_back(BPF_STMT(BPF_RET | BPF_K, errno_of(EACCES)));
-    }
+    // socket() of a refused family: AF_VSOCK always (the VM's host, outside any network
+    // namespace), AF_UNIX unless allowed.
+    std::vector<std::uint32_t> families = {AF_VSOCK};
+    if (!unix_sockets) families.push_back(AF_UNIX);
+    const auto n = static_cast<std::uint8_t>(families.size());
+    f.push_back(
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, static_cast<std::uint8_t>(n + 3)));
+    f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0));
+    for (std::uint8_t k = 0; k < n; ++k)  // a match skips the other tests and the ALLOW
+        f.push_back(
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, families[k], static_cast<std::uint8_t>(n - k), 0));
+    f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    f.push_back(BPF_STMT(BPF_RET | BPF_K, errno_of(EACCES)));
     f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
     sock_fprog prog{static_cast<unsigned short>(f.size()), f.data()};
     if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
@@ -264,7 +274,8 @@ void arrange_fds(int report, const ConfineSpec& s) {
     for (int i = 0; i < 4; ++i) {
         if (from[i] < 0) from[i] = i < 3 ? null : -1;
         if (from[i] >= 0) from[i] = ::fcntl(from[i], F_DUPFD_CLOEXEC, 64);  // out of 0–3's way
-        if (i < 3 && from[i] < 0) fail(report, "cannot arrange the descriptors", errno);
+        if (from[i] < 0 && (i < 3 || s.channel_fd >= 0))
+            fail(report, "cannot arrange the descriptors", errno);
     }
     for (int i = 0; i < 4; ++i)
         if (from[i] >= 0 && ::dup2(from[i], i) != i)
@@ -277,7 +288,9 @@ void arrange_fds(int report, const ConfineSpec& s) {
 
 // The program: descriptors, working folder, no capabilities, the filter, exec.
 [[noreturn]] void program(int report, const ConfineSpec& s, const Prepared& p) {
-    ::signal(SIGPIPE, SIG_DFL);
+    // A session of its own: no controlling terminal, so no TIOCSTI into the user's shell, no
+    // foreground group to read the keyboard (killing the init's group still ends it).
+    if (::setsid() < 0) fail(report, "setsid", errno);
     arrange_fds(report, s);
     if (::chdir(s.workdir.empty() ? "/" : s.workdir.c_str()) != 0)
         fail(report, "cannot enter " + s.workdir.string(), errno);
@@ -311,7 +324,7 @@ void arrange_fds(int report, const ConfineSpec& s) {
     for (;;) {
         const pid_t done = ::waitpid(-1, &status, 0);
         if (done < 0 && errno == EINTR) continue;
-        if (done < 0) break;
+        if (done < 0) ::_exit(125);  // never a success that was not seen
         if (done == child) {
             result = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
             break;
@@ -323,6 +336,13 @@ void arrange_fds(int report, const ConfineSpec& s) {
 // The outer process: a group of its own, the namespaces, the maps; waits for the init.
 [[noreturn]] void outer(int report, const ConfineSpec& s, const Prepared& p, pid_t envbox) {
     ::setpgid(0, 0);
+    // Nothing of envbox's signal handling (its SIGINT/SIGTERM handler, an ignored SIGCHLD)
+    // reaches the init or the program.
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (p.from_main_thread) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != envbox) ::_exit(125);
@@ -353,7 +373,9 @@ void arrange_fds(int report, const ConfineSpec& s) {
     if (child == 0) init(report, s, p);
     ::close(report);
     int status = 0;
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    for (;;) {
+        if (::waitpid(child, &status, 0) == child) break;
+        if (errno != EINTR) ::_exit(125);
     }
     ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
@@ -416,7 +438,13 @@ pid_t spawn_confined(const ConfineSpec& spec) {
     const pid_t envbox = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) throw Error(ErrorCode::generic, std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) outer(report.get(), spec, p, envbox);
+    if (pid == 0) {
+        try {  // never unwinds into envbox's own code in the child
+            outer(report.get(), spec, p, envbox);
+        } catch (...) {
+            fail(report.get(), "the sandbox for foreign code failed while it was set up", 0);
+        }
+    }
     ::setpgid(pid, pid);
     report.reset();
     std::string why;

@@ -65,6 +65,10 @@ std::optional<std::string> drop_workload_capabilities(const std::vector<std::str
                     ": not one of the capabilities a root workload loses (docs/SECURITY.md)");
         kept.push_back(number);
     }
+    // Every sandboxed workload: no exec gains a privilege (a file capability would, in the user
+    // namespace a user's sandbox is made in, and its mounts are not locked there).
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return std::string("no_new_privs: ") + std::strerror(errno);
     if (::geteuid() != 0) return std::nullopt;
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct data[2] = {};

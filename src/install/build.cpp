@@ -43,8 +43,9 @@ std::string_view frontend_code() {
 
 // The last lines of the log (at most 20, from its last 4 KiB), for an error.
 std::string log_tail(const fs::path& log) {
-    UniqueFd fd(::open(log.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd) return "";
+    UniqueFd fd(::open(log.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";  // not the log
     const off_t size = ::lseek(fd.get(), 0, SEEK_END);
     const off_t from = size > 4096 ? size - 4096 : 0;
     std::string text(static_cast<std::size_t>(size - from), '\0');
@@ -147,7 +148,7 @@ fs::path built_wheel(const BuildRequest& r, const fs::path& out, const fs::path&
                      const fs::path& log) {
     std::string name;
     try {
-        name = read_file(result);
+        name = read_input_file(result, 4096, ErrorCode::generic);  // the backend wrote it
     } catch (const Error&) {
     }
     const auto refuse = [&](const std::string& why) {

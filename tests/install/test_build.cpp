@@ -185,6 +185,9 @@ TEST_CASE("build_wheel: a hostile backend is held, as root and as a user", "[ins
         "attempt('read envbox environ', environ)\n"
         "attempt('kept a capability', capabilities)\n"
         "attempt('made a user namespace', user_namespace)\n"
+        "attempt('made a vsock', lambda: socket.socket(40, socket.SOCK_STREAM))\n"
+        "attempt('shares a session with envbox', lambda: os.getsid(0) != os.getpid())\n"
+        "attempt('wrote /proc', lambda: open('/proc/sys/kernel/core_pattern', 'w'))\n"
         "for disk in ('/dev/sda', '/dev/vda', '/dev/nvme0n1', '/dev/mem'):\n"
         "    attempt('opened ' + disk, lambda: open(disk, 'rb'))\n"
         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', '" +

@@ -100,8 +100,8 @@ def sandbox_works(world, **kw):
     return line
 
 
-class HomeReadOnly(unittest.TestCase):
-    """Namespaces available: nothing in the home is writable from `run` but the compile caches."""
+class ThreeEnvironments(unittest.TestCase):
+    """Environments `a`, `b` and the torch-shaped `t`, created; skipped without a mount namespace."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="envbox-sandbox-")
@@ -116,6 +116,10 @@ class HomeReadOnly(unittest.TestCase):
 
     def tearDown(self):
         keep_or_remove(self.tmp)
+
+
+class HomeReadOnly(ThreeEnvironments):
+    """Namespaces available: nothing in the home is writable from `run` but the compile caches."""
 
     def test_second_environments_interpreter_cannot_install_into_it(self):
         other = os.path.join(self.w.current("b"), "bin", "python")
@@ -212,22 +216,8 @@ print(json.dumps(out))
 
 
 @unittest.skipUnless(os.geteuid() == 0, "the root case (CI's): run keeps no power to undo its sandbox")
-class RootWorkload(unittest.TestCase):
+class RootWorkload(ThreeEnvironments):
     """As root, a workload cannot undo run's read-only mounts or reach around them."""
-
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="envbox-sandbox-root-")
-        self.w = World(self.tmp)
-        self.w.lock("a", stack("alpha"))
-        self.w.lock("b", stack("beta"))
-        self.w.lock("t", torch_shaped())
-        for env in ("a", "b", "t"):
-            self.w.envbox("create", env)
-        if "mount namespace" not in sandbox_works(self.w) or "Landlock" in sandbox_works(self.w):
-            self.skipTest("no mount namespace here")
-
-    def tearDown(self):
-        keep_or_remove(self.tmp)
 
     def undo(self, *options):
         gen = os.path.realpath(self.w.current("b"))

@@ -33,7 +33,7 @@ index::ArtifactRequest artifact_request(const Item& item,
                                         const std::vector<resolve::IndexConfig>& indexes) {
     // A wheel built from the item's sdist (`Item::sdist`, its sha256 no longer the sdist's): the
     // store's, or a received artifact's; no location or size of the lock is its.
-    if (item.sdist && item.file->sha256() != item.sha256)
+    if (item.local || (item.sdist && item.file->sha256() != item.sha256))
         return {item.filename, "",           item.sha256, std::nullopt,
                 std::nullopt,  std::nullopt, std::nullopt};
     return artifact_request(item.filename, *item.file, item.sha256, item.package->index, indexes);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "envbox/env/confine.hpp"
+#include "envbox/install/local.hpp"
 #include "envbox/install/sdist.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/util/error.hpp"
@@ -69,8 +70,14 @@ Exec frontend_exec(const BuildRequest& r, const lock::BuildSystem& bs, const fs:
     std::string backend_path;
     for (const auto& p : bs.backend_path)
         backend_path += (backend_path.empty() ? "" : std::string(1, '\0')) + p;
-    e.argv = {r.python.string(), "-I",       "-c",         std::string(frontend_code()),
-              "build_wheel",     bs.backend, backend_path, out.string(),
+    e.argv = {r.python.string(),
+              "-I",
+              "-c",
+              std::string(frontend_code()),
+              r.editable ? "build_editable" : "build_wheel",
+              bs.backend,
+              backend_path,
+              out.string(),
               result.string()};
     for (const auto& p : r.build_path)
         e.argv.push_back(p.string());
@@ -121,6 +128,7 @@ void run_backend(const BuildRequest& r, const fs::path& project, const fs::path&
     spec.workdir = project;
     spec.writable = {r.work};
     spec.keep = {r.read_only};
+    if (r.editable) spec.keep.push_back(r.tree);  // built in place, read-only
     spec.stdout_fd = spec.stderr_fd = out.get();
     pid_t pid = 0;
     try {
@@ -270,7 +278,11 @@ BuiltWheel build_wheel(const BuildRequest& r) {
     // nothing; once it ran, the folder stays for its log.
     RemoveOwnTree refused(r.work.parent_path(), r.work);
     BuiltWheel built;
-    const fs::path project = unpack_sdist(r.sdist, r.work / "src", {}, r.sdist_name);
+    fs::path project = r.tree;
+    if (r.tree.empty())
+        project = unpack_sdist(r.sdist, r.work / "src", {}, r.sdist_name);
+    else if (!r.editable)
+        copy_tree(r.tree, project = r.work / "src", r.tree_skip);
     const fs::path out = r.work / "out", tmp = r.work / "tmp", result = r.work / "result";
     built.log = r.work / "build.log";
     fs::create_directory(out);

@@ -73,7 +73,9 @@ void check_received(const std::vector<Item>& items, const std::vector<std::size_
         const Item& item = items[i];
         const lock::Package& p = *item.package;
         const std::string label = p.name + (p.version ? " " + p.version->str() : "");
-        const std::string named = item.file->path ? *item.file->path : item.file->url.value_or("");
+        const std::string named = !item.file        ? ""
+                                  : item.file->path ? *item.file->path
+                                                    : item.file->url.value_or("");
         if (!plan.received->count(item.sha256))
             throw Error(
                 ErrorCode::integrity,

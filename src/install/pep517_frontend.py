@@ -2,7 +2,7 @@
 # sandbox (install/build.cpp starts it as `python -I -c CODE ...`, in the tree's folder, with
 # no network and a private TMPDIR). Python 3.8+, the standard library only. Its arguments:
 #   HOOK BACKEND BACKEND_PATH OUT RESULT [BUILD_PATH ...]
-# HOOK is build_wheel; BACKEND is `module[:object]`; BACKEND_PATH the tree's in-tree backend
+# HOOK is build_wheel or build_editable (PEP 660); BACKEND is `module[:object]`; BACKEND_PATH the tree's in-tree backend
 # folders, joined by NUL ("" for none); OUT the folder the wheel goes into; RESULT the file the
 # hook's answer (the wheel's file name) is written to; each BUILD_PATH an import root of the
 # build requirements, put first on sys.path. What the backend prints goes to the build log.
@@ -32,9 +32,12 @@ def main(argv):
     backend_path = [os.path.abspath(p) for p in backend_path.split("\0") if p]
     sys.path[:0] = backend_path + argv[5:]
     backend = load_backend(spec, backend_path)
-    if hook != "build_wheel":
+    if hook not in ("build_wheel", "build_editable"):
         raise SystemExit("envbox: unknown hook " + hook)
-    name = backend.build_wheel(out, config_settings=None)
+    if not hasattr(backend, hook):
+        raise SystemExit("envbox: the backend %s has no %s hook (PEP 660): this project cannot "
+                         "be installed editable; give editable = false" % (spec, hook))
+    name = getattr(backend, hook)(out, config_settings=None)
     with open(result, "w", encoding="utf-8") as f:
         f.write(name)
 

@@ -48,15 +48,23 @@ std::vector<Item> select_items(const lock::Pylock& pylock, const install::Target
         item.file = sel.file;
         item.direct = sel.kind == lock::Selection::Kind::archive;
         item.sdist = sel.kind == lock::Selection::Kind::sdist && buildable.count(sel.package->name);
+        item.local = sel.kind == lock::Selection::Kind::directory &&
+                     buildable.count(sel.package->name);
+        if (item.local) {  // built by create: its tree's digest and its wheel come then
+            item.editable = sel.package->directory->editable;
+            items.push_back(std::move(item));
+            continue;
+        }
         if (sel.kind != lock::Selection::Kind::wheel && !item.sdist &&
             !(item.direct && sel.file && sel.file->filename().ends_with(".whl")))
             throw Error(ErrorCode::invalid_input,
                         where + std::to_string(sel.package->line) + ": " + label + " offers " +
                             non_wheel_kind(sel.kind) + " for CPython " + python_xy + " on " +
                             target.platform + "; envbox installs wheels only" +
-                            (sel.kind == lock::Selection::Kind::sdist
-                                 ? ", and builds an sdist only where the lock names its build "
-                                   "environment ([tool.envbox] builds)"
+                            (sel.kind == lock::Selection::Kind::sdist ||
+                                     sel.kind == lock::Selection::Kind::directory
+                                 ? ", and builds an sdist or a folder only where the lock names "
+                                   "its build environment ([tool.envbox] builds)"
                                  : ""));
         auto sha = item.file->sha256();
         if (!sha)

@@ -44,6 +44,7 @@ std::optional<ToolTable> tool_table_of(const toml::table& doc) {
     out.overrides = strings_at(*t, "overrides");
     out.constraints = strings_at(*t, "constraints");
     out.builds = strings_at(*t, "builds");
+    out.local = strings_at(*t, "local");
     out.build_settings = strings_at(*t, "build-settings");
     return out;
 }

@@ -50,6 +50,7 @@ class ManifestReader {
             for (const auto& i : project_->indexes)
                 if (names.insert(i.name).second) m.indexes.push_back(i);
             m.sources = project_->sources;
+            m.local_sources = project_->local_sources;
             m.run_env = project_->run_env;
             if (!m.prerelease) m.prerelease = project_->prerelease;
             if (!m.overrides) m.overrides = project_->overrides;
@@ -94,6 +95,9 @@ class ManifestReader {
         p.default_env = r_.opt_string(doc, "default-env", "");
         p.indexes = std::move(m.indexes);
         p.sources = std::move(m.sources);
+        p.local_sources = std::move(m.local_sources);
+        for (auto& [name, local] : p.local_sources)
+            local.from_project = true;
         p.run_env = std::move(m.run_env);
         return p;
     }
@@ -317,13 +321,22 @@ class ManifestReader {
         return names;
     }
 
-    // `[sources]`: package name → the name of one of the `[[index]]` entries (`names`).
+    // `[sources]`: package name → the name of one of the `[[index]]` entries (`names`), or a
+    // table naming a local source tree (manifest_build.hpp's read_local_source).
     void read_sources(Manifest& m, const toml::table& doc, const std::set<std::string>& names) {
         const auto* sources = r_.opt_table(doc, "sources", "");
         if (!sources) return;
         for (const auto& [pkg, node] : *sources) {
             std::string path = "sources." + std::string(pkg.str());
-            if (!node.is_string()) r_.wrong_type(node, "str", path);
+            if (!pep::is_valid_name(pkg.str()))
+                r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'", path);
+            const std::string name = pep::canonicalize_name(pkg.str());
+            if (node.is_table()) {
+                m.local_sources[name] = read_local_source(r_, *node.as_table(), path);
+                m.sources.erase(name);
+                continue;
+            }
+            if (!node.is_string()) r_.wrong_type(node, "str or Mapping", path);
             std::string index(node.as_string()->get());
             if (!names.count(index)) {
                 std::vector<std::string_view> known(names.begin(), names.end());
@@ -333,9 +346,8 @@ class ManifestReader {
                             (near ? " (did you mean '" + *near + "'?)" : ""),
                         path);
             }
-            if (!pep::is_valid_name(pkg.str()))
-                r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'", path);
-            m.sources[pep::canonicalize_name(pkg.str())] = index;
+            m.sources[name] = index;
+            m.local_sources.erase(name);
         }
     }
 

@@ -1,6 +1,7 @@
 // `[build.NAME]` (manifest_build.hpp).
 #include "lock/manifest_build.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "envbox/pep/name.hpp"
@@ -86,6 +87,21 @@ bool is_build_variable_name(std::string_view s) {
 
 bool is_build_variable_value(std::string_view s) {
     return s.size() <= 4096 && s.find('\0') == std::string_view::npos;
+}
+
+LocalSource read_local_source(const TomlReader& r, const toml::table& t, const std::string& path) {
+    r.require_known_keys(t, {"path", "editable"}, path,
+                         "a source is an index name (\"pypi\") or { path = \"…\" }");
+    LocalSource s;
+    s.line = TomlReader::line_of(t);
+    s.path = r.req_string(t, "path", path, s.line);
+    const bool control = std::any_of(s.path.begin(), s.path.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (s.path.empty() || s.path.size() > 4096 || control)
+        r.fail(t.get("path"), s.line, "Expected a path of at most 4096 bytes", path + ".path");
+    s.editable = r.opt_bool(t, "editable", path).value_or(false);
+    return s;
 }
 
 std::map<std::string, PackageBuild> read_build_tables(const TomlReader& r, const toml::table& doc) {

@@ -1,5 +1,6 @@
 #pragma once
-// A manifest's `[build.NAME]` tables (lock/manifest.hpp's PackageBuild), read with located errors.
+// A manifest's `[build.NAME]` tables (lock/manifest.hpp's PackageBuild) and its `[sources]`
+// tables of local trees, read with located errors.
 #include <map>
 #include <string>
 
@@ -13,5 +14,9 @@ namespace envbox::lock {
 /// of at most 4096 bytes with no NUL), `speed-variables` (names among `variables`) and
 /// `requires-dist` (PEP 508, no direct reference). Throws the reader's located error.
 std::map<std::string, PackageBuild> read_build_tables(const TomlReader& r, const toml::table& doc);
+
+/// A `[sources]` entry that is a table (at `path`): `path` (required: a non-empty path of at
+/// most 4096 bytes, no control character) and `editable` (a boolean). Throws located.
+LocalSource read_local_source(const TomlReader& r, const toml::table& t, const std::string& path);
 
 }  // namespace envbox::lock

@@ -104,10 +104,15 @@ std::string write_pylock(const LockDocument& doc) {
     for (const LockedPackage* p : sorted) {
         out += "\n[[packages]]\n";
         out += "name = " + toml_string(p->name) + "\n";
-        out += "version = " + toml_string(p->version) + "\n";
+        if (!p->version.empty()) out += "version = " + toml_string(p->version) + "\n";
         if (p->marker) out += "marker = " + toml_string(*p->marker) + "\n";
-        if (!p->archive) out += "index = " + toml_string(p->index) + "\n";
+        if (!p->archive && !p->directory) out += "index = " + toml_string(p->index) + "\n";
         if (p->dependencies) out += dependencies_line(*p->dependencies, names);
+        if (const auto& d = p->directory) {
+            out += "\n[packages.directory]\npath = " + toml_string(d->path) + "\n";
+            if (d->editable) out += "editable = true\n";
+            continue;
+        }
         if (const auto& a = p->archive) {
             out += "\n[packages.archive]\n";
             if (a->url) out += "url = " + toml_string(*a->url) + "\n";

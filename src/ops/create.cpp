@@ -276,7 +276,12 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     const std::vector<store::BytecodeKey> bytecode =
         install::bytecode_keys(interpreter, manifest, opt.compile, progress);
-    const std::string digest = generation_digest(in.lock.text, target, manifest, bytecode);
+    prepare_local_items(ctx, items, in.lock);
+    std::string built_here;  // a local tree's digest: a new one builds a new generation
+    for (const auto& item : items)
+        if (item.local) built_here += "\n--local " + item.package->name + " " + item.sha256;
+    const std::string digest =
+        generation_digest(in.lock.text + built_here, target, manifest, bytecode);
     if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest && !opt.force) {
         result.generation = cur->number;
         result.path = cur->path;

@@ -13,6 +13,7 @@
 #include "create_steps.hpp"
 #include "envbox/install/build.hpp"
 #include "envbox/install/built.hpp"
+#include "envbox/install/local.hpp"
 #include "envbox/install/sdist.hpp"
 #include "envbox/pep/digest.hpp"
 #include "envbox/pep/filename.hpp"
@@ -197,6 +198,10 @@ std::vector<install::Item> runtime_items(const std::vector<install::Item>& items
 // The wheel an artifact carried for `sdist`, checked as a build's output is, its key as a key.
 install::BuiltRecord received_build(const SdistToBuild& sdist, const install::Target& target,
                                     const install::FetchPlan& plan) {
+    if (sdist.editable)
+        throw Error(ErrorCode::integrity,
+                    sdist.name + " is installed editable from " + sdist.tree.string() +
+                        ", which is never shipped: lock it with editable = false to push it");
     const install::BuiltRecord* sent = nullptr;
     if (const auto* all = plan.received_builds)
         if (auto it = all->find(sdist.sha256); it != all->end()) sent = &it->second;
@@ -261,8 +266,12 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     const fs::path python = env.path / "bin" / "python";
     const store::Home home(ctx.home);
     install::BuildRequest r;
-    r.sdist = install::locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http,
-                                    plan.offline);
+    if (sdist.tree.empty())
+        r.sdist = install::locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http,
+                                        plan.offline);
+    r.tree = sdist.tree;
+    r.tree_skip = sdist.tree_skip;
+    r.editable = sdist.editable;
     r.sdist_name = sdist.filename;
     make_own_dir_at_path(ctx.home, home.tmp());
     r.work = home.tmp() / work_folder_name("build", sdist.sha256);
@@ -277,6 +286,24 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     return record;
 }
 
+fs::path manifests_dir(const Context& ctx, const lock::LockFile& lock) {
+    return ctx.project_root.empty() ? lock.path.parent_path()
+                                    : ctx.project_root / "manifests";
+}
+
+void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
+                         const lock::LockFile& lock) {
+    const fs::path manifests = manifests_dir(ctx, lock);
+    for (auto& item : items) {
+        if (!item.local) continue;
+        item.tree = install::locked_tree(lock.path.parent_path(), item.package->directory->path,
+                                         manifests.parent_path(), item.package->name);
+        item.sha256 = item.editable ? install::editable_digest(item.tree)
+                                    : install::tree_digest(item.tree, manifests);
+        item.filename = item.package->name;
+    }
+}
+
 std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store& store,
                                                std::vector<install::Item>& items,
                                                const install::Target& target,
@@ -288,13 +315,19 @@ std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store&
         lock.tool ? lock.tool->build_settings : std::vector<std::string>{}, lock.path.string());
     if (!settings) throw settings.error();
     for (auto& item : items) {
-        if (!item.sdist) continue;
+        if (!item.sdist && !item.local) continue;
         SdistToBuild sdist;
         sdist.name = item.package->name;
         sdist.version = item.package->version;
-        sdist.filename = item.filename;
+        sdist.filename = item.local ? item.package->name + " (" + item.tree.string() + ")"
+                                    : item.filename;
         sdist.sha256 = item.sha256;
         sdist.request = install::artifact_request(item, plan.indexes);
+        if (item.local) {
+            sdist.tree = item.tree;
+            sdist.tree_skip = manifests_dir(ctx, lock);
+            sdist.editable = item.editable;
+        }
         if (auto it = settings->find(item.package->name); it != settings->end())
             sdist.settings = it->second;
         if (plan.received) {  // a node installs what it received, and needs no build lock

@@ -26,6 +26,9 @@ namespace fs = std::filesystem;
 namespace envbox::ops::create_steps {
 
 std::string direct_url_json(const install::Item& item, const fs::path& lock_dir) {
+    if (item.local)  // PEP 610's local directory, as pip records `pip install [-e] DIR`
+        return json_line(Json{{"dir_info", item.editable ? Json{{"editable", true}} : Json::object()},
+                              {"url", "file://" + item.tree.string()}});
     const lock::FileRef& f = *item.file;
     // PEP 610: the recorded URL carries no credentials, and is absolute.
     fs::path local(f.path ? *f.path : item.filename);
@@ -79,7 +82,7 @@ std::vector<env::InstallRequest> install_requests(const std::vector<install::Ite
         env::InstallRequest r;
         r.wheel = &*item.wheel;
         r.requested = !manifest || roots.count(item.package->name) > 0;
-        if (item.direct)
+        if (item.direct || item.local)
             r.direct_url = direct_url_json(item, fs::path(gen.lock_source).parent_path());
         r.preferred = preferred.count(item.package->name) > 0;
         for (const auto& b : item.bytecode)

@@ -72,7 +72,21 @@ struct SdistToBuild {
     /// depend on), installed into its build environment over the build lock's: each is part
     /// of the key by its sha256.
     std::vector<install::Item> runtime;
+    /// A local tree instead of an sdist (`Item::local`): `sha256` is its digest, `request`
+    /// unused; `tree_skip` is the project's `manifests/`.
+    std::filesystem::path tree, tree_skip;
+    bool editable = false;
 };
+
+/// The project's `manifests/` folder, which a local tree's digest leaves out (its locks change
+/// with every `lock`): of `project_root`, else of the lock's project.
+std::filesystem::path manifests_dir(const Context& ctx, const lock::LockFile& lock);
+
+/// Gives each local item (`Item::local`) its tree (install::locked_tree: a folder inside the
+/// project) and, as its sha256, the digest its build is keyed by (install::tree_digest, or
+/// editable_digest), so the generation's digest changes when the tree does.
+void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
+                         const lock::LockFile& lock);
 
 /// The wheel of `sdist` for `target`, built in the environment of `build_lock` (`build_sha`:
 /// its bytes' digest): the store's when a build of the same key ran before (install/built.hpp:

@@ -9,6 +9,7 @@
 #include "envbox/env/cuda.hpp"
 #include "envbox/index/http.hpp"
 #include "envbox/install/direct.hpp"
+#include "envbox/install/local.hpp"
 #include "envbox/install/target.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/merge.hpp"
@@ -119,6 +120,7 @@ void check_pins(const std::vector<resolve::Pinned>& pins, const lock::Manifest& 
 struct LockTarget {
     install::Target target;
     std::map<std::string, install::DirectWheel> direct;
+    std::map<std::string, install::LocalProject> local;  ///< the manifest's local trees
 };
 
 // The targets, and at the same positions, what the resolver makes of each.
@@ -144,7 +146,11 @@ lock::TargetPackages target_packages(const LockTarget& lt, resolve::TargetResolu
         lock::LockedPackage& p = out.packages[i];
         p.name = pin.name;
         p.version = pin.version.str();
-        if (auto d = lt.direct.find(pin.name); d != lt.direct.end()) {
+        if (auto l = lt.local.find(pin.name); l != lt.local.end()) {
+            p.directory = lock::LockedDirectory{l->second.lock_path, l->second.editable};
+            const auto& v = l->second.metadata.version;  // a dynamic one is not written
+            p.version = v ? v->str() : "";
+        } else if (auto d = lt.direct.find(pin.name); d != lt.direct.end()) {
             p.archive = d->second.archive;  // a direct reference: no index
         } else {
             auto chosen = t.index->chosen(pin.name, pin.version);
@@ -193,7 +199,10 @@ lock::LockDocument lock_document(LockTargets& targets, const lock::Manifest& m,
     lock::MergedPackages merged = lock::merge_targets(each);
     doc.packages = std::move(merged.packages);
     divergences = std::move(merged.divergences);
-    const Inputs inputs = inputs_of(m);
+    Inputs inputs = inputs_of(m);
+    for (const auto& [name, local] : plan.front().local)
+        inputs.local.push_back(local.input_line());
+    if (!inputs.local.empty()) doc.tool_lists["local"] = inputs.local;
     doc.tool["manifest-digest"] = inputs.digest();
     doc.tool["python"] = inputs.python;
     if (m.platforms.size() > 1)
@@ -258,7 +267,7 @@ void check_lock(LockResult& result, const LockOptions& opt, const fs::path& mani
 std::vector<LockTarget> manifest_targets(const lock::Manifest& m, const fs::path& manifest_path) {
     std::vector<LockTarget> targets;
     for (install::Target& t : install::targets_of_manifest(m))
-        targets.push_back(LockTarget{std::move(t), {}});
+        targets.push_back(LockTarget{std::move(t), {}, {}});
     if (targets.size() > 1)
         for (const auto& t : targets)
             if (t.target.machine().empty())
@@ -293,8 +302,10 @@ void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest
                   LockBuilds* builds = nullptr) {
     const std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
     // Direct references alone need no index (their own dependencies will ask for one).
-    if (indexes.empty() && std::any_of(m.requirements.begin(), m.requirements.end(),
-                                       [](const pep::Requirement& r) { return !r.url; }))
+    if (indexes.empty() &&
+        std::any_of(m.requirements.begin(), m.requirements.end(), [&](const pep::Requirement& r) {
+            return !r.url && !m.local_sources.count(r.canonical_name());
+        }))
         throw Error(ErrorCode::invalid_input,
                     manifest_path.string() + " names no [[index]] to lock against");
     if (std::any_of(m.requirements.begin(), m.requirements.end(),
@@ -302,6 +313,10 @@ void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest
         ctx.progress->phase("Reading direct references", 0);
     auto shared = targets.plan.size() > 1 ? std::make_shared<resolve::SharedFetches>() : nullptr;
     targets.resolved.clear();
+    const auto local = install::local_projects(m, manifest_path);
+    if (builds)
+        for (const auto& [name, project] : local)
+            builds->local(project);
     for (auto& lt : targets.plan) {
         resolve::TargetResolution& t = targets.resolved.emplace_back();
         t.platform = lt.target.platform;
@@ -310,6 +325,9 @@ void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest
             install::direct_wheels(m, manifest_path, lt.target, http, store::Home(ctx.home));
         for (const auto& [name, wheel] : lt.direct)
             t.direct[name] = wheel.package;
+        lt.local = local;
+        for (const auto& [name, project] : local)
+            t.direct[name] = project.package;
         t.index = std::make_unique<resolve::IndexSource>(http, indexes, m.sources, lt.target.tags,
                                                          lt.target.python_full_version,
                                                          store::Home(ctx.home), shared);
@@ -344,6 +362,7 @@ std::string build_lock_text(const Context& ctx, const lock::Manifest& m,
     bm.requirements = requires_;
     bm.build = "never";
     bm.package_builds.clear();
+    bm.local_sources.clear();
     bm.overrides.reset();
     bm.constraints.reset();
     LockTargets targets{manifest_targets(bm, manifest_path), {}};

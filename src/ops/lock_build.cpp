@@ -97,26 +97,32 @@ pep::CoreMetadata checked_metadata(const std::string& text, const resolve::Sdist
     return std::move(*meta);
 }
 
-// The requirements of the sdist's build environment: `[build-system] requires`, and `wheel`
-// beside a setuptools backend (its get_requires_for_build_wheel asks for it).
-std::vector<pep::Requirement> build_requirements(const fs::path& tree) {
-    const std::optional<std::string> pyproject = read_tree_file(tree / "pyproject.toml");
-    auto bs = lock::read_build_system(pyproject, (tree / "pyproject.toml").string());
-    if (!bs) throw bs.error();
-    std::vector<pep::Requirement> out = bs->requires_;
-    for (const auto& r : out)  // the sdist's own say: never a URL or a path to fetch or read
+// The requirements of a build environment: `[build-system] requires` (`bs`, of the tree's
+// `pyproject`), and `wheel` beside a setuptools backend (its get_requires_for_build_wheel asks
+// for it).
+std::vector<pep::Requirement> build_requirements(const lock::BuildSystem& bs,
+                                                 const fs::path& pyproject) {
+    std::vector<pep::Requirement> out = bs.requires_;
+    for (const auto& r : out)  // the tree's own say: never a URL or a path to fetch or read
         if (r.url)
             throw Error(ErrorCode::invalid_input,
-                        (tree / "pyproject.toml").string() + ": [build-system] requires '" +
-                            printable(r.str()) +
+                        pyproject.string() + ": [build-system] requires '" + printable(r.str()) +
                             "' is a direct reference; envbox locks a build "
                             "environment from the indexes only");
     const bool named = std::any_of(out.begin(), out.end(), [](const pep::Requirement& r) {
         return pep::canonicalize_name(r.name) == "wheel";
     });
-    if (bs->backend.starts_with("setuptools.build_meta") && !named)
+    if (bs.backend.starts_with("setuptools.build_meta") && !named)
         out.push_back(pep::Requirement::parse("wheel").value());
     return out;
+}
+
+// The same for an unpacked sdist's tree.
+std::vector<pep::Requirement> build_requirements(const fs::path& tree) {
+    const std::optional<std::string> pyproject = read_tree_file(tree / "pyproject.toml");
+    auto bs = lock::read_build_system(pyproject, (tree / "pyproject.toml").string());
+    if (!bs) throw bs.error();
+    return build_requirements(*bs, tree / "pyproject.toml");
 }
 
 // The metadata of `r`'s sdist as `[build.NAME] requires-dist` gives it.
@@ -234,16 +240,29 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     return *meta;
 }
 
+void LockBuilds::local(const install::LocalProject& project) {
+    const fs::path lock_dir = manifest_path_.parent_path();
+    std::optional<std::string> previous;
+    try {
+        previous = read_tree_file(lock_dir / build_lock_name(env_, project.name));
+    } catch (const Error&) {  // over the bound: resolved afresh
+    }
+    std::string text = resolve_build_lock_(
+        build_requirements(project.build_system, project.dir / "pyproject.toml"), previous);
+    std::lock_guard lock(mutex_);
+    build_locks_["local " + project.name] = std::move(text);
+}
+
 std::vector<LockBuilds::File> LockBuilds::files(const std::vector<lock::LockedPackage>& packages,
                                                 const fs::path& lock_path) const {
     std::vector<File> out;
     std::set<std::string> names;
     std::lock_guard lock(mutex_);
     for (const auto& p : packages) {
-        if (!p.sdist) continue;
-        const auto it = build_locks_.find(p.sdist->sha256);
+        if (!p.sdist && !p.directory) continue;
+        const auto it = build_locks_.find(p.sdist ? p.sdist->sha256 : "local " + p.name);
         if (it == build_locks_.end())
-            throw Error(ErrorCode::generic, "no build lock was resolved for " + p.sdist->filename);
+            throw Error(ErrorCode::generic, "no build lock was resolved for " + p.name);
         const std::string file = build_lock_name(env_, p.name);
         if (!names.insert(p.name).second)  // one name, two versions (on two targets)
             throw Error(ErrorCode::invalid_input,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "envbox/install/local.hpp"
 #include "envbox/install/target.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/manifest.hpp"
@@ -51,6 +52,11 @@ class LockBuilds {
     /// static metadata or `requires-dist` it is refused, naming the setting.
     std::string metadata(const resolve::SdistRequest& r);
 
+    /// Resolves the build environment's lock of the local tree `project` (its `[build-system]`
+    /// requires; `wheel` beside setuptools), kept for `files` under its name: a local tree is
+    /// always built, whatever the manifest's `build` setting says of sdists.
+    void local(const install::LocalProject& project);
+
     /// A build lock to write: `pylock.ENV.build.NAME.toml` beside the lock, its text, its
     /// `[tool.envbox] builds` entry ("NAME FILE SHA256") and the package's `build-settings`
     /// lines (lock::build_settings_lines).
@@ -60,7 +66,8 @@ class LockBuilds {
         std::string text, entry;
         std::vector<std::string> settings;
     };
-    /// The build lock of each package of `packages` (sorted by name) locked from its sdist,
+    /// The build lock of each package of `packages` (sorted by name) locked from its sdist or
+    /// a local tree,
     /// by the sdist's sha256 (so a version the resolver looked at and left is never the one
     /// written). One package locked from two sdists (targets at two versions) is refused.
     std::vector<File> files(const std::vector<lock::LockedPackage>& packages,
@@ -79,7 +86,8 @@ class LockBuilds {
     std::vector<resolve::IndexConfig> indexes_;  ///< the manifest's, with their credentials
     ResolveBuildLock resolve_build_lock_;
     mutable std::mutex mutex_;
-    std::map<std::string, std::string> build_locks_;  ///< sdist sha256 → its build lock's text
+    /// sdist sha256 (or "local NAME") → its build lock's text
+    std::map<std::string, std::string> build_locks_;
     std::mutex build_mutex_;                          ///< held by the one build running
     std::optional<install::Target> target_;
 };

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "envbox/index/url.hpp"
+#include "envbox/install/local.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/context.hpp"
@@ -78,14 +79,50 @@ void diff_lists(const char* what, const std::vector<std::string>& locked,
                               x);
 }
 
+// The first field of a `local` line: its package.
+std::string local_name(const std::string& line) { return line.substr(0, line.find(' ')); }
+
+// The pyproject.toml of a `local` line's tree (its PATH is relative to the lock's folder).
+std::string local_pyproject(const fs::path& manifest_path, const std::string& line) {
+    const auto from = line.find(' ') + 1;
+    const std::string rel = line.substr(from, line.find(' ', from) - from);
+    return (manifest_path.parent_path() / rel / "pyproject.toml").lexically_normal().string();
+}
+
+// How the local source trees differ from those the lock was resolved with, by package.
+void local_changes(const std::vector<std::string>& locked, const std::vector<std::string>& now,
+                   const fs::path& manifest_path, std::vector<std::string>& reasons) {
+    std::map<std::string, std::string> a, b;
+    for (const auto& l : locked) a[local_name(l)] = l;
+    for (const auto& l : now) b[local_name(l)] = l;
+    for (const auto& [name, line] : b) {
+        const auto was = a.find(name);
+        const auto fields = [](const std::string& l) { return l.substr(0, l.rfind(' ')); };
+        if (was == a.end())
+            reasons.push_back("local source added: " + fields(line));
+        else if (fields(was->second) != fields(line))
+            reasons.push_back("local source " + name + " changed: the lock has '" +
+                              fields(was->second) + "', the manifest '" + fields(line) + "'");
+        else if (was->second != line)
+            reasons.push_back(name + "'s pyproject.toml changed its dependencies, extras, version "
+                              "or requires-python since the lock was written (" +
+                              local_pyproject(manifest_path, line) + ")");
+    }
+    for (const auto& [name, line] : a)
+        if (!b.count(name)) reasons.push_back("local source no longer in the manifest: " + name);
+}
+
 }  // namespace
 
 resolve::Prerelease prerelease_policy(const std::string& setting) {
     return resolve::prerelease_named(setting).value_or(resolve::Prerelease{});
 }
 
-Inputs inputs_of(const lock::Manifest& m) {
+Inputs inputs_of(const lock::Manifest& m, const fs::path& manifest_path) {
     Inputs in;
+    if (!manifest_path.empty())
+        for (const auto& [name, local] : install::local_projects(m, manifest_path))
+            in.local.push_back(local.input_line());
     for (const auto& r : m.requirements)
         in.requirements.push_back(r.str());
     std::sort(in.requirements.begin(), in.requirements.end());
@@ -152,7 +189,7 @@ std::vector<std::string> lock_staleness(const fs::path& manifest_path, const loc
         return {lock.path.string() +
                 " was not written by `envbox lock` (it has no [tool.envbox] table)"};
     const lock::ToolTable& was = *lock.tool;
-    Inputs now = inputs_of(read_manifest(manifest_path));
+    Inputs now = inputs_of(read_manifest(manifest_path), manifest_path);
     if (*was.manifest_digest == now.digest()) return {};
     std::vector<std::string> reasons;
     const Origins origins = origins_of(manifest_path);
@@ -161,6 +198,7 @@ std::vector<std::string> lock_staleness(const fs::path& manifest_path, const loc
     diff_lists("source pin", was.sources, now.sources, origins, reasons);
     diff_lists("override", was.overrides, now.overrides, origins, reasons);
     diff_lists("constraint", was.constraints, now.constraints, origins, reasons);
+    local_changes(was.local, now.local, manifest_path, reasons);
     // A lock of several targets records them as `platforms`, one as `platform`.
     std::string platform = was.platform;
     for (const auto& p : was.platforms)

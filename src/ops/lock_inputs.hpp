@@ -2,6 +2,7 @@
 // What a lock depends on in its manifest (`Inputs`, recorded in the lock's [tool.envbox]) and
 // how a lock is found stale against it (`lock_staleness`, ops/lock.hpp).
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct Inputs {
     std::vector<std::string> overrides, constraints;  // as written, sorted
     std::string exclude_newer;                        // UTC RFC 3339, "" when unset
     std::vector<std::string> builds;                  // "* allow", "NAME never": where set, sorted
+    std::vector<std::string> local;  // install::LocalProject::input_line of each, sorted
 
     std::string digest() const {
         std::string all = "python " + python + "\nplatform " + platform + "\ncuda " + cuda + "\n";
@@ -37,6 +39,8 @@ struct Inputs {
             all += "index " + i + "\n";
         for (const auto& s : sources)
             all += "source " + s + "\n";
+        for (const auto& l : local)  // none in a lock from before local sources
+            all += "local " + l + "\n";
         return to_hex(sha256(all));
     }
 };
@@ -44,7 +48,8 @@ struct Inputs {
 /// The policy a manifest's `prerelease` names (validated by its parser); "" is the default.
 resolve::Prerelease prerelease_policy(const std::string& setting);
 
-/// The inputs of `m`, each list sorted as the lock records it.
-Inputs inputs_of(const lock::Manifest& m);
+/// The inputs of `m`, each list sorted as the lock records it. `local` is filled only with
+/// `manifest_path` (it reads each local tree's pyproject.toml: install::local_projects).
+Inputs inputs_of(const lock::Manifest& m, const std::filesystem::path& manifest_path = {});
 
 }  // namespace envbox::ops

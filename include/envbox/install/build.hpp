@@ -21,6 +21,11 @@ namespace envbox::install {
 
 struct BuildRequest {
     std::filesystem::path sdist;   ///< the archive (`.tar.gz` or `.zip`)
+    /// Or a local tree (install/local.hpp) to build instead: copied into `work` first (what
+    /// `tree_digest` reads, `tree_skip` left out), or with `editable` built in place by the
+    /// backend's PEP 660 `build_editable`, the tree read-only to it.
+    std::filesystem::path tree, tree_skip;
+    bool editable = false;
     std::string sdist_name;        ///< its file name as the lock gives it (default: `sdist`'s)
     std::filesystem::path work;    ///< a folder for this build, made here (it must not exist)
     std::filesystem::path python;  ///< the interpreter the backend runs on

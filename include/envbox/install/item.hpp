@@ -37,6 +37,12 @@ struct Item {
     /// Built from its sdist (`file`): `sha256` and `filename` are the sdist's until the build
     /// (or the store's earlier build) sets them to the built wheel's.
     bool sdist = false;
+    /// Built from a local tree (PEP 751 `directory`, its `package->directory`): `tree` and
+    /// `sha256` (the tree's digest, install/local.hpp) are set by create before the build,
+    /// which then sets `sha256` and `filename` to the built wheel's.
+    bool local = false;
+    bool editable = false;  ///< a local tree installed editable (PEP 660)
+    std::filesystem::path tree;
     std::string sha256;
     std::string filename;
     std::optional<store::WheelFiles> wheel;  ///< set once the store has it

@@ -38,6 +38,9 @@ struct ToolTable {
     std::vector<std::string> builds;
     /// `build-settings`: how those packages are built, as `build_settings_lines` writes them.
     std::vector<std::string> build_settings;
+    /// `local`: "NAME PATH editable|built SHA256" per local source tree the lock was resolved
+    /// with (install::LocalProject::input_line): SHA256 is its metadata's digest.
+    std::vector<std::string> local;
 };
 
 /// The `build-settings` lines of package `name` (normalised) from its `[build.NAME]`:

@@ -36,6 +36,18 @@ struct IndexSpec {
 /// refused by `Manifest::parse` and `ProjectFile::parse`.
 std::string index_variable_name(std::string_view name, std::string_view field);
 
+/// `[sources] NAME = { path = "…", editable = true }`: a package built from a local source tree
+/// (the project's own package, a library beside it) rather than taken from an index.
+struct LocalSource {
+    /// As written: relative to the folder of the file that names it (a manifest's `manifests/`,
+    /// `envbox.toml`'s project root), or absolute. Where it leads is checked by `lock`: a folder
+    /// inside the project holding a `pyproject.toml`.
+    std::string path;
+    bool editable = false;         ///< installed as PEP 660 editable (locally; never shipped so)
+    bool from_project = false;     ///< named by envbox.toml (relative to the project root)
+    int line = 0;                  ///< the line that names it
+};
+
 /// A package named in `[install].prefer`, with the line that names it.
 struct PreferredPackage {
     std::string name;  ///< normalised
@@ -49,6 +61,7 @@ struct ProjectFile {
     std::optional<std::string> default_env;
     std::vector<IndexSpec> indexes;              ///< shared `[[index]]` entries, in order
     std::map<std::string, std::string> sources;  ///< shared `[sources]`: package → index name
+    std::map<std::string, LocalSource> local_sources;  ///< shared `[sources]` of local trees
     std::map<std::string, std::string> run_env;  ///< shared `[run].env`
     /// `[environment] prerelease`: the resolution settings every environment shares (a
     /// manifest's own wins); `[environment]` in envbox.toml holds nothing else.
@@ -127,6 +140,8 @@ struct Manifest {
     std::vector<pep::Requirement> requirements;
     std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
     std::map<std::string, std::string> sources;  ///< normalised package name → index name
+    /// `[sources]` entries that are tables: normalised package name → its local source tree.
+    std::map<std::string, LocalSource> local_sources;
     std::map<std::string, std::string> run_env;  ///< `[run].env`
     /// `[install].prefer`: where two wheels ship one path with different content, the file of
     /// the listed package is installed (opencv-python-headless over opencv-python). Without

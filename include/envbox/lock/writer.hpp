@@ -36,9 +36,16 @@ struct LockedArchive {
     std::string sha256;
 };
 
+/// A local source tree (`[sources] NAME = { path = "…" }`), written as PEP 751
+/// `[packages.directory]`.
+struct LockedDirectory {
+    std::string path;  ///< relative to the lock's directory, `/`-separated
+    bool editable = false;
+};
+
 struct LockedPackage {
     std::string name;  ///< normalised
-    std::string version;
+    std::string version;  ///< empty: not written (a local tree whose version is dynamic)
     /// PEP 751 `marker`: the targets this entry is for, where a multi-target lock holds it
     /// for some targets only (or at another version on others); none: every target.
     std::optional<std::string> marker;
@@ -51,6 +58,8 @@ struct LockedPackage {
     std::optional<LockedWheel> sdist;
     /// Set for a direct reference: written instead of `index` and `wheels`.
     std::optional<LockedArchive> archive;
+    /// Set for a local source tree: written instead of `index` and `wheels`.
+    std::optional<LockedDirectory> directory;
     /// Its direct dependencies for the target, written as PEP 751 `dependencies` sorted by name
     /// (then version), duplicates dropped, `[]` for none; absent: the key is not written, and
     /// the lock has no complete graph (`envbox tree` refuses it, `envbox lock` re-resolves it).

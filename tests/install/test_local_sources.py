@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Black-box tests of the team's own code: the project's package and a library beside it,
+named in `[sources]` as `{ path = "…", editable = true }` (uv's form), over a loopback simple
+index of a dependency and Debian's setuptools and wheel wheels.
+
+The project (src layout, setuptools, a console script, an extra) is locked as PEP 751
+`[packages.directory]` with its `[project]` dependencies and extras resolved; installed editable
+(PEP 660 `build_editable` in the sandbox), so an edit of src/ is seen by the next `run` with no
+create, and its script runs; nothing of its tree is copied into the store. A non-editable path
+dependency is built once, keyed by its content: a second create builds nothing, an edited file
+builds again. A change to the project's dependencies makes the lock stale and says so. pip is
+the oracle for what an editable install and a path install put in site-packages (the same
+dist-info names and the same import answer). Refused, each naming the culprit: a path outside
+the project, a folder without pyproject.toml, a `[project]` of another name, dynamic
+dependencies.
+
+    test_local_sources.py ENVBOX_BINARY
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
+import envboxtest  # noqa: E402
+from envboxtest import DEBIAN_WHEELS, PYTHON, keep_or_remove  # noqa: E402
+from wheelgen import Wheel  # noqa: E402
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "mylab"
+version = "0.1.0"
+dependencies = [{deps}]
+
+[project.optional-dependencies]
+train = ["trainlib"]
+
+[project.scripts]
+mylab-train = "mylab.train:main"
+"""
+
+TOKENIZER = """\
+[build-system]
+requires = ["setuptools>=61", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "tokenizer"
+version = "2.0"
+"""
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class LocalSources(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="envbox-local-")
+        self.project = envboxtest.Project(self.tmp)
+        files = os.path.join(self.tmp, "index", "files")
+        os.makedirs(files)
+        Wheel("helper", "1.0", {"helper.py": "NAME = 'helper'\n"}).build(files)
+        Wheel("trainlib", "1.0", {"trainlib.py": "T = 1\n"}).build(files)
+        self.server = envboxtest.build_tools_index(os.path.join(self.tmp, "index"))
+        root = self.project.root
+        self.write_pyproject('"helper"')
+        write(os.path.join(root, "src", "mylab", "__init__.py"), "")
+        write(os.path.join(root, "src", "mylab", "train.py"),
+              "def main():\n    print('train v1')\n")
+        write(os.path.join(root, "libs", "tokenizer", "pyproject.toml"), TOKENIZER)
+        write(os.path.join(root, "libs", "tokenizer", "tokenizer.py"), "VOCAB = 1\n")
+
+    def tearDown(self):
+        self.server.close()
+        keep_or_remove(self.tmp)
+
+    def write_pyproject(self, deps):
+        write(os.path.join(self.project.root, "pyproject.toml"), PYPROJECT.format(deps=deps))
+
+    def write_manifest(self, requirements=("mylab[train]", "tokenizer"), sources=None):
+        sources = sources or ('mylab = { path = "..", editable = true }\n'
+                              'tokenizer = { path = "../libs/tokenizer" }\n')
+        self.project.write("train", envboxtest.manifest_text(
+            list(requirements), indexes=[("loopback", self.server.url + "/simple", "")],
+            sources=sources))
+
+    def run_py(self, code):
+        return self.project.run("run", "train", "--", "python", "-c", code).stdout.strip()
+
+    def builds(self):
+        return len(glob.glob(os.path.join(self.project.home, "store-v1", "builds", "*")))
+
+    def test_the_project_is_locked_as_a_directory_and_installed_editable(self):
+        self.write_manifest()
+        self.project.run("lock", "train")
+        lock = self.project.lock_text("train")
+        self.assertIn('[packages.directory]\npath = ".."\neditable = true\n', lock)
+        self.assertIn('[packages.directory]\npath = "../libs/tokenizer"\n', lock)
+        for name in ("helper", "trainlib", "setuptools"):  # setuptools: the build lock's
+            self.assertIn(f'name = "{name}"', lock + self.read_build_lock("mylab"))
+        self.project.run("create", "train")
+        self.assertEqual(self.run_py("import mylab.train, helper, trainlib, tokenizer; "
+                                     "mylab.train.main()"), "train v1")
+        script = self.project.run("run", "train", "--", "mylab-train").stdout.strip()
+        self.assertEqual(script, "train v1")
+        # An edit of src/ is seen by the next run: no create, no build.
+        builds = self.builds()
+        write(os.path.join(self.project.root, "src", "mylab", "train.py"),
+              "def main():\n    print('train v2')\n")
+        self.assertEqual(self.project.run("run", "train", "--", "mylab-train").stdout.strip(),
+                         "train v2")
+        self.assertEqual(self.builds(), builds)
+        # The store holds no file of the project's tree.
+        objects = subprocess.run(["grep", "-rl", "train v", os.path.join(self.project.home, "store-v1")],
+                                 capture_output=True, text=True).stdout
+        self.assertEqual(objects, "")
+        direct = self.run_py("import importlib.metadata as m; "
+                             "print(m.distribution('mylab').read_text('direct_url.json'))")
+        self.assertEqual(json.loads(direct),
+                         {"dir_info": {"editable": True}, "url": "file://" + os.path.realpath(self.project.root)})
+
+    def read_build_lock(self, name):
+        with open(os.path.join(self.project.root, "manifests", f"pylock.train.build.{name}.toml")) as f:
+            return f.read()
+
+    def test_a_path_dependency_is_built_once_until_its_content_changes(self):
+        self.write_manifest(requirements=("tokenizer",), sources='tokenizer = { path = "../libs/tokenizer" }\n')
+        self.project.run("create", "train")
+        self.assertEqual(self.builds(), 1)
+        self.project.run("create", "train", "--force")
+        self.project.run("delete", "train")
+        self.project.run("create", "train")
+        self.assertEqual(self.builds(), 1)
+        write(os.path.join(self.project.root, "libs", "tokenizer", "tokenizer.py"), "VOCAB = 2\n")
+        self.project.run("create", "train")
+        self.assertEqual(self.builds(), 2)
+        self.assertEqual(self.run_py("import tokenizer; print(tokenizer.VOCAB)"), "2")
+        # A cache folder beside the sources is not part of what a build reads.
+        write(os.path.join(self.project.root, "libs", "tokenizer", "__pycache__", "x.pyc"), "x")
+        out = self.project.run("create", "train").stdout
+        self.assertEqual(self.builds(), 2, out)
+
+    def test_a_change_to_the_projects_dependencies_makes_the_lock_stale(self):
+        self.write_manifest()
+        self.project.run("lock", "train")
+        self.project.run("lock", "train", "--check")
+        self.write_pyproject('"helper", "trainlib"')
+        check = self.project.run("lock", "train", "--check", check=False)
+        self.assertEqual(check.returncode, 3, check.stderr)
+        self.assertIn("mylab's pyproject.toml changed its dependencies", check.stdout + check.stderr)
+        self.assertIn(os.path.join(self.project.root, "pyproject.toml"), check.stdout + check.stderr)
+
+    def test_refusals_name_the_culprit(self):
+        outside = os.path.join(self.tmp, "elsewhere")
+        write(os.path.join(outside, "pyproject.toml"), TOKENIZER)
+        cases = [
+            (f'tokenizer = {{ path = "{outside}" }}\n', "is outside the project"),
+            ('tokenizer = { path = "../src" }\n', "has no pyproject.toml"),
+            ('tokenizer = { path = ".." }\n', "is the project 'mylab', not tokenizer"),
+            ('tokenizer = { path = "../nowhere" }\n', "is not a folder"),
+            ('tokenizer = { path = "../libs/tokenizer", editabel = true }\n', "editable"),
+        ]
+        for sources, expected in cases:
+            self.write_manifest(requirements=("tokenizer",), sources=sources)
+            r = self.project.run("lock", "train", check=False)
+            self.assertEqual(r.returncode, 3, (sources, r.stderr))
+            self.assertIn(expected, r.stderr, sources)
+            self.assertIn("train.toml", r.stderr, sources)
+        write(os.path.join(self.project.root, "libs", "tokenizer", "pyproject.toml"),
+              TOKENIZER + 'dynamic = ["dependencies"]\n')
+        self.write_manifest(requirements=("tokenizer",), sources='tokenizer = { path = "../libs/tokenizer" }\n')
+        r = self.project.run("lock", "train", check=False)
+        self.assertIn("[build.tokenizer] requires-dist", r.stderr)
+
+    def test_pip_installs_the_same_distributions(self):
+        self.write_manifest()
+        self.project.run("create", "train")
+        ours = self.run_py("import importlib.metadata as m; "
+                           "print(sorted(d.metadata['Name'] for d in m.distributions()))")
+        venv = os.path.join(self.tmp, "venv")
+        subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True)
+        pip = next(w for w in DEBIAN_WHEELS if os.path.basename(w).startswith("pip-"))
+        files = os.path.join(self.tmp, "index", "files")
+        subprocess.run([os.path.join(venv, "bin", "python"), f"{pip}/pip", "install", "-q",
+                        "--no-index", "--find-links", files, "--no-build-isolation",
+                        "setuptools", "wheel"], check=True, capture_output=True)
+        subprocess.run([os.path.join(venv, "bin", "python"), f"{pip}/pip", "install", "-q",
+                        "--no-index", "--find-links", files, "-e", self.project.root + "[train]",
+                        os.path.join(self.project.root, "libs", "tokenizer")],
+                       check=True, capture_output=True)
+        theirs = subprocess.run([os.path.join(venv, "bin", "python"), "-c",
+                                 # set: pip's build leaves src/mylab.egg-info, which the
+                                 # editable path then shows a second time
+                                 "import importlib.metadata as m; print(sorted({d.metadata['Name'] "
+                                 "for d in m.distributions() if d.metadata['Name'] not in "
+                                 "('pip', 'setuptools', 'wheel')}))"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        self.assertEqual(ours, theirs)
+
+
+if __name__ == "__main__":
+    envboxtest.take_binary()
+    unittest.main()

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <algorithm>
+
 #include "cli/commands.hpp"
 #include "envbox/env/cuda.hpp"
 #include "envbox/util/error.hpp"
@@ -48,8 +50,18 @@ ops::Settings settings_from_environment() {
     for (char** e = environ; e && *e; ++e) {
         std::string_view entry(*e);
         auto eq = entry.find('=');
-        if (eq != std::string_view::npos && entry.substr(0, eq).starts_with("ENVBOX_INDEX_"))
-            s.index_variables.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+        if (eq == std::string_view::npos) continue;
+        const std::string_view key = entry.substr(0, eq);
+        if (key.starts_with("ENVBOX_INDEX_"))
+            s.index_variables.emplace(key, entry.substr(eq + 1));
+        if (key.starts_with("ENVBOX_GIT_")) s.git_variables.emplace(key, entry.substr(eq + 1));
+        static constexpr std::string_view kGit[] = {
+            "HOME",        "PATH",        "SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH",
+            "GIT_SSL_CAINFO", "SSL_CERT_FILE", "SSL_CERT_DIR", "http_proxy", "https_proxy",
+            "no_proxy",    "HTTP_PROXY",  "HTTPS_PROXY",   "NO_PROXY",        "ALL_PROXY",
+            "all_proxy"};
+        if (std::find(std::begin(kGit), std::end(kGit), key) != std::end(kGit))
+            s.git_environment.emplace_back(entry);
     }
     return s;
 }

@@ -91,9 +91,9 @@ Error refused(const lock::LocalSource& s, const fs::path& manifest_path, const s
               const std::string& why) {
     const fs::path file =
         s.from_project ? manifest_path.parent_path().parent_path() / "envbox.toml" : manifest_path;
+    const std::string what = s.git.empty() ? "path = \"" + s.path + "\"" : "git = \"" + s.git + "\"";
     return Error(ErrorCode::invalid_input, file.string() + ":" + std::to_string(s.line) +
-                                               ": [sources] " + name + " = { path = \"" + s.path +
-                                               "\" }: " + why);
+                                               ": [sources] " + name + " = { " + what + " }: " + why);
 }
 
 std::optional<std::string> read_if_file(const fs::path& file) {
@@ -121,44 +121,79 @@ fs::path source_tree(const lock::LocalSource& s, const fs::path& manifest_path,
 }  // namespace
 
 std::string LocalProject::input_line() const {
+    if (!git.empty())
+        return name + " git " + git + " " + rev.value_or("-") + " " + subdirectory.value_or("-");
     return name + " " + lock_path + (editable ? " editable " : " built ") +
            to_hex(sha256(metadata.resolution_text()));
 }
 
+namespace {
+
+// The metadata of `p` (`text`, its pyproject.toml, named `source`) checked and made the
+// resolver's one candidate.
+void read_metadata(LocalProject& p, const std::string& text, const std::string& source,
+                   const lock::Manifest& manifest, const std::function<Error(std::string)>& refuse) {
+    auto meta = lock::read_project_metadata(text, source);
+    if (!meta) throw meta.error();
+    p.metadata = std::move(*meta);
+    if (pep::canonicalize_name(p.metadata.name) != p.name)
+        throw refuse(source + " is the project '" + p.metadata.name + "', not " + p.name);
+    auto bs = lock::read_build_system(text, source);
+    if (!bs) throw bs.error();
+    p.build_system = std::move(*bs);
+    const auto given = manifest.package_builds.find(p.name);
+    if (given != manifest.package_builds.end() && given->second.requires_dist) {
+        p.metadata.dependencies = *given->second.requires_dist;
+        p.metadata.optional_dependencies.clear();
+    } else if (!p.metadata.static_dependencies()) {
+        throw refuse(source + " declares its dependencies dynamic; give them in the manifest as [build." +
+                     p.name + "] requires-dist = [...]");
+    }
+    p.package.version = p.metadata.version.value_or(pep::Version::parse("0").value());
+    p.package.dependencies.requires_dist = p.metadata.requires_dist();
+}
+
+// A git source: its commit (the previous lock's, else resolved now) and its metadata there.
+void read_git(LocalProject& p, const lock::LocalSource& s, const GitLocking& git,
+              const lock::Manifest& manifest, const std::function<Error(std::string)>& refuse) {
+    const GitAccess access = git.access(p.name);
+    const auto pinned = git.pinned.find(p.name);
+    p.commit = pinned != git.pinned.end() ? pinned->second : git_resolve(access, s.git, s.rev);
+    const std::string file = (s.subdirectory ? *s.subdirectory + "/" : "") + "pyproject.toml";
+    const auto text = git_file(access, s.git, p.commit, file);
+    if (!text) throw refuse("commit " + p.commit + " has no " + file);
+    read_metadata(p, *text, s.git + " " + p.commit.substr(0, 12) + ":" + file, manifest, refuse);
+    p.package.url = "git+" + s.git + "@" + p.commit;
+}
+
+}  // namespace
+
 std::map<std::string, LocalProject> local_projects(const lock::Manifest& manifest,
-                                                   const fs::path& manifest_path) {
+                                                   const fs::path& manifest_path,
+                                                   const GitLocking* git) {
     std::map<std::string, LocalProject> out;
     for (const auto& [name, s] : manifest.local_sources) {
         LocalProject p;
         p.name = name;
         p.editable = s.editable;
+        const auto refuse = [&, n = name](const std::string& why) {
+            return refused(s, manifest_path, n, why);
+        };
+        if (!s.git.empty()) {
+            p.git = s.git;
+            p.rev = s.rev;
+            p.subdirectory = s.subdirectory;
+            if (git) read_git(p, s, *git, manifest, refuse);
+            out.emplace(name, std::move(p));
+            continue;
+        }
         p.dir = source_tree(s, manifest_path, name);
         const auto text = read_if_file(p.dir / "pyproject.toml");
-        if (!text) throw refused(s, manifest_path, name, p.dir.string() + " has no pyproject.toml");
-        const std::string source = (p.dir / "pyproject.toml").string();
-        auto meta = lock::read_project_metadata(*text, source);
-        if (!meta) throw meta.error();
-        p.metadata = std::move(*meta);
-        if (pep::canonicalize_name(p.metadata.name) != name)
-            throw refused(s, manifest_path, name,
-                          source + " is the project '" + p.metadata.name + "', not " + name);
-        auto bs = lock::read_build_system(text, source);
-        if (!bs) throw bs.error();
-        p.build_system = std::move(*bs);
-        const auto given = manifest.package_builds.find(name);
-        if (given != manifest.package_builds.end() && given->second.requires_dist) {
-            p.metadata.dependencies = *given->second.requires_dist;
-            p.metadata.optional_dependencies.clear();
-        } else if (!p.metadata.static_dependencies()) {
-            throw refused(s, manifest_path, name,
-                          source + " declares its dependencies dynamic; give them in the "
-                                   "manifest as [build." + name + "] requires-dist = [...]");
-        }
+        if (!text) throw refuse(p.dir.string() + " has no pyproject.toml");
+        read_metadata(p, *text, (p.dir / "pyproject.toml").string(), manifest, refuse);
         p.lock_path = p.dir.lexically_relative(fs::canonical(manifest_path.parent_path())).generic_string();
         if (p.lock_path.empty()) p.lock_path = ".";
         p.package.url = "file://" + p.dir.string();
-        p.package.version = p.metadata.version.value_or(pep::Version::parse("0").value());
-        p.package.dependencies.requires_dist = p.metadata.requires_dist();
         out.emplace(name, std::move(p));
     }
     return out;

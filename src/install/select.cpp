@@ -48,10 +48,11 @@ std::vector<Item> select_items(const lock::Pylock& pylock, const install::Target
         item.file = sel.file;
         item.direct = sel.kind == lock::Selection::Kind::archive;
         item.sdist = sel.kind == lock::Selection::Kind::sdist && buildable.count(sel.package->name);
-        item.local = sel.kind == lock::Selection::Kind::directory &&
+        item.local = (sel.kind == lock::Selection::Kind::directory ||
+                      sel.kind == lock::Selection::Kind::vcs) &&
                      buildable.count(sel.package->name);
         if (item.local) {  // built by create: its tree's digest and its wheel come then
-            item.editable = sel.package->directory->editable;
+            item.editable = sel.package->directory && sel.package->directory->editable;
             items.push_back(std::move(item));
             continue;
         }
@@ -62,7 +63,8 @@ std::vector<Item> select_items(const lock::Pylock& pylock, const install::Target
                             non_wheel_kind(sel.kind) + " for CPython " + python_xy + " on " +
                             target.platform + "; envbox installs wheels only" +
                             (sel.kind == lock::Selection::Kind::sdist ||
-                                     sel.kind == lock::Selection::Kind::directory
+                                     sel.kind == lock::Selection::Kind::directory ||
+                                     sel.kind == lock::Selection::Kind::vcs
                                  ? ", and builds an sdist or a folder only where the lock names "
                                    "its build environment ([tool.envbox] builds)"
                                  : ""));

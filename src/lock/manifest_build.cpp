@@ -2,7 +2,9 @@
 #include "lock/manifest_build.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "envbox/pep/name.hpp"
 
@@ -89,18 +91,69 @@ bool is_build_variable_value(std::string_view s) {
     return s.size() <= 4096 && s.find('\0') == std::string_view::npos;
 }
 
-LocalSource read_local_source(const TomlReader& r, const toml::table& t, const std::string& path) {
-    r.require_known_keys(t, {"path", "editable"}, path,
-                         "a source is an index name (\"pypi\") or { path = \"…\" }");
-    LocalSource s;
-    s.line = TomlReader::line_of(t);
-    s.path = r.req_string(t, "path", path, s.line);
-    const bool control = std::any_of(s.path.begin(), s.path.end(), [](char c) {
+namespace {
+
+bool plain_text(const std::string& s, std::size_t max) {
+    return !s.empty() && s.size() <= max && std::none_of(s.begin(), s.end(), [](char c) {
         return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
     });
-    if (s.path.empty() || s.path.size() > 4096 || control)
-        r.fail(t.get("path"), s.line, "Expected a path of at most 4096 bytes", path + ".path");
+}
+
+// A git source's URL: a scheme git fetches over (never `ext::` or another helper), a host, and
+// no password (it would be committed with the manifest and the lock).
+std::optional<std::string> git_url_problem(const std::string& url) {
+    static const std::vector<std::string> kSchemes = {"https://", "http://", "ssh://", "file://"};
+    const auto scheme = std::find_if(kSchemes.begin(), kSchemes.end(),
+                                     [&](const std::string& s) { return url.starts_with(s); });
+    if (scheme == kSchemes.end())
+        return "Expected an https://, http://, ssh:// or file:// URL of a git repository";
+    const std::string rest = url.substr(scheme->size());
+    const std::string authority = rest.substr(0, rest.find('/'));
+    if (*scheme != "file://" && authority.empty()) return "Expected a host in the URL";
+    const auto at = authority.find('@');
+    if (at != std::string::npos && (*scheme != "ssh://" ||
+                                    authority.substr(0, at).find(':') != std::string::npos))
+        return "Expected a URL without credentials (they come from ENVBOX_GIT_<NAME>_USERNAME "
+               "and _PASSWORD, or ~/.netrc)";
+    return std::nullopt;
+}
+
+}  // namespace
+
+LocalSource read_local_source(const TomlReader& r, const toml::table& t, const std::string& path) {
+    r.require_known_keys(t, {"path", "editable", "git", "rev", "subdirectory"}, path,
+                         "a source is an index name (\"pypi\"), { path = \"…\" } or "
+                         "{ git = \"…\", rev = \"…\" }");
+    LocalSource s;
+    s.line = TomlReader::line_of(t);
+    const auto given = [&](const char* key) {
+        const auto v = r.opt_string(t, key, path);
+        if (v && !plain_text(*v, 4096))
+            r.fail(t.get(key), s.line, "Expected a value of at most 4096 bytes", path + "." + key);
+        return v;
+    };
+    const auto local = given("path"), git = given("git");
+    if (local.has_value() == git.has_value())
+        r.fail(nullptr, s.line, "Expected exactly one of path and git", path);
+    s.path = local.value_or("");
+    s.git = git.value_or("");
+    s.rev = given("rev");
+    s.subdirectory = given("subdirectory");
     s.editable = r.opt_bool(t, "editable", path).value_or(false);
+    if (local && (s.rev || s.subdirectory))
+        r.fail(t.get(s.rev ? "rev" : "subdirectory"), s.line,
+               "rev and subdirectory go with git (a path names the folder itself)", path);
+    if (git && s.editable)
+        r.fail(t.get("editable"), s.line, "A git source is built, never editable", path);
+    if (git)
+        if (auto bad = git_url_problem(s.git)) r.fail(t.get("git"), s.line, *bad, path + ".git");
+    if (s.subdirectory && (s.subdirectory->front() == '/' ||
+                           ("/" + *s.subdirectory + "/").find("/../") != std::string::npos))
+        r.fail(t.get("subdirectory"), s.line, "Expected a folder inside the repository",
+               path + ".subdirectory");
+    if (s.rev && (s.rev->front() == '-' || s.rev->find("..") != std::string::npos ||
+                  s.rev->find(' ') != std::string::npos))
+        r.fail(t.get("rev"), s.line, "Expected a branch, tag or commit", path + ".rev");
     return s;
 }
 

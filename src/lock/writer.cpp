@@ -106,8 +106,16 @@ std::string write_pylock(const LockDocument& doc) {
         out += "name = " + toml_string(p->name) + "\n";
         if (!p->version.empty()) out += "version = " + toml_string(p->version) + "\n";
         if (p->marker) out += "marker = " + toml_string(*p->marker) + "\n";
-        if (!p->archive && !p->directory) out += "index = " + toml_string(p->index) + "\n";
+        if (!p->archive && !p->directory && !p->vcs) out += "index = " + toml_string(p->index) + "\n";
         if (p->dependencies) out += dependencies_line(*p->dependencies, names);
+        if (const auto& v = p->vcs) {
+            out += "\n[packages.vcs]\ntype = \"git\"\nurl = " + toml_string(v->url) + "\n";
+            if (v->requested_revision)
+                out += "requested-revision = " + toml_string(*v->requested_revision) + "\n";
+            out += "commit-id = " + toml_string(v->commit) + "\n";
+            if (v->subdirectory) out += "subdirectory = " + toml_string(*v->subdirectory) + "\n";
+            continue;
+        }
         if (const auto& d = p->directory) {
             out += "\n[packages.directory]\npath = " + toml_string(d->path) + "\n";
             if (d->editable) out += "editable = true\n";

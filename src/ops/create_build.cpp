@@ -13,6 +13,7 @@
 #include "create_steps.hpp"
 #include "envbox/install/build.hpp"
 #include "envbox/install/built.hpp"
+#include "envbox/install/git.hpp"
 #include "envbox/install/local.hpp"
 #include "envbox/install/sdist.hpp"
 #include "envbox/pep/digest.hpp"
@@ -23,6 +24,7 @@
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/printable.hpp"
 #include "envbox/util/sha256.hpp"
+#include "settings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -266,14 +268,23 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     const fs::path python = env.path / "bin" / "python";
     const store::Home home(ctx.home);
     install::BuildRequest r;
-    if (sdist.tree.empty())
+    make_own_dir_at_path(ctx.home, home.tmp());
+    std::optional<RemoveOwnTree> archive;  // a git commit's tree, as an sdist
+    if (sdist.vcs) {
+        const std::string prefix = sdist.name + "-" + sdist.vcs->commit_id.substr(0, 12);
+        archive.emplace(home.tmp(), home.tmp() / work_folder_name("git", sdist.sha256));
+        fs::create_directory(archive->path);
+        r.sdist = archive->path / (prefix + ".tar.gz");
+        install::git_archive(git_access(ctx, sdist.name, plan.offline), *sdist.vcs->url,
+                             sdist.vcs->commit_id, sdist.vcs->subdirectory, prefix, r.sdist);
+    } else if (sdist.tree.empty()) {
         r.sdist = install::locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http,
                                         plan.offline);
+    }
     r.tree = sdist.tree;
     r.tree_skip = sdist.tree_skip;
     r.editable = sdist.editable;
-    r.sdist_name = sdist.filename;
-    make_own_dir_at_path(ctx.home, home.tmp());
+    r.sdist_name = sdist.vcs ? r.sdist.filename().string() : sdist.filename;
     r.work = home.tmp() / work_folder_name("build", sdist.sha256);
     r.python = python;
     r.variables = sdist.settings.variables;
@@ -296,6 +307,17 @@ void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
     const fs::path manifests = manifests_dir(ctx, lock);
     for (auto& item : items) {
         if (!item.local) continue;
+        if (const auto& v = item.package->vcs) {
+            if (auto bad = install::vcs_problem(v->type, v->url.value_or(""), v->commit_id,
+                                                v->subdirectory))
+                throw Error(ErrorCode::invalid_input,
+                            lock.path.string() + ":" + std::to_string(item.package->line) + ": " +
+                                item.package->name + "'s [packages.vcs]: " + *bad);
+            item.sha256 = to_hex(sha256("git\n" + *v->url + "\n" + v->commit_id + "\n" +
+                                        v->subdirectory.value_or("")));
+            item.filename = item.package->name;
+            continue;
+        }
         item.tree = install::locked_tree(lock.path.parent_path(), item.package->directory->path,
                                          manifests.parent_path(), item.package->name);
         item.sha256 = item.editable ? install::editable_digest(item.tree)
@@ -319,11 +341,15 @@ std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store&
         SdistToBuild sdist;
         sdist.name = item.package->name;
         sdist.version = item.package->version;
-        sdist.filename = item.local ? item.package->name + " (" + item.tree.string() + ")"
-                                    : item.filename;
+        sdist.filename = !item.local          ? item.filename
+                         : item.package->vcs ? item.package->name + " (" +
+                                                   *item.package->vcs->url + " " +
+                                                   item.package->vcs->commit_id.substr(0, 12) + ")"
+                                             : item.package->name + " (" + item.tree.string() + ")";
         sdist.sha256 = item.sha256;
         sdist.request = install::artifact_request(item, plan.indexes);
-        if (item.local) {
+        sdist.vcs = item.package->vcs ? &*item.package->vcs : nullptr;
+        if (item.local && !sdist.vcs) {
             sdist.tree = item.tree;
             sdist.tree_skip = manifests_dir(ctx, lock);
             sdist.editable = item.editable;

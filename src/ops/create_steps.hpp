@@ -76,6 +76,8 @@ struct SdistToBuild {
     /// unused; `tree_skip` is the project's `manifests/`.
     std::filesystem::path tree, tree_skip;
     bool editable = false;
+    /// A git commit instead (`Item::local` with `package->vcs`): archived and built as an sdist.
+    const lock::VcsRef* vcs = nullptr;
 };
 
 /// The project's `manifests/` folder, which a local tree's digest leaves out (its locks change

@@ -26,6 +26,8 @@ LockView::Entry entry_of(const lock::Package& p, const lock::FileRef* wheel,
     LockView::Entry e;
     e.name = p.name;
     e.version = p.version ? p.version->str() : "";
+    // A git source's version is its commit as much as its number: a moved branch is a change.
+    if (p.vcs) e.version += (e.version.empty() ? "" : " ") + ("@" + p.vcs->commit_id.substr(0, 12));
     e.index = p.index.value_or("");
     if (wheel) {
         e.filename = wheel->filename();

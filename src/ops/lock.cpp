@@ -38,11 +38,6 @@ namespace envbox::ops {
 namespace {
 
 // What `lock` keeps from the lock it replaces.
-struct Previous {
-    std::string text;  // its bytes ("" when there is none): unchanged bytes are not rewritten
-    std::map<std::string, pep::Version> preferences;  // locked versions to keep
-};
-
 // The number of packages of the lock `fresh` read when it is up to date with the manifest
 // (envbox wrote it and `lock_staleness` finds nothing); nullopt when it must be resolved.
 std::optional<std::size_t> up_to_date_packages(const Freshness& fresh) {
@@ -51,37 +46,6 @@ std::optional<std::size_t> up_to_date_packages(const Freshness& fresh) {
     if (!fresh.lock->pylock.has_dependency_graph()) return std::nullopt;
     if (!build_locks_intact(*fresh.lock)) return std::nullopt;  // a build lock went or changed
     return fresh.lock->pylock.packages.size();
-}
-
-// Reads the lock being replaced: its versions are preferred, except with --upgrade or for the
-// packages --upgrade-package names; a name --upgrade-package gives that neither the old lock nor
-// the manifest knows is a usage error (it would otherwise upgrade nothing, silently).
-Previous read_previous(const LockOptions& opt, const lock::Manifest& m,
-                       const fs::path& manifest_path, const fs::path& lock_path,
-                       const std::optional<lock::LockFile>& old) {
-    Previous prev;
-    std::set<std::string>
-        known;  // what --upgrade-package may name: locked packages and requirements
-    for (const auto& r : m.requirements)
-        known.insert(pep::canonicalize_name(r.name));
-    std::set<std::string> skip;
-    for (const auto& p : opt.upgrade_packages)
-        skip.insert(pep::canonicalize_name(p));
-    if (old) {
-        prev.text = old->text;
-        for (const auto& p : old->pylock.packages) {
-            known.insert(p.name);
-            if (!opt.upgrade && p.version && !skip.count(p.name))
-                prev.preferences[p.name] = *p.version;
-        }
-    }
-    for (const auto& p : opt.upgrade_packages)
-        if (!known.count(pep::canonicalize_name(p)))
-            throw Error(ErrorCode::usage, "--upgrade-package " + p +
-                                              ": no package of that name is in " +
-                                              lock_path.filename().string() + " or required by " +
-                                              manifest_path.filename().string());
-    return prev;
 }
 
 // What a lock must hold of its pins beyond the resolver's answer: [install].prefer names
@@ -147,7 +111,11 @@ lock::TargetPackages target_packages(const LockTarget& lt, resolve::TargetResolu
         p.name = pin.name;
         p.version = pin.version.str();
         if (auto l = lt.local.find(pin.name); l != lt.local.end()) {
-            p.directory = lock::LockedDirectory{l->second.lock_path, l->second.editable};
+            const install::LocalProject& lp = l->second;
+            if (lp.git.empty())
+                p.directory = lock::LockedDirectory{lp.lock_path, lp.editable};
+            else
+                p.vcs = lock::LockedVcs{lp.git, lp.commit, lp.rev, lp.subdirectory};
             const auto& v = l->second.metadata.version;  // a dynamic one is not written
             p.version = v ? v->str() : "";
         } else if (auto d = lt.direct.find(pin.name); d != lt.direct.end()) {
@@ -299,7 +267,7 @@ resolve::Options resolution_options(const Context& ctx, const lock::Manifest& m,
 // METADATA fetched once for every target).
 void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest& m,
                   const fs::path& manifest_path, index::HttpClient& http,
-                  LockBuilds* builds = nullptr) {
+                  LockBuilds* builds = nullptr, const install::GitLocking* git = nullptr) {
     const std::vector<resolve::IndexConfig> indexes = index_configs(m, manifest_path, ctx.settings);
     // Direct references alone need no index (their own dependencies will ask for one).
     if (indexes.empty() &&
@@ -313,7 +281,7 @@ void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest
         ctx.progress->phase("Reading direct references", 0);
     auto shared = targets.plan.size() > 1 ? std::make_shared<resolve::SharedFetches>() : nullptr;
     targets.resolved.clear();
-    const auto local = install::local_projects(m, manifest_path);
+    const auto local = install::local_projects(m, manifest_path, git);
     if (builds)
         for (const auto& [name, project] : local)
             builds->local(project);
@@ -462,7 +430,9 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
                                                  opt.upgrade ? std::nullopt : before);
                       });
     const ReleaseSources release_sources{targets.resolved};
-    open_sources(targets, ctx, m, manifest_path, http, &builds);
+    install::GitLocking git{[&](const std::string& name) { return git_access(ctx, name, opt.offline); },
+                            previous.commits};
+    open_sources(targets, ctx, m, manifest_path, http, &builds, &git);
     ctx.progress->phase("Resolving", 0);
     try {
         resolve::resolve_targets(targets.resolved, m.requirements, ropt, opt.env, m.python);

@@ -259,7 +259,7 @@ std::vector<LockBuilds::File> LockBuilds::files(const std::vector<lock::LockedPa
     std::set<std::string> names;
     std::lock_guard lock(mutex_);
     for (const auto& p : packages) {
-        if (!p.sdist && !p.directory) continue;
+        if (!p.sdist && !p.directory && !p.vcs) continue;
         const auto it = build_locks_.find(p.sdist ? p.sdist->sha256 : "local " + p.name);
         if (it == build_locks_.end())
             throw Error(ErrorCode::generic, "no build lock was resolved for " + p.name);

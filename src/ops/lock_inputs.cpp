@@ -6,7 +6,9 @@
 #include <tuple>
 
 #include "envbox/index/url.hpp"
+#include "envbox/install/git.hpp"
 #include "envbox/install/local.hpp"
+#include "envbox/pep/name.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/context.hpp"
@@ -153,6 +155,45 @@ Inputs inputs_of(const lock::Manifest& m, const fs::path& manifest_path) {
     std::sort(in.overrides.begin(), in.overrides.end());
     std::sort(in.constraints.begin(), in.constraints.end());
     return in;
+}
+
+// Reads the lock being replaced: its versions are preferred, except with --upgrade or for the
+// packages --upgrade-package names; a name --upgrade-package gives that neither the old lock nor
+// the manifest knows is a usage error (it would otherwise upgrade nothing, silently).
+Previous read_previous(const LockOptions& opt, const lock::Manifest& m,
+                       const fs::path& manifest_path, const fs::path& lock_path,
+                       const std::optional<lock::LockFile>& old) {
+    Previous prev;
+    std::set<std::string>
+        known;  // what --upgrade-package may name: locked packages and requirements
+    for (const auto& r : m.requirements)
+        known.insert(pep::canonicalize_name(r.name));
+    std::set<std::string> skip;
+    for (const auto& p : opt.upgrade_packages)
+        skip.insert(pep::canonicalize_name(p));
+    if (old) {
+        prev.text = old->text;
+        for (const auto& p : old->pylock.packages) {
+            known.insert(p.name);
+            if (!opt.upgrade && p.version && !skip.count(p.name))
+                prev.preferences[p.name] = *p.version;
+            // A git source asked for as before keeps its commit until it is upgraded.
+            const auto source = m.local_sources.find(p.name);
+            if (!opt.upgrade && !skip.count(p.name) && p.vcs && source != m.local_sources.end() &&
+                p.vcs->url == source->second.git &&
+                p.vcs->requested_revision == source->second.rev &&
+                p.vcs->subdirectory == source->second.subdirectory &&
+                install::is_commit_id(p.vcs->commit_id))
+                prev.commits[p.name] = p.vcs->commit_id;
+        }
+    }
+    for (const auto& p : opt.upgrade_packages)
+        if (!known.count(pep::canonicalize_name(p)))
+            throw Error(ErrorCode::usage, "--upgrade-package " + p +
+                                              ": no package of that name is in " +
+                                              lock_path.filename().string() + " or required by " +
+                                              manifest_path.filename().string());
+    return prev;
 }
 
 Freshness freshness(const fs::path& manifest_path, const fs::path& lock_path) {

@@ -3,10 +3,14 @@
 // how a lock is found stale against it (`lock_staleness`, ops/lock.hpp).
 
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/manifest.hpp"
+#include "envbox/ops/lock.hpp"
 #include "envbox/resolve/resolver.hpp"
 #include "envbox/util/sha256.hpp"
 
@@ -44,6 +48,22 @@ struct Inputs {
         return to_hex(sha256(all));
     }
 };
+
+/// The lock being replaced, as `lock` uses it.
+struct Previous {
+    std::string text;  ///< its bytes ("" when there is none): unchanged bytes are not rewritten
+    std::map<std::string, pep::Version> preferences;  ///< locked versions to keep
+    std::map<std::string, std::string> commits;       ///< git sources' commits to keep
+};
+
+/// Reads the lock being replaced (`old`): its versions (and git commits) are preferred, except
+/// with --upgrade or for the packages --upgrade-package names; a name --upgrade-package gives
+/// that neither the old lock nor the manifest knows is a usage error (it would otherwise upgrade
+/// nothing, silently).
+Previous read_previous(const LockOptions& opt, const lock::Manifest& m,
+                       const std::filesystem::path& manifest_path,
+                       const std::filesystem::path& lock_path,
+                       const std::optional<lock::LockFile>& old);
 
 /// The policy a manifest's `prerelease` names (validated by its parser); "" is the default.
 resolve::Prerelease prerelease_policy(const std::string& setting);

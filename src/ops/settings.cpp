@@ -111,4 +111,16 @@ std::string index_variable(const Settings& settings, const std::string& name, co
     return it == settings.index_variables.end() ? "" : it->second;
 }
 
+install::GitAccess git_access(const Context& ctx, const std::string& name, bool offline) {
+    install::GitAccess a;
+    a.cache = store::Home(ctx.home).cache() / "git";
+    a.env = ctx.settings.git_environment;
+    a.offline = offline;
+    for (const auto& [field, into] : {std::pair{"USERNAME", &a.username}, {"PASSWORD", &a.password}})
+        if (auto it = ctx.settings.git_variables.find(install::git_variable_name(name, field));
+            it != ctx.settings.git_variables.end())
+            *into = it->second;
+    return a;
+}
+
 }  // namespace envbox::ops

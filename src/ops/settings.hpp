@@ -8,6 +8,7 @@
 
 #include "envbox/env/interpreter.hpp"
 #include "envbox/index/http.hpp"
+#include "envbox/install/git.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/resolve/resolver.hpp"
 
@@ -37,6 +38,11 @@ std::string index_variable_name(const std::string& name, const char* field);
 /// control, line-break or invisible character; and for http(s) a host libcurl reads, with no
 /// blank, quote or other character RFC 3986 never allows unescaped.
 std::optional<std::string> index_url_problem(const std::string& url, const std::string& name);
+
+/// How git sources of package `name` are fetched: the home's cache/git, git's environment
+/// (`Settings::git_environment`), the credentials ENVBOX_GIT_<NAME>_USERNAME / _PASSWORD give,
+/// and `offline`.
+install::GitAccess git_access(const Context& ctx, const std::string& name, bool offline);
 
 /// That variable's value as the cli read it, or "".
 std::string index_variable(const Settings& settings, const std::string& name, const char* field);

@@ -37,7 +37,9 @@ struct Item {
     /// Built from its sdist (`file`): `sha256` and `filename` are the sdist's until the build
     /// (or the store's earlier build) sets them to the built wheel's.
     bool sdist = false;
-    /// Built from a local tree (PEP 751 `directory`, its `package->directory`): `tree` and
+    /// Built from a local tree (PEP 751 `directory`, its `package->directory`) or a git commit
+    /// (`vcs`, `package->vcs`, whose `sha256` is the digest of its URL, commit and subdirectory):
+    /// `tree` and
     /// `sha256` (the tree's digest, install/local.hpp) are set by create before the build,
     /// which then sets `sha256` and `filename` to the built wheel's.
     bool local = false;

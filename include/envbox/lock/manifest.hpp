@@ -36,13 +36,19 @@ struct IndexSpec {
 /// refused by `Manifest::parse` and `ProjectFile::parse`.
 std::string index_variable_name(std::string_view name, std::string_view field);
 
-/// `[sources] NAME = { path = "…", editable = true }`: a package built from a local source tree
-/// (the project's own package, a library beside it) rather than taken from an index.
+/// `[sources] NAME = { path = "…", editable = true }` or `{ git = "URL", rev = "…",
+/// subdirectory = "…" }`: a package built from a source tree (the project's own package, a
+/// library beside it, a library pinned to a commit) rather than taken from an index.
 struct LocalSource {
     /// As written: relative to the folder of the file that names it (a manifest's `manifests/`,
     /// `envbox.toml`'s project root), or absolute. Where it leads is checked by `lock`: a folder
-    /// inside the project holding a `pyproject.toml`.
+    /// inside the project holding a `pyproject.toml`. Empty for a git source.
     std::string path;
+    /// A git source: the repository's URL (`https://`, `http://`, `ssh://`, `file://`; no
+    /// credentials), the branch, tag or commit asked for (none: the remote's HEAD), and the
+    /// project's folder in the repository (none: its root).
+    std::string git;
+    std::optional<std::string> rev, subdirectory;
     bool editable = false;         ///< installed as PEP 660 editable (locally; never shipped so)
     bool from_project = false;     ///< named by envbox.toml (relative to the project root)
     int line = 0;                  ///< the line that names it

@@ -43,6 +43,12 @@ struct LockedDirectory {
     bool editable = false;
 };
 
+/// A git source pinned to a commit, written as PEP 751 `[packages.vcs]`.
+struct LockedVcs {
+    std::string url, commit;
+    std::optional<std::string> requested_revision, subdirectory;
+};
+
 struct LockedPackage {
     std::string name;  ///< normalised
     std::string version;  ///< empty: not written (a local tree whose version is dynamic)
@@ -60,6 +66,7 @@ struct LockedPackage {
     std::optional<LockedArchive> archive;
     /// Set for a local source tree: written instead of `index` and `wheels`.
     std::optional<LockedDirectory> directory;
+    std::optional<LockedVcs> vcs;  ///< set for a git source: written instead of `index`
     /// Its direct dependencies for the target, written as PEP 751 `dependencies` sorted by name
     /// (then version), duplicates dropped, `[]` for none; absent: the key is not written, and
     /// the lock has no complete graph (`envbox tree` refuses it, `envbox lock` re-resolves it).

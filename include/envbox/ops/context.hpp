@@ -33,6 +33,10 @@ struct Settings {
     std::string xdg_data_home;  ///< XDG_DATA_HOME: where the default home lies
     /// Every ENVBOX_INDEX_<NAME>_<FIELD> variable (index credentials), by variable name.
     std::map<std::string, std::string> index_variables;
+    /// ENVBOX_GIT_*: the credentials of git sources (install::git_variable_name).
+    std::map<std::string, std::string> git_variables;
+    /// What git runs with (KEY=VALUE): HOME, PATH, proxies, ssh's agent and command, CA files.
+    std::vector<std::string> git_environment;
 };
 
 struct Context {

@@ -1,0 +1,314 @@
+// Git sources (install/git.hpp): the system's git, run with a fixed set of options over a bare
+// repository per URL in the home's cache.
+#include "envbox/install/git.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/sha256.hpp"
+#include "envbox/util/unique_fd.hpp"
+
+namespace fs = std::filesystem;
+
+namespace envbox::install {
+namespace {
+
+constexpr std::size_t kMaxOut = 16u << 20;
+
+struct GitRun {
+    int status = -1;
+    std::string out, err;
+};
+
+std::string base64(std::string_view in) {
+    static constexpr char kTable[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    std::size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                           (static_cast<unsigned char>(in[i + 1]) << 8) |
+                           static_cast<unsigned char>(in[i + 2]);
+        for (int s : {18, 12, 6, 0})
+            out += kTable[(v >> s) & 63];
+    }
+    if (i < in.size()) {
+        unsigned v = static_cast<unsigned char>(in[i]) << 16;
+        if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+        out += kTable[(v >> 18) & 63];
+        out += kTable[(v >> 12) & 63];
+        out += i + 1 < in.size() ? kTable[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+// git's environment: the caller's chosen variables, no prompt, no system configuration, and
+// the credentials as a header (GIT_CONFIG_*: never an argument another user could read).
+std::vector<std::string> git_env(const GitAccess& a) {
+    std::vector<std::string> env = a.env;
+    env.push_back("GIT_TERMINAL_PROMPT=0");
+    env.push_back("GIT_CONFIG_NOSYSTEM=1");
+    env.push_back("LC_ALL=C");
+    if (a.username || a.password) {
+        env.push_back("GIT_CONFIG_COUNT=1");
+        env.push_back("GIT_CONFIG_KEY_0=http.extraHeader");
+        env.push_back("GIT_CONFIG_VALUE_0=Authorization: Basic " +
+                      base64(a.username.value_or("") + ":" + a.password.value_or("")));
+    }
+    return env;
+}
+
+// Runs `git` with `args` after envbox's fixed options, stdout kept (bounded), stderr's tail.
+GitRun run_git(const GitAccess& a, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"git",
+                                     "-c", "core.hooksPath=/dev/null",
+                                     "-c", "protocol.allow=never",
+                                     "-c", "protocol.https.allow=always",
+                                     "-c", "protocol.http.allow=always",
+                                     "-c", "protocol.ssh.allow=always",
+                                     "-c", "protocol.file.allow=always",
+                                     "-c", "core.fsmonitor=false"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::vector<std::string> env = git_env(a);
+    std::vector<char*> cargv, cenv;
+    for (const auto& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
+    for (const auto& s : env) cenv.push_back(const_cast<char*>(s.c_str()));
+    cargv.push_back(nullptr);
+    cenv.push_back(nullptr);
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+        throw Error(ErrorCode::generic, std::string("pipe: ") + std::strerror(errno));
+    UniqueFd out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error(ErrorCode::generic, std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        const int null = ::open("/dev/null", O_RDONLY);
+        ::dup2(null, 0);
+        ::dup2(out_w.get(), 1);
+        ::dup2(err_w.get(), 2);
+        for (const char* dir : {"/usr/bin/git", "/usr/local/bin/git", "/bin/git"})
+            ::execve(dir, cargv.data(), cenv.data());
+        ::_exit(127);
+    }
+    out_w.reset();
+    err_w.reset();
+    GitRun r;
+    const auto deadline = std::chrono::steady_clock::now() + a.timeout;
+    bool out_open = true, err_open = true;
+    char chunk[65536];
+    while (out_open || err_open) {
+        pollfd p[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        if (::poll(p, 2, static_cast<int>(std::min<long>(left.count(), 1000))) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; ++i) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            const ssize_t n = ::read(p[i].fd, chunk, sizeof chunk);
+            if (n <= 0) {
+                (i == 0 ? out_open : err_open) = false;
+                p[i].fd = -1;
+                continue;
+            }
+            std::string& into = i == 0 ? r.out : r.err;
+            into.append(chunk, static_cast<std::size_t>(n));
+            if (i == 1 && into.size() > 8192) into.erase(0, into.size() - 4096);
+            if (i == 0 && into.size() > kMaxOut) {
+                ::kill(-pid, SIGKILL);
+                out_open = err_open = false;
+                r.err += "\n(envbox: git's output is over 16 MiB)";
+            }
+        }
+        if (!out_open) out_r.reset();
+        if (!err_open) err_r.reset();
+        if (out_open && !out_r) out_open = false;
+    }
+    if (out_open || err_open) {
+        ::kill(-pid, SIGKILL);
+        r.err += "\n(envbox: git was stopped after " + std::to_string(a.timeout.count()) + " s)";
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r.status == 127 && r.err.empty()) r.err = "git is not installed (/usr/bin/git)";
+    return r;
+}
+
+// The last non-empty line git wrote to stderr, for an error.
+std::string last_words(const GitRun& r) {
+    std::string e = r.err;
+    while (!e.empty() && (e.back() == '\n' || e.back() == '\r')) e.pop_back();
+    const auto nl = e.rfind('\n');
+    return nl == std::string::npos ? e : e.substr(nl + 1);
+}
+
+std::string redacted(const std::string& url) {
+    const auto scheme = url.find("://");
+    const auto at = url.find('@', scheme == std::string::npos ? 0 : scheme + 3);
+    const auto slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    if (scheme == std::string::npos || at == std::string::npos || at > slash) return url;
+    return url.substr(0, scheme + 3) + "***@" + url.substr(at + 1);
+}
+
+// The cache's bare repository for `url`, made when missing, held for the caller's work.
+struct Repo {
+    fs::path dir;
+    FileLock held;
+};
+
+Repo open_repo(const GitAccess& a, const std::string& url) {
+    fs::create_directories(a.cache);
+    const std::string key = to_hex(sha256(url)).substr(0, 32);
+    Repo repo{a.cache / key, FileLock(a.cache / (key + ".lock"))};
+    std::error_code ec;
+    if (!fs::exists(repo.dir / "HEAD", ec)) {
+        fs::remove_all(repo.dir, ec);
+        const GitRun r = run_git(a, {"init", "--quiet", "--bare", "--template=", repo.dir.string()});
+        if (r.status != 0)
+            throw Error(ErrorCode::generic, "git init " + repo.dir.string() + ": " + last_words(r));
+    }
+    return repo;
+}
+
+bool has_commit(const GitAccess& a, const Repo& repo, const std::string& commit) {
+    return run_git(a, {"--git-dir", repo.dir.string(), "cat-file", "-e", commit + "^{commit}"})
+               .status == 0;
+}
+
+// Fetches every branch and tag of the remote into refs of envbox's own.
+GitRun fetch_all(const GitAccess& a, const Repo& repo, const std::string& url) {
+    return run_git(a, {"--git-dir", repo.dir.string(), "fetch", "--quiet", "--no-tags",
+                       "--force", "--", url, "+refs/heads/*:refs/envbox-heads/*",
+                       "+refs/tags/*:refs/envbox-tags/*"});
+}
+
+void keep(const GitAccess& a, const Repo& repo, const std::string& commit) {
+    run_git(a, {"--git-dir", repo.dir.string(), "update-ref", "refs/envbox/" + commit, commit});
+}
+
+void ensure_commit(const GitAccess& a, const Repo& repo, const std::string& url,
+                   const std::string& commit) {
+    if (has_commit(a, repo, commit)) return;
+    if (a.offline)
+        throw Error(ErrorCode::network, "--offline: commit " + commit + " of " + redacted(url) +
+                                            " is not in envbox's git cache");
+    GitRun r = run_git(a, {"--git-dir", repo.dir.string(), "fetch", "--quiet", "--no-tags", "--",
+                           url, commit});
+    if (r.status != 0 || !has_commit(a, repo, commit)) r = fetch_all(a, repo, url);
+    if (!has_commit(a, repo, commit))
+        throw Error(ErrorCode::network,
+                    "the commit " + commit + " is not in " + redacted(url) +
+                        (r.status != 0 ? " (git: " + last_words(r) + ")"
+                                       : ": no branch or tag of it reaches that commit now "
+                                         "(was it force-pushed away?); lock again to pin one "
+                                         "that exists"));
+    keep(a, repo, commit);
+}
+
+}  // namespace
+
+std::optional<std::string> vcs_problem(const std::string& type, const std::string& url,
+                                       const std::string& commit,
+                                       const std::optional<std::string>& subdirectory) {
+    if (type != "git") return "type '" + type + "' is not git";
+    bool scheme = false;
+    for (const char* s : {"https://", "http://", "ssh://", "file://"})
+        scheme = scheme || url.starts_with(s);
+    if (!scheme) return "url is not an https, http, ssh or file URL";
+    const std::string rest = url.substr(url.find("://") + 3);
+    const std::string authority = rest.substr(0, rest.find('/'));
+    if (authority.find(':') != std::string::npos && authority.find('@') != std::string::npos &&
+        authority.find(':') < authority.find('@'))
+        return "url carries a password";
+    if (std::any_of(url.begin(), url.end(),
+                    [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; }))
+        return "url holds a blank or a control character";
+    if (!is_commit_id(commit)) return "commit-id is not a full commit id";
+    if (subdirectory && (subdirectory->empty() || subdirectory->front() == '/' ||
+                         subdirectory->front() == '-' ||
+                         ("/" + *subdirectory + "/").find("/../") != std::string::npos))
+        return "subdirectory is not a folder inside the repository";
+    return std::nullopt;
+}
+
+std::string git_variable_name(const std::string& name, const std::string& field) {
+    std::string out = "ENVBOX_GIT_";
+    for (char c : name)
+        out += std::isalnum(static_cast<unsigned char>(c))
+                   ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                   : '_';
+    return out + "_" + field;
+}
+
+bool is_commit_id(const std::string& s) {
+    return s.size() == 40 &&
+           s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::string git_resolve(const GitAccess& a, const std::string& url,
+                        const std::optional<std::string>& rev) {
+    const Repo repo = open_repo(a, url);
+    if (rev && is_commit_id(*rev)) {
+        ensure_commit(a, repo, url, *rev);
+        return *rev;
+    }
+    if (a.offline)
+        throw Error(ErrorCode::network, "--offline: " + redacted(url) + " '" +
+                                            rev.value_or("HEAD") +
+                                            "' is resolved by asking the remote");
+    const GitRun r = run_git(a, {"--git-dir", repo.dir.string(), "fetch", "--quiet", "--no-tags",
+                                 "--force", "--", url, rev.value_or("HEAD")});
+    if (r.status != 0)
+        throw Error(ErrorCode::network, "git could not fetch '" + rev.value_or("HEAD") + "' of " +
+                                            redacted(url) + ": " + last_words(r));
+    const GitRun head = run_git(
+        a, {"--git-dir", repo.dir.string(), "rev-parse", "--verify", "FETCH_HEAD^{commit}"});
+    std::string commit = head.out.substr(0, head.out.find('\n'));
+    if (head.status != 0 || !is_commit_id(commit))
+        throw Error(ErrorCode::network,
+                    redacted(url) + " '" + rev.value_or("HEAD") + "' names no commit");
+    keep(a, repo, commit);
+    return commit;
+}
+
+std::optional<std::string> git_file(const GitAccess& a, const std::string& url,
+                                    const std::string& commit, const std::string& path) {
+    const Repo repo = open_repo(a, url);
+    ensure_commit(a, repo, url, commit);
+    const std::string object = commit + ":" + path;
+    const GitRun size = run_git(a, {"--git-dir", repo.dir.string(), "cat-file", "-s", object});
+    if (size.status != 0) return std::nullopt;
+    if (std::stoull("0" + size.out.substr(0, size.out.find('\n'))) > kMaxInputFileBytes)
+        throw Error(ErrorCode::invalid_input, redacted(url) + " " + object + " is over 16 MiB");
+    const GitRun text = run_git(a, {"--git-dir", repo.dir.string(), "cat-file", "blob", object});
+    if (text.status != 0) return std::nullopt;
+    return text.out;
+}
+
+void git_archive(const GitAccess& a, const std::string& url, const std::string& commit,
+                 const std::optional<std::string>& subdirectory, const std::string& prefix,
+                 const fs::path& out) {
+    const Repo repo = open_repo(a, url);
+    ensure_commit(a, repo, url, commit);
+    const std::string tree = subdirectory ? commit + ":" + *subdirectory : commit;
+    const GitRun r = run_git(a, {"--git-dir", repo.dir.string(), "archive", "--format=tar.gz",
+                                 "--prefix=" + prefix + "/", "-o", out.string(), tree});
+    if (r.status != 0)
+        throw Error(ErrorCode::invalid_input, "git archive of " + redacted(url) + " " + tree +
+                                                  ": " + last_words(r));
+}
+
+}  // namespace envbox::install

@@ -69,7 +69,8 @@ bool is_build_key_text(std::string_view text, std::string_view sdist_sha256) {
     static constexpr std::string_view kHead = "envbox-build-key 1\n";
     static const std::set<std::string_view> kFields = {"sdist",    "build-env", "python",
                                                        "platform", "backend",   "config",
-                                                       "variable", "runtime",   "toolchain"};
+                                                       "variable", "runtime",   "toolchain",
+                                                       "source"};
     if (text.size() > 64 * 1024 || !text.starts_with(kHead) || !text.ends_with('\n')) return false;
     bool names_sdist = false;
     std::size_t at = kHead.size();
@@ -89,6 +90,17 @@ bool is_build_key_text(std::string_view text, std::string_view sdist_sha256) {
         }
     }
     return names_sdist;
+}
+
+std::string built_from(std::string_view key_text) {
+    std::size_t at = 0;
+    while (at < key_text.size()) {
+        const std::size_t end = std::min(key_text.find('\n', at), key_text.size());
+        const auto f = kv::split_fields(key_text.substr(at, end - at));
+        if (f.size() == 2 && f[0] == "sdist") return std::string(f[1]);
+        at = end + 1;
+    }
+    return "";
 }
 
 std::map<std::string, BuiltRecord> built_records(const store::Store& store) {

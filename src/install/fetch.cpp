@@ -383,7 +383,10 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
     // Largest first, so the torch-sized wheel starts at once instead of being the last thing
     // running while every other worker idles.
     std::stable_sort(missing.begin(), missing.end(), [&](std::size_t x, std::size_t y) {
-        return items[x].file->size.value_or(0) > items[y].file->size.value_or(0);
+        const auto size = [&](std::size_t i) {  // a local package's wheel: none in the lock
+            return items[i].file ? items[i].file->size.value_or(0) : 0;
+        };
+        return size(x) > size(y);
     });
     // One unit per wheel fetched and per wheel's bytecode compiled: both run in one pool.
     progress.phase(to_compile > 0 ? "Fetching and compiling" : "Fetching",

@@ -244,6 +244,17 @@ std::optional<std::string> vcs_problem(const std::string& type, const std::strin
     return std::nullopt;
 }
 
+std::string git_tree_state(const GitAccess& a, const fs::path& dir, const fs::path& skip) {
+    const GitRun head = run_git(a, {"-C", dir.string(), "rev-parse", "--verify", "HEAD"});
+    const std::string commit = head.out.substr(0, head.out.find('\n'));
+    if (head.status != 0 || !is_commit_id(commit)) return "commit unknown";
+    std::vector<std::string> args = {"-C", dir.string(), "status", "--porcelain", "--", "."};
+    if (!skip.empty()) args.push_back(":(exclude)" + skip.string());
+    const GitRun status = run_git(a, args);
+    if (status.status != 0) return "commit unknown";
+    return "commit " + commit + (status.out.empty() ? " clean" : " dirty");
+}
+
 std::string git_variable_name(const std::string& name, const std::string& field) {
     std::string out = "ENVBOX_GIT_";
     for (char c : name)

@@ -276,7 +276,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     const std::vector<store::BytecodeKey> bytecode =
         install::bytecode_keys(interpreter, manifest, opt.compile, progress);
-    prepare_local_items(ctx, items, in.lock);
+    prepare_local_items(ctx, items, in.lock, opt.received.has_value());
     std::string built_here;  // a local tree's digest: a new one builds a new generation
     for (const auto& item : items)
         if (item.local) built_here += "\n--local " + item.package->name + " " + item.sha256;

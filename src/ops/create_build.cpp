@@ -200,13 +200,10 @@ std::vector<install::Item> runtime_items(const std::vector<install::Item>& items
 // The wheel an artifact carried for `sdist`, checked as a build's output is, its key as a key.
 install::BuiltRecord received_build(const SdistToBuild& sdist, const install::Target& target,
                                     const install::FetchPlan& plan) {
-    if (sdist.editable)
-        throw Error(ErrorCode::integrity,
-                    sdist.name + " is installed editable from " + sdist.tree.string() +
-                        ", which is never shipped: lock it with editable = false to push it");
     const install::BuiltRecord* sent = nullptr;
+    const std::string key = sdist.local ? "local " + sdist.name : sdist.sha256;
     if (const auto* all = plan.received_builds)
-        if (auto it = all->find(sdist.sha256); it != all->end()) sent = &it->second;
+        if (auto it = all->find(key); it != all->end()) sent = &it->second;
     if (!sent)
         throw Error(ErrorCode::integrity,
                     sdist.name +
@@ -217,7 +214,8 @@ install::BuiltRecord received_build(const SdistToBuild& sdist, const install::Ta
         throw Error(ErrorCode::integrity, "the wheel received for " + sdist.filename +
                                               " is named '" + printable(built.filename) + "'");
     check_built(sdist, built.filename, target);
-    if (!install::is_build_key_text(built.key_text, sdist.sha256))
+    if (!install::is_build_key_text(built.key_text, sdist.local ? install::built_from(built.key_text)
+                                                                : sdist.sha256))
         throw Error(ErrorCode::integrity, "the build key received with " + built.filename +
                                               " does not read as the key of a build of " +
                                               sdist.filename);
@@ -303,10 +301,15 @@ fs::path manifests_dir(const Context& ctx, const lock::LockFile& lock) {
 }
 
 void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
-                         const lock::LockFile& lock) {
+                         const lock::LockFile& lock, bool received) {
     const fs::path manifests = manifests_dir(ctx, lock);
     for (auto& item : items) {
         if (!item.local) continue;
+        if (received) {  // a node installs the wheel that came with the artifact: no tree here
+            item.sha256 = "received";
+            item.filename = item.package->name;
+            continue;
+        }
         if (const auto& v = item.package->vcs) {
             if (auto bad = install::vcs_problem(v->type, v->url.value_or(""), v->commit_id,
                                                 v->subdirectory))
@@ -349,6 +352,7 @@ std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store&
         sdist.sha256 = item.sha256;
         sdist.request = install::artifact_request(item, plan.indexes);
         sdist.vcs = item.package->vcs ? &*item.package->vcs : nullptr;
+        sdist.local = item.local;
         if (item.local && !sdist.vcs) {
             sdist.tree = item.tree;
             sdist.tree_skip = manifests_dir(ctx, lock);

@@ -78,6 +78,7 @@ struct SdistToBuild {
     bool editable = false;
     /// A git commit instead (`Item::local` with `package->vcs`): archived and built as an sdist.
     const lock::VcsRef* vcs = nullptr;
+    bool local = false;  ///< a folder or a git commit (a received build is found by its name)
 };
 
 /// The project's `manifests/` folder, which a local tree's digest leaves out (its locks change
@@ -86,9 +87,10 @@ std::filesystem::path manifests_dir(const Context& ctx, const lock::LockFile& lo
 
 /// Gives each local item (`Item::local`) its tree (install::locked_tree: a folder inside the
 /// project) and, as its sha256, the digest its build is keyed by (install::tree_digest, or
-/// editable_digest), so the generation's digest changes when the tree does.
+/// editable_digest), so the generation's digest changes when the tree does. `received`: a
+/// node's create from an artifact, which reads no tree (the artifact's wheel is installed).
 void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
-                         const lock::LockFile& lock);
+                         const lock::LockFile& lock, bool received = false);
 
 /// The wheel of `sdist` for `target`, built in the environment of `build_lock` (`build_sha`:
 /// its bytes' digest): the store's when a build of the same key ran before (install/built.hpp:

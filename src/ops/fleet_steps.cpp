@@ -12,6 +12,9 @@
 #include "create_steps.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/install/fetch.hpp"
+#include "envbox/install/git.hpp"
+#include "envbox/install/local.hpp"
+#include "envbox/util/kv.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/pep/filename.hpp"
@@ -41,6 +44,37 @@ std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock) {
     }
     return out;
 }
+
+namespace {
+
+// Where the wheel of local package `p` (built from `built_from`) came from, sent with it: the
+// git source and commit, or the folder and the commit of the checkout it is part of. A folder
+// that changed since the build, or a checkout with changes not committed, is refused: what is
+// shipped is a reviewed commit's code.
+std::string source_provenance(const Context& ctx, const std::string& env, const lock::Package& p,
+                              const std::string& built_from, const fs::path& lock_path) {
+    if (p.vcs)
+        return "git " + p.vcs->url.value_or("") + " " + p.vcs->commit_id + " " +
+               p.vcs->subdirectory.value_or("-");
+    const fs::path root = ctx.project_root.empty() ? lock_path.parent_path().parent_path()
+                                                   : ctx.project_root;
+    const fs::path manifests = root / "manifests";
+    const fs::path tree =
+        install::locked_tree(manifests, p.directory->path, root, p.name);
+    if (install::tree_digest(tree, manifests) != built_from)
+        throw Error(ErrorCode::invalid_input,
+                    p.name + " (" + tree.string() + ") changed since " + env +
+                        " was built from it: `envbox create " + env + "`, then push again");
+    const std::string state = install::git_tree_state(git_access(ctx, p.name, true), tree, manifests);
+    if (state.ends_with(" dirty"))
+        throw Error(ErrorCode::invalid_input,
+                    p.name + " (" + tree.string() + ") has changes that are not committed (`git "
+                    "status`): commit them so that what is shipped is a commit's code, then "
+                    "`envbox create " + env + "` and push again");
+    return "directory " + p.directory->path + " " + state;
+}
+
+}  // namespace
 
 Bundle current_bundle(const Context& ctx, const std::string& env) {
     check_env_name(env);
@@ -75,8 +109,20 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         if (p.archive)
             if (auto sha = p.archive->sha256()) by_sha[*sha] = &*p.archive;
     }
+    std::set<std::string> local;  // packages built from a folder or a git commit
+    std::map<std::string, const lock::Package*> by_name;
+    for (const auto& p : b.pylock.packages) {
+        by_name[p.name] = &p;
+        if (p.directory && p.directory->editable)
+            throw Error(ErrorCode::invalid_input,
+                        env + " installs " + p.name + " editable from " + p.directory->path +
+                            " (your checkout, not a wheel): what is shipped must not depend on "
+                            "a folder of this machine; give it editable = false in the "
+                            "environment you push or pack, and create it again");
+        if (p.directory || p.vcs) local.insert(p.name);
+    }
     std::map<std::string, install::BuiltRecord> built;  // read once, when the lock builds
-    if (!sdist_of.empty()) built = install::built_records(store::Store(ctx.home));
+    if (!sdist_of.empty() || !local.empty()) built = install::built_records(store::Store(ctx.home));
     for (const auto& pkg : gen->packages) {
         BundleWheel w;
         w.name = pkg.name;
@@ -84,6 +130,21 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         w.filename = pkg.filename;
         w.sha256 = pkg.wheel_sha256;
         auto it = by_sha.find(w.sha256);
+        if (local.count(w.name)) {  // the wheel its build made here
+            const auto record = built.find(w.sha256);
+            if (record == built.end())
+                throw Error(ErrorCode::integrity,
+                            env + " installs " + w.filename + ", built from " + w.name +
+                                "'s source, and the store keeps no record of that build: "
+                                "create " + env + " again (`envbox create " + env + " --force`)");
+            w.built_from = install::built_from(record->second.key_text);
+            w.build_key = record->second.key_text + "source " +
+                          kv::percent_encode(source_provenance(ctx, env, *by_name.at(w.name),
+                                                               w.built_from, parsed->path)) +
+                          "\n";
+            b.wheels.push_back(std::move(w));
+            continue;
+        }
         auto sdist = sdist_of.find(pep::canonicalize_name(w.name));
         if (it == by_sha.end() && sdist != sdist_of.end()) {
             auto record = install::built_record_of(built, w.sha256, sdist->second);
@@ -220,18 +281,23 @@ void accept_built_wheel(const lock::Pylock& pylock, const std::string& what,
         return Error(ErrorCode::integrity, what + " " + why);
     };
     const lock::Package* package = nullptr;
+    const auto wheel_name = pep::WheelFilename::parse(wheel.filename);
     for (const auto& p : pylock.packages)
-        if (p.sdist && p.sdist->sha256() == built_from) package = &p;
-    if (!package) throw refuse("is not a file of its lock, nor built from one of its sdists");
+        if ((p.sdist && p.sdist->sha256() == built_from) ||
+            ((p.directory || p.vcs) && wheel_name && wheel_name->canonical_name == p.name))
+            package = &p;
+    if (!package)
+        throw refuse("is not a file of its lock, nor built from one of its sdists or sources");
     const auto name = pep::WheelFilename::parse(wheel.filename);
     if (wheel.filename.find('/') != std::string::npos || !name ||
         name->canonical_name != package->name)
         throw refuse("is not named as a wheel of " + package->name);
+    const std::string source = package->sdist ? package->sdist->filename() : package->name;
     if (!install::is_build_key_text(wheel.key_text, built_from))
-        throw refuse("comes with a build key that is not the key of a build of " +
-                     package->sdist->filename());
-    if (!builds.emplace(built_from, wheel).second)
-        throw refuse("is a second wheel built from " + package->sdist->filename());
+        throw refuse("comes with a build key that is not the key of a build of " + source);
+    // A local package's build is found by its name (a node has no tree to take a digest of).
+    const std::string key = package->sdist ? built_from : "local " + package->name;
+    if (!builds.emplace(key, wheel).second) throw refuse("is a second wheel built from " + source);
 }
 
 namespace {

@@ -166,6 +166,19 @@ class GitSources(unittest.TestCase):
         self.assertNotIn("s3cret", self.project.lock_text("e"))
         self.assertTrue(any(auth for _, _, auth in self.http.requests))
 
+    def test_a_node_unpacks_the_built_commit_without_the_repository(self):
+        self.write_manifest(f'mylib = {{ git = "{self.url}", rev = "main" }}\n')
+        self.project.run("create", "e")
+        packed = os.path.join(self.tmp, "e.tar")
+        self.project.run("pack", "e", "--output", packed)
+        os.rename(os.path.join(self.repos, "mylib.git"), os.path.join(self.repos, "gone.git"))
+        node = envboxtest.Project(self.tmp, root=os.path.join(self.tmp, "node", "proj"),
+                                  home=os.path.join(self.tmp, "node", "home"))
+        node.run("unpack", packed, "e")
+        out = node.run("run", "e", "--", "python", "-c", "import mylib; print(mylib.VALUE)")
+        self.assertEqual(out.stdout.strip(), "1")
+        self.assertFalse(os.path.exists(os.path.join(node.home, "cache", "git")))
+
     def test_pip_installs_the_same_commit(self):
         self.commit("mylib", "2")
         self.push("main")

@@ -183,6 +183,55 @@ class LocalSources(unittest.TestCase):
         r = self.project.run("lock", "train", check=False)
         self.assertIn("[build.tokenizer] requires-dist", r.stderr)
 
+    def test_pack_and_push_ship_built_wheels_of_the_commit_and_a_node_needs_no_checkout(self):
+        git_env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                   "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+                   "HOME": self.tmp, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+        def git(*args):
+            return subprocess.run(["git", *args], cwd=self.project.root, env=git_env, check=True,
+                                  capture_output=True, text=True).stdout.strip()
+        git("init", "-q", "-b", "main")
+        with open(os.path.join(self.project.root, ".gitignore"), "w") as f:
+            f.write("wheels/\n.envbox/\n")
+        git("add", "-A")
+        git("commit", "-q", "-m", "start")
+        # An editable project is the checkout itself: never shipped.
+        self.write_manifest()
+        self.project.run("create", "train")
+        packed = os.path.join(self.tmp, "train.tar")
+        r = self.project.run("pack", "train", "--output", packed, check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("mylab editable", r.stderr)
+        # Built (not editable), the project and the library ship as wheels of the commit.
+        self.write_manifest(sources='mylab = { path = ".." }\ntokenizer = { path = "../libs/tokenizer" }\n')
+        git("add", "-A")
+        git("commit", "-q", "-m", "locked")
+        self.project.run("create", "train")
+        self.project.run("pack", "train", "--output", packed)
+        import tarfile
+        with tarfile.open(packed) as t:
+            builds = t.extractfile("builds").read().decode()
+        head = git("rev-parse", "HEAD")
+        from urllib.parse import unquote  # the key's text, percent-encoded in the builds list
+        self.assertIn(f"\nsource directory .. commit {head} clean\n", unquote(unquote(builds)))
+        # A node: another home, no checkout of the project at all.
+        node = envboxtest.Project(self.tmp, root=os.path.join(self.tmp, "node", "proj"),
+                                  home=os.path.join(self.tmp, "node", "home"))
+        node.run("unpack", packed, "train")
+        out = node.run("run", "train", "--", "python", "-c",
+                       "import mylab.train, tokenizer; mylab.train.main(); print(tokenizer.VOCAB)")
+        self.assertEqual(out.stdout.split(), ["train", "v1", "1"])
+        self.assertEqual(glob.glob(os.path.join(node.home, "cache", "build-envs", "*")), [])
+        # A change not committed is refused, naming the package and the folder.
+        write(os.path.join(self.project.root, "src", "mylab", "train.py"),
+              "def main():\n    print('uncommitted')\n")
+        self.project.run("create", "train")
+        r = self.project.run("pack", "train", "--output", packed, check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("mylab (" + os.path.realpath(self.project.root) + ") has changes that are "
+                      "not committed", r.stderr)
+
     def test_pip_installs_the_same_distributions(self):
         self.write_manifest()
         self.project.run("create", "train")

@@ -51,10 +51,14 @@ struct BuiltRecord {
 std::optional<BuiltRecord> find_built_wheel(const store::Store& store, const BuildKey& key);
 
 /// Whether `text` reads as a `BuildKey::text()` of a build of the sdist `sdist_sha256`: at most
-/// 64 KiB, the key's header line, then lines of its fields (values percent-encoded: no blank or
+/// 64 KiB, the key's header line, then lines of its fields (and of `source`: where a local
+/// package's tree came from, which push and pack add as provenance) (values percent-encoded: no blank or
 /// control character) with one `sdist` line naming that sdist. A key that came with an artifact
 /// (pull, unpack) is checked so before it is kept as the provenance of a record.
 bool is_build_key_text(std::string_view text, std::string_view sdist_sha256);
+
+/// The `sdist` field of a key's text (what it was built from); "" when it has none.
+std::string built_from(std::string_view key_text);
 
 /// Every build record of the store that reads (a damaged one is gc's to remove), by the sha256
 /// of the wheel it names; the record's own digest is the sha256 of its `key_text`.

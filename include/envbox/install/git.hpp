@@ -30,6 +30,13 @@ std::optional<std::string> vcs_problem(const std::string& type, const std::strin
                                        const std::string& commit,
                                        const std::optional<std::string>& subdirectory);
 
+/// "commit COMMIT clean|dirty" of the git checkout `dir` is part of (dirty: a tracked change or
+/// an untracked file git does not ignore), or "commit unknown" when it is none (or git cannot
+/// tell): the provenance a local package's wheel carries. `skip` (the project's manifests/,
+/// which tree_digest leaves out too) is not looked at.
+std::string git_tree_state(const GitAccess& access, const std::filesystem::path& dir,
+                           const std::filesystem::path& skip = {});
+
 /// `ENVBOX_GIT_<NAME>_<FIELD>` for package `name` (letters and digits upper-cased, anything
 /// else `_`), as index credentials are named.
 std::string git_variable_name(const std::string& name, const std::string& field);

@@ -50,7 +50,9 @@ class ManifestReader {
             for (const auto& i : project_->indexes)
                 if (names.insert(i.name).second) m.indexes.push_back(i);
             m.sources = project_->sources;
-            m.local_sources = project_->local_sources;
+            for (const auto& [name, local] : project_->local_sources)  // a requirement's URL wins
+                m.local_sources.emplace(name, local);
+            for (const auto& [name, local] : m.local_sources) m.sources.erase(name);
             m.run_env = project_->run_env;
             if (!m.prerelease) m.prerelease = project_->prerelease;
             if (!m.overrides) m.overrides = project_->overrides;
@@ -136,10 +138,16 @@ class ManifestReader {
             if (!n.is_string()) r_.wrong_type(n, "str", path);
             auto req = pep::Requirement::parse(n.as_string()->get());
             if (!req) r_.fail(&n, 0, req.error().message(), path);
-            // A direct reference must be a wheel envbox can lock (lock/direct_reference.hpp).
-            if (req->url)
-                if (auto ref = DirectReference::parse(*req); !ref)
+            // A folder or a git URL is a local source; any other direct reference must be a
+            // wheel envbox can lock (lock/direct_reference.hpp).
+            if (req->url) {
+                if (auto local = local_source_of(r_, n, *req, path)) {
+                    m.local_sources[req->canonical_name()] = std::move(*local);
+                    req->url.reset();
+                } else if (auto ref = DirectReference::parse(*req); !ref) {
                     r_.fail(&n, 0, ref.error().message(), path);
+                }
+            }
             m.requirements.push_back(std::move(*req));
         }
     }

@@ -157,6 +157,50 @@ LocalSource read_local_source(const TomlReader& r, const toml::table& t, const s
     return s;
 }
 
+std::optional<LocalSource> local_source_of(const TomlReader& r, const toml::node& at,
+                                           const pep::Requirement& req, const std::string& path) {
+    const std::string url = *req.url;
+    LocalSource s;
+    s.line = TomlReader::line_of(at);
+    const std::string lower = pep::ascii_lower(url.substr(0, 8));
+    if (lower.starts_with("git+")) {
+        std::string rest = url.substr(4);
+        if (const auto hash = rest.find('#'); hash != std::string::npos) {
+            const std::string fragment = rest.substr(hash + 1);
+            rest.resize(hash);
+            for (std::size_t from = 0; from <= fragment.size();) {
+                const std::size_t amp = std::min(fragment.find('&', from), fragment.size());
+                const std::string part = fragment.substr(from, amp - from);
+                if (part.starts_with("subdirectory=")) s.subdirectory = part.substr(13);
+                else if (!part.empty() && !part.starts_with("egg="))
+                    r.fail(&at, 0, "Unknown fragment '#" + part + "' (only subdirectory=)", path);
+                from = amp + 1;
+            }
+        }
+        const auto last_slash = rest.rfind('/');
+        if (const auto rev = rest.rfind('@'); rev != std::string::npos && last_slash != std::string::npos &&
+                                              rev > last_slash) {
+            s.rev = rest.substr(rev + 1);
+            rest.resize(rev);
+        }
+        s.git = rest;
+        if (auto bad = git_url_problem(s.git)) r.fail(&at, 0, *bad, path);
+        return s;
+    }
+    const bool file_url = lower.starts_with("file:");
+    if (!file_url && url.find("://") != std::string::npos) return std::nullopt;  // http(s)
+    std::string where = file_url ? url.substr(url.starts_with("file://") ? 7 : 5) : url;
+    const std::string name = where.substr(where.rfind('/') + 1);
+    static constexpr std::string_view kFiles[] = {".whl", ".tar.gz", ".tgz", ".zip", ".tar.bz2",
+                                                 ".tar.xz", ".tar"};
+    for (auto suffix : kFiles)
+        if (pep::ascii_lower(name).ends_with(suffix)) return std::nullopt;  // a file
+    if (where.find('#') != std::string::npos || !plain_text(where, 4096))
+        r.fail(&at, 0, "Expected the path of a folder", path);
+    s.path = where;
+    return s;
+}
+
 std::map<std::string, PackageBuild> read_build_tables(const TomlReader& r, const toml::table& doc) {
     std::map<std::string, PackageBuild> out;
     const auto* builds = r.opt_table(doc, "build", "");

@@ -2,6 +2,7 @@
 // A manifest's `[build.NAME]` tables (lock/manifest.hpp's PackageBuild) and its `[sources]`
 // tables of local trees, read with located errors.
 #include <map>
+#include <optional>
 #include <string>
 
 #include "envbox/lock/manifest.hpp"
@@ -18,5 +19,12 @@ std::map<std::string, PackageBuild> read_build_tables(const TomlReader& r, const
 /// A `[sources]` entry that is a table (at `path`): `path` (required: a non-empty path of at
 /// most 4096 bytes, no control character) and `editable` (a boolean). Throws located.
 LocalSource read_local_source(const TomlReader& r, const toml::table& t, const std::string& path);
+
+/// The local source a direct reference names, if it names one: `git+URL[@REV][#subdirectory=S]`
+/// (pip's and uv's form), or a path or `file://` URL that is not a wheel or an sdist (a folder,
+/// relative to the manifest's). Its requirement is then read without the URL. `line`: where.
+/// Throws located (`at`) for a git URL that `[sources]` would refuse.
+std::optional<LocalSource> local_source_of(const TomlReader& r, const toml::node& at,
+                                           const pep::Requirement& req, const std::string& path);
 
 }  // namespace envbox::lock

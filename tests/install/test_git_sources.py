@@ -38,6 +38,9 @@ build-backend = "setuptools.build_meta"
 name = "{name}"
 version = "1.0"
 dependencies = ["helper"]
+
+[tool.setuptools]
+packages = ["{name}"]
 """
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
@@ -131,6 +134,19 @@ class GitSources(unittest.TestCase):
             self.project.write("f", f.read())
         self.project.run("create", "f")
         self.assertEqual(self.builds(), builds)
+
+    def test_a_git_requirement_is_pinned_as_a_source_is(self):
+        self.commit("tokenizer", "sub", sub="libs/tokenizer")
+        self.push("main")
+        head = git("rev-parse", "HEAD", cwd=self.work)
+        self.write_manifest("", requirements=(f"mylib @ git+{self.url}@main",
+                                              f"tokenizer @ git+{self.url}#subdirectory=libs/tokenizer"))
+        self.project.run("create", "e")
+        self.assertEqual(self.value(), "1")
+        self.assertEqual(self.value("tokenizer"), "sub")
+        lock = self.project.lock_text("e")
+        self.assertEqual(lock.count(f'commit-id = "{head}"'), 2)
+        self.assertIn('requested-revision = "main"', lock)
 
     def test_a_deleted_branch_still_builds_from_the_locked_commit(self):
         git("checkout", "-q", "-b", "feature", cwd=self.work)

@@ -151,6 +151,18 @@ class LocalSources(unittest.TestCase):
         out = self.project.run("create", "train").stdout
         self.assertEqual(self.builds(), 2, out)
 
+    def test_a_folder_named_in_a_requirement_is_a_local_source(self):
+        # pip's forms: a relative path (from the manifest's folder) and a file:// URL.
+        tokenizer = os.path.join(self.project.root, "libs", "tokenizer")
+        self.write_manifest(requirements=("tokenizer @ ../libs/tokenizer",
+                                          f"mylab @ file://{self.project.root}"), sources="\n")
+        self.project.run("create", "train")
+        self.assertEqual(self.run_py("import tokenizer, mylab.train; print(tokenizer.VOCAB)"), "1")
+        lock = self.project.lock_text("train")
+        self.assertIn('[packages.directory]\npath = "../libs/tokenizer"\n', lock)
+        self.assertIn('[packages.directory]\npath = ".."\n', lock)
+        self.assertTrue(os.path.isdir(tokenizer))
+
     def test_a_change_to_the_projects_dependencies_makes_the_lock_stale(self):
         self.write_manifest()
         self.project.run("lock", "train")

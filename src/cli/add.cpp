@@ -15,6 +15,7 @@ struct AddCommand {
     std::string env;
     std::vector<std::string> requirements;
     std::string index;  ///< --index, may be empty
+    std::vector<std::string> editables;  ///< -e/--editable PATH[extras]
     bool no_sync = false, offline = false, allow_cuda_change = false;
 };
 
@@ -98,6 +99,11 @@ void run_add(const GlobalOptions& global, const AddCommand& cmd) {
     ops::AddOptions opt;
     opt.env = cmd.env;
     opt.requirements = cmd.requirements;
+    for (const auto& e : cmd.editables) {  // a path as the user typed it, from here
+        const auto bracket = e.find('[');
+        opt.editables.push_back({std::filesystem::absolute(e.substr(0, bracket)).lexically_normal(),
+                                 bracket == std::string::npos ? "" : e.substr(bracket)});
+    }
     if (!cmd.index.empty()) opt.index = cmd.index;
     opt.sync = !cmd.no_sync;
     opt.offline = cmd.offline;
@@ -129,8 +135,11 @@ void register_add(CLI::App& app, GlobalOptions& global) {
     c->add_option("ENV", cmd->env, "Environment")->required();
     c->add_option(
          "REQ", cmd->requirements,
-         "PEP 508 requirements: 'tqdm', 'torch==2.11.0', 'numpy>=2; python_version>=\"3.12\"'")
-        ->required();
+         "PEP 508 requirements: 'tqdm', 'torch==2.11.0', 'numpy>=2; python_version>=\"3.12\"'");
+    c->add_option("-e,--editable", cmd->editables,
+                  "A folder of the project with a pyproject.toml (PATH or 'PATH[extra,…]'), "
+                  "required by its [project] name and installed editable: [sources] NAME = "
+                  "{ path = \"…\", editable = true }");
     c->add_option("--index", cmd->index,
                   "Pin the added packages to this [[index]] of the manifest (in [sources])");
     c->add_flag("--no-sync", cmd->no_sync, "Stop after the lock: do not create the environment");

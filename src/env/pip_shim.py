@@ -460,7 +460,8 @@ def _satisfies(req, version):
 
 def _install_arguments(args):
     """(requirements, requirement files) of a pip install or uninstall command line: the words
-    that are neither options nor their values, and the values of -r/--requirement."""
+    that are neither options nor their values (an -e/--editable PATH as "-e PATH"), and the
+    values of -r/--requirement."""
     words, files, i = [], [], 0
     while i < len(args):
         a = args[i]
@@ -480,6 +481,8 @@ def _install_arguments(args):
             name, value = a[:2], a[2:]
         if name in ("-r", "--requirement"):
             files.append(value)
+        if name in ("-e", "--editable"):
+            words.append("-e " + _quote([value]))
     return words, files
 
 
@@ -495,7 +498,8 @@ def _refuse_change(command, args):
     """The refusal of `pip COMMAND ARGS`, naming the envbox command that does it."""
     if command in ("install", "uninstall"):
         names, files = _install_arguments(args)
-        what = _quote(names) if names else "PACKAGE..."
+        what = " ".join(w if w.startswith("-e ") else shlex.quote(w) for w in names) \
+            if names else "PACKAGE..."
         if files and command == "install":
             what += "   (the requirements in %s)" % ", ".join(files)
         return _Refused(

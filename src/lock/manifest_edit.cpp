@@ -311,23 +311,19 @@ std::optional<Error> unknown_index(const Manifest& m, std::string_view source,
 
 }  // namespace
 
-Result<std::string> pin_source(std::string_view text, std::string_view source,
-                               std::string_view package, std::string_view index,
-                               const ProjectFile* project) {
-    auto before = Manifest::parse(text, source, project);
-    if (!before) return before.error();
-    if (!pep::is_valid_name(package))
-        return Error(ErrorCode::usage, "invalid package name '" + std::string(package) + "'");
-    if (auto e = unknown_index(*before, source, index)) return *e;
-    const std::string canonical = pep::canonicalize_name(package);
-    auto want = before->sources;
-    if (auto it = want.find(canonical); it != want.end() && it->second == index)
-        return std::string(text);
-    want[canonical] = std::string(index);
+namespace {
 
+// `text` with `[sources]` entry `package = value` (value: TOML text) in place of one of the same
+// canonical name, or after the table's last entry, or in a new table at the end; checked to
+// parse as `want` (index pins) with every other setting as before.
+Result<std::string> pin_entry(std::string_view text, std::string_view source,
+                              std::string_view package, const std::string& value,
+                              const Manifest& before,
+                              const std::map<std::string, std::string>& want,
+                              const ProjectFile* project) {
+    const std::string canonical = pep::canonicalize_name(package);
     auto doc = parse_toml(text, source);
     if (!doc) return doc.error();
-    const std::string value = toml_quote(index);
     const std::string entry =
         (bare_key(package) ? std::string(package) : toml_quote(package)) + " = " + value;
     const toml::table* table = doc->get_as<toml::table>("sources");
@@ -357,8 +353,48 @@ Result<std::string> pin_source(std::string_view text, std::string_view source,
                                : pin_after_last_entry(text, source, *table, entry);
     }
     if (!t) return t.error();
-    auto ok = check_edit(*t, source, text, requirement_texts(*before), want, "[sources]", project);
+    auto ok = check_edit(*t, source, text, requirement_texts(before), want, "[sources]", project);
     if (!ok) return ok.error();
+    return t;
+}
+
+}  // namespace
+
+Result<std::string> pin_source(std::string_view text, std::string_view source,
+                               std::string_view package, std::string_view index,
+                               const ProjectFile* project) {
+    auto before = Manifest::parse(text, source, project);
+    if (!before) return before.error();
+    if (!pep::is_valid_name(package))
+        return Error(ErrorCode::usage, "invalid package name '" + std::string(package) + "'");
+    if (auto e = unknown_index(*before, source, index)) return *e;
+    const std::string canonical = pep::canonicalize_name(package);
+    auto want = before->sources;
+    if (auto it = want.find(canonical); it != want.end() && it->second == index)
+        return std::string(text);
+    want[canonical] = std::string(index);
+    return pin_entry(text, source, package, toml_quote(index), *before, want, project);
+}
+
+Result<std::string> pin_local_source(std::string_view text, std::string_view source,
+                                     std::string_view package, std::string_view path,
+                                     bool editable, const ProjectFile* project) {
+    auto before = Manifest::parse(text, source, project);
+    if (!before) return before.error();
+    if (!pep::is_valid_name(package))
+        return Error(ErrorCode::usage, "invalid package name '" + std::string(package) + "'");
+    const std::string canonical = pep::canonicalize_name(package);
+    auto want = before->sources;
+    want.erase(canonical);
+    const std::string value = "{ path = " + toml_quote(path) +
+                              (editable ? ", editable = true }" : " }");
+    auto t = pin_entry(text, source, package, value, *before, want, project);
+    if (!t) return t;
+    auto after = Manifest::parse(*t, source, project);
+    const auto it = after ? after->local_sources.find(canonical) : after->local_sources.end();
+    if (!after || it == after->local_sources.end() || it->second.path != path ||
+        it->second.editable != editable)
+        return cannot_edit(source, "[sources]", "the edit would not name that folder");
     return t;
 }
 

@@ -8,6 +8,7 @@
 
 #include "cuda_guard.hpp"
 #include "envbox/lock/manifest_edit.hpp"
+#include "envbox/lock/project_metadata.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/pep/name.hpp"
 #include "envbox/pep/requirement.hpp"
@@ -184,9 +185,40 @@ std::string with_lower_bounds(const Context& ctx, const AddOptions& opt,
 
 }  // namespace
 
+namespace {
+
+// What `-e PATH[extras]` adds: the folder's `[project] name` with the extras, and the folder as
+// the manifest names it (relative to manifests/).
+struct EditableAdd {
+    std::string requirement, name, path;
+};
+
+std::vector<EditableAdd> editable_adds(const Context& ctx, const AddOptions& opt) {
+    std::vector<EditableAdd> out;
+    const fs::path manifests = ctx.project().manifest(opt.env).parent_path();
+    for (const auto& e : opt.editables) {
+        const fs::path pyproject = e.path / "pyproject.toml";
+        std::error_code ec;
+        if (!fs::is_regular_file(fs::symlink_status(pyproject, ec)))
+            throw Error(ErrorCode::usage, "-e " + e.path.string() + ": no pyproject.toml there");
+        auto meta = lock::read_project_metadata(read_input_file(pyproject), pyproject.string());
+        if (!meta) throw meta.error();
+        auto req = pep::Requirement::parse(meta->name + e.extras);
+        if (!req) throw Error(ErrorCode::usage, "-e " + e.path.string() + e.extras + ": " +
+                                                    req.error().message());
+        const fs::path canonical = fs::weakly_canonical(e.path);
+        std::string rel = canonical.lexically_relative(fs::weakly_canonical(manifests)).generic_string();
+        out.push_back({req->str(), meta->name, rel.empty() ? "." : rel});
+    }
+    return out;
+}
+
+}  // namespace
+
 EditResult add(const Context& ctx, const AddOptions& opt) {
-    if (opt.requirements.empty())
-        throw Error(ErrorCode::usage, "envbox add: give at least one requirement");
+    if (opt.requirements.empty() && opt.editables.empty())
+        throw Error(ErrorCode::usage, "envbox add: give at least one requirement (or -e PATH)");
+    const std::vector<EditableAdd> editables = editable_adds(ctx, opt);
     // Every requirement is checked before the first edit, so a bad one changes nothing.
     std::vector<pep::Requirement> parsed;
     for (const auto& text : opt.requirements) {
@@ -208,6 +240,14 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
             if (e->change == lock::RequirementChange::replaced) r.replaced.push_back(trimmed(text));
             t = std::move(e->text);
         }
+        for (const auto& e : editables) {
+            auto added = lock::add_requirement(t, source, e.requirement, shared);
+            if (!added) throw added.error();
+            if (added->change != lock::RequirementChange::kept) r.added.push_back(e.requirement);
+            auto pinned = lock::pin_local_source(added->text, source, e.name, e.path, true, shared);
+            if (!pinned) throw pinned.error();
+            t = std::move(*pinned);
+        }
         if (opt.index)
             for (const auto& req : parsed) {
                 auto e = lock::pin_source(t, source, req.name, *opt.index, shared);
@@ -227,10 +267,16 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
     lock_options.retry = "envbox add " + opt.env;
     for (const auto& r : opt.requirements)
         lock_options.retry += " " + shell_word(r);
+    for (const auto& e : opt.editables)
+        lock_options.retry += " -e " + shell_word(e.path.string() + e.extras);
     if (opt.index) lock_options.retry += " --index " + shell_word(*opt.index);
     if (!opt.sync) lock_options.retry += " --no-sync";
     return apply_edit(ctx, lock_options, opt.sync,
-                      "adding " + joined(opt.requirements) + " to " + opt.env, edit, bound);
+                      "adding " + joined(opt.requirements) +
+                          (editables.empty() ? "" : (opt.requirements.empty() ? "" : " ") +
+                                                        std::string("-e ") + editables.front().name) +
+                          " to " + opt.env,
+                      edit, bound);
 }
 
 EditResult remove(const Context& ctx, const RemoveOptions& opt) {

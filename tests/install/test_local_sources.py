@@ -163,6 +163,24 @@ class LocalSources(unittest.TestCase):
         self.assertIn('[packages.directory]\npath = ".."\n', lock)
         self.assertTrue(os.path.isdir(tokenizer))
 
+    def test_add_e_names_the_project_editable_as_pip_install_e_would(self):
+        self.project.write("train", envboxtest.manifest_text(
+            ["helper"], indexes=[("loopback", self.server.url + "/simple", "")]))
+        # Inside the environment, pip's `install -e .` says what to run instead.
+        self.project.run("create", "train")
+        r = envboxtest.envbox("run", "train", "--", "pip", "install", "-e", ".[train]",
+                              home=self.project.home, check=False, cwd=self.project.root)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("envbox add train -e '.[train]'", r.stderr)
+        envboxtest.envbox("add", "train", "-e", ".[train]", home=self.project.home,
+                          cwd=self.project.root)
+        with open(os.path.join(self.project.root, "manifests", "train.toml")) as f:
+            manifest = f.read()
+        self.assertIn('"mylab[train]"', manifest)
+        self.assertIn('[sources]\nmylab = { path = "..", editable = true }\n', manifest)
+        self.assertEqual(self.project.run("run", "train", "--", "mylab-train").stdout.strip(), "train v1")
+        self.assertEqual(self.run_py("import trainlib; print(trainlib.T)"), "1")
+
     def test_a_change_to_the_projects_dependencies_makes_the_lock_stale(self):
         self.write_manifest()
         self.project.run("lock", "train")

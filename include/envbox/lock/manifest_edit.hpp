@@ -56,6 +56,13 @@ Result<std::string> pin_source(std::string_view text, std::string_view source,
                                std::string_view package, std::string_view index,
                                const ProjectFile* project = nullptr);
 
+/// `text` with `[sources]` naming the folder `path` (relative to the manifest's folder) for
+/// `package`, as `{ path = "…", editable = true }` (or without `editable`), placed as
+/// `pin_source` places an entry; an index pin of that package is replaced.
+Result<std::string> pin_local_source(std::string_view text, std::string_view source,
+                                     std::string_view package, std::string_view path, bool editable,
+                                     const ProjectFile* project = nullptr);
+
 /// `s` as a TOML string: `toml_string`'s `"…"` (lock/writer.hpp), or `'…'` when that needs no
 /// escape and `"…"` would (a marker's quotes).
 std::string toml_quote(std::string_view s);

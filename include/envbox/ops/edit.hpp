@@ -24,6 +24,13 @@ struct AddOptions {
     /// `--index NAME`: also pin each added package to the `[[index]]` of that name in
     /// `[sources]` (a name the manifest does not have is a usage error listing its indexes).
     std::optional<std::string> index;
+    /// `-e PATH[extras]`: a folder (absolute) of the project whose `[project] name` (with the
+    /// extras) is required and named in `[sources]` as an editable local source.
+    struct Editable {
+        std::filesystem::path path;
+        std::string extras;  ///< "[train]" or ""
+    };
+    std::vector<Editable> editables;
     bool sync = true;  ///< create after the lock (`--no-sync`: stop after it)
     bool offline = false;
     bool allow_cuda_change = false;  ///< LockOptions::allow_cuda_change

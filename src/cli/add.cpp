@@ -14,7 +14,7 @@ namespace {
 struct AddCommand {
     std::string env;
     std::vector<std::string> requirements;
-    std::string index;  ///< --index, may be empty
+    std::string index;                   ///< --index, may be empty
     std::vector<std::string> editables;  ///< -e/--editable PATH[extras]
     bool no_sync = false, offline = false, allow_cuda_change = false;
 };
@@ -134,8 +134,8 @@ void register_add(CLI::App& app, GlobalOptions& global) {
         "create fails, the manifest and the lock are put back as they were.");
     c->add_option("ENV", cmd->env, "Environment")->required();
     c->add_option(
-         "REQ", cmd->requirements,
-         "PEP 508 requirements: 'tqdm', 'torch==2.11.0', 'numpy>=2; python_version>=\"3.12\"'");
+        "REQ", cmd->requirements,
+        "PEP 508 requirements: 'tqdm', 'torch==2.11.0', 'numpy>=2; python_version>=\"3.12\"'");
     c->add_option("-e,--editable", cmd->editables,
                   "A folder of the project with a pyproject.toml (PATH or 'PATH[extra,…]'), "
                   "required by its [project] name and installed editable: [sources] NAME = "

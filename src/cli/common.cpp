@@ -1,11 +1,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-
-#include <algorithm>
 
 #include "cli/commands.hpp"
 #include "envbox/env/cuda.hpp"
@@ -52,14 +51,13 @@ ops::Settings settings_from_environment() {
         auto eq = entry.find('=');
         if (eq == std::string_view::npos) continue;
         const std::string_view key = entry.substr(0, eq);
-        if (key.starts_with("ENVBOX_INDEX_"))
-            s.index_variables.emplace(key, entry.substr(eq + 1));
+        if (key.starts_with("ENVBOX_INDEX_")) s.index_variables.emplace(key, entry.substr(eq + 1));
         if (key.starts_with("ENVBOX_GIT_")) s.git_variables.emplace(key, entry.substr(eq + 1));
         static constexpr std::string_view kGit[] = {
-            "HOME",        "PATH",        "SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH",
-            "GIT_SSL_CAINFO", "SSL_CERT_FILE", "SSL_CERT_DIR", "http_proxy", "https_proxy",
-            "no_proxy",    "HTTP_PROXY",  "HTTPS_PROXY",   "NO_PROXY",        "ALL_PROXY",
-            "all_proxy"};
+            "HOME",        "PATH",           "SSH_AUTH_SOCK", "GIT_SSH_COMMAND",
+            "GIT_SSH",     "GIT_SSL_CAINFO", "SSL_CERT_FILE", "SSL_CERT_DIR",
+            "http_proxy",  "https_proxy",    "no_proxy",      "HTTP_PROXY",
+            "HTTPS_PROXY", "NO_PROXY",       "ALL_PROXY",     "all_proxy"};
         if (std::find(std::begin(kGit), std::end(kGit), key) != std::end(kGit))
             s.git_environment.emplace_back(entry);
     }

@@ -67,10 +67,9 @@ std::optional<BuiltRecord> find_built_wheel(const store::Store& store, const Bui
 
 bool is_build_key_text(std::string_view text, std::string_view sdist_sha256) {
     static constexpr std::string_view kHead = "envbox-build-key 1\n";
-    static const std::set<std::string_view> kFields = {"sdist",    "build-env", "python",
-                                                       "platform", "backend",   "config",
-                                                       "variable", "runtime",   "toolchain",
-                                                       "source"};
+    static const std::set<std::string_view> kFields = {
+        "sdist",  "build-env", "python",  "platform",  "backend",
+        "config", "variable",  "runtime", "toolchain", "source"};
     if (text.size() > 64 * 1024 || !text.starts_with(kHead) || !text.ends_with('\n')) return false;
     bool names_sdist = false;
     std::size_t at = kHead.size();

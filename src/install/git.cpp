@@ -14,6 +14,7 @@
 
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/process.hpp"
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/unique_fd.hpp"
 
@@ -68,21 +69,78 @@ std::vector<std::string> git_env(const GitAccess& a) {
     return env;
 }
 
-// Runs `git` with `args` after envbox's fixed options, stdout kept (bounded), stderr's tail.
+// Reads git's stdout (bounded) and stderr's tail until both close or `timeout` passes (then
+// its process group is killed), and waits for it.
+GitRun collect(pid_t pid, UniqueFd out, UniqueFd err, std::chrono::seconds timeout) {
+    GitRun r;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    UniqueFd* fds[2] = {&out, &err};
+    char chunk[65536];
+    while (out || err) {
+        pollfd p[2] = {{out.get(), POLLIN, 0}, {err.get(), POLLIN, 0}};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        if (::poll(p, 2, static_cast<int>(std::min<long>(left.count(), 1000))) < 0 &&
+            errno != EINTR)
+            break;
+        for (int i = 0; i < 2; ++i) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            const ssize_t n = ::read(p[i].fd, chunk, sizeof chunk);
+            if (n <= 0) {
+                fds[i]->reset();
+                continue;
+            }
+            std::string& into = i == 0 ? r.out : r.err;
+            into.append(chunk, static_cast<std::size_t>(n));
+            if (i == 1 && into.size() > 8192) into.erase(0, into.size() - 4096);
+            if (i == 0 && into.size() > kMaxOut) {
+                r.err += "\n(envbox: git's output is over 16 MiB)";
+                out.reset();
+                err.reset();
+            }
+        }
+    }
+    if (out || err || r.out.size() > kMaxOut) {
+        ::kill(-pid, SIGKILL);
+        if (r.out.size() <= kMaxOut)
+            r.err += "\n(envbox: git was stopped after " + std::to_string(timeout.count()) + " s)";
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r.out.size() > kMaxOut) r.status = 1;
+    if (r.status == 127 && r.err.empty()) r.err = "git is not installed (/usr/bin/git)";
+    return r;
+}
+
+// Runs `git` with `args` after envbox's fixed options (no hooks, only the transports a source
+// may name), in a process group of its own that Ctrl-C ends with envbox.
 GitRun run_git(const GitAccess& a, const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"git",
-                                     "-c", "core.hooksPath=/dev/null",
-                                     "-c", "protocol.allow=never",
-                                     "-c", "protocol.https.allow=always",
-                                     "-c", "protocol.http.allow=always",
-                                     "-c", "protocol.ssh.allow=always",
-                                     "-c", "protocol.file.allow=always",
-                                     "-c", "core.fsmonitor=false"};
+    static const std::vector<std::string> kFixed = {"git",
+                                                    "-c",
+                                                    "core.hooksPath=/dev/null",
+                                                    "-c",
+                                                    "protocol.allow=never",
+                                                    "-c",
+                                                    "protocol.https.allow=always",
+                                                    "-c",
+                                                    "protocol.http.allow=always",
+                                                    "-c",
+                                                    "protocol.ssh.allow=always",
+                                                    "-c",
+                                                    "protocol.file.allow=always",
+                                                    "-c",
+                                                    "core.fsmonitor=false"};
+    std::vector<std::string> argv = kFixed;
     argv.insert(argv.end(), args.begin(), args.end());
     const std::vector<std::string> env = git_env(a);
     std::vector<char*> cargv, cenv;
-    for (const auto& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
-    for (const auto& s : env) cenv.push_back(const_cast<char*>(s.c_str()));
+    for (const auto& s : argv)
+        cargv.push_back(const_cast<char*>(s.c_str()));
+    for (const auto& s : env)
+        cenv.push_back(const_cast<char*>(s.c_str()));
     cargv.push_back(nullptr);
     cenv.push_back(nullptr);
     int out[2], err[2];
@@ -91,66 +149,28 @@ GitRun run_git(const GitAccess& a, const std::vector<std::string>& args) {
     UniqueFd out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]);
     const pid_t pid = ::fork();
     if (pid < 0) throw Error(ErrorCode::generic, std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
+    if (pid == 0) {  // only async-signal-safe calls from here
         ::setpgid(0, 0);
         const int null = ::open("/dev/null", O_RDONLY);
         ::dup2(null, 0);
         ::dup2(out_w.get(), 1);
         ::dup2(err_w.get(), 2);
-        for (const char* dir : {"/usr/bin/git", "/usr/local/bin/git", "/bin/git"})
-            ::execve(dir, cargv.data(), cenv.data());
+        for (const char* git : {"/usr/bin/git", "/usr/local/bin/git", "/bin/git"})
+            ::execve(git, cargv.data(), cenv.data());
         ::_exit(127);
     }
+    ::setpgid(pid, pid);  // before the interrupt handler may kill its group
+    const InterruptGroup interrupt(pid);
     out_w.reset();
     err_w.reset();
-    GitRun r;
-    const auto deadline = std::chrono::steady_clock::now() + a.timeout;
-    bool out_open = true, err_open = true;
-    char chunk[65536];
-    while (out_open || err_open) {
-        pollfd p[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) break;
-        if (::poll(p, 2, static_cast<int>(std::min<long>(left.count(), 1000))) < 0 && errno != EINTR)
-            break;
-        for (int i = 0; i < 2; ++i) {
-            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            const ssize_t n = ::read(p[i].fd, chunk, sizeof chunk);
-            if (n <= 0) {
-                (i == 0 ? out_open : err_open) = false;
-                p[i].fd = -1;
-                continue;
-            }
-            std::string& into = i == 0 ? r.out : r.err;
-            into.append(chunk, static_cast<std::size_t>(n));
-            if (i == 1 && into.size() > 8192) into.erase(0, into.size() - 4096);
-            if (i == 0 && into.size() > kMaxOut) {
-                ::kill(-pid, SIGKILL);
-                out_open = err_open = false;
-                r.err += "\n(envbox: git's output is over 16 MiB)";
-            }
-        }
-        if (!out_open) out_r.reset();
-        if (!err_open) err_r.reset();
-        if (out_open && !out_r) out_open = false;
-    }
-    if (out_open || err_open) {
-        ::kill(-pid, SIGKILL);
-        r.err += "\n(envbox: git was stopped after " + std::to_string(a.timeout.count()) + " s)";
-    }
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (r.status == 127 && r.err.empty()) r.err = "git is not installed (/usr/bin/git)";
-    return r;
+    return collect(pid, std::move(out_r), std::move(err_r), a.timeout);
 }
 
 // The last non-empty line git wrote to stderr, for an error.
 std::string last_words(const GitRun& r) {
     std::string e = r.err;
-    while (!e.empty() && (e.back() == '\n' || e.back() == '\r')) e.pop_back();
+    while (!e.empty() && (e.back() == '\n' || e.back() == '\r'))
+        e.pop_back();
     const auto nl = e.rfind('\n');
     return nl == std::string::npos ? e : e.substr(nl + 1);
 }
@@ -176,7 +196,8 @@ Repo open_repo(const GitAccess& a, const std::string& url) {
     std::error_code ec;
     if (!fs::exists(repo.dir / "HEAD", ec)) {
         fs::remove_all(repo.dir, ec);
-        const GitRun r = run_git(a, {"init", "--quiet", "--bare", "--template=", repo.dir.string()});
+        const GitRun r =
+            run_git(a, {"init", "--quiet", "--bare", "--template=", repo.dir.string()});
         if (r.status != 0)
             throw Error(ErrorCode::generic, "git init " + repo.dir.string() + ": " + last_words(r));
     }
@@ -190,9 +211,9 @@ bool has_commit(const GitAccess& a, const Repo& repo, const std::string& commit)
 
 // Fetches every branch and tag of the remote into refs of envbox's own.
 GitRun fetch_all(const GitAccess& a, const Repo& repo, const std::string& url) {
-    return run_git(a, {"--git-dir", repo.dir.string(), "fetch", "--quiet", "--no-tags",
-                       "--force", "--", url, "+refs/heads/*:refs/envbox-heads/*",
-                       "+refs/tags/*:refs/envbox-tags/*"});
+    return run_git(
+        a, {"--git-dir", repo.dir.string(), "fetch", "--quiet", "--no-tags", "--force", "--", url,
+            "+refs/heads/*:refs/envbox-heads/*", "+refs/tags/*:refs/envbox-tags/*"});
 }
 
 void keep(const GitAccess& a, const Repo& repo, const std::string& commit) {
@@ -205,8 +226,8 @@ void ensure_commit(const GitAccess& a, const Repo& repo, const std::string& url,
     if (a.offline)
         throw Error(ErrorCode::network, "--offline: commit " + commit + " of " + redacted(url) +
                                             " is not in envbox's git cache");
-    GitRun r = run_git(a, {"--git-dir", repo.dir.string(), "fetch", "--quiet", "--no-tags", "--",
-                           url, commit});
+    GitRun r = run_git(
+        a, {"--git-dir", repo.dir.string(), "fetch", "--quiet", "--no-tags", "--", url, commit});
     if (r.status != 0 || !has_commit(a, repo, commit)) r = fetch_all(a, repo, url);
     if (!has_commit(a, repo, commit))
         throw Error(ErrorCode::network,
@@ -237,9 +258,9 @@ std::optional<std::string> vcs_problem(const std::string& type, const std::strin
                     [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; }))
         return "url holds a blank or a control character";
     if (!is_commit_id(commit)) return "commit-id is not a full commit id";
-    if (subdirectory && (subdirectory->empty() || subdirectory->front() == '/' ||
-                         subdirectory->front() == '-' ||
-                         ("/" + *subdirectory + "/").find("/../") != std::string::npos))
+    if (subdirectory &&
+        (subdirectory->empty() || subdirectory->front() == '/' || subdirectory->front() == '-' ||
+         ("/" + *subdirectory + "/").find("/../") != std::string::npos))
         return "subdirectory is not a folder inside the repository";
     return std::nullopt;
 }
@@ -265,8 +286,7 @@ std::string git_variable_name(const std::string& name, const std::string& field)
 }
 
 bool is_commit_id(const std::string& s) {
-    return s.size() == 40 &&
-           s.find_first_not_of("0123456789abcdef") == std::string::npos;
+    return s.size() == 40 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
 std::string git_resolve(const GitAccess& a, const std::string& url,
@@ -318,8 +338,8 @@ void git_archive(const GitAccess& a, const std::string& url, const std::string& 
     const GitRun r = run_git(a, {"--git-dir", repo.dir.string(), "archive", "--format=tar.gz",
                                  "--prefix=" + prefix + "/", "-o", out.string(), tree});
     if (r.status != 0)
-        throw Error(ErrorCode::invalid_input, "git archive of " + redacted(url) + " " + tree +
-                                                  ": " + last_words(r));
+        throw Error(ErrorCode::invalid_input,
+                    "git archive of " + redacted(url) + " " + tree + ": " + last_words(r));
 }
 
 }  // namespace envbox::install

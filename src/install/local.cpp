@@ -31,9 +31,8 @@ bool inside(const fs::path& p, const fs::path& root) {
 
 bool skipped(const std::string& name, bool top) {
     static const std::set<std::string> kAnywhere = {
-        ".git",        ".hg",           ".svn",         ".envbox",     "__pycache__",
-        ".venv",       ".tox",          ".nox",         ".mypy_cache", ".pytest_cache",
-        ".ruff_cache", "node_modules", ".eggs"};
+        ".git", ".hg",         ".svn",          ".envbox",     "__pycache__",  ".venv", ".tox",
+        ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", ".eggs"};
     if (kAnywhere.count(name) || name.ends_with(".pyc")) return true;
     return top && (name == "build" || name == "dist" || name.ends_with(".egg-info"));
 }
@@ -50,9 +49,11 @@ struct Walk {
             throw Error(ErrorCode::invalid_input, dir.string() + " is nested deeper than " +
                                                       std::to_string(kMaxDepth) + " folders");
         std::vector<fs::directory_entry> list;
-        for (const auto& e : fs::directory_iterator(dir)) list.push_back(e);
-        std::sort(list.begin(), list.end(),
-                  [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+        for (const auto& e : fs::directory_iterator(dir))
+            list.push_back(e);
+        std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+            return a.path().filename() < b.path().filename();
+        });
         for (const auto& e : list) {
             const std::string name = e.path().filename().string();
             if (skipped(name, depth == 0) || (!skip.empty() && e.path() == skip)) continue;
@@ -66,10 +67,11 @@ struct Walk {
                 const std::string lands = (rel / target).lexically_normal().string();
                 if (target.empty() || target.is_absolute() || lands == ".." ||
                     lands.starts_with("../"))
-                    throw Error(ErrorCode::invalid_input,
-                                e.path().string() + " links out of " + root.string() +
-                                    " (to " + target.string() + "); a local package's tree is "
-                                    "built from what is inside it");
+                    throw Error(ErrorCode::invalid_input, e.path().string() + " links out of " +
+                                                              root.string() + " (to " +
+                                                              target.string() +
+                                                              "); a local package's tree is "
+                                                              "built from what is inside it");
                 visit('l', e.path(), r, false, target.string());
             } else if (fs::is_directory(st)) {
                 visit('d', e.path(), r, false, "");
@@ -77,9 +79,9 @@ struct Walk {
             } else if (fs::is_regular_file(st)) {
                 bytes += fs::file_size(e.path());
                 if (bytes > kMaxBytes)
-                    throw Error(ErrorCode::invalid_input,
-                                root.string() + " holds over " +
-                                    std::to_string(kMaxBytes >> 30) + " GiB");
+                    throw Error(
+                        ErrorCode::invalid_input,
+                        root.string() + " holds over " + std::to_string(kMaxBytes >> 30) + " GiB");
                 const bool exec = (st.permissions() & fs::perms::owner_exec) != fs::perms::none;
                 visit('f', e.path(), r, exec, "");
             }  // sockets, pipes, devices: nothing a build reads
@@ -91,9 +93,11 @@ Error refused(const lock::LocalSource& s, const fs::path& manifest_path, const s
               const std::string& why) {
     const fs::path file =
         s.from_project ? manifest_path.parent_path().parent_path() / "envbox.toml" : manifest_path;
-    const std::string what = s.git.empty() ? "path = \"" + s.path + "\"" : "git = \"" + s.git + "\"";
+    const std::string what =
+        s.git.empty() ? "path = \"" + s.path + "\"" : "git = \"" + s.git + "\"";
     return Error(ErrorCode::invalid_input, file.string() + ":" + std::to_string(s.line) +
-                                               ": [sources] " + name + " = { " + what + " }: " + why);
+                                               ": [sources] " + name + " = { " + what +
+                                               " }: " + why);
 }
 
 std::optional<std::string> read_if_file(const fs::path& file) {
@@ -110,7 +114,8 @@ fs::path source_tree(const lock::LocalSource& s, const fs::path& manifest_path,
     std::error_code ec;
     const fs::path dir = fs::canonical(base / s.path, ec);
     if (ec || !fs::is_directory(dir))
-        throw refused(s, manifest_path, name, (base / s.path).lexically_normal().string() + " is not a folder");
+        throw refused(s, manifest_path, name,
+                      (base / s.path).lexically_normal().string() + " is not a folder");
     if (!inside(dir, fs::canonical(root)))
         throw refused(s, manifest_path, name,
                       dir.string() + " is outside the project " + root.string() +
@@ -132,7 +137,8 @@ namespace {
 // The metadata of `p` (`text`, its pyproject.toml, named `source`) checked and made the
 // resolver's one candidate.
 void read_metadata(LocalProject& p, const std::string& text, const std::string& source,
-                   const lock::Manifest& manifest, const std::function<Error(std::string)>& refuse) {
+                   const lock::Manifest& manifest,
+                   const std::function<Error(std::string)>& refuse) {
     auto meta = lock::read_project_metadata(text, source);
     if (!meta) throw meta.error();
     p.metadata = std::move(*meta);
@@ -146,7 +152,8 @@ void read_metadata(LocalProject& p, const std::string& text, const std::string& 
         p.metadata.dependencies = *given->second.requires_dist;
         p.metadata.optional_dependencies.clear();
     } else if (!p.metadata.static_dependencies()) {
-        throw refuse(source + " declares its dependencies dynamic; give them in the manifest as [build." +
+        throw refuse(source +
+                     " declares its dependencies dynamic; give them in the manifest as [build." +
                      p.name + "] requires-dist = [...]");
     }
     p.package.version = p.metadata.version.value_or(pep::Version::parse("0").value());
@@ -191,7 +198,8 @@ std::map<std::string, LocalProject> local_projects(const lock::Manifest& manifes
         const auto text = read_if_file(p.dir / "pyproject.toml");
         if (!text) throw refuse(p.dir.string() + " has no pyproject.toml");
         read_metadata(p, *text, (p.dir / "pyproject.toml").string(), manifest, refuse);
-        p.lock_path = p.dir.lexically_relative(fs::canonical(manifest_path.parent_path())).generic_string();
+        p.lock_path =
+            p.dir.lexically_relative(fs::canonical(manifest_path.parent_path())).generic_string();
         if (p.lock_path.empty()) p.lock_path = ".";
         p.package.url = "file://" + p.dir.string();
         out.emplace(name, std::move(p));
@@ -199,18 +207,20 @@ std::map<std::string, LocalProject> local_projects(const lock::Manifest& manifes
     return out;
 }
 
-fs::path locked_tree(const fs::path& lock_dir, const std::string& path, const fs::path& project_root,
-                     const std::string& name) {
+fs::path locked_tree(const fs::path& lock_dir, const std::string& path,
+                     const fs::path& project_root, const std::string& name) {
     const std::string what = "the lock's directory entry of " + name + " (path = \"" + path + "\")";
     std::error_code ec;
     const fs::path dir = fs::canonical(lock_dir / path, ec);
     if (ec || !fs::is_directory(dir))
-        throw Error(ErrorCode::invalid_input,
-                    what + ": " + (lock_dir / path).lexically_normal().string() + " is not a folder");
+        throw Error(
+            ErrorCode::invalid_input,
+            what + ": " + (lock_dir / path).lexically_normal().string() + " is not a folder");
     const fs::path root = fs::canonical(project_root, ec);
     if (ec || !inside(dir, root))
-        throw Error(ErrorCode::invalid_input,
-                    what + ": " + dir.string() + " is outside the project " + project_root.string());
+        throw Error(
+            ErrorCode::invalid_input,
+            what + ": " + dir.string() + " is outside the project " + project_root.string());
     return dir;
 }
 
@@ -247,7 +257,8 @@ void copy_tree(const fs::path& from, const fs::path& to, const fs::path& skip) {
 std::string editable_digest(const fs::path& dir) {
     std::string all = "editable " + dir.string() + "\n";
     for (const char* file : {"pyproject.toml", "setup.py", "setup.cfg"})
-        if (auto text = read_if_file(dir / file)) all += std::string(file) + " " + to_hex(sha256(*text)) + "\n";
+        if (auto text = read_if_file(dir / file))
+            all += std::string(file) + " " + to_hex(sha256(*text)) + "\n";
     for (const fs::path& folder : {dir, dir / "src"}) {
         std::error_code ec;
         if (!fs::is_directory(fs::symlink_status(folder, ec))) continue;

@@ -52,7 +52,8 @@ class ManifestReader {
             m.sources = project_->sources;
             for (const auto& [name, local] : project_->local_sources)  // a requirement's URL wins
                 m.local_sources.emplace(name, local);
-            for (const auto& [name, local] : m.local_sources) m.sources.erase(name);
+            for (const auto& [name, local] : m.local_sources)
+                m.sources.erase(name);
             m.run_env = project_->run_env;
             if (!m.prerelease) m.prerelease = project_->prerelease;
             if (!m.overrides) m.overrides = project_->overrides;

@@ -111,8 +111,8 @@ std::optional<std::string> git_url_problem(const std::string& url) {
     const std::string authority = rest.substr(0, rest.find('/'));
     if (*scheme != "file://" && authority.empty()) return "Expected a host in the URL";
     const auto at = authority.find('@');
-    if (at != std::string::npos && (*scheme != "ssh://" ||
-                                    authority.substr(0, at).find(':') != std::string::npos))
+    if (at != std::string::npos &&
+        (*scheme != "ssh://" || authority.substr(0, at).find(':') != std::string::npos))
         return "Expected a URL without credentials (they come from ENVBOX_GIT_<NAME>_USERNAME "
                "and _PASSWORD, or ~/.netrc)";
     return std::nullopt;
@@ -171,15 +171,16 @@ std::optional<LocalSource> local_source_of(const TomlReader& r, const toml::node
             for (std::size_t from = 0; from <= fragment.size();) {
                 const std::size_t amp = std::min(fragment.find('&', from), fragment.size());
                 const std::string part = fragment.substr(from, amp - from);
-                if (part.starts_with("subdirectory=")) s.subdirectory = part.substr(13);
+                if (part.starts_with("subdirectory="))
+                    s.subdirectory = part.substr(13);
                 else if (!part.empty() && !part.starts_with("egg="))
                     r.fail(&at, 0, "Unknown fragment '#" + part + "' (only subdirectory=)", path);
                 from = amp + 1;
             }
         }
         const auto last_slash = rest.rfind('/');
-        if (const auto rev = rest.rfind('@'); rev != std::string::npos && last_slash != std::string::npos &&
-                                              rev > last_slash) {
+        if (const auto rev = rest.rfind('@');
+            rev != std::string::npos && last_slash != std::string::npos && rev > last_slash) {
             s.rev = rest.substr(rev + 1);
             rest.resize(rev);
         }
@@ -191,8 +192,8 @@ std::optional<LocalSource> local_source_of(const TomlReader& r, const toml::node
     if (!file_url && url.find("://") != std::string::npos) return std::nullopt;  // http(s)
     std::string where = file_url ? url.substr(url.starts_with("file://") ? 7 : 5) : url;
     const std::string name = where.substr(where.rfind('/') + 1);
-    static constexpr std::string_view kFiles[] = {".whl", ".tar.gz", ".tgz", ".zip", ".tar.bz2",
-                                                 ".tar.xz", ".tar"};
+    static constexpr std::string_view kFiles[] = {".whl",     ".tar.gz", ".tgz", ".zip",
+                                                  ".tar.bz2", ".tar.xz", ".tar"};
     for (auto suffix : kFiles)
         if (pep::ascii_lower(name).ends_with(suffix)) return std::nullopt;  // a file
     if (where.find('#') != std::string::npos || !plain_text(where, 4096))

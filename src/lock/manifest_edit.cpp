@@ -316,6 +316,8 @@ namespace {
 // `text` with `[sources]` entry `package = value` (value: TOML text) in place of one of the same
 // canonical name, or after the table's last entry, or in a new table at the end; checked to
 // parse as `want` (index pins) with every other setting as before.
+// shape: the text, the entry to write, and what the edit must leave (the manifest before, the
+// index pins after, the project file both are read with).
 Result<std::string> pin_entry(std::string_view text, std::string_view source,
                               std::string_view package, const std::string& value,
                               const Manifest& before,
@@ -377,8 +379,8 @@ Result<std::string> pin_source(std::string_view text, std::string_view source,
 }
 
 Result<std::string> pin_local_source(std::string_view text, std::string_view source,
-                                     std::string_view package, std::string_view path,
-                                     bool editable, const ProjectFile* project) {
+                                     std::string_view package, std::string_view path, bool editable,
+                                     const ProjectFile* project) {
     auto before = Manifest::parse(text, source, project);
     if (!before) return before.error();
     if (!pep::is_valid_name(package))
@@ -386,8 +388,8 @@ Result<std::string> pin_local_source(std::string_view text, std::string_view sou
     const std::string canonical = pep::canonicalize_name(package);
     auto want = before->sources;
     want.erase(canonical);
-    const std::string value = "{ path = " + toml_quote(path) +
-                              (editable ? ", editable = true }" : " }");
+    const std::string value =
+        "{ path = " + toml_quote(path) + (editable ? ", editable = true }" : " }");
     auto t = pin_entry(text, source, package, value, *before, want, project);
     if (!t) return t;
     auto after = Manifest::parse(*t, source, project);

@@ -89,7 +89,8 @@ Result<ProjectMetadata> read_project_metadata(std::string_view text, std::string
             }
         if (auto v = r.opt_string(*project, "version", "project")) {
             auto parsed = pep::Version::parse(*v);
-            if (!parsed) r.fail(project->get("version"), line, parsed.error().message(), "project.version");
+            if (!parsed)
+                r.fail(project->get("version"), line, parsed.error().message(), "project.version");
             m.version = std::move(*parsed);
         } else if (!m.dynamic.count("version")) {
             r.fail(nullptr, line, "Missing required value (or 'version' in dynamic)",
@@ -101,7 +102,8 @@ Result<ProjectMetadata> read_project_metadata(std::string_view text, std::string
             for (const auto& [key, node] : *extras) {
                 const std::string extra(key.str());
                 if (!pep::is_valid_name(extra))
-                    r.fail(&node, 0, "Invalid extra name", "project.optional-dependencies." + extra);
+                    r.fail(&node, 0, "Invalid extra name",
+                           "project.optional-dependencies." + extra);
                 m.optional_dependencies[pep::canonicalize_name(extra)] =
                     requirements_at(r, *extras, extra, "project.optional-dependencies");
             }

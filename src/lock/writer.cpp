@@ -72,6 +72,34 @@ std::string file_table(const char* header, const LockedWheel& f) {
     return out + "hashes = { sha256 = " + toml_string(f.sha256) + " }\n";
 }
 
+// The PEP 751 table of a package that is not an index's: `[packages.vcs]`,
+// `[packages.directory]` or `[packages.archive]`; none for an index package.
+std::optional<std::string> source_table(const LockedPackage& p) {
+    std::string out;
+    if (const auto& v = p.vcs) {
+        out += "\n[packages.vcs]\ntype = \"git\"\nurl = " + toml_string(v->url) + "\n";
+        if (v->requested_revision)
+            out += "requested-revision = " + toml_string(*v->requested_revision) + "\n";
+        out += "commit-id = " + toml_string(v->commit) + "\n";
+        if (v->subdirectory) out += "subdirectory = " + toml_string(*v->subdirectory) + "\n";
+        return out;
+    }
+    if (const auto& d = p.directory) {
+        out += "\n[packages.directory]\npath = " + toml_string(d->path) + "\n";
+        if (d->editable) out += "editable = true\n";
+        return out;
+    }
+    if (const auto& a = p.archive) {
+        out += "\n[packages.archive]\n";
+        if (a->url) out += "url = " + toml_string(*a->url) + "\n";
+        if (a->path) out += "path = " + toml_string(*a->path) + "\n";
+        out += "size = " + std::to_string(a->size) + "\n";
+        out += "hashes = { sha256 = " + toml_string(a->sha256) + " }\n";
+        return out;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::string write_pylock(const LockDocument& doc) {
@@ -106,27 +134,11 @@ std::string write_pylock(const LockDocument& doc) {
         out += "name = " + toml_string(p->name) + "\n";
         if (!p->version.empty()) out += "version = " + toml_string(p->version) + "\n";
         if (p->marker) out += "marker = " + toml_string(*p->marker) + "\n";
-        if (!p->archive && !p->directory && !p->vcs) out += "index = " + toml_string(p->index) + "\n";
+        if (!p->archive && !p->directory && !p->vcs)
+            out += "index = " + toml_string(p->index) + "\n";
         if (p->dependencies) out += dependencies_line(*p->dependencies, names);
-        if (const auto& v = p->vcs) {
-            out += "\n[packages.vcs]\ntype = \"git\"\nurl = " + toml_string(v->url) + "\n";
-            if (v->requested_revision)
-                out += "requested-revision = " + toml_string(*v->requested_revision) + "\n";
-            out += "commit-id = " + toml_string(v->commit) + "\n";
-            if (v->subdirectory) out += "subdirectory = " + toml_string(*v->subdirectory) + "\n";
-            continue;
-        }
-        if (const auto& d = p->directory) {
-            out += "\n[packages.directory]\npath = " + toml_string(d->path) + "\n";
-            if (d->editable) out += "editable = true\n";
-            continue;
-        }
-        if (const auto& a = p->archive) {
-            out += "\n[packages.archive]\n";
-            if (a->url) out += "url = " + toml_string(*a->url) + "\n";
-            if (a->path) out += "path = " + toml_string(*a->path) + "\n";
-            out += "size = " + std::to_string(a->size) + "\n";
-            out += "hashes = { sha256 = " + toml_string(a->sha256) + " }\n";
+        if (auto table = source_table(*p)) {  // a direct reference, a folder or a commit
+            out += *table;
             continue;
         }
         if (p->sdist) out += file_table("\n[packages.sdist]\n", *p->sdist);

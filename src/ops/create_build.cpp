@@ -214,8 +214,8 @@ install::BuiltRecord received_build(const SdistToBuild& sdist, const install::Ta
         throw Error(ErrorCode::integrity, "the wheel received for " + sdist.filename +
                                               " is named '" + printable(built.filename) + "'");
     check_built(sdist, built.filename, target);
-    if (!install::is_build_key_text(built.key_text, sdist.local ? install::built_from(built.key_text)
-                                                                : sdist.sha256))
+    if (!install::is_build_key_text(
+            built.key_text, sdist.local ? install::built_from(built.key_text) : sdist.sha256))
         throw Error(ErrorCode::integrity, "the build key received with " + built.filename +
                                               " does not read as the key of a build of " +
                                               sdist.filename);
@@ -296,8 +296,7 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
 }
 
 fs::path manifests_dir(const Context& ctx, const lock::LockFile& lock) {
-    return ctx.project_root.empty() ? lock.path.parent_path()
-                                    : ctx.project_root / "manifests";
+    return ctx.project_root.empty() ? lock.path.parent_path() : ctx.project_root / "manifests";
 }
 
 void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
@@ -344,11 +343,11 @@ std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store&
         SdistToBuild sdist;
         sdist.name = item.package->name;
         sdist.version = item.package->version;
-        sdist.filename = !item.local          ? item.filename
-                         : item.package->vcs ? item.package->name + " (" +
-                                                   *item.package->vcs->url + " " +
-                                                   item.package->vcs->commit_id.substr(0, 12) + ")"
-                                             : item.package->name + " (" + item.tree.string() + ")";
+        sdist.filename = !item.local ? item.filename
+                         : item.package->vcs
+                             ? item.package->name + " (" + *item.package->vcs->url + " " +
+                                   item.package->vcs->commit_id.substr(0, 12) + ")"
+                             : item.package->name + " (" + item.tree.string() + ")";
         sdist.sha256 = item.sha256;
         sdist.request = install::artifact_request(item, plan.indexes);
         sdist.vcs = item.package->vcs ? &*item.package->vcs : nullptr;

@@ -34,8 +34,9 @@ std::string direct_url_json(const install::Item& item, const fs::path& lock_dir)
         return json_line(out);
     }
     if (item.local)  // PEP 610's local directory, as pip records `pip install [-e] DIR`
-        return json_line(Json{{"dir_info", item.editable ? Json{{"editable", true}} : Json::object()},
-                              {"url", "file://" + item.tree.string()}});
+        return json_line(
+            Json{{"dir_info", item.editable ? Json{{"editable", true}} : Json::object()},
+                 {"url", "file://" + item.tree.string()}});
     const lock::FileRef& f = *item.file;
     // PEP 610: the recorded URL carries no credentials, and is absolute.
     fs::path local(f.path ? *f.path : item.filename);

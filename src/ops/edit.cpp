@@ -204,10 +204,12 @@ std::vector<EditableAdd> editable_adds(const Context& ctx, const AddOptions& opt
         auto meta = lock::read_project_metadata(read_input_file(pyproject), pyproject.string());
         if (!meta) throw meta.error();
         auto req = pep::Requirement::parse(meta->name + e.extras);
-        if (!req) throw Error(ErrorCode::usage, "-e " + e.path.string() + e.extras + ": " +
-                                                    req.error().message());
+        if (!req)
+            throw Error(ErrorCode::usage,
+                        "-e " + e.path.string() + e.extras + ": " + req.error().message());
         const fs::path canonical = fs::weakly_canonical(e.path);
-        std::string rel = canonical.lexically_relative(fs::weakly_canonical(manifests)).generic_string();
+        std::string rel =
+            canonical.lexically_relative(fs::weakly_canonical(manifests)).generic_string();
         out.push_back({req->str(), meta->name, rel.empty() ? "." : rel});
     }
     return out;
@@ -273,8 +275,9 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
     if (!opt.sync) lock_options.retry += " --no-sync";
     return apply_edit(ctx, lock_options, opt.sync,
                       "adding " + joined(opt.requirements) +
-                          (editables.empty() ? "" : (opt.requirements.empty() ? "" : " ") +
-                                                        std::string("-e ") + editables.front().name) +
+                          (editables.empty() ? ""
+                                             : (opt.requirements.empty() ? "" : " ") +
+                                                   std::string("-e ") + editables.front().name) +
                           " to " + opt.env,
                       edit, bound);
 }

@@ -14,7 +14,6 @@
 #include "envbox/install/fetch.hpp"
 #include "envbox/install/git.hpp"
 #include "envbox/install/local.hpp"
-#include "envbox/util/kv.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/pep/filename.hpp"
@@ -24,6 +23,7 @@
 #include "envbox/store/store.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/kv.hpp"
 #include "envbox/util/parallel.hpp"
 #include "envbox/util/printable.hpp"
 #include "envbox/util/sha256.hpp"
@@ -56,22 +56,59 @@ std::string source_provenance(const Context& ctx, const std::string& env, const 
     if (p.vcs)
         return "git " + p.vcs->url.value_or("") + " " + p.vcs->commit_id + " " +
                p.vcs->subdirectory.value_or("-");
-    const fs::path root = ctx.project_root.empty() ? lock_path.parent_path().parent_path()
-                                                   : ctx.project_root;
+    const fs::path root =
+        ctx.project_root.empty() ? lock_path.parent_path().parent_path() : ctx.project_root;
     const fs::path manifests = root / "manifests";
-    const fs::path tree =
-        install::locked_tree(manifests, p.directory->path, root, p.name);
+    const fs::path tree = install::locked_tree(manifests, p.directory->path, root, p.name);
     if (install::tree_digest(tree, manifests) != built_from)
-        throw Error(ErrorCode::invalid_input,
-                    p.name + " (" + tree.string() + ") changed since " + env +
-                        " was built from it: `envbox create " + env + "`, then push again");
-    const std::string state = install::git_tree_state(git_access(ctx, p.name, true), tree, manifests);
+        throw Error(ErrorCode::invalid_input, p.name + " (" + tree.string() + ") changed since " +
+                                                  env + " was built from it: `envbox create " +
+                                                  env + "`, then push again");
+    const std::string state =
+        install::git_tree_state(git_access(ctx, p.name, true), tree, manifests);
     if (state.ends_with(" dirty"))
         throw Error(ErrorCode::invalid_input,
-                    p.name + " (" + tree.string() + ") has changes that are not committed (`git "
-                    "status`): commit them so that what is shipped is a commit's code, then "
-                    "`envbox create " + env + "` and push again");
+                    p.name + " (" + tree.string() +
+                        ") has changes that are not committed (`git "
+                        "status`): commit them so that what is shipped is a commit's code, then "
+                        "`envbox create " +
+                        env + "` and push again");
     return "directory " + p.directory->path + " " + state;
+}
+
+// The packages of `pylock` built from a folder or a git commit, by name; an editable one is
+// refused: what is shipped must not depend on a folder of this machine.
+std::map<std::string, const lock::Package*> local_packages(const lock::Pylock& pylock,
+                                                           const std::string& env) {
+    std::map<std::string, const lock::Package*> out;
+    for (const auto& p : pylock.packages) {
+        if (p.directory && p.directory->editable)
+            throw Error(ErrorCode::invalid_input,
+                        env + " installs " + p.name + " editable from " + p.directory->path +
+                            " (your checkout, not a wheel): what is shipped must not depend on "
+                            "a folder of this machine; give it editable = false in the "
+                            "environment you push or pack, and create it again");
+        if (p.directory || p.vcs) out[p.name] = &p;
+    }
+    return out;
+}
+
+// `w`, the wheel local package `p` installs, as sent: built from the record's source, the
+// record's key with where the source came from (`source_provenance`) as its provenance.
+// shape: the context, the environment and its package, the store's records, the lock, the wheel.
+void sent_as_built(const Context& ctx, const std::string& env, const lock::Package& p,
+                   const std::map<std::string, install::BuiltRecord>& built,
+                   const fs::path& lock_path, BundleWheel& w) {
+    const auto record = built.find(w.sha256);
+    if (record == built.end())
+        throw Error(ErrorCode::integrity,
+                    env + " installs " + w.filename + ", built from " + w.name +
+                        "'s source, and the store keeps no record of that build: create " + env +
+                        " again (`envbox create " + env + " --force`)");
+    w.built_from = install::built_from(record->second.key_text);
+    w.build_key = record->second.key_text + "source " +
+                  kv::percent_encode(source_provenance(ctx, env, p, w.built_from, lock_path)) +
+                  "\n";
 }
 
 }  // namespace
@@ -109,18 +146,7 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         if (p.archive)
             if (auto sha = p.archive->sha256()) by_sha[*sha] = &*p.archive;
     }
-    std::set<std::string> local;  // packages built from a folder or a git commit
-    std::map<std::string, const lock::Package*> by_name;
-    for (const auto& p : b.pylock.packages) {
-        by_name[p.name] = &p;
-        if (p.directory && p.directory->editable)
-            throw Error(ErrorCode::invalid_input,
-                        env + " installs " + p.name + " editable from " + p.directory->path +
-                            " (your checkout, not a wheel): what is shipped must not depend on "
-                            "a folder of this machine; give it editable = false in the "
-                            "environment you push or pack, and create it again");
-        if (p.directory || p.vcs) local.insert(p.name);
-    }
+    const std::map<std::string, const lock::Package*> local = local_packages(b.pylock, env);
     std::map<std::string, install::BuiltRecord> built;  // read once, when the lock builds
     if (!sdist_of.empty() || !local.empty()) built = install::built_records(store::Store(ctx.home));
     for (const auto& pkg : gen->packages) {
@@ -130,18 +156,8 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         w.filename = pkg.filename;
         w.sha256 = pkg.wheel_sha256;
         auto it = by_sha.find(w.sha256);
-        if (local.count(w.name)) {  // the wheel its build made here
-            const auto record = built.find(w.sha256);
-            if (record == built.end())
-                throw Error(ErrorCode::integrity,
-                            env + " installs " + w.filename + ", built from " + w.name +
-                                "'s source, and the store keeps no record of that build: "
-                                "create " + env + " again (`envbox create " + env + " --force`)");
-            w.built_from = install::built_from(record->second.key_text);
-            w.build_key = record->second.key_text + "source " +
-                          kv::percent_encode(source_provenance(ctx, env, *by_name.at(w.name),
-                                                               w.built_from, parsed->path)) +
-                          "\n";
+        if (auto l = local.find(w.name); l != local.end()) {  // the wheel its build made here
+            sent_as_built(ctx, env, *l->second, built, parsed->path, w);
             b.wheels.push_back(std::move(w));
             continue;
         }

@@ -265,6 +265,8 @@ resolve::Options resolution_options(const Context& ctx, const lock::Manifest& m,
 
 // Each target's direct references and its view of the indexes (pages and pure wheels'
 // METADATA fetched once for every target).
+// shape: the targets to fill, the lock's context, manifest and client, and what builds and git
+// sources need.
 void open_sources(LockTargets& targets, const Context& ctx, const lock::Manifest& m,
                   const fs::path& manifest_path, index::HttpClient& http,
                   LockBuilds* builds = nullptr, const install::GitLocking* git = nullptr) {
@@ -430,8 +432,9 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
                                                  opt.upgrade ? std::nullopt : before);
                       });
     const ReleaseSources release_sources{targets.resolved};
-    install::GitLocking git{[&](const std::string& name) { return git_access(ctx, name, opt.offline); },
-                            previous.commits};
+    install::GitLocking git{
+        [&](const std::string& name) { return git_access(ctx, name, opt.offline); },
+        previous.commits};
     open_sources(targets, ctx, m, manifest_path, http, &builds, &git);
     ctx.progress->phase("Resolving", 0);
     try {

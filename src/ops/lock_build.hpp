@@ -88,7 +88,7 @@ class LockBuilds {
     mutable std::mutex mutex_;
     /// sdist sha256 (or "local NAME") → its build lock's text
     std::map<std::string, std::string> build_locks_;
-    std::mutex build_mutex_;                          ///< held by the one build running
+    std::mutex build_mutex_;  ///< held by the one build running
     std::optional<install::Target> target_;
 };
 

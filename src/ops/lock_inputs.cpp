@@ -8,11 +8,11 @@
 #include "envbox/index/url.hpp"
 #include "envbox/install/git.hpp"
 #include "envbox/install/local.hpp"
-#include "envbox/pep/name.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/context.hpp"
 #include "envbox/ops/lock.hpp"
+#include "envbox/pep/name.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 
@@ -82,7 +82,9 @@ void diff_lists(const char* what, const std::vector<std::string>& locked,
 }
 
 // The first field of a `local` line: its package.
-std::string local_name(const std::string& line) { return line.substr(0, line.find(' ')); }
+std::string local_name(const std::string& line) {
+    return line.substr(0, line.find(' '));
+}
 
 // The pyproject.toml of a `local` line's tree (its PATH is relative to the lock's folder).
 std::string local_pyproject(const fs::path& manifest_path, const std::string& line) {
@@ -95,8 +97,10 @@ std::string local_pyproject(const fs::path& manifest_path, const std::string& li
 void local_changes(const std::vector<std::string>& locked, const std::vector<std::string>& now,
                    const fs::path& manifest_path, std::vector<std::string>& reasons) {
     std::map<std::string, std::string> a, b;
-    for (const auto& l : locked) a[local_name(l)] = l;
-    for (const auto& l : now) b[local_name(l)] = l;
+    for (const auto& l : locked)
+        a[local_name(l)] = l;
+    for (const auto& l : now)
+        b[local_name(l)] = l;
     for (const auto& [name, line] : b) {
         const auto was = a.find(name);
         const auto fields = [](const std::string& l) { return l.substr(0, l.rfind(' ')); };
@@ -106,7 +110,8 @@ void local_changes(const std::vector<std::string>& locked, const std::vector<std
             reasons.push_back("local source " + name + " changed: the lock has '" +
                               fields(was->second) + "', the manifest '" + fields(line) + "'");
         else if (was->second != line)
-            reasons.push_back(name + "'s pyproject.toml changed its dependencies, extras, version "
+            reasons.push_back(name +
+                              "'s pyproject.toml changed its dependencies, extras, version "
                               "or requires-python since the lock was written (" +
                               local_pyproject(manifest_path, line) + ")");
     }

@@ -116,7 +116,8 @@ install::GitAccess git_access(const Context& ctx, const std::string& name, bool 
     a.cache = store::Home(ctx.home).cache() / "git";
     a.env = ctx.settings.git_environment;
     a.offline = offline;
-    for (const auto& [field, into] : {std::pair{"USERNAME", &a.username}, {"PASSWORD", &a.password}})
+    for (const auto& [field, into] :
+         {std::pair{"USERNAME", &a.username}, {"PASSWORD", &a.password}})
         if (auto it = ctx.settings.git_variables.find(install::git_variable_name(name, field));
             it != ctx.settings.git_variables.end())
             *into = it->second;

@@ -61,9 +61,11 @@ TEST_CASE("read_project_metadata: what is refused, with its line", "[lock][local
 TEST_CASE("Manifest: [sources] tables name local trees", "[lock][local]") {
     const std::string head =
         "[environment]\npython = \"3.12\"\nplatform = \"manylinux_2_28_x86_64\"\n"
-        "requirements = [\"mylab\"]\n[[index]]\nname = \"pypi\"\nurl = \"https://pypi.org/simple\"\n";
+        "requirements = [\"mylab\"]\n[[index]]\nname = \"pypi\"\nurl = "
+        "\"https://pypi.org/simple\"\n";
     auto m = lock::Manifest::parse(
-        head + "[sources]\nMyLab = { path = \"..\", editable = true }\ntorch = \"pypi\"\n", "m.toml");
+        head + "[sources]\nMyLab = { path = \"..\", editable = true }\ntorch = \"pypi\"\n",
+        "m.toml");
     REQUIRE(m.ok());
     REQUIRE(m->local_sources.count("mylab"));
     CHECK(m->local_sources.at("mylab").path == "..");
@@ -71,8 +73,8 @@ TEST_CASE("Manifest: [sources] tables name local trees", "[lock][local]") {
     CHECK(m->local_sources.at("mylab").line == 9);
     CHECK(m->sources.count("torch"));
     CHECK_FALSE(m->sources.count("mylab"));
-    auto typo = lock::Manifest::parse(head + "[sources]\nmylab = { path = \"..\", editabel = true }\n",
-                                      "m.toml");
+    auto typo = lock::Manifest::parse(
+        head + "[sources]\nmylab = { path = \"..\", editabel = true }\n", "m.toml");
     REQUIRE_FALSE(typo.ok());
     CHECK_THAT(typo.error().message(), Catch::Contains("did you mean 'editable'"));
     auto empty = lock::Manifest::parse(head + "[sources]\nmylab = { path = \"\" }\n", "m.toml");

@@ -20,7 +20,7 @@
 namespace envbox::install {
 
 struct BuildRequest {
-    std::filesystem::path sdist;   ///< the archive (`.tar.gz` or `.zip`)
+    std::filesystem::path sdist;  ///< the archive (`.tar.gz` or `.zip`)
     /// Or a local tree (install/local.hpp) to build instead: copied into `work` first (what
     /// `tree_digest` reads, `tree_skip` left out), or with `editable` built in place by the
     /// backend's PEP 660 `build_editable`, the tree read-only to it.

@@ -52,9 +52,9 @@ std::optional<BuiltRecord> find_built_wheel(const store::Store& store, const Bui
 
 /// Whether `text` reads as a `BuildKey::text()` of a build of the sdist `sdist_sha256`: at most
 /// 64 KiB, the key's header line, then lines of its fields (and of `source`: where a local
-/// package's tree came from, which push and pack add as provenance) (values percent-encoded: no blank or
-/// control character) with one `sdist` line naming that sdist. A key that came with an artifact
-/// (pull, unpack) is checked so before it is kept as the provenance of a record.
+/// package's tree came from, which push and pack add as provenance) (values percent-encoded: no
+/// blank or control character) with one `sdist` line naming that sdist. A key that came with an
+/// artifact (pull, unpack) is checked so before it is kept as the provenance of a record.
 bool is_build_key_text(std::string_view text, std::string_view sdist_sha256);
 
 /// The `sdist` field of a key's text (what it was built from); "" when it has none.

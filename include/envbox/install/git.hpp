@@ -15,10 +15,10 @@
 namespace envbox::install {
 
 struct GitAccess {
-    std::filesystem::path cache;    ///< the home's cache/git
-    std::vector<std::string> env;   ///< git's environment (KEY=VALUE): HOME, PATH, proxies, ssh
+    std::filesystem::path cache;   ///< the home's cache/git
+    std::vector<std::string> env;  ///< git's environment (KEY=VALUE): HOME, PATH, proxies, ssh
     std::optional<std::string> username, password;  ///< ENVBOX_GIT_<NAME>_USERNAME / _PASSWORD
-    bool offline = false;           ///< only what the cache holds
+    bool offline = false;                           ///< only what the cache holds
     std::chrono::seconds timeout{900};
 };
 

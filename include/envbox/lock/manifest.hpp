@@ -49,9 +49,9 @@ struct LocalSource {
     /// project's folder in the repository (none: its root).
     std::string git;
     std::optional<std::string> rev, subdirectory;
-    bool editable = false;         ///< installed as PEP 660 editable (locally; never shipped so)
-    bool from_project = false;     ///< named by envbox.toml (relative to the project root)
-    int line = 0;                  ///< the line that names it
+    bool editable = false;      ///< installed as PEP 660 editable (locally; never shipped so)
+    bool from_project = false;  ///< named by envbox.toml (relative to the project root)
+    int line = 0;               ///< the line that names it
 };
 
 /// A package named in `[install].prefer`, with the line that names it.
@@ -68,7 +68,7 @@ struct ProjectFile {
     std::vector<IndexSpec> indexes;              ///< shared `[[index]]` entries, in order
     std::map<std::string, std::string> sources;  ///< shared `[sources]`: package → index name
     std::map<std::string, LocalSource> local_sources;  ///< shared `[sources]` of local trees
-    std::map<std::string, std::string> run_env;  ///< shared `[run].env`
+    std::map<std::string, std::string> run_env;        ///< shared `[run].env`
     /// `[environment] prerelease`: the resolution settings every environment shares (a
     /// manifest's own wins); `[environment]` in envbox.toml holds nothing else.
     std::optional<std::string> prerelease;

@@ -16,9 +16,9 @@
 namespace envbox::lock {
 
 struct ProjectMetadata {
-    std::string name;                    ///< as written
+    std::string name;                     ///< as written
     std::optional<pep::Version> version;  ///< none when `dynamic` names it
-    std::set<std::string> dynamic;       ///< `dynamic`, lowercased
+    std::set<std::string> dynamic;        ///< `dynamic`, lowercased
     std::vector<pep::Requirement> dependencies;
     /// `optional-dependencies`: extra (normalised, PEP 685) → its requirements.
     std::map<std::string, std::vector<pep::Requirement>> optional_dependencies;

@@ -50,7 +50,7 @@ struct LockedVcs {
 };
 
 struct LockedPackage {
-    std::string name;  ///< normalised
+    std::string name;     ///< normalised
     std::string version;  ///< empty: not written (a local tree whose version is dynamic)
     /// PEP 751 `marker`: the targets this entry is for, where a multi-target lock holds it
     /// for some targets only (or at another version on others); none: every target.

@@ -16,6 +16,7 @@ struct AddCommand {
     std::vector<std::string> requirements;
     std::string index;                   ///< --index, may be empty
     std::vector<std::string> editables;  ///< -e/--editable PATH[extras]
+    std::vector<std::string> files;      ///< -r/--requirement FILE
     bool no_sync = false, offline = false, allow_cuda_change = false;
 };
 
@@ -104,6 +105,8 @@ void run_add(const GlobalOptions& global, const AddCommand& cmd) {
         opt.editables.push_back({std::filesystem::absolute(e.substr(0, bracket)).lexically_normal(),
                                  bracket == std::string::npos ? "" : e.substr(bracket)});
     }
+    for (const auto& f : cmd.files)
+        opt.requirement_files.push_back(std::filesystem::absolute(f));
     if (!cmd.index.empty()) opt.index = cmd.index;
     opt.sync = !cmd.no_sync;
     opt.offline = cmd.offline;
@@ -140,6 +143,9 @@ void register_add(CLI::App& app, GlobalOptions& global) {
                   "A folder of the project with a pyproject.toml (PATH or 'PATH[extra,…]'), "
                   "required by its [project] name and installed editable: [sources] NAME = "
                   "{ path = \"…\", editable = true }");
+    c->add_option("-r,--requirement", cmd->files,
+                  "A pip requirements file: its requirements and -e folders are added (its index "
+                  "options are named, not applied)");
     c->add_option("--index", cmd->index,
                   "Pin the added packages to this [[index]] of the manifest (in [sources])");
     c->add_flag("--no-sync", cmd->no_sync, "Stop after the lock: do not create the environment");

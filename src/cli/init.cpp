@@ -13,7 +13,7 @@ namespace envbox::cli {
 namespace {
 
 struct InitCommand {
-    std::string env, python, cuda = "none", default_index, cuda_index, platform;
+    std::string env, python, cuda = "none", default_index, cuda_index, platform, from;
     bool platform_given = false;  ///< `--platform ""` is a tag the manifest refuses, not none
 };
 
@@ -50,6 +50,7 @@ void run_init(const GlobalOptions& global, const InitCommand& cmd) {
     if (!cmd.default_index.empty()) opt.default_index = cmd.default_index;
     if (!cmd.cuda_index.empty()) opt.cuda_index = cmd.cuda_index;
     if (cmd.platform_given) opt.platform = cmd.platform;
+    if (!cmd.from.empty()) opt.from = std::filesystem::absolute(cmd.from);
     ops::InitResult r = ops::init(ctx, opt);
     if (global.verbosity < 0) return;
     std::fprintf(stderr, "Detected CPython %s (%s)\n", r.interpreter.full_version.c_str(),
@@ -66,8 +67,14 @@ void run_init(const GlobalOptions& global, const InitCommand& cmd) {
         std::fprintf(stderr, "Indexes from %s: %s\n", (ctx.project_root / "envbox.toml").c_str(),
                      names.c_str());
     }
-    std::fprintf(stderr, "Wrote %s; add requirements to it, then `envbox create %s`\n",
-                 r.manifest.c_str(), cmd.env.c_str());
+    for (const auto& what : r.untranslated)
+        std::fprintf(stderr, "note: not translated: %s\n", what.c_str());
+    if (opt.from)
+        std::fprintf(stderr, "Wrote %s with %zu requirements from %s; then `envbox create %s`\n",
+                     r.manifest.c_str(), r.imported, opt.from->c_str(), cmd.env.c_str());
+    else
+        std::fprintf(stderr, "Wrote %s; add requirements to it, then `envbox create %s`\n",
+                     r.manifest.c_str(), cmd.env.c_str());
     report_lock_diff(r);
 }
 
@@ -94,6 +101,10 @@ void register_init(CLI::App& app, GlobalOptions& global) {
                   "URL of the index named pypi, instead of https://pypi.org/simple (a mirror)");
     c->add_option("--cuda-index", cmd->cuda_index,
                   "URL of --cuda's PyTorch index, instead of download.pytorch.org/whl/cuXXX");
+    c->add_option("--from", cmd->from,
+                  "A requirements file (-r/-c/-e/--index-url followed) or a pyproject.toml (the "
+                  "project, editable) to take the requirements from; what has no manifest "
+                  "setting is named");
     c->callback([&global, cmd, platform] {
         cmd->platform_given = platform->count() > 0;
         run_init(global, *cmd);

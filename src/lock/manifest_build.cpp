@@ -191,7 +191,8 @@ std::optional<LocalSource> local_source_of(const TomlReader& r, const toml::node
     const bool file_url = lower.starts_with("file:");
     if (!file_url && url.find("://") != std::string::npos) return std::nullopt;  // http(s)
     std::string where = file_url ? url.substr(url.starts_with("file://") ? 7 : 5) : url;
-    const std::string name = where.substr(where.rfind('/') + 1);
+    const std::string bare = where.substr(0, where.find('#'));  // a wheel's #sha256=…
+    const std::string name = bare.substr(bare.rfind('/') + 1);
     static constexpr std::string_view kFiles[] = {".whl",     ".tar.gz", ".tgz", ".zip",
                                                   ".tar.bz2", ".tar.xz", ".tar"};
     for (auto suffix : kFiles)

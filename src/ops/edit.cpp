@@ -14,6 +14,7 @@
 #include "envbox/pep/requirement.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "init_from.hpp"
 
 namespace fs = std::filesystem;
 
@@ -215,12 +216,36 @@ std::vector<EditableAdd> editable_adds(const Context& ctx, const AddOptions& opt
     return out;
 }
 
+// `add -r FILE…`: `given` with each file's requirements and editable folders added; what the
+// files say that `add` does not apply is a note.
+AddOptions with_files(const Context& ctx, const AddOptions& given,
+                      std::vector<EditableAdd>& editables) {
+    AddOptions opt = given;
+    const fs::path manifests = ctx.project().manifest(opt.env).parent_path();
+    for (const auto& file : given.requirement_files) {
+        const Imported im = import_requirements(file, manifests);
+        opt.requirements.insert(opt.requirements.end(), im.requirements.begin(),
+                                im.requirements.end());
+        for (const auto& e : im.editables)
+            editables.push_back({e.name, e.name, e.path});
+        for (const auto& what : im.untranslated)
+            ctx.progress->note("not applied: " + what);
+        if (im.index_url || !im.extra_indexes.empty() || !im.constraints.empty())
+            ctx.progress->note("not applied: " + file.string() +
+                               "'s indexes and constraints (the manifest's [[index]] and "
+                               "constraints say those)");
+    }
+    return opt;
+}
+
 }  // namespace
 
-EditResult add(const Context& ctx, const AddOptions& opt) {
-    if (opt.requirements.empty() && opt.editables.empty())
-        throw Error(ErrorCode::usage, "envbox add: give at least one requirement (or -e PATH)");
-    const std::vector<EditableAdd> editables = editable_adds(ctx, opt);
+EditResult add(const Context& ctx, const AddOptions& given) {
+    std::vector<EditableAdd> editables = editable_adds(ctx, given);
+    const AddOptions opt = with_files(ctx, given, editables);
+    if (opt.requirements.empty() && editables.empty())
+        throw Error(ErrorCode::usage,
+                    "envbox add: give at least one requirement (or -e PATH, -r FILE)");
     // Every requirement is checked before the first edit, so a bad one changes nothing.
     std::vector<pep::Requirement> parsed;
     for (const auto& text : opt.requirements) {
@@ -271,6 +296,8 @@ EditResult add(const Context& ctx, const AddOptions& opt) {
         lock_options.retry += " " + shell_word(r);
     for (const auto& e : opt.editables)
         lock_options.retry += " -e " + shell_word(e.path.string() + e.extras);
+    for (const auto& f : opt.requirement_files)
+        lock_options.retry += " -r " + shell_word(f.string());
     if (opt.index) lock_options.retry += " --index " + shell_word(*opt.index);
     if (!opt.sync) lock_options.retry += " --no-sync";
     return apply_edit(ctx, lock_options, opt.sync,

@@ -10,12 +10,15 @@
 #include <cstring>
 
 #include "envbox/install/target.hpp"
+#include "envbox/lock/manifest.hpp"
 #include "envbox/lock/writer.hpp"
+#include "envbox/ops/context.hpp"
 #include "envbox/pep/tags.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/unique_fd.hpp"
+#include "init_from.hpp"
 #include "settings.hpp"
 
 namespace fs = std::filesystem;
@@ -274,6 +277,43 @@ std::string initial_manifest(const std::string& python_xy, const std::string& pl
     return t;
 }
 
+namespace {
+
+std::string toml_array(const std::vector<std::string>& items) {
+    if (items.empty()) return "[]";
+    std::string out = "[\n";
+    for (const auto& i : items)
+        out += "    " + lock::toml_string(i) + ",\n";
+    return out + "]";
+}
+
+// `text` (initial_manifest's) with what `im` says: its requirements and constraints, its extra
+// indexes after the manifest's, its editable folders in [sources] (the last table when there is
+// one, else a new one).
+std::string with_imported(std::string text, const Imported& im) {
+    const std::string empty = "requirements = []\n";
+    std::string env_lines = "requirements = " + toml_array(im.requirements) + "\n";
+    if (!im.constraints.empty()) env_lines += "constraints = " + toml_array(im.constraints) + "\n";
+    text.replace(text.find(empty), empty.size(), env_lines);
+    const auto sources = text.find("\n[sources]\n");
+    std::string indexes;
+    for (std::size_t i = 0; i < im.extra_indexes.size(); ++i)
+        indexes += "\n[[index]]\nname = \"extra-" + std::to_string(i + 1) +
+                   "\"\nurl = " + lock::toml_string(im.extra_indexes[i]) + "\n";
+    if (sources == std::string::npos)
+        text += indexes;
+    else
+        text.insert(sources, indexes);
+    if (!im.editables.empty() && text.find("\n[sources]\n") == std::string::npos)
+        text += "\n[sources]\n";
+    for (const auto& e : im.editables)
+        text += (e.name.find('.') == std::string::npos ? e.name : lock::toml_string(e.name)) +
+                " = { path = " + lock::toml_string(e.path) + ", editable = true }\n";
+    return text;
+}
+
+}  // namespace
+
 InitResult init(const Context& ctx, const InitOptions& opt) {
     check_env_name(opt.env);
     if (opt.cuda && *opt.cuda != "12.8" && *opt.cuda != "13.0")
@@ -330,13 +370,36 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     if (auto project = read_project_file(ctx.project_root))
         for (const auto& i : project->indexes)
             project_indexes.push_back(i.name);
-    const std::string default_index = opt.default_index.value_or("");
+    std::optional<Imported> imported;
+    if (opt.from) imported = import_environment(*opt.from, dir);
+    std::string default_index = opt.default_index.value_or("");
+    if (imported && imported->index_url && default_index.empty()) {
+        if (auto problem = index_url_problem(*imported->index_url, "pypi"))
+            throw Error(ErrorCode::invalid_input, opt.from->string() + ": --index-url" + *problem);
+        default_index = *imported->index_url;
+    }
     const std::string cuda_index = opt.cuda_index.value_or("");
     r.text = initial_manifest(r.interpreter.version_xy(), r.platform,
                               "Written by `envbox init` for CPython " + r.interpreter.full_version +
                                   " on " + r.platform + "; add requirements, then `envbox create " +
                                   opt.env + "`.",
                               {r.cuda, project_indexes, default_index, cuda_index});
+    if (imported) {
+        for (std::size_t i = 0; i < imported->extra_indexes.size(); ++i)
+            if (auto problem =
+                    index_url_problem(imported->extra_indexes[i], "extra-" + std::to_string(i + 1)))
+                throw Error(ErrorCode::invalid_input, opt.from->string() + ": " + *problem);
+        r.text = with_imported(std::move(r.text), *imported);
+        r.imported = imported->requirements.size() + imported->editables.size();
+        r.untranslated = imported->untranslated;
+        const auto project = read_project_file(ctx.project_root);
+        auto parsed =
+            lock::Manifest::parse(r.text, r.manifest.string(), project ? &*project : nullptr);
+        if (!parsed)
+            throw Error(ErrorCode::invalid_input,
+                        "the manifest made from " + opt.from->string() +
+                            " does not read: " + parsed.error().message());
+    }
     r.shared_indexes = project_indexes_used(project_indexes, r.cuda, default_index, cuda_index);
     if (r.cuda && !own_cuda_index(project_indexes, r.cuda, cuda_index))
         r.cuda_index = "index " + pytorch_index_name(*r.cuda) + " of envbox.toml";

@@ -230,8 +230,10 @@ class DirectWheels(unittest.TestCase):
         err = self.refused([f"foo @ {self.server.url}/direct/foo-1.0.tar.gz"], 3, "foo @ ",
                            "source distribution", "wheel (.whl)", "find-links directory")
         self.assertIn("e.toml:", err)
-        self.refused(["foo @ git+https://example.invalid/foo.git"], 3, "VCS reference")
-        self.refused(["foo @ ./wheels/"], 3, "foo", "directory reference")
+        # git+ is a git source and a folder a local source (test_git_sources, test_local_sources);
+        # another VCS is refused, and a folder needs a project in it.
+        self.refused(["foo @ svn+https://example.invalid/foo"], 3, "VCS reference")
+        self.refused(["foo @ ./wheels/"], 3, "foo", "has no pyproject.toml")
 
     def test_a_wheel_for_another_platform_is_refused_listing_tags(self):
         mac = Wheel("macpkg", "1.0", {"macpkg.py": ""}, tag=f"{CP}-{CP}-macosx_11_0_arm64").build(

@@ -181,6 +181,40 @@ class LocalSources(unittest.TestCase):
         self.assertEqual(self.project.run("run", "train", "--", "mylab-train").stdout.strip(), "train v1")
         self.assertEqual(self.run_py("import trainlib; print(trainlib.T)"), "1")
 
+    def test_init_from_a_requirements_file_and_a_pyproject(self):
+        root = self.project.root
+        index = self.server.url + "/simple"
+        write(os.path.join(root, "requirements.txt"),
+              f"--index-url {index}\n-r more.txt\nhelper==1.0 \\\n    --hash=sha256:{'0' * 64}\n"
+              "-e ./libs/tokenizer\n--prefer-binary\n# a comment\n")
+        write(os.path.join(root, "more.txt"), "trainlib; python_version >= '3'\n")
+        r = envboxtest.envbox("init", "req", "--from", "requirements.txt", home=self.project.home,
+                              cwd=root)
+        self.assertIn("requirements.txt:3: --hash", r.stderr)
+        self.assertIn("requirements.txt:6: --prefer-binary", r.stderr)
+        self.project.run("create", "req")
+        out = self.project.run("run", "req", "--", "python", "-c",
+                               "import helper, trainlib, tokenizer; print(tokenizer.VOCAB)")
+        self.assertEqual(out.stdout.strip(), "1")
+        with open(os.path.join(root, "manifests", "req.toml")) as f:
+            manifest = f.read()
+        self.assertIn('tokenizer = { path = "../libs/tokenizer", editable = true }', manifest)
+        self.assertIn(f'url = "{index}"', manifest)
+        # A pyproject: the project itself, editable, with its dependencies at lock.
+        with open(os.path.join(root, "pyproject.toml"), "a") as f:
+            f.write("\n[tool.uv]\ndev-dependencies = []\n")
+        r = envboxtest.envbox("init", "proj", "--from", "pyproject.toml",
+                              "--default-index", index, home=self.project.home, cwd=root)
+        self.assertIn("tool.uv", r.stderr)
+        self.project.run("create", "proj")
+        self.assertEqual(self.project.run("run", "proj", "--", "mylab-train").stdout.strip(),
+                         "train v1")
+        # add -r: a file's requirements into an existing manifest.
+        write(os.path.join(root, "extra.txt"), "trainlib\n")
+        envboxtest.envbox("add", "proj", "-r", "extra.txt", home=self.project.home, cwd=root)
+        self.assertEqual(self.project.run("run", "proj", "--", "python", "-c",
+                                          "import trainlib; print(trainlib.T)").stdout.strip(), "1")
+
     def test_a_change_to_the_projects_dependencies_makes_the_lock_stale(self):
         self.write_manifest()
         self.project.run("lock", "train")

@@ -31,6 +31,9 @@ struct AddOptions {
         std::string extras;  ///< "[train]" or ""
     };
     std::vector<Editable> editables;
+    /// `-r FILE`: a pip requirements file's requirements and `-e` folders (ops/init_from.hpp);
+    /// its index and other options are named in a note, not applied.
+    std::vector<std::filesystem::path> requirement_files;
     bool sync = true;  ///< create after the lock (`--no-sync`: stop after it)
     bool offline = false;
     bool allow_cuda_change = false;  ///< LockOptions::allow_cuda_change

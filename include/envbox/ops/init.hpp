@@ -21,6 +21,9 @@ struct InitOptions {
     std::optional<std::string> cuda_index;
     /// `--platform`: the manifest's platform tag; absent: `default_platform`'s choice.
     std::optional<std::string> platform;
+    /// `--from FILE`: a requirements file or a pyproject.toml whose requirements, editable
+    /// folders, constraints and indexes the manifest takes (ops/init_from.hpp).
+    std::optional<std::filesystem::path> from;
 };
 
 /// Where `init` left the `.gitattributes` line that shows lock diffs through envbox.
@@ -50,7 +53,9 @@ struct InitResult {
     std::vector<std::string> shared_indexes;
     std::filesystem::path gitattributes;  ///< PROJECT/.gitattributes
     LockDiffAttribute lock_diff = LockDiffAttribute::refused;
-    std::string lock_diff_problem;  ///< why it was refused ("it is a symbolic link")
+    std::string lock_diff_problem;          ///< why it was refused ("it is a symbolic link")
+    std::size_t imported = 0;               ///< requirements taken from `--from`
+    std::vector<std::string> untranslated;  ///< what of `--from` has no manifest setting
 };
 
 /// The platform a new manifest gets on a machine whose interpreter is `interpreter`:

@@ -312,6 +312,30 @@ std::string with_imported(std::string text, const Imported& im) {
     return text;
 }
 
+// The URL of the index named pypi: --default-index, else a --from file's --index-url.
+std::string default_index_of(const InitOptions& opt, const std::optional<Imported>& imported) {
+    if (opt.default_index || !imported || !imported->index_url)
+        return opt.default_index.value_or("");
+    if (auto problem = index_url_problem(*imported->index_url, "pypi"))
+        throw Error(ErrorCode::invalid_input, opt.from->string() + ": --index-url" + *problem);
+    return *imported->index_url;
+}
+
+// `r.text` with what `--from` gave (`im`), checked to read as a manifest before it is written.
+void take_imported(const Context& ctx, const InitOptions& opt, const Imported& im, InitResult& r) {
+    for (std::size_t i = 0; i < im.extra_indexes.size(); ++i)
+        if (auto problem = index_url_problem(im.extra_indexes[i], "extra-" + std::to_string(i + 1)))
+            throw Error(ErrorCode::invalid_input, opt.from->string() + ": " + *problem);
+    r.text = with_imported(std::move(r.text), im);
+    r.imported = im.requirements.size();
+    r.untranslated = im.untranslated;
+    const auto project = read_project_file(ctx.project_root);
+    auto parsed = lock::Manifest::parse(r.text, r.manifest.string(), project ? &*project : nullptr);
+    if (!parsed)
+        throw Error(ErrorCode::invalid_input, "the manifest made from " + opt.from->string() +
+                                                  " does not read: " + parsed.error().message());
+}
+
 }  // namespace
 
 InitResult init(const Context& ctx, const InitOptions& opt) {
@@ -372,34 +396,14 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
             project_indexes.push_back(i.name);
     std::optional<Imported> imported;
     if (opt.from) imported = import_environment(*opt.from, dir);
-    std::string default_index = opt.default_index.value_or("");
-    if (imported && imported->index_url && default_index.empty()) {
-        if (auto problem = index_url_problem(*imported->index_url, "pypi"))
-            throw Error(ErrorCode::invalid_input, opt.from->string() + ": --index-url" + *problem);
-        default_index = *imported->index_url;
-    }
+    const std::string default_index = default_index_of(opt, imported);
     const std::string cuda_index = opt.cuda_index.value_or("");
     r.text = initial_manifest(r.interpreter.version_xy(), r.platform,
                               "Written by `envbox init` for CPython " + r.interpreter.full_version +
                                   " on " + r.platform + "; add requirements, then `envbox create " +
                                   opt.env + "`.",
                               {r.cuda, project_indexes, default_index, cuda_index});
-    if (imported) {
-        for (std::size_t i = 0; i < imported->extra_indexes.size(); ++i)
-            if (auto problem =
-                    index_url_problem(imported->extra_indexes[i], "extra-" + std::to_string(i + 1)))
-                throw Error(ErrorCode::invalid_input, opt.from->string() + ": " + *problem);
-        r.text = with_imported(std::move(r.text), *imported);
-        r.imported = imported->requirements.size() + imported->editables.size();
-        r.untranslated = imported->untranslated;
-        const auto project = read_project_file(ctx.project_root);
-        auto parsed =
-            lock::Manifest::parse(r.text, r.manifest.string(), project ? &*project : nullptr);
-        if (!parsed)
-            throw Error(ErrorCode::invalid_input,
-                        "the manifest made from " + opt.from->string() +
-                            " does not read: " + parsed.error().message());
-    }
+    if (imported) take_imported(ctx, opt, *imported, r);
     r.shared_indexes = project_indexes_used(project_indexes, r.cuda, default_index, cuda_index);
     if (r.cuda && !own_cuda_index(project_indexes, r.cuda, cuda_index))
         r.cuda_index = "index " + pytorch_index_name(*r.cuda) + " of envbox.toml";

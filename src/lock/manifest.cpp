@@ -111,10 +111,11 @@ class ManifestReader {
     void read_environment(Manifest& m, const toml::table& doc) {
         const auto* env = r_.opt_table(doc, "environment", "");
         if (!env) r_.fail(nullptr, 1, "Missing required table", "environment");
-        r_.require_known_keys(*env,
-                              {"python", "platform", "platforms", "cuda", "prerelease", "overrides",
-                               "constraints", "exclude-newer", "build", "requirements"},
-                              "environment", kToolHint);
+        r_.require_known_keys(
+            *env,
+            {"python", "platform", "platforms", "cuda", "prerelease", "overrides", "constraints",
+             "exclude-newer", "build", "requirements", "dependency-groups"},
+            "environment", kToolHint);
         m.prerelease = read_prerelease(*env);
         m.build = read_build_policy(*env);
         m.overrides = read_resolution_list(*env, "overrides");
@@ -131,6 +132,15 @@ class ManifestReader {
         if (m.cuda && !parse_major_minor(*m.cuda, cmaj, cmin))
             r_.fail(env->get("cuda"), line, "Expected a CUDA line such as \"12.8\"",
                     "environment.cuda");
+        if (const auto* groups = r_.opt_array(*env, "dependency-groups", "environment"))
+            for (std::size_t k = 0; k < groups->size(); ++k) {
+                const toml::node& n = *groups->get(k);
+                const std::string at = TomlReader::index("environment.dependency-groups", k);
+                if (!n.is_string()) r_.wrong_type(n, "str", at);
+                const std::string group(n.as_string()->get());
+                if (!pep::is_valid_name(group)) r_.fail(&n, 0, "Invalid group name", at);
+                m.dependency_groups.push_back(pep::canonicalize_name(group));
+            }
         const auto* reqs = r_.opt_array(*env, "requirements", "environment");
         if (!reqs) r_.fail(nullptr, line, "Missing required value", "environment.requirements");
         for (std::size_t k = 0; k < reqs->size(); ++k) {

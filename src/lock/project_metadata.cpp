@@ -113,4 +113,60 @@ Result<ProjectMetadata> read_project_metadata(std::string_view text, std::string
     }
 }
 
+namespace {
+
+// Group `name`'s requirements into `out` (PEP 735), following includes; `stack` for cycles.
+void expand_group(const TomlReader& r, const toml::table& groups, const std::string& name,
+                  std::vector<std::string>& stack, std::vector<pep::Requirement>& out) {
+    const std::string path = "dependency-groups." + name;
+    if (std::find(stack.begin(), stack.end(), name) != stack.end())
+        r.fail(nullptr, 1, "Group '" + name + "' includes itself", path);
+    if (stack.size() > 64) r.fail(nullptr, 1, "Groups include each other deeper than 64", path);
+    const toml::array* list = nullptr;
+    for (const auto& [key, node] : groups)
+        if (pep::canonicalize_name(std::string(key.str())) == name) {
+            if (!node.is_array()) r.wrong_type(node, "Sequence", path);
+            list = node.as_array();
+        }
+    if (!list) r.fail(nullptr, 1, "No dependency group '" + name + "'", path);
+    stack.push_back(name);
+    for (std::size_t k = 0; k < list->size(); ++k) {
+        const toml::node& n = *list->get(k);
+        const std::string at = TomlReader::index(path, k);
+        if (const auto* t = n.as_table()) {
+            const auto inc = r.opt_string(*t, "include-group", at);
+            if (!inc || t->size() != 1) r.fail(&n, 0, "Expected { include-group = \"…\" }", at);
+            expand_group(r, groups, pep::canonicalize_name(*inc), stack, out);
+            continue;
+        }
+        if (!n.is_string()) r.wrong_type(n, "str", at);
+        auto req = pep::Requirement::parse(n.as_string()->get());
+        if (!req) r.fail(&n, 0, req.error().message(), at);
+        if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o == *req; }))
+            out.push_back(std::move(*req));
+    }
+    stack.pop_back();
+}
+
+}  // namespace
+
+Result<std::vector<pep::Requirement>> read_dependency_groups(
+    std::string_view text, std::string_view source, const std::vector<std::string>& groups) {
+    auto doc = parse_toml(text, source);
+    if (!doc) return doc.error();
+    try {
+        const TomlReader r(source);
+        const toml::table* table = r.opt_table(*doc, "dependency-groups", "");
+        if (!table && !groups.empty())
+            r.fail(nullptr, 1, "No [dependency-groups] table (PEP 735)", "dependency-groups");
+        std::vector<pep::Requirement> out;
+        std::vector<std::string> stack;
+        for (const auto& g : groups)
+            expand_group(r, *table, g, stack, out);
+        return out;
+    } catch (const Error& e) {
+        return e;
+    }
+}
+
 }  // namespace envbox::lock

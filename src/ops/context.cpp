@@ -2,9 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
+#include "envbox/lock/project_metadata.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -223,6 +225,20 @@ lock::Manifest read_manifest(const fs::path& manifest_path) {
     auto m = lock::Manifest::parse(read_manifest_file(manifest_path), manifest_path.string(),
                                    project ? &*project : nullptr);
     if (!m) throw m.error();
+    if (!m->dependency_groups.empty()) {  // PEP 735: the project's shared sets
+        const fs::path pyproject = manifest_path.parent_path().parent_path() / "pyproject.toml";
+        if (!fs::is_regular_file(fs::symlink_status(pyproject, ec)))
+            throw Error(ErrorCode::invalid_input, manifest_path.string() +
+                                                      ": dependency-groups needs the project's " +
+                                                      pyproject.string() + ", which is not there");
+        auto reqs = lock::read_dependency_groups(read_manifest_file(pyproject), pyproject.string(),
+                                                 m->dependency_groups);
+        if (!reqs) throw reqs.error();
+        for (auto& r : *reqs)
+            if (std::none_of(m->requirements.begin(), m->requirements.end(),
+                             [&](const pep::Requirement& have) { return have == r; }))
+                m->requirements.push_back(std::move(r));
+    }
     return std::move(*m);
 }
 

@@ -215,6 +215,34 @@ class LocalSources(unittest.TestCase):
         self.assertEqual(self.project.run("run", "proj", "--", "python", "-c",
                                           "import trainlib; print(trainlib.T)").stdout.strip(), "1")
 
+    def test_dependency_groups_are_shared_sets_of_the_project(self):
+        with open(os.path.join(self.project.root, "pyproject.toml"), "a") as f:
+            f.write('\n[dependency-groups]\ncommon = ["helper"]\n'
+                    'Test = [{include-group = "common"}, "trainlib"]\n')
+        index = [("loopback", self.server.url + "/simple", "")]
+        for env, groups in (("train", '["common"]'), ("dev", '["test"]')):
+            self.project.write(env, envboxtest.manifest_text(
+                [], indexes=index).replace("requirements = []",
+                                           f"requirements = []\ndependency-groups = {groups}"))
+            self.project.run("create", env)
+        lock = self.project.lock_text("dev")
+        self.assertIn('name = "trainlib"', lock)
+        self.assertIn('name = "helper"', lock)
+        self.assertNotIn('name = "trainlib"', self.project.lock_text("train"))
+        # A change to a group makes the locks that name it stale.
+        with open(os.path.join(self.project.root, "pyproject.toml")) as f:
+            text = f.read()
+        write(os.path.join(self.project.root, "pyproject.toml"),
+              text.replace('common = ["helper"]', 'common = ["helper", "trainlib"]'))
+        r = self.project.run("lock", "train", "--check", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("trainlib", r.stdout + r.stderr)
+        write(os.path.join(self.project.root, "pyproject.toml"),
+              text.replace('common = ["helper"]', 'common = [{include-group = "test"}]'))
+        r = self.project.run("lock", "train", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("includes itself", r.stderr)
+
     def test_a_change_to_the_projects_dependencies_makes_the_lock_stale(self):
         self.write_manifest()
         self.project.run("lock", "train")

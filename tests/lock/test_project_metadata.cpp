@@ -89,3 +89,23 @@ TEST_CASE("Manifest: [sources] tables name local trees", "[lock][local]") {
     REQUIRE(own.ok());
     CHECK_FALSE(own->local_sources.count("mylab"));
 }
+
+TEST_CASE("read_dependency_groups: PEP 735 groups, includes followed once", "[lock][local]") {
+    const std::string text =
+        "[dependency-groups]\nCommon = [\"numpy\", \"torch>=2\"]\n"
+        "test = [{include-group = \"common\"}, \"pytest\", \"numpy\"]\n"
+        "loop-a = [{include-group = \"loop-b\"}]\nloop-b = [{include-group = \"loop-a\"}]\n";
+    auto test = lock::read_dependency_groups(text, "pyproject.toml", {"test"});
+    REQUIRE(test.ok());
+    REQUIRE(test->size() == 3);
+    CHECK((*test)[0].str() == "numpy");
+    CHECK((*test)[2].str() == "pytest");
+    auto loop = lock::read_dependency_groups(text, "pyproject.toml", {"loop-a"});
+    REQUIRE_FALSE(loop.ok());
+    CHECK_THAT(loop.error().message(), Catch::Contains("includes itself"));
+    auto missing = lock::read_dependency_groups(text, "pyproject.toml", {"docs"});
+    REQUIRE_FALSE(missing.ok());
+    CHECK_THAT(missing.error().message(), Catch::Contains("No dependency group 'docs'"));
+    auto none = lock::read_dependency_groups("[project]\n", "p", {"x"});
+    REQUIRE_FALSE(none.ok());
+}

@@ -144,6 +144,9 @@ struct Manifest {
     /// `[build.NAME]`: how each package (normalised name) is built from its sdist.
     std::map<std::string, PackageBuild> package_builds;
     std::vector<pep::Requirement> requirements;
+    /// `dependency-groups`: PEP 735 groups of the project's pyproject.toml whose requirements
+    /// join `requirements` (normalised names; ops::read_manifest adds them).
+    std::vector<std::string> dependency_groups;
     std::vector<IndexSpec> indexes;              ///< in manifest order (priority order)
     std::map<std::string, std::string> sources;  ///< normalised package name → index name
     /// `[sources]` entries that are tables: normalised package name → its local source tree.

@@ -40,4 +40,11 @@ struct ProjectMetadata {
 /// name or version, a version neither given nor `dynamic`, and a requirement that is not PEP 508.
 Result<ProjectMetadata> read_project_metadata(std::string_view text, std::string_view source);
 
+/// The requirements of the PEP 735 dependency groups `groups` (normalised names) of the
+/// pyproject.toml text `text`: each group's strings and, through `{include-group = "…"}`, its
+/// included groups' (each once; a cycle, an unknown group, a value of another shape or a string
+/// that is not PEP 508 is an invalid_input error naming SOURCE and the group).
+Result<std::vector<pep::Requirement>> read_dependency_groups(
+    std::string_view text, std::string_view source, const std::vector<std::string>& groups);
+
 }  // namespace envbox::lock

@@ -14,6 +14,7 @@
 
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
 #include "envbox/util/process.hpp"
 #include "envbox/util/sha256.hpp"
 #include "envbox/util/unique_fd.hpp"
@@ -190,12 +191,14 @@ struct Repo {
 };
 
 Repo open_repo(const GitAccess& a, const std::string& url) {
-    fs::create_directories(a.cache);
+    // cache/git is envbox's own folder: never made or entered through a link planted there.
+    make_own_dir_at_path(a.cache.parent_path().parent_path(), a.cache);
     const std::string key = to_hex(sha256(url)).substr(0, 32);
     Repo repo{a.cache / key, FileLock(a.cache / (key + ".lock"))};
     std::error_code ec;
-    if (!fs::exists(repo.dir / "HEAD", ec)) {
-        fs::remove_all(repo.dir, ec);
+    const bool planted = fs::is_symlink(fs::symlink_status(repo.dir, ec));
+    if (planted || !fs::is_regular_file(fs::symlink_status(repo.dir / "HEAD", ec))) {
+        remove_own_tree(a.cache, repo.dir);  // a link is removed itself, never followed
         const GitRun r =
             run_git(a, {"init", "--quiet", "--bare", "--template=", repo.dir.string()});
         if (r.status != 0)

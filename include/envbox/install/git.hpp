@@ -15,7 +15,7 @@
 namespace envbox::install {
 
 struct GitAccess {
-    std::filesystem::path cache;   ///< the home's cache/git
+    std::filesystem::path cache;   ///< HOME/cache/git (made below HOME, never through a link)
     std::vector<std::string> env;  ///< git's environment (KEY=VALUE): HOME, PATH, proxies, ssh
     std::optional<std::string> username, password;  ///< ENVBOX_GIT_<NAME>_USERNAME / _PASSWORD
     bool offline = false;                           ///< only what the cache holds

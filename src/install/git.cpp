@@ -61,9 +61,9 @@ std::vector<std::string> git_env(const GitAccess& a) {
     env.push_back("GIT_TERMINAL_PROMPT=0");
     env.push_back("GIT_CONFIG_NOSYSTEM=1");
     env.push_back("LC_ALL=C");
-    if (a.username || a.password) {
+    if ((a.username || a.password) && !a.credential_url.empty()) {
         env.push_back("GIT_CONFIG_COUNT=1");
-        env.push_back("GIT_CONFIG_KEY_0=http.extraHeader");
+        env.push_back("GIT_CONFIG_KEY_0=http." + a.credential_url + ".extraHeader");
         env.push_back("GIT_CONFIG_VALUE_0=Authorization: Basic " +
                       base64(a.username.value_or("") + ":" + a.password.value_or("")));
     }
@@ -99,6 +99,7 @@ GitRun collect(pid_t pid, UniqueFd out, UniqueFd err, std::chrono::seconds timeo
                 r.err += "\n(envbox: git's output is over 16 MiB)";
                 out.reset();
                 err.reset();
+                break;  // p[1].fd is closed now: never read again
             }
         }
     }
@@ -273,9 +274,11 @@ std::string git_tree_state(const GitAccess& a, const fs::path& dir, const fs::pa
     const std::string commit = head.out.substr(0, head.out.find('\n'));
     if (head.status != 0 || !is_commit_id(commit)) return "commit unknown";
     std::vector<std::string> args = {"-C", dir.string(), "status", "--porcelain", "--", "."};
-    if (!skip.empty()) args.push_back(":(exclude)" + skip.string());
+    const std::string rel = skip.lexically_relative(dir).generic_string();
+    if (!skip.empty() && !rel.empty() && !rel.starts_with(".."))  // only a folder of the tree
+        args.push_back(":(exclude)" + skip.string());
     const GitRun status = run_git(a, args);
-    if (status.status != 0) return "commit unknown";
+    if (status.status != 0) return "commit " + commit + " dirty";  // unknown: as changed
     return "commit " + commit + (status.out.empty() ? " clean" : " dirty");
 }
 

@@ -39,6 +39,7 @@ bool skipped(const std::string& name, bool top) {
 
 struct Walk {
     fs::path root, skip;
+    fs::path real_root;  ///< `root` with every link resolved
     std::size_t entries = 0;
     std::uint64_t bytes = 0;
     // kind 'd', 'f' (executable or not) or 'l' (its target), with the path below the root
@@ -65,8 +66,11 @@ struct Walk {
             if (fs::is_symlink(st)) {
                 const fs::path target = fs::read_symlink(e.path());
                 const std::string lands = (rel / target).lexically_normal().string();
+                // Where the kernel would land, every link of a chain followed, and as written.
+                std::error_code ec;
+                const fs::path real = fs::weakly_canonical(e.path(), ec);
                 if (target.empty() || target.is_absolute() || lands == ".." ||
-                    lands.starts_with("../"))
+                    lands.starts_with("../") || ec || !inside(real, real_root))
                     throw Error(ErrorCode::invalid_input, e.path().string() + " links out of " +
                                                               root.string() + " (to " +
                                                               target.string() +
@@ -226,7 +230,7 @@ fs::path locked_tree(const fs::path& lock_dir, const std::string& path,
 
 std::string tree_digest(const fs::path& dir, const fs::path& skip) {
     Sha256 all;
-    Walk w{dir, skip, 0, 0, {}};
+    Walk w{dir, skip, fs::canonical(dir), 0, 0, {}};
     w.visit = [&](char kind, const fs::path& at, const fs::path& rel, bool exec,
                   const std::string& target) {
         std::string line = std::string(1, kind) + " " + rel.generic_string();
@@ -240,7 +244,7 @@ std::string tree_digest(const fs::path& dir, const fs::path& skip) {
 
 void copy_tree(const fs::path& from, const fs::path& to, const fs::path& skip) {
     fs::create_directory(to);
-    Walk w{from, skip, 0, 0, {}};
+    Walk w{from, skip, fs::canonical(from), 0, 0, {}};
     w.visit = [&](char kind, const fs::path& at, const fs::path& rel, bool exec,
                   const std::string& target) {
         const fs::path dst = to / rel;

@@ -350,6 +350,12 @@ class ManifestReader {
             if (!pep::is_valid_name(pkg.str()))
                 r_.fail(&node, 0, "Invalid package name '" + std::string(pkg.str()) + "'", path);
             const std::string name = pep::canonicalize_name(pkg.str());
+            if (auto l = m.local_sources.find(name);
+                l != m.local_sources.end() && l->second.from_requirement)
+                r_.fail(&node, 0,
+                        "'" + name + "' is named by a direct reference in requirements (line " +
+                            std::to_string(l->second.line) + ") too: give it in one place",
+                        path);
             if (node.is_table()) {
                 m.local_sources[name] = read_local_source(r_, *node.as_table(), path);
                 m.sources.erase(name);

@@ -118,6 +118,22 @@ std::optional<std::string> git_url_problem(const std::string& url) {
     return std::nullopt;
 }
 
+// A git source's URL, revision and subdirectory, as `[sources]` and `git+` requirements give
+// them: what git is handed must never read as an option, a refspec or a path out of the tree.
+void check_git_source(const TomlReader& r, const toml::node& at, const LocalSource& s,
+                      const std::string& path) {
+    if (auto bad = git_url_problem(s.git)) r.fail(&at, s.line, *bad, path + ".git");
+    const auto& sub = s.subdirectory;
+    if (sub && (sub->empty() || sub->front() == '/' || sub->front() == '-' ||
+                ("/" + *sub + "/").find("/../") != std::string::npos))
+        r.fail(&at, s.line, "Expected a folder inside the repository", path + ".subdirectory");
+    const auto& rev = s.rev;
+    if (rev && (rev->empty() || rev->front() == '-' || rev->front() == '+' ||
+                rev->find("..") != std::string::npos ||
+                rev->find_first_of(" :*^~?[\\") != std::string::npos))
+        r.fail(&at, s.line, "Expected a branch, tag or commit", path + ".rev");
+}
+
 }  // namespace
 
 LocalSource read_local_source(const TomlReader& r, const toml::table& t, const std::string& path) {
@@ -145,15 +161,7 @@ LocalSource read_local_source(const TomlReader& r, const toml::table& t, const s
                "rev and subdirectory go with git (a path names the folder itself)", path);
     if (git && s.editable)
         r.fail(t.get("editable"), s.line, "A git source is built, never editable", path);
-    if (git)
-        if (auto bad = git_url_problem(s.git)) r.fail(t.get("git"), s.line, *bad, path + ".git");
-    if (s.subdirectory && (s.subdirectory->front() == '/' ||
-                           ("/" + *s.subdirectory + "/").find("/../") != std::string::npos))
-        r.fail(t.get("subdirectory"), s.line, "Expected a folder inside the repository",
-               path + ".subdirectory");
-    if (s.rev && (s.rev->front() == '-' || s.rev->find("..") != std::string::npos ||
-                  s.rev->find(' ') != std::string::npos))
-        r.fail(t.get("rev"), s.line, "Expected a branch, tag or commit", path + ".rev");
+    if (git) check_git_source(r, t, s, path);
     return s;
 }
 
@@ -162,6 +170,7 @@ std::optional<LocalSource> local_source_of(const TomlReader& r, const toml::node
     const std::string url = *req.url;
     LocalSource s;
     s.line = TomlReader::line_of(at);
+    s.from_requirement = true;
     const std::string lower = pep::ascii_lower(url.substr(0, 8));
     if (lower.starts_with("git+")) {
         std::string rest = url.substr(4);
@@ -178,14 +187,17 @@ std::optional<LocalSource> local_source_of(const TomlReader& r, const toml::node
                 from = amp + 1;
             }
         }
-        const auto last_slash = rest.rfind('/');
+        // The revision follows the last '@' of the path (a branch may hold '/'); an '@' of
+        // the authority (ssh://git@host) comes before the path.
+        const auto scheme = rest.find("://");
+        const auto path_at = rest.find('/', scheme == std::string::npos ? 0 : scheme + 3);
         if (const auto rev = rest.rfind('@');
-            rev != std::string::npos && last_slash != std::string::npos && rev > last_slash) {
+            rev != std::string::npos && path_at != std::string::npos && rev > path_at) {
             s.rev = rest.substr(rev + 1);
             rest.resize(rev);
         }
         s.git = rest;
-        if (auto bad = git_url_problem(s.git)) r.fail(&at, 0, *bad, path);
+        check_git_source(r, at, s, path);
         return s;
     }
     const bool file_url = lower.starts_with("file:");

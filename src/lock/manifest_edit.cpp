@@ -393,8 +393,9 @@ Result<std::string> pin_local_source(std::string_view text, std::string_view sou
     auto t = pin_entry(text, source, package, value, *before, want, project);
     if (!t) return t;
     auto after = Manifest::parse(*t, source, project);
-    const auto it = after ? after->local_sources.find(canonical) : after->local_sources.end();
-    if (!after || it == after->local_sources.end() || it->second.path != path ||
+    if (!after) return cannot_edit(source, "[sources]", "the edit would not parse");
+    const auto it = after->local_sources.find(canonical);
+    if (it == after->local_sources.end() || it->second.path != path ||
         it->second.editable != editable)
         return cannot_edit(source, "[sources]", "the edit would not name that folder");
     return t;

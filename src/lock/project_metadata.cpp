@@ -2,6 +2,7 @@
 #include "envbox/lock/project_metadata.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "envbox/pep/name.hpp"
 #include "lock/toml_reader.hpp"
@@ -116,11 +117,20 @@ Result<ProjectMetadata> read_project_metadata(std::string_view text, std::string
 namespace {
 
 // Group `name`'s requirements into `out` (PEP 735), following includes; `stack` for cycles.
+struct Expansion {
+    std::vector<std::string> stack;  ///< the groups being expanded (a cycle is one of them again)
+    std::set<std::string> done;      ///< each group's requirements are added once
+    std::vector<pep::Requirement> out;
+};
+
 void expand_group(const TomlReader& r, const toml::table& groups, const std::string& name,
-                  std::vector<std::string>& stack, std::vector<pep::Requirement>& out) {
+                  Expansion& x) {
     const std::string path = "dependency-groups." + name;
+    std::vector<std::string>& stack = x.stack;
+    std::vector<pep::Requirement>& out = x.out;
     if (std::find(stack.begin(), stack.end(), name) != stack.end())
         r.fail(nullptr, 1, "Group '" + name + "' includes itself", path);
+    if (x.done.count(name)) return;
     if (stack.size() > 64) r.fail(nullptr, 1, "Groups include each other deeper than 64", path);
     const toml::array* list = nullptr;
     for (const auto& [key, node] : groups)
@@ -136,7 +146,7 @@ void expand_group(const TomlReader& r, const toml::table& groups, const std::str
         if (const auto* t = n.as_table()) {
             const auto inc = r.opt_string(*t, "include-group", at);
             if (!inc || t->size() != 1) r.fail(&n, 0, "Expected { include-group = \"…\" }", at);
-            expand_group(r, groups, pep::canonicalize_name(*inc), stack, out);
+            expand_group(r, groups, pep::canonicalize_name(*inc), x);
             continue;
         }
         if (!n.is_string()) r.wrong_type(n, "str", at);
@@ -146,6 +156,7 @@ void expand_group(const TomlReader& r, const toml::table& groups, const std::str
             out.push_back(std::move(*req));
     }
     stack.pop_back();
+    x.done.insert(name);
 }
 
 }  // namespace
@@ -159,11 +170,10 @@ Result<std::vector<pep::Requirement>> read_dependency_groups(
         const toml::table* table = r.opt_table(*doc, "dependency-groups", "");
         if (!table && !groups.empty())
             r.fail(nullptr, 1, "No [dependency-groups] table (PEP 735)", "dependency-groups");
-        std::vector<pep::Requirement> out;
-        std::vector<std::string> stack;
+        Expansion x;
         for (const auto& g : groups)
-            expand_group(r, *table, g, stack, out);
-        return out;
+            expand_group(r, *table, g, x);
+        return std::move(x.out);
     } catch (const Error& e) {
         return e;
     }

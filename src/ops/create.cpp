@@ -201,6 +201,9 @@ install::FetchPlan fetch_plan(const Context& ctx, const CreateOptions& opt,
     plan.downloads = store::Home(ctx.home).downloads();
     plan.http = http_options(ctx, opt.offline);
     if (in.manifest) plan.indexes = index_configs(*in.manifest, in.manifest_path, ctx.settings);
+    if (in.manifest)
+        for (const auto& [name, source] : in.manifest->local_sources)
+            if (!source.git.empty()) plan.git_credential_urls[name] = source.git;
     plan.offline = opt.offline;
     if (opt.received) plan.received = &*opt.received;
     plan.received_builds = &opt.received_builds;
@@ -276,7 +279,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
 
     const std::vector<store::BytecodeKey> bytecode =
         install::bytecode_keys(interpreter, manifest, opt.compile, progress);
-    prepare_local_items(ctx, items, in.lock, opt.received.has_value());
+    prepare_local_items(ctx, items, in.lock, opt.received ? &opt.received_builds : nullptr);
     std::string built_here;  // a local tree's digest: a new one builds a new generation
     for (const auto& item : items)
         if (item.local) built_here += "\n--local " + item.package->name + " " + item.sha256;

@@ -182,12 +182,11 @@ std::vector<install::Item> runtime_items(const std::vector<install::Item>& items
     while (!todo.empty()) {
         const install::Item& item = *by_name.at(todo.back());
         todo.pop_back();
-        if (item.sdist)
-            throw Error(ErrorCode::invalid_input,
-                        lock_path.string() + ": the build of " + sdist.name + " sees " +
-                            item.package->name +
-                            ", which is built from its sdist too; a build "
-                            "sees only the lock's wheels");
+        if (item.sdist || item.local)
+            throw Error(ErrorCode::invalid_input, lock_path.string() + ": the build of " +
+                                                      sdist.name + " sees " + item.package->name +
+                                                      ", which is built from source too; a build "
+                                                      "sees only the lock's wheels");
         out.push_back(item);
         for (const auto& d :
              item.package->dependencies.value_or(std::vector<lock::DependencyRef>{}))
@@ -273,8 +272,13 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
         archive.emplace(home.tmp(), home.tmp() / work_folder_name("git", sdist.sha256));
         fs::create_directory(archive->path);
         r.sdist = archive->path / (prefix + ".tar.gz");
-        install::git_archive(git_access(ctx, sdist.name, plan.offline), *sdist.vcs->url,
-                             sdist.vcs->commit_id, sdist.vcs->subdirectory, prefix, r.sdist);
+        const auto trusted = plan.git_credential_urls.find(sdist.name);
+        const std::string url = sdist.vcs->url.value_or("");
+        install::git_archive(
+            git_access(
+                ctx, sdist.name, plan.offline,
+                trusted != plan.git_credential_urls.end() && trusted->second == url ? url : ""),
+            url, sdist.vcs->commit_id, sdist.vcs->subdirectory, prefix, r.sdist);
     } else if (sdist.tree.empty()) {
         r.sdist = install::locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http,
                                         plan.offline);
@@ -300,21 +304,26 @@ fs::path manifests_dir(const Context& ctx, const lock::LockFile& lock) {
 }
 
 void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
-                         const lock::LockFile& lock, bool received) {
+                         const lock::LockFile& lock,
+                         const std::map<std::string, install::BuiltRecord>* received) {
     const fs::path manifests = manifests_dir(ctx, lock);
     for (auto& item : items) {
         if (!item.local) continue;
-        if (received) {  // a node installs the wheel that came with the artifact: no tree here
-            item.sha256 = "received";
-            item.filename = item.package->name;
-            continue;
-        }
-        if (const auto& v = item.package->vcs) {
+        const auto& v = item.package->vcs;
+        if (v)  // a lock is hostile input, a received one too
             if (auto bad = install::vcs_problem(v->type, v->url.value_or(""), v->commit_id,
                                                 v->subdirectory))
                 throw Error(ErrorCode::invalid_input,
                             lock.path.string() + ":" + std::to_string(item.package->line) + ": " +
                                 item.package->name + "'s [packages.vcs]: " + *bad);
+        if (received) {  // a node installs the wheel that came with the artifact: no tree here
+            // Its digest is that wheel's, so a new build of the same lock is a new generation.
+            const auto sent = received->find("local " + item.package->name);
+            item.sha256 = sent == received->end() ? "none" : sent->second.wheel_sha256;
+            item.filename = item.package->name;
+            continue;
+        }
+        if (v) {
             item.sha256 = to_hex(sha256("git\n" + *v->url + "\n" + v->commit_id + "\n" +
                                         v->subdirectory.value_or("")));
             item.filename = item.package->name;
@@ -345,8 +354,8 @@ std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store&
         sdist.version = item.package->version;
         sdist.filename = !item.local ? item.filename
                          : item.package->vcs
-                             ? item.package->name + " (" + *item.package->vcs->url + " " +
-                                   item.package->vcs->commit_id.substr(0, 12) + ")"
+                             ? item.package->name + " (" + item.package->vcs->url.value_or("") +
+                                   " " + item.package->vcs->commit_id.substr(0, 12) + ")"
                              : item.package->name + " (" + item.tree.string() + ")";
         sdist.sha256 = item.sha256;
         sdist.request = install::artifact_request(item, plan.indexes);

@@ -29,7 +29,7 @@ std::string direct_url_json(const install::Item& item, const fs::path& lock_dir)
     if (const auto& v = item.package->vcs; item.local && v) {  // PEP 610's VCS URL
         Json vcs = {{"commit_id", v->commit_id}, {"vcs", "git"}};
         if (v->requested_revision) vcs["requested_revision"] = *v->requested_revision;
-        Json out = {{"url", *v->url}, {"vcs_info", vcs}};
+        Json out = {{"url", v->url.value_or("")}, {"vcs_info", vcs}};
         if (v->subdirectory) out["subdirectory"] = *v->subdirectory;
         return json_line(out);
     }

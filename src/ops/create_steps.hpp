@@ -82,15 +82,18 @@ struct SdistToBuild {
 };
 
 /// The project's `manifests/` folder, which a local tree's digest leaves out (its locks change
-/// with every `lock`): of `project_root`, else of the lock's project.
+/// with every `lock`): of `project_root`, else the lock's folder's sibling of that name (the
+/// lock's project as `push` finds it from a generation's `lock_source`).
 std::filesystem::path manifests_dir(const Context& ctx, const lock::LockFile& lock);
 
 /// Gives each local item (`Item::local`) its tree (install::locked_tree: a folder inside the
 /// project) and, as its sha256, the digest its build is keyed by (install::tree_digest, or
-/// editable_digest), so the generation's digest changes when the tree does. `received`: a
-/// node's create from an artifact, which reads no tree (the artifact's wheel is installed).
+/// editable_digest), so the generation's digest changes when the tree does. `received` (the
+/// builds an artifact carried): a node's create, which reads no tree and takes the received
+/// wheel's sha256 instead.
 void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
-                         const lock::LockFile& lock, bool received = false);
+                         const lock::LockFile& lock,
+                         const std::map<std::string, install::BuiltRecord>* received = nullptr);
 
 /// The wheel of `sdist` for `target`, built in the environment of `build_lock` (`build_sha`:
 /// its bytes' digest): the store's when a build of the same key ran before (install/built.hpp:

@@ -227,7 +227,7 @@ AddOptions with_files(const Context& ctx, const AddOptions& given,
         opt.requirements.insert(opt.requirements.end(), im.requirements.begin(),
                                 im.requirements.end());
         for (const auto& e : im.editables)
-            editables.push_back({e.name, e.name, e.path});
+            editables.push_back({e.requirement, e.name, e.path});
         for (const auto& what : im.untranslated)
             ctx.progress->note("not applied: " + what);
         if (im.index_url || !im.extra_indexes.empty() || !im.constraints.empty())

@@ -157,7 +157,7 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         w.sha256 = pkg.wheel_sha256;
         auto it = by_sha.find(w.sha256);
         if (auto l = local.find(w.name); l != local.end()) {  // the wheel its build made here
-            sent_as_built(ctx, env, *l->second, built, parsed->path, w);
+            sent_as_built(ctx, env, *l->second, built, gen->lock_source, w);
             b.wheels.push_back(std::move(w));
             continue;
         }

@@ -116,7 +116,7 @@ struct Reader {
                 project + (bracket == std::string::npos ? "" : value.substr(bracket)));
             if (!req) throw Error(ErrorCode::invalid_input, where + ": " + req.error().message());
             out.requirements.push_back(req->str());
-            out.editables.push_back({project, relative_to(manifests, path, folder)});
+            out.editables.push_back({project, relative_to(manifests, path, folder), req->str()});
             return;
         }
         if (name == "-i" || name == "--index-url") {
@@ -155,7 +155,7 @@ Imported import_pyproject(const fs::path& file, const fs::path& manifests) {
     auto meta = lock::read_project_metadata(text, file.string());
     if (!meta) throw meta.error();
     out.requirements.push_back(meta->name);
-    out.editables.push_back({meta->name, relative_to(manifests, file, ".")});
+    out.editables.push_back({meta->name, relative_to(manifests, file, "."), meta->name});
     for (const char* tool : {"[tool.uv", "[tool.pixi", "[tool.poetry", "[tool.pdm"})
         if (text.find(tool) != std::string::npos)
             out.untranslated.push_back(file.string() + ": " + std::string(tool + 1) +

@@ -15,6 +15,7 @@ struct Imported {
     /// manifests/ folder, installed editable.
     struct Editable {
         std::string name, path;
+        std::string requirement;  ///< its name with the extras written (`pkg[dev]`)
     };
     std::vector<Editable> editables;
     std::vector<std::string> constraints;    ///< `-c FILE`'s requirements

@@ -111,8 +111,10 @@ std::string index_variable(const Settings& settings, const std::string& name, co
     return it == settings.index_variables.end() ? "" : it->second;
 }
 
-install::GitAccess git_access(const Context& ctx, const std::string& name, bool offline) {
+install::GitAccess git_access(const Context& ctx, const std::string& name, bool offline,
+                              const std::string& credential_url) {
     install::GitAccess a;
+    a.credential_url = credential_url;
     a.cache = store::Home(ctx.home).cache() / "git";
     a.env = ctx.settings.git_environment;
     a.offline = offline;

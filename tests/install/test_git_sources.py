@@ -148,6 +148,15 @@ class GitSources(unittest.TestCase):
         self.assertEqual(lock.count(f'commit-id = "{head}"'), 2)
         self.assertIn('requested-revision = "main"', lock)
 
+    def test_a_branch_with_a_slash_in_a_git_requirement(self):
+        git("checkout", "-q", "-b", "feature/x", cwd=self.work)
+        self.commit("mylib", "slash")
+        self.push("feature/x")
+        self.write_manifest("", requirements=(f"mylib @ git+{self.url}@feature/x",))
+        self.project.run("create", "e")
+        self.assertEqual(self.value(), "slash")
+        self.assertIn('requested-revision = "feature/x"', self.project.lock_text("e"))
+
     def test_a_deleted_branch_still_builds_from_the_locked_commit(self):
         git("checkout", "-q", "-b", "feature", cwd=self.work)
         feature = self.commit("mylib", "feature")
@@ -181,6 +190,24 @@ class GitSources(unittest.TestCase):
         self.assertEqual(self.value(), "1")
         self.assertNotIn("s3cret", self.project.lock_text("e"))
         self.assertTrue(any(auth for _, _, auth in self.http.requests))
+        # The credentials go to the manifest's URL only: a lock that names another host (a
+        # tampered or foreign lock) gets none, even where that host asks for them.
+        other = GitHttpServer(self.repos, auth=("builder", "s3cret"))
+        try:
+            lock = self.project.lock_text("e").replace(url, other.url + "/mylib.git")
+            with open(self.project.lock_path("e"), "w") as f:
+                f.write(lock)
+            self.project.run("delete", "e")
+            for p in glob.glob(os.path.join(self.project.home, "store-v1", "builds", "*")):
+                os.unlink(p)
+            import shutil
+            shutil.rmtree(os.path.join(self.project.home, "cache", "git"))
+            r = self.project.run("create", "e", "--frozen", env=env, check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertTrue(other.requests)
+            self.assertFalse(any(auth for _, _, auth in other.requests))
+        finally:
+            other.close()
 
     def test_a_node_unpacks_the_built_commit_without_the_repository(self):
         self.write_manifest(f'mylib = {{ git = "{self.url}", rev = "main" }}\n')
@@ -228,6 +255,8 @@ class GitSources(unittest.TestCase):
             ('mylib = { git = "https://u:p@host/r.git" }\n', "without credentials"),
             ('mylib = { git = "https://host/r.git", editable = true }\n', "never editable"),
             (f'mylib = {{ git = "{self.url}", subdirectory = "../x" }}\n', "inside the repository"),
+            (f'mylib = {{ git = "{self.url}", rev = "main:refs/envbox/x" }}\n', "branch, tag or commit"),
+            ('mylib = { git = "https://host/r.git", rev = "--upload-pack=x" }\n', "branch, tag or commit"),
         ]:
             self.write_manifest(source)
             r = self.project.run("lock", "e", check=False)

@@ -269,6 +269,22 @@ class LocalSources(unittest.TestCase):
             self.assertEqual(r.returncode, 3, (sources, r.stderr))
             self.assertIn(expected, r.stderr, sources)
             self.assertIn("train.toml", r.stderr, sources)
+        # A chain of links inside the tree that lands outside it is refused, never followed.
+        tok = os.path.join(self.project.root, "libs", "tokenizer")
+        os.symlink(".", os.path.join(tok, "s"))
+        os.symlink("s/..", os.path.join(tok, "t"))
+        self.write_manifest(requirements=("tokenizer",), sources='tokenizer = { path = "../libs/tokenizer" }\n')
+        r = self.project.run("create", "train", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("links out of", r.stderr)
+        os.unlink(os.path.join(tok, "t"))
+        os.unlink(os.path.join(tok, "s"))
+        # A requirement's folder and a [sources] entry for the same package: said, not guessed.
+        self.write_manifest(requirements=("tokenizer @ ../libs/tokenizer",),
+                            sources='tokenizer = "loopback"\n')
+        r = self.project.run("lock", "train", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("give it in one place", r.stderr)
         write(os.path.join(self.project.root, "libs", "tokenizer", "pyproject.toml"),
               TOKENIZER + 'dynamic = ["dependencies"]\n')
         self.write_manifest(requirements=("tokenizer",), sources='tokenizer = { path = "../libs/tokenizer" }\n')

@@ -109,3 +109,14 @@ TEST_CASE("read_dependency_groups: PEP 735 groups, includes followed once", "[lo
     auto none = lock::read_dependency_groups("[project]\n", "p", {"x"});
     REQUIRE_FALSE(none.ok());
 }
+
+TEST_CASE("read_dependency_groups: each group expanded once, however often it is included",
+          "[lock][local]") {
+    std::string text = "[dependency-groups]\ng40 = [\"numpy\"]\n";
+    for (int i = 0; i < 40; ++i)  // each includes the next twice: 2^40 paths, 41 groups
+        text += "g" + std::to_string(i) + " = [{include-group = \"g" + std::to_string(i + 1) +
+                "\"}, {include-group = \"g" + std::to_string(i + 1) + "\"}]\n";
+    auto all = lock::read_dependency_groups(text, "pyproject.toml", {"g0"});
+    REQUIRE(all.ok());
+    REQUIRE(all->size() == 1);
+}

@@ -60,6 +60,9 @@ struct FetchPlan {
     /// With `received`: the built wheels it carried, by the sha256 of the sdist each was built
     /// from (create adopts them: a node never builds).
     const std::map<std::string, BuiltRecord>* received_builds = nullptr;
+    /// Package → the git URL its manifest source names: a git source's credentials go to the
+    /// lock's URL only where it is this one (a lock is hostile input; the manifest is intent).
+    std::map<std::string, std::string> git_credential_urls;
     /// With `received`: the bytecode layers it carried, "<wheel sha256>/<key name>" → file
     /// (`take_received_bytecode`); their lists are adopted, not compiled.
     const std::map<std::string, std::filesystem::path>* received_bytecode = nullptr;

@@ -18,7 +18,10 @@ struct GitAccess {
     std::filesystem::path cache;   ///< HOME/cache/git (made below HOME, never through a link)
     std::vector<std::string> env;  ///< git's environment (KEY=VALUE): HOME, PATH, proxies, ssh
     std::optional<std::string> username, password;  ///< ENVBOX_GIT_<NAME>_USERNAME / _PASSWORD
-    bool offline = false;                           ///< only what the cache holds
+    /// The one URL the credentials go to (`http.<URL>.extraHeader`): the manifest's for that
+    /// package, never a lock's; empty: none are sent.
+    std::string credential_url;
+    bool offline = false;  ///< only what the cache holds
     std::chrono::seconds timeout{900};
 };
 

@@ -49,9 +49,10 @@ struct LocalSource {
     /// project's folder in the repository (none: its root).
     std::string git;
     std::optional<std::string> rev, subdirectory;
-    bool editable = false;      ///< installed as PEP 660 editable (locally; never shipped so)
-    bool from_project = false;  ///< named by envbox.toml (relative to the project root)
-    int line = 0;               ///< the line that names it
+    bool editable = false;          ///< installed as PEP 660 editable (locally; never shipped so)
+    bool from_project = false;      ///< named by envbox.toml (relative to the project root)
+    bool from_requirement = false;  ///< named by a requirement's URL (`name @ ./dir`, `git+…`)
+    int line = 0;                   ///< the line that names it
 };
 
 /// A package named in `[install].prefer`, with the line that names it.

@@ -183,11 +183,26 @@ std::string IndexSource::read_metadata_by_ranges(const index::IndexFile& wheel,
 
 std::string IndexSource::read_metadata_from_wheel(const index::IndexFile& wheel,
                                                   const IndexConfig* ix) {
+    // Named by its file name and URL: a download's path is only where it was put.
+    const std::string shown = wheel.filename + " (" + index::redact_url(wheel.url) + ")";
+    if (wheel.url.starts_with("file:")) {
+        // Read in place: never a copy (a folder of torch wheels would be gigabytes per lock,
+        // and fail on a home with less room than the largest wheel).
+        const fs::path path = index::file_url_path(wheel.url);
+        std::error_code ec;
+        if (!fs::is_regular_file(path, ec))
+            throw Error(ErrorCode::integrity, shown + " is not a regular file");
+        if (auto h = wheel.hashes.find("sha256");
+            h != wheel.hashes.end() && to_hex(sha256_file(path)) != h->second)
+            throw Error(ErrorCode::integrity,
+                        wheel.filename + " does not match the sha256 its index gives");
+        auto meta = store::read_dist_info_file(path, "METADATA", shown);
+        if (!meta) throw Error(ErrorCode::integrity, shown + " has no METADATA");
+        return std::move(*meta);
+    }
     fs::path tmp = staging_path("metadata");
     ScopedRemove remove(tmp);
-    if (wheel.url.starts_with("file:")) {
-        fs::copy_file(index::file_url_path(wheel.url), tmp);
-    } else {
+    {
         RequestSlot slot(slots_, cancelled_);
         index::HttpRequest req = request_for(ix, wheel.url);
         if (wheel.size) {
@@ -200,11 +215,9 @@ std::string IndexSource::read_metadata_from_wheel(const index::IndexFile& wheel,
     if (auto h = wheel.hashes.find("sha256"); h != wheel.hashes.end() && digest != h->second)
         throw Error(ErrorCode::integrity,
                     wheel.filename + " does not match the sha256 its index gives");
-    // Named by its file name and URL: `tmp` is only where it was downloaded to.
-    const std::string shown = wheel.filename + " (" + index::redact_url(wheel.url) + ")";
     auto meta = store::read_dist_info_file(tmp, "METADATA", shown);
     if (!meta) throw Error(ErrorCode::integrity, shown + " has no METADATA");
-    if (!wheel.url.starts_with("file:")) keep_download(tmp, digest, wheel.url, fs::file_size(tmp));
+    keep_download(tmp, digest, wheel.url, fs::file_size(tmp));
     return std::move(*meta);
 }
 

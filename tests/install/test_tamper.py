@@ -355,6 +355,28 @@ class FullDiskWhileDownloading(unittest.TestCase):
             subprocess.run(["umount", mnt])
             keep_or_remove(tmp)
 
+    def test_lock_reads_a_local_wheels_metadata_in_place(self):
+        # A flat file:// folder whose wheel is larger than the home's whole disk: lock reads its
+        # METADATA where it lies (no copy into tmp/), so it locks and leaves nothing behind.
+        tmp, mnt = small_tmpfs(self, "envbox-lockfull-", "4m")
+        try:
+            folder = os.path.join(tmp, "wheels")
+            Wheel("big", "1.0", {"big/blob.bin": os.urandom(6_000_000)}).build(folder)
+            project = os.path.join(tmp, "proj")
+            envboxtest.write_manifest(project, "env", envboxtest.manifest_text(
+                ["big"], indexes=[("local", "file://" + folder, "")]))
+            home = os.path.join(mnt, "home")
+            r = envbox("lock", "env", home=home, project=project, check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(project, "manifests", "pylock.env.toml")) as f:
+                self.assertIn('name = "big"', f.read())
+            self.assertEqual(os.listdir(os.path.join(home, "tmp")) if os.path.isdir(
+                os.path.join(home, "tmp")) else [], [])
+            self.assertLess(shutil.disk_usage(mnt).used, 1_000_000)
+        finally:
+            subprocess.run(["umount", mnt])
+            keep_or_remove(tmp)
+
 
 if __name__ == "__main__":
     envboxtest.take_binary()

@@ -29,22 +29,6 @@ std::string escape(std::string_view s) {
     return out;
 }
 
-std::string base64(std::string_view in) {
-    static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    auto byte = [&](std::size_t i) {
-        return i < in.size() ? static_cast<unsigned>(static_cast<unsigned char>(in[i])) : 0u;
-    };
-    std::string out;
-    for (std::size_t i = 0; i < in.size(); i += 3) {
-        const unsigned v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
-        out += k[v >> 18];
-        out += k[(v >> 12) & 63];
-        out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
-        out += i + 2 < in.size() ? k[v & 63] : '=';
-    }
-    return out;
-}
-
 // commas and escaped quotes).
 std::pair<std::string, std::map<std::string, std::string>> parse_challenge(std::string_view h) {
     std::pair<std::string, std::map<std::string, std::string>> out;
@@ -127,7 +111,7 @@ std::string RegistryClient::authorization(const std::string& scope) {
     if (auto it = tokens_.find(scope); it != tokens_.end()) return it->second;
     if (basic_ && options_.credentials)
         return "Basic " +
-               base64(options_.credentials->username + ":" + options_.credentials->password);
+               to_base64(options_.credentials->username + ":" + options_.credentials->password);
     return {};
 }
 
@@ -160,8 +144,8 @@ void RegistryClient::answer_challenge(const std::string& challenge, const std::s
     const std::string realm_origin = url_origin(realm);
     if (options_.credentials && (realm_origin == origin_ || realm_origin.starts_with("https://"))) {
         r.credential_origin = realm_origin;
-        r.authorization = "Basic " + base64(options_.credentials->username + ":" +
-                                            options_.credentials->password);
+        r.authorization = "Basic " + to_base64(options_.credentials->username + ":" +
+                                               options_.credentials->password);
     }
     r.max_bytes = 1 << 20;
     r.max_bytes_what = "a token answer";

@@ -31,29 +31,6 @@ struct GitRun {
     std::string out, err;
 };
 
-std::string base64(std::string_view in) {
-    static constexpr char kTable[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
-                           (static_cast<unsigned char>(in[i + 1]) << 8) |
-                           static_cast<unsigned char>(in[i + 2]);
-        for (int s : {18, 12, 6, 0})
-            out += kTable[(v >> s) & 63];
-    }
-    if (i < in.size()) {
-        unsigned v = static_cast<unsigned char>(in[i]) << 16;
-        if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
-        out += kTable[(v >> 18) & 63];
-        out += kTable[(v >> 12) & 63];
-        out += i + 1 < in.size() ? kTable[(v >> 6) & 63] : '=';
-        out += '=';
-    }
-    return out;
-}
-
 // git's environment: the caller's chosen variables, no prompt, no system configuration, and
 // the credentials as a header (GIT_CONFIG_*: never an argument another user could read).
 std::vector<std::string> git_env(const GitAccess& a) {
@@ -65,7 +42,7 @@ std::vector<std::string> git_env(const GitAccess& a) {
         env.push_back("GIT_CONFIG_COUNT=1");
         env.push_back("GIT_CONFIG_KEY_0=http." + a.credential_url + ".extraHeader");
         env.push_back("GIT_CONFIG_VALUE_0=Authorization: Basic " +
-                      base64(a.username.value_or("") + ":" + a.password.value_or("")));
+                      to_base64(a.username.value_or("") + ":" + a.password.value_or("")));
     }
     return env;
 }

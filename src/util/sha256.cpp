@@ -107,4 +107,20 @@ Sha256Digest sha256_file(const std::filesystem::path& path, std::uint64_t* bytes
     return h.finish();
 }
 
+std::string to_base64(std::string_view in) {
+    static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    auto byte = [&](std::size_t i) {
+        return i < in.size() ? static_cast<unsigned>(static_cast<unsigned char>(in[i])) : 0u;
+    };
+    std::string out;
+    for (std::size_t i = 0; i < in.size(); i += 3) {
+        const unsigned v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+        out += k[v >> 18];
+        out += k[(v >> 12) & 63];
+        out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
+        out += i + 2 < in.size() ? k[v & 63] : '=';
+    }
+    return out;
+}
+
 }  // namespace envbox

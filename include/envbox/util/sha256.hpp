@@ -34,6 +34,8 @@ class Sha256 {
 std::string to_hex(const Sha256Digest& d);
 /// Any bytes in lowercase hex ("\x0d\x0a" → "0d0a").
 std::string to_hex(std::string_view bytes);
+/// Any bytes in standard base64 with padding (RFC 4648), as HTTP Basic credentials are sent.
+std::string to_base64(std::string_view bytes);
 /// URL-safe base64 without padding (43 characters), as in a wheel's RECORD.
 std::string to_record_b64(const Sha256Digest& d);
 

@@ -76,7 +76,7 @@ void check_received(const std::vector<Item>& items, const std::vector<std::size_
         const std::string named = !item.file        ? ""
                                   : item.file->path ? *item.file->path
                                                     : item.file->url.value_or("");
-        if (!plan.received->count(item.sha256))
+        if (!plan.received->wheels.count(item.sha256))
             throw Error(
                 ErrorCode::integrity,
                 label + ": the lock names " + printable(item.filename) +
@@ -129,8 +129,9 @@ class FetchPool {
     void run(const std::vector<std::size_t>& missing) {
         const unsigned lanes = bytecode_ ? BytecodeTasks::kLanes : 1;
         // Streamed blobs download in a lane of their own (the last), beside the ingest.
-        const unsigned fetch_lane = plan_.streamed ? lanes : 0;
-        TaskPool pool(plan_.jobs, lanes + (plan_.streamed ? 1 : 0));
+        const bool streams = plan_.received && !plan_.received->streamed.empty();
+        const unsigned fetch_lane = streams ? lanes : 0;
+        TaskPool pool(plan_.jobs, lanes + (streams ? 1 : 0));
         std::vector<std::uint64_t> rank(items_.size(), UINT64_MAX / 2);
         for (std::size_t k = 0; k < missing.size(); ++k) {
             const std::size_t i = missing[k];
@@ -186,7 +187,7 @@ class FetchPool {
             if (plan_.received) {
                 // The artifact's copy (check_received found it or it streams), whatever the
                 // lock names.
-                if (plan_.streams(received)) plan_.receive_blob(received);
+                if (plan_.streams(received)) plan_.received->receive_blob(received);
                 p.downloaded = received;
                 archive = received;
             } else if (local && !fs::exists(*local, ec) && fs::exists(received, ec)) {
@@ -263,7 +264,7 @@ class FetchPool {
                 pool.add(
                     rank[i] - 1,
                     [this, &layer, a = adoption.get()](TaskPool& tasks) {
-                        plan_.receive_blob(layer);
+                        plan_.received->receive_blob(layer);
                         a->arrived(tasks);
                     },
                     lane);
@@ -369,8 +370,8 @@ FetchReport fetch_into_store(store::Store& store, std::vector<Item>& items, cons
     plan_bytecode(store, items, plan.bytecode, plan.verify_by_content, plan.jobs, progress);
     // A local create compiles for itself what an artifact brought earlier; a pull or an unpack
     // adopts it (unless --ignore-bytecode).
-    if (plan.recompile_received || !plan.received) distrust_received_bytecode(items);
-    if (plan.received_bytecode) take_received_bytecode(items, *plan.received_bytecode);
+    if (!plan.received || plan.received->recompile_bytecode) distrust_received_bytecode(items);
+    if (plan.received) take_received_bytecode(items, plan.received->bytecode);
     const std::size_t to_compile = bytecode_lists_to_compile(items);
     std::optional<BytecodeTasks> bytecode;
     if (to_compile > 0) {

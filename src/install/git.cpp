@@ -268,6 +268,20 @@ std::string git_variable_name(const std::string& name, const std::string& field)
     return out + "_" + field;
 }
 
+GitAccess GitSettings::access(const std::string& name, bool offline,
+                              const std::string& credential_url) const {
+    GitAccess a;
+    a.credential_url = credential_url;
+    a.cache = cache;
+    a.env = env;
+    a.offline = offline;
+    for (const auto& [field, into] :
+         {std::pair{"USERNAME", &a.username}, {"PASSWORD", &a.password}})
+        if (auto it = variables.find(git_variable_name(name, field)); it != variables.end())
+            *into = it->second;
+    return a;
+}
+
 bool is_commit_id(const std::string& s) {
     return s.size() == 40 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }

@@ -9,6 +9,7 @@
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/pep/name.hpp"
+#include "envbox/util/text.hpp"
 #include "lock/toml_reader.hpp"
 #include "lock/toml_text.hpp"
 
@@ -136,12 +137,6 @@ std::string erase_element(std::string_view t, const ArrayText& a, std::size_t k)
     if (!last) return splice(t, x.begin, e[k + 1].begin - x.begin, "");
     if (k > 0) return splice(t, e[k - 1].end, (x.comma ? *x.comma : x.end) - e[k - 1].end, "");
     return splice(t, x.begin, after - x.begin, "");
-}
-
-std::string trimmed(std::string_view s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    if (b == std::string_view::npos) return "";
-    return std::string(s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1));
 }
 
 bool bare_key(std::string_view k) {

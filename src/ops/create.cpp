@@ -1,9 +1,18 @@
 #include "envbox/ops/create.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "create_steps.hpp"
 #include "cuda_guard.hpp"
 #include "envbox/env/build.hpp"
 #include "envbox/env/cuda.hpp"
+#include "envbox/install/generation.hpp"
+#include "envbox/install/transaction.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/lock/writer.hpp"
 #include "envbox/ops/generations.hpp"
@@ -50,7 +59,7 @@ std::optional<lock::LockFile> relock_if_stale(const Context& ctx, const CreateOp
 
 }  // namespace
 
-Inputs read_inputs(const Context& ctx, const CreateOptions& opt) {
+Inputs read_inputs(const Context& ctx, const CreateOptions& opt, const std::string* lock_text) {
     // The manifest gives the target; the lock says what to install.
     Inputs in;
     if (!ctx.project_root.empty()) in.manifest_path = ctx.project().manifest(opt.env);
@@ -60,8 +69,8 @@ Inputs read_inputs(const Context& ctx, const CreateOptions& opt) {
     // With a manifest and its own lock: lock first when the lock is missing or stale. The lock
     // freshness read is the one used, unless it was written again.
     std::optional<lock::LockFile> read;
-    if (opt.lock_text) {
-        auto parsed = lock::parse_lock_file(in.lock_path, *opt.lock_text);
+    if (lock_text) {
+        auto parsed = lock::parse_lock_file(in.lock_path, *lock_text);
         if (!parsed) throw parsed.error();
         read = std::move(*parsed);
     } else if (in.manifest && !opt.lock && !opt.frozen) {
@@ -166,6 +175,41 @@ std::string generation_digest(const std::string& lock_text, const install::Targe
                          target.python_full_version + " " + target.platform + prefer + compiled));
 }
 
+std::optional<std::string> link_project_dir(const fs::path& project_root, const std::string& env,
+                                            const fs::path& edir) {
+    const fs::path link_dir = project_root / ".envbox";
+    // `.envbox` may come with the repository: a committed link there is refused, and every
+    // name below is made relative to the folder's own descriptor (the link rule).
+    UniqueFd dir;
+    try {
+        dir = make_own_dir(project_root, ".envbox");
+    } catch (const Error& e) {
+        return "cannot create " + link_dir.string() + ": " + e.what();
+    }
+    struct stat st {};
+    if (::fstatat(dir.get(), ".gitignore", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        const std::string tmp = ".gitignore.tmp." + std::to_string(::getpid());
+        UniqueFd f(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+        const bool ok = f && write_all_fd(f.get(), "*\n", 2) &&
+                        ::renameat(dir.get(), tmp.c_str(), dir.get(), ".gitignore") == 0;
+        if (!ok) {
+            std::string why =
+                "cannot write " + (link_dir / ".gitignore").string() + ": " + std::strerror(errno);
+            ::unlinkat(dir.get(), tmp.c_str(), 0);
+            return why;
+        }
+    }
+    const std::string tmp = "." + env + ".tmp";
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+    if (::symlinkat((edir / "current").c_str(), dir.get(), tmp.c_str()) != 0 ||
+        ::renameat(dir.get(), tmp.c_str(), dir.get(), env.c_str()) != 0) {
+        std::string why = "cannot link " + (link_dir / env).string() + ": " + std::strerror(errno);
+        ::unlinkat(dir.get(), tmp.c_str(), 0);
+        return why;
+    }
+    return std::nullopt;
+}
+
 }  // namespace create_steps
 
 std::optional<std::string> check_driver(const std::vector<env::CudaLine>& lines,
@@ -191,34 +235,27 @@ bool link_checked() {
     return checked;
 }
 
-// How create fetches what the store lacks: the lock's folder, the manifest's indexes, what a
-// received artifact carried, and the bytecode to compile.
-install::FetchPlan fetch_plan(const Context& ctx, const CreateOptions& opt,
-                              const create_steps::Inputs& in, const env::Interpreter& interpreter,
-                              const std::vector<store::BytecodeKey>& bytecode) {
-    install::FetchPlan plan;
-    plan.lock_dir = in.lock_path.parent_path();
-    plan.downloads = store::Home(ctx.home).downloads();
-    plan.http = http_options(ctx, opt.offline);
-    if (in.manifest) plan.indexes = index_configs(*in.manifest, in.manifest_path, ctx.settings);
+// The transaction's source and work: the lock's files with the manifest's indexes (and git
+// URLs, the only ones its credentials go to), or what pull or unpack received; the bytecode.
+install::TransactionOptions transaction_options(const Context& ctx, const CreateOptions& opt,
+                                                const create_steps::Inputs& in,
+                                                const Received* received) {
+    install::TransactionOptions o;
+    o.site = {ctx.home, ctx.progress, ctx.jobs, git_settings(ctx), {}};
+    o.http = http_options(ctx, opt.offline);
+    if (in.manifest) o.indexes = index_configs(*in.manifest, in.manifest_path, ctx.settings);
     if (in.manifest)
         for (const auto& [name, source] : in.manifest->local_sources)
-            if (!source.git.empty()) plan.git_credential_urls[name] = source.git;
-    plan.offline = opt.offline;
-    if (opt.received) plan.received = &*opt.received;
-    plan.received_builds = &opt.received_builds;
-    plan.received_bytecode = &opt.received_bytecode;
-    plan.recompile_received = opt.ignore_received_bytecode;
-    if (!opt.streamed.empty()) {
-        plan.streamed = &opt.streamed;
-        plan.receive_blob = opt.receive_blob;
-    }
-    plan.verify_by_content = opt.force;
-    plan.jobs = ctx.jobs;
-    plan.interpreter = &interpreter;
-    plan.bytecode = bytecode;
-    plan.elf_facts = link_checked();  // for the link check, read beside the ingest and compiling
-    return plan;
+            if (!source.git.empty()) o.site.git_credential_urls[name] = source.git;
+    o.offline = opt.offline;
+    // A local tree's digest leaves out the project's manifests/ (its locks change with every
+    // `lock`); without a project, the lock's folder's sibling of that name (as `push` finds it).
+    o.manifests =
+        ctx.project_root.empty() ? in.lock.path.parent_path() : ctx.project_root / "manifests";
+    if (received) o.received = &received->artifact;
+    o.verify_by_content = opt.force;
+    o.elf_facts = link_checked();  // for the link check, read beside the ingest and compiling
+    return o;
 }
 
 // The link check of the selected wheels, now in the store: refuses before a generation is built
@@ -250,20 +287,22 @@ LinkReport link_step(const Context& ctx, const store::Store& store,
 }  // namespace
 
 // The pipeline; each step's contract is in create_steps.hpp.
-CreateResult create(const Context& ctx, const CreateOptions& opt) {
+CreateResult create(const Context& ctx, const CreateOptions& opt, const Received* received) {
     using namespace create_steps;
     Stopwatch whole;
     check_env_name(opt.env);
     Progress& progress = *ctx.progress;
     const store::Home home(ctx.home);
 
-    const Inputs in = read_inputs(ctx, opt);
+    const Inputs in = read_inputs(ctx, opt, received ? &received->lock_text : nullptr);
     const lock::Manifest* manifest = in.manifest ? &*in.manifest : nullptr;
     const install::Target target = install::create_target(
         manifest, home.interpreters(), opt.env, interpreter_search(ctx.settings), opt.target);
-    std::vector<install::Item> items =
-        install::select_items(in.lock.pylock, target, in.lock_path, buildable_packages(in.lock));
     const env::Interpreter& interpreter = *target.interpreter;
+    install::TransactionOptions to = transaction_options(ctx, opt, in, received);
+    to.bytecode = install::bytecode_keys(interpreter, manifest, opt.compile, progress);
+    install::Transaction transaction(in.lock, target, std::move(to));
+    const std::vector<install::Item>& items = transaction.items();
 
     CreateResult result;
     result.relocked = in.relocked;
@@ -277,14 +316,9 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
     const fs::path edir = env_dir(ctx, opt.env);
     EnvLocks held = lock_environment(ctx, opt, edir);
 
-    const std::vector<store::BytecodeKey> bytecode =
-        install::bytecode_keys(interpreter, manifest, opt.compile, progress);
-    prepare_local_items(ctx, items, in.lock, opt.received ? &opt.received_builds : nullptr);
-    std::string built_here;  // a local tree's digest: a new one builds a new generation
-    for (const auto& item : items)
-        if (item.local) built_here += "\n--local " + item.package->name + " " + item.sha256;
-    const std::string digest =
-        generation_digest(in.lock.text + built_here, target, manifest, bytecode);
+    // A local tree's digest is part of it: an edited tree builds a new generation.
+    const std::string digest = generation_digest(in.lock.text + transaction.local_inputs(), target,
+                                                 manifest, transaction.bytecode());
     if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest && !opt.force) {
         result.generation = cur->number;
         result.path = cur->path;
@@ -298,20 +332,13 @@ CreateResult create(const Context& ctx, const CreateOptions& opt) {
                           Durability::none);
 
     store::Store store(ctx.home);
-    const install::FetchPlan plan = fetch_plan(ctx, opt, in, interpreter, bytecode);
-    const auto received_builds = build_sdists(ctx, store, items, target, in.lock, plan);
-    result.fetch = install::fetch_into_store(store, items, plan, progress);
-    for (const auto& built : received_builds)  // a node may push what it received
-        install::record_received_build(store, built);
+    result.fetch = transaction.fetch(store);
     if (link_checked()) result.link = link_step(ctx, store, items, interpreter, in, opt.env);
 
-    env::Generation gen = next_generation(edir, digest, in.lock_path, target, opt);
-    for (const auto& k : bytecode)
-        gen.bytecode.push_back(k.name());
-    const std::vector<env::InstallRequest> requests = install_requests(items, manifest, gen);
-    progress.phase("Installing", requests.size());
-    result.build = env::build_generation(store, *target.interpreter, gen, edir, requests,
-                                         {opt.env, in.lock.text, opt.link_mode, ctx.jobs});
+    env::Generation gen =
+        install::next_generation(edir, opt.env, digest, in.lock_path, target, opt.link_mode);
+    result.build = transaction.execute(store, gen, edir, manifest,
+                                       {opt.env, in.lock.text, opt.link_mode, ctx.jobs});
     for (const auto& n : result.build.install.notes)  // a path two wheels ship, and the choice
         progress.note(n);
 

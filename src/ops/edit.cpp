@@ -14,6 +14,7 @@
 #include "envbox/pep/requirement.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
+#include "envbox/util/text.hpp"
 #include "init_from.hpp"
 
 namespace fs = std::filesystem;
@@ -131,11 +132,6 @@ EditResult apply_edit(const Context& ctx, const LockOptions& lock_options, bool 
         throw;
     }
     return r;
-}
-
-std::string trimmed(const std::string& s) {
-    const auto b = s.find_first_not_of(" \t\r\n");
-    return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
 std::string joined(const std::vector<std::string>& words) {

@@ -9,11 +9,11 @@
 #include <mutex>
 #include <set>
 
-#include "create_steps.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/install/fetch.hpp"
 #include "envbox/install/git.hpp"
 #include "envbox/install/local.hpp"
+#include "envbox/install/source_build.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/pep/filename.hpp"
@@ -65,7 +65,7 @@ std::string source_provenance(const Context& ctx, const std::string& env, const 
                                                   env + " was built from it: `envbox create " +
                                                   env + "`, then push again");
     const std::string state =
-        install::git_tree_state(git_access(ctx, p.name, true), tree, manifests);
+        install::git_tree_state(git_settings(ctx).access(p.name, true), tree, manifests);
     if (state.ends_with(" dirty"))
         throw Error(ErrorCode::invalid_input,
                     p.name + " (" + tree.string() +
@@ -395,24 +395,18 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
     result.lock_path = lock_path;
     CreateOptions co;
     co.env = opt.env;
-    co.lock_text = received.lock_text;  // written to the project once the environment is built
     co.frozen = true;
     co.offline = true;
     co.link_mode = opt.link_mode;
     co.compile = opt.compile;
-    co.received = received.carried;
-    co.received_builds = received.builds;
-    co.received_bytecode = received.bytecode;
-    co.ignore_received_bytecode = opt.ignore_bytecode;
-    co.streamed = received.streamed;
-    co.receive_blob = received.receive;
     std::error_code ec;
     auto remove_layers = [&] {
-        for (const auto& [key, file] : received.bytecode)
+        for (const auto& [key, file] : received.artifact.bytecode)
             fs::remove(file, ec);
     };
     try {
-        result.create = create(c, co);
+        // The lock is written to the project once the environment is built.
+        result.create = create(c, co, &received);
     } catch (...) {
         // The project's lock is untouched (an interrupted pull too); no layer stays behind.
         remove_layers();
@@ -461,7 +455,7 @@ BytecodeLayers::BytecodeLayers(const Context& ctx, const Bundle& bundle, bool se
     lock_.emplace(FileLock::shared(home.store_lock()));
     make_own_dir_at_path(ctx.home, home.tmp());
     dir_.emplace(home.tmp(),
-                 home.tmp() / create_steps::work_folder_name("bytecode", bundle.lock_sha256));
+                 home.tmp() / install::work_folder_name("bytecode", bundle.lock_sha256));
     make_own_dir_at_path(home.tmp(), dir_->path);
     store::Store store(ctx.home);
     std::vector<std::pair<const BundleWheel*, const store::BytecodeKey*>> todo;

@@ -95,8 +95,8 @@ inline constexpr std::uint64_t kMaxArtifactBytecodeBytes = 8ull << 30;
 
 /// The receiving side's check of a bytecode layer's names, where it enters: the wheel is one the
 /// artifact carries (`carried`) and the key a bytecode key's name. Returns the key of the layer in
-/// `Received::bytecode`; refuses (integrity, naming `what`) anything else, a second layer of one
-/// (wheel, key), or a wheel's layer past `kMaxBytecodeKeysPerWheel`.
+/// `install::Received::bytecode`; refuses (integrity, naming `what`) anything else, a second layer
+/// of one (wheel, key), or a wheel's layer past `kMaxBytecodeKeysPerWheel`.
 std::string accept_bytecode_layer(const std::set<std::string>& carried, const std::string& wheel,
                                   const std::string& key, const std::string& what,
                                   const std::map<std::string, std::filesystem::path>& taken);
@@ -130,25 +130,6 @@ std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock);
 /// artifact's lock is read, before any wheel is fetched or stored.
 void require_reviewed_lock(const Context& ctx, const ReceiveOptions& options,
                            const std::string& lock_text, const std::string& what);
-
-/// What an artifact brought, once read and checked.
-struct Received {
-    std::string lock_text;
-    /// The sha256 of every wheel the artifact carries; a wheel is installed from the store or
-    /// from those and nowhere else (the artifact rule: `CreateOptions::received`), so a lock
-    /// naming another by a path or URL is an integrity error naming its package.
-    std::set<std::string> carried;
-    /// The built wheels it carried, by the sdist each was built from
-    /// (`CreateOptions::received_builds`).
-    std::map<std::string, install::BuiltRecord> builds;
-    /// Its bytecode layers now on disk, "<wheel sha256>/<key name>" → file
-    /// (`CreateOptions::received_bytecode`); removed once the environment is built.
-    std::map<std::string, std::filesystem::path> bytecode;
-    /// The blobs left for create to fetch as it needs them, and how (`CreateOptions::streamed`,
-    /// from a source that `streams`).
-    std::set<std::filesystem::path> streamed;
-    std::function<void(const std::filesystem::path&)> receive;
-};
 
 /// A blob of an artifact and the file it is to be written to.
 struct BlobTo {
@@ -184,8 +165,8 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& options,
 
 /// Runs `create --frozen --offline` on the received lock as the project's
 /// `manifests/pylock.ENV.toml` (the current directory becomes the project when there is none),
-/// with the wheels the store lacks in cache/downloads/ or streamed (`Received::streamed`), and
-/// then writes that lock there; a failure (or an interruption) leaves the project's lock as it
+/// with the wheels the store lacks in cache/downloads/ or streamed (`install::Received::streamed`),
+/// and then writes that lock there; a failure (or an interruption) leaves the project's lock as it
 /// was, removes the layers, and rethrows. Fills `result.lock_path`, `env`, `create`,
 /// `pyc_received` and `compiled`.
 void build_received(const Context& ctx, const ReceiveOptions& options, const Received& received,

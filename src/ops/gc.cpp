@@ -144,7 +144,7 @@ Roots live_roots(const fs::path& envs, const std::set<fs::path>& removed) {
 }
 
 // Step 1b of gc: the build environments (cache/build-envs) no build holds (a build holds its
-// environment's lock shared; create_build.cpp), never following a link planted there.
+// environment's lock shared; install/source_build.cpp), never following a link planted there.
 void remove_build_environments(const Context& ctx, const GcOptions& opt, GcResult& result) {
     const store::Home home(ctx.home);
     const fs::path dir = home.cache() / "build-envs";

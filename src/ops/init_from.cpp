@@ -8,6 +8,7 @@
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/printable.hpp"
+#include "envbox/util/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -15,12 +16,6 @@ namespace envbox::ops {
 namespace {
 
 constexpr int kMaxDepth = 32;
-
-std::string trimmed(std::string s) {
-    s.erase(0, s.find_first_not_of(" \t\r"));
-    s.erase(s.find_last_not_of(" \t\r") + 1);
-    return s;
-}
 
 // `path` (as written in `from`'s folder) relative to the manifests/ folder.
 std::string relative_to(const fs::path& manifests, const fs::path& from, const std::string& path) {

@@ -432,10 +432,11 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
                                                  opt.upgrade ? std::nullopt : before);
                       });
     const ReleaseSources release_sources{targets.resolved};
-    install::GitLocking git{[&](const std::string& name) {
+    install::GitLocking git{[&, settings = git_settings(ctx)](const std::string& name) {
                                 const auto s = m.local_sources.find(name);
-                                return git_access(ctx, name, opt.offline,
-                                                  s == m.local_sources.end() ? "" : s->second.git);
+                                return settings.access(
+                                    name, opt.offline,
+                                    s == m.local_sources.end() ? "" : s->second.git);
                             },
                             previous.commits};
     open_sources(targets, ctx, m, manifest_path, http, &builds, &git);

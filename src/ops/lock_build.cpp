@@ -8,9 +8,9 @@
 #include <atomic>
 #include <set>
 
-#include "create_steps.hpp"
 #include "envbox/install/fetch.hpp"
 #include "envbox/install/sdist.hpp"
+#include "envbox/install/source_build.hpp"
 #include "envbox/lock/build_system.hpp"
 #include "envbox/lock/lock_file.hpp"
 #include "envbox/ops/generations.hpp"
@@ -173,7 +173,7 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     const fs::path sdist = install::locate_sdist(request, lock_dir, home.downloads(),
                                                  http_options(ctx_, offline_), offline_);
     make_own_dir_at_path(ctx_.home, home.tmp());
-    const fs::path work = home.tmp() / create_steps::work_folder_name("lock-sdist", r.sha256);
+    const fs::path work = home.tmp() / install::work_folder_name("lock-sdist", r.sha256);
     const RemoveOwnTree remove(home.tmp(), work);
     const fs::path tree = install::unpack_sdist(sdist, work, {}, r.file.filename);
     const std::optional<std::string> pkg_info = read_tree_file(tree / "PKG-INFO");
@@ -215,7 +215,7 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     plan.offline = offline_;
     plan.jobs = ctx_.jobs;
     plan.interpreter = &*target.interpreter;
-    create_steps::SdistToBuild what;
+    install::SdistToBuild what;
     what.name = r.name;
     what.version = r.version;
     what.filename = r.file.filename;
@@ -227,8 +227,9 @@ std::string LockBuilds::metadata(const resolve::SdistRequest& r) {
     std::lock_guard one_build(build_mutex_);
     make_own_dir_at_path(ctx_.home, home.locks());  // a new home has none yet
     const FileLock store_lock = FileLock::shared(store_lock_path(ctx_));
-    const install::BuiltRecord built = create_steps::build_sdist(ctx_, store, target, what, *parsed,
-                                                                 to_hex(sha256(build_lock)), plan);
+    const install::BuildSite site{ctx_.home, ctx_.progress, ctx_.jobs, git_settings(ctx_), {}};
+    const install::BuiltRecord built =
+        install::build_sdist(site, store, target, what, *parsed, to_hex(sha256(build_lock)), plan);
     const auto archive = store.kept_archive(built.wheel_sha256);
     if (!archive)
         throw Error(ErrorCode::integrity, "the store keeps no archive of " + built.filename +

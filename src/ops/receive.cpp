@@ -55,8 +55,8 @@ std::map<std::string, install::BuiltRecord> check_layers(const oci::ArtifactMani
 }
 
 // The artifact's bytecode layers, each checked (`accept_bytecode_layer`); returns those
-// to fetch, each entered in `in.bytecode` at its place in `downloads`: all but those the store
-// holds the list of, none when the node takes no bytecode.
+// to fetch, each entered in `in.artifact.bytecode` at its place in `downloads`: all but those the
+// store holds the list of, none when the node takes no bytecode.
 std::vector<const oci::Descriptor*> bytecode_to_fetch(const oci::ArtifactManifest& m,
                                                       const std::string& ref,
                                                       const ReceiveOptions& receive,
@@ -71,7 +71,7 @@ std::vector<const oci::Descriptor*> bytecode_to_fetch(const oci::ArtifactManifes
         const std::string what = ref + ": layer " + l.digest;
         const std::string& wheel = l.annotations.at(std::string(oci::kBytecodeWheelAnnotation));
         const std::string& key = l.annotations.at(std::string(oci::kBytecodeKeyAnnotation));
-        const std::string id = accept_bytecode_layer(in.carried, wheel, key, what, seen);
+        const std::string id = accept_bytecode_layer(in.artifact.wheels, wheel, key, what, seen);
         // A layer's header names its wheel and key: one blob is never the layer of two.
         if (!digests.insert(l.digest).second)
             throw Error(ErrorCode::integrity, what + " is named twice, for two wheels or keys");
@@ -84,7 +84,7 @@ std::vector<const oci::Descriptor*> bytecode_to_fetch(const oci::ArtifactManifes
         if (receive.ignore_bytecode || receive.compile == false ||
             store.load_bytecode(wheel, *store::BytecodeKey::parse(key)))
             continue;
-        in.bytecode[id] = bytecode_download(downloads, l.digest.substr(7));
+        in.artifact.bytecode[id] = bytecode_download(downloads, l.digest.substr(7));
         out.push_back(&l);
     }
     return out;
@@ -105,7 +105,9 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
     auto pylock = lock::Pylock::parse(lock_text, name + " (lock " + lock_layer->digest + ")");
     if (!pylock) throw pylock.error();
     require_reviewed_lock(ctx, receive, lock_text, name);
-    Received in{lock_text, {}, check_layers(m, *pylock, name), {}, {}, {}};
+    Received in{lock_text, {}};
+    in.artifact.builds = check_layers(m, *pylock, name);
+    in.artifact.recompile_bytecode = receive.ignore_bytecode;
 
     // Blobs the store has are not fetched; the others go where `create` finds them.
     store::Store store(ctx.home);
@@ -121,7 +123,7 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
         if (l.media_type != oci::kWheelMediaType) continue;
         result.wheels++;
         const std::string sha = l.digest.substr(7);
-        in.carried.insert(sha);
+        in.artifact.wheels.insert(sha);
         if (store.load_wheel(sha))
             result.present++;
         else
@@ -152,10 +154,10 @@ void receive_artifact(const Context& ctx, const ReceiveOptions& receive,
         };
         std::map<fs::path, Once> by_file;
         for (const auto& f : fetch) {
-            in.streamed.insert(f.to);
+            in.artifact.streamed.insert(f.to);
             by_file[f.to].blob = &f;
         }
-        in.receive = [&source, &by_file](const fs::path& to) {
+        in.artifact.receive_blob = [&source, &by_file](const fs::path& to) {
             Once& o = by_file.at(to);
             std::lock_guard lock(o.mutex);
             if (!o.done) source.fetch_one(*o.blob);

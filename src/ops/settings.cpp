@@ -111,19 +111,9 @@ std::string index_variable(const Settings& settings, const std::string& name, co
     return it == settings.index_variables.end() ? "" : it->second;
 }
 
-install::GitAccess git_access(const Context& ctx, const std::string& name, bool offline,
-                              const std::string& credential_url) {
-    install::GitAccess a;
-    a.credential_url = credential_url;
-    a.cache = store::Home(ctx.home).cache() / "git";
-    a.env = ctx.settings.git_environment;
-    a.offline = offline;
-    for (const auto& [field, into] :
-         {std::pair{"USERNAME", &a.username}, {"PASSWORD", &a.password}})
-        if (auto it = ctx.settings.git_variables.find(install::git_variable_name(name, field));
-            it != ctx.settings.git_variables.end())
-            *into = it->second;
-    return a;
+install::GitSettings git_settings(const Context& ctx) {
+    return {store::Home(ctx.home).cache() / "git", ctx.settings.git_environment,
+            ctx.settings.git_variables};
 }
 
 }  // namespace envbox::ops

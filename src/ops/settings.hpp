@@ -39,12 +39,9 @@ std::string index_variable_name(const std::string& name, const char* field);
 /// blank, quote or other character RFC 3986 never allows unescaped.
 std::optional<std::string> index_url_problem(const std::string& url, const std::string& name);
 
-/// How git sources of package `name` are fetched: the home's cache/git, git's environment
-/// (`Settings::git_environment`), the credentials ENVBOX_GIT_<NAME>_USERNAME / _PASSWORD give
-/// (sent only to `credential_url`, the manifest's URL of that source; empty: to none), and
-/// `offline`.
-install::GitAccess git_access(const Context& ctx, const std::string& name, bool offline,
-                              const std::string& credential_url = "");
+/// What git sources are fetched with here: the home's cache/git, git's environment
+/// (`Settings::git_environment`) and the ENVBOX_GIT_* variables (install::GitSettings::access).
+install::GitSettings git_settings(const Context& ctx);
 
 /// That variable's value as the cli read it, or "".
 std::string index_variable(const Settings& settings, const std::string& name, const char* field);

@@ -179,19 +179,20 @@ struct BytecodeSink {
 // bytecode layer (`fleet::accept_bytecode_layer`), then extracted for create unless the node
 // takes none or the store holds that list. Returns whether it was extracted.
 bool unpack_bytecode(archive* a, const std::string& name, std::uint64_t size,
-                     const std::string& what, BytecodeSink& sink, fleet::Received& in) {
+                     const std::string& what, BytecodeSink& sink, Received& in) {
     const std::string rest = name.substr(std::string_view(kBytecodeDir).size());
     const auto dot = rest.find('.');
     if (dot != 64 || !pep::is_sha256_hex(rest.substr(0, 64)))
         throw Error(ErrorCode::integrity, what + " is not bytecode/<wheel sha256>.<key>");
     const std::string wheel = rest.substr(0, 64), key = rest.substr(65);
-    const std::string id = fleet::accept_bytecode_layer(in.carried, wheel, key, what, in.bytecode);
+    const std::string id =
+        fleet::accept_bytecode_layer(in.artifact.wheels, wheel, key, what, in.artifact.bytecode);
     sink.bytes += std::min(size, fleet::kMaxArtifactBytecodeBytes + 1);
     if (size > store::kMaxBytecodeLayerBytes || sink.bytes > fleet::kMaxArtifactBytecodeBytes)
         throw Error(ErrorCode::integrity, what + " is " + std::to_string(size) +
                                               " bytes, past the limit of a pack's bytecode");
     if (!sink.take || sink.store.load_bytecode(wheel, *store::BytecodeKey::parse(key))) {
-        in.bytecode[id];  // seen: a second one is refused
+        in.artifact.bytecode[id];  // seen: a second one is refused
         archive_read_data_skip(a);
         return false;
     }
@@ -203,7 +204,7 @@ bool unpack_bytecode(archive* a, const std::string& name, std::uint64_t size,
     const fs::path to = fleet::bytecode_download(sink.downloads, sha);
     fs::rename(part, to);
     remove.release();
-    in.bytecode[id] = to;
+    in.artifact.bytecode[id] = to;
     return true;
 }
 
@@ -233,7 +234,8 @@ void unpack_pack(const Context& ctx, const ReceiveOptions& receive, const fs::pa
     fs::create_directories(home.downloads(), ec);
     std::optional<lock::Pylock> pylock;
     std::map<std::string, std::pair<std::string, std::optional<std::uint64_t>>> by_name;
-    fleet::Received in;
+    Received in;
+    in.artifact.recompile_bytecode = receive.ignore_bytecode;
     BytecodeSink sink{store, home.downloads(),
                       !receive.ignore_bytecode && receive.compile != false};
     std::set<std::string> seen;
@@ -258,7 +260,8 @@ void unpack_pack(const Context& ctx, const ReceiveOptions& receive, const fs::pa
         }
         if (index == 1 && name == kBuildsMember) {
             if (size > kMaxBuildsBytes) throw refuse("is larger than 1 MiB");
-            read_builds(read_member(r.a, kMaxBuildsBytes, what), what, *pylock, by_name, in.builds);
+            read_builds(read_member(r.a, kMaxBuildsBytes, what), what, *pylock, by_name,
+                        in.artifact.builds);
             continue;
         }
         if (name.starts_with(kBytecodeDir)) {
@@ -276,7 +279,7 @@ void unpack_pack(const Context& ctx, const ReceiveOptions& receive, const fs::pa
                          std::to_string(*locked_size));
         if (size > index::kMaxDownloadBytes) throw refuse("is larger than the download limit");
         result.wheels++;
-        in.carried.insert(sha);
+        in.artifact.wheels.insert(sha);
         if (store.load_wheel(sha)) {
             result.present++;
             archive_read_data_skip(r.a);
@@ -287,7 +290,7 @@ void unpack_pack(const Context& ctx, const ReceiveOptions& receive, const fs::pa
         result.bytes += size;
     }
     if (in.lock_text.empty()) throw Error(ErrorCode::integrity, shown + " holds no pylock.toml");
-    std::erase_if(in.bytecode, [](const auto& b) { return b.second.empty(); });
+    std::erase_if(in.artifact.bytecode, [](const auto& b) { return b.second.empty(); });
     fleet::build_received(ctx, receive, in, result);
 }
 

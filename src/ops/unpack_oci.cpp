@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
-#include "create_steps.hpp"
 #include "envbox/index/fetch.hpp"
 #include "envbox/index/oci.hpp"
+#include "envbox/install/source_build.hpp"
 #include "envbox/pep/digest.hpp"
 #include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
@@ -246,8 +246,7 @@ void unpack_oci(const Context& ctx, const ReceiveOptions& receive, const fs::pat
         make_own_dir_at_path(ctx.home, home.locks());
         held.emplace(FileLock::shared(home.store_lock()));
         make_own_dir_at_path(ctx.home, home.tmp());
-        dir = home.tmp() /
-              create_steps::work_folder_name("unpack-oci", to_hex(sha256(file.string())));
+        dir = home.tmp() / install::work_folder_name("unpack-oci", to_hex(sha256(file.string())));
         extracted.emplace(home.tmp(), dir);
         make_own_dir_at_path(home.tmp(), dir);
         ctx.progress->phase("Reading the layout", 0);

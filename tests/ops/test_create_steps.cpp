@@ -9,6 +9,7 @@
 #include "../../src/ops/create_steps.hpp"
 #include "envbox/install/bytecode.hpp"
 #include "envbox/install/fetch.hpp"
+#include "envbox/install/generation.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"

@@ -47,6 +47,29 @@ index::ArtifactRequest artifact_request(const std::string& display, const lock::
 index::ArtifactRequest artifact_request(const Item& item,
                                         const std::vector<resolve::IndexConfig>& indexes);
 
+/// What an artifact brought (pull, unpack): the only source of what the store lacks, and of
+/// every build (a node never builds).
+struct Received {
+    /// The sha256 of each wheel it carried, each at cache/downloads/<sha256>.whl: a wheel the
+    /// store lacks is taken from there and nowhere else, never from the lock's `path` or `url`.
+    std::set<std::string> wheels;
+    /// The built wheels it carried, by the sha256 of the sdist each was built from ("local
+    /// NAME" for a folder or a git commit), with the key of the build that made it.
+    std::map<std::string, BuiltRecord> builds;
+    /// Its bytecode layers on disk, "<wheel sha256>/<key name>" → file
+    /// (`take_received_bytecode`): their lists are adopted, not compiled.
+    std::map<std::string, std::filesystem::path> bytecode;
+    /// --ignore-bytecode: a list the store took from an artifact counts as missing (compiled
+    /// here, replacing it: `distrust_received_bytecode`).
+    bool recompile_bytecode = false;
+    /// The blobs (wheels and layers, by their file in cache/downloads) that are not there yet
+    /// and are fetched inside the pool (`receive_blob`, thread-safe, checked against its
+    /// digest), in a lane of their own beside the ingest of those already in, each wheel's layer
+    /// right after the wheel: pull's downloads overlap the create.
+    std::set<std::filesystem::path> streamed;
+    std::function<void(const std::filesystem::path&)> receive_blob;
+};
+
 /// What the fetch needs besides the items.
 struct FetchPlan {
     std::filesystem::path lock_dir;   ///< relative lock paths are found from here
@@ -54,30 +77,11 @@ struct FetchPlan {
     index::HttpOptions http;          ///< the page cache, offline, timeout, CA bundle
     std::vector<resolve::IndexConfig> indexes;  ///< the manifest's, for CA and credentials
     bool offline = false;
-    /// The wheels an artifact carried (pull, unpack): only these, from `downloads`, fill what
-    /// the store lacks.
-    const std::set<std::string>* received = nullptr;
-    /// With `received`: the built wheels it carried, by the sha256 of the sdist each was built
-    /// from (create adopts them: a node never builds).
-    const std::map<std::string, BuiltRecord>* received_builds = nullptr;
-    /// Package → the git URL its manifest source names: a git source's credentials go to the
-    /// lock's URL only where it is this one (a lock is hostile input; the manifest is intent).
-    std::map<std::string, std::string> git_credential_urls;
-    /// With `received`: the bytecode layers it carried, "<wheel sha256>/<key name>" → file
-    /// (`take_received_bytecode`); their lists are adopted, not compiled.
-    const std::map<std::string, std::filesystem::path>* received_bytecode = nullptr;
-    /// --ignore-bytecode: a list the store took from an artifact counts as missing (compiled
-    /// here, replacing it: `distrust_received_bytecode`).
-    bool recompile_received = false;
-    /// With `received`: the blobs (wheels and layers, by their file in `downloads`) that are
-    /// not there yet and are fetched inside the pool (`receive_blob`, thread-safe, checked
-    /// against its digest), in a lane of their own beside the ingest of those already in, each
-    /// wheel's layer right after the wheel: pull's downloads overlap the create.
-    const std::set<std::filesystem::path>* streamed = nullptr;
-    std::function<void(const std::filesystem::path&)> receive_blob;
-    /// Whether `file` is one of `streamed`.
+    /// What an artifact carried (pull, unpack): only it fills what the store lacks.
+    const Received* received = nullptr;
+    /// Whether `file` is one of the received blobs not fetched yet.
     bool streams(const std::filesystem::path& file) const {
-        return streamed && streamed->count(file);
+        return received && received->streamed.count(file);
     }
     bool verify_by_content = false;  ///< --force: check stored objects by content
     unsigned jobs = 1;

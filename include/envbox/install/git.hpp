@@ -8,6 +8,7 @@
 /// (never in its arguments, the URL or the lock); ~/.netrc works as git reads it.
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,19 @@ struct GitAccess {
     std::string credential_url;
     bool offline = false;  ///< only what the cache holds
     std::chrono::seconds timeout{900};
+};
+
+/// What git sources are fetched with on this machine: the home's cache/git, git's environment
+/// (HOME, PATH, proxies, ssh's agent and command, CA files) and every ENVBOX_GIT_* variable.
+struct GitSettings {
+    std::filesystem::path cache;
+    std::vector<std::string> env;
+    std::map<std::string, std::string> variables;
+    /// How package `name`'s git source is fetched: the credentials its ENVBOX_GIT_<NAME>_USERNAME
+    /// / _PASSWORD give, sent only to `credential_url` (the manifest's URL of that source;
+    /// empty: to none), and `offline`.
+    GitAccess access(const std::string& name, bool offline,
+                     const std::string& credential_url = "") const;
 };
 
 /// Why a lock's `[packages.vcs]` cannot be fetched as it is (a lock is hostile input): a type

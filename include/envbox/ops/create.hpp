@@ -24,10 +24,6 @@ namespace envbox::ops {
 struct CreateOptions {
     std::string env;
     std::optional<std::filesystem::path> lock;  ///< --lock FILE (default manifests/pylock.ENV.toml)
-    /// Set by pull and unpack: the received lock's bytes, taken as the lock at its path (`lock`
-    /// or the project's) without reading that file; the caller writes it there once create
-    /// returns, so a failed or interrupted receive leaves the project's lock as it was.
-    std::optional<std::string> lock_text;
     LinkMode link_mode = LinkMode::hardlink;
     bool offline = false;
     bool no_wait = false;  ///< fail at once when another envbox holds this environment
@@ -42,29 +38,6 @@ struct CreateOptions {
     /// `--target`: the platform to build for (one of the manifest's `platforms`, or its
     /// machine), instead of this machine's; empty: this machine's (install::create_target).
     std::string target;
-    /// Set by pull and unpack (the artifact rule, docs/SECURITY.md): the sha256 of each wheel
-    /// the received artifact carried, each now at cache/downloads/<sha256>.whl. A wheel the
-    /// store lacks is then taken from there and nowhere else, never from the lock's `path` or
-    /// `url`; a wheel the artifact did not carry is an integrity error (exit 5) naming its
-    /// package, before anything is fetched or stored.
-    std::optional<std::set<std::string>> received;
-    /// With `received`: the built wheels it carried, by the sha256 of the sdist each was built
-    /// from, with the key of the build that made it. A package the lock builds from an sdist
-    /// installs that wheel (checked as a build's output is: the package, version and target);
-    /// one with none is an integrity error. The build's record is kept in the store.
-    std::map<std::string, install::BuiltRecord> received_builds;
-    /// With `received`: the bytecode it carried, "<wheel sha256>/<key name>" → the layer's file
-    /// (store/bytecode_layer.hpp). A list this interpreter needs is adopted from there, checked
-    /// against its stored wheel, instead of compiled; the rest compile as always.
-    std::map<std::string, std::filesystem::path> received_bytecode;
-    /// --ignore-bytecode: no `.pyc` of an artifact is linked; a list the store took from one
-    /// before is compiled again here.
-    bool ignore_received_bytecode = false;
-    /// With `received`: the blobs (files in cache/downloads) not fetched yet, fetched inside the
-    /// fetch's pool by `receive_blob` as create needs them (pull: from the registry, so the
-    /// downloads overlap the ingest; `install::FetchPlan::streamed`).
-    std::set<std::filesystem::path> streamed;
-    std::function<void(const std::filesystem::path&)> receive_blob;
     /// Set by run's sync: a lock that would move the environment off its current generation's
     /// CUDA line (or torch label) is refused (invalid_input) naming the change and the command
     /// that makes it on purpose, before anything is fetched or built.
@@ -95,11 +68,26 @@ struct CreateResult {
     env::LinkReport link;
 };
 
+/// What pull and unpack create from (the artifact rule, docs/SECURITY.md).
+struct Received {
+    /// The received lock's bytes, taken as the lock at its path (`CreateOptions::lock` or the
+    /// project's) without reading that file; the caller writes it there once create returns,
+    /// so a failed or interrupted receive leaves the project's lock as it was.
+    std::string lock_text;
+    /// What the artifact carried: the only source of the wheels the store lacks and of every
+    /// build (a wheel it did not carry is an integrity error, exit 5, naming its package, before
+    /// anything is fetched or stored).
+    install::Received artifact;
+};
+
 /// Reads the lock (and the manifest, when there is one, for the target), selects one wheel
 /// per package for the target, fetches and ingests what the store lacks (in parallel), builds
-/// `gen-N`, stamps it and switches `current` to it. A lock that matches the current generation
-/// is a no-op. Errors leave the previous generation current and the store consistent.
-CreateResult create(const Context& ctx, const CreateOptions& options);
+/// `gen-N`, stamps it and switches `current` to it, in one install::Transaction whose source is
+/// the lock's own or, with `received`, what pull or unpack received. A lock that matches the
+/// current generation is a no-op. Errors leave the previous generation current and the store
+/// consistent.
+CreateResult create(const Context& ctx, const CreateOptions& options,
+                    const Received* received = nullptr);
 
 /// Refuses (exit 6) when this machine's NVIDIA driver cannot run the newest of `lines`; with no
 /// driver at all, returns the note to show (create shows it, run only with -v). The driver is

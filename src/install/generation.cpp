@@ -1,31 +1,22 @@
-// `create`'s last steps: the next generation's record, building it, switching `current`, and the
-// project's .envbox/ENV link (contracts in create_steps.hpp).
+// A new generation's record and its install requests (contracts in install/generation.hpp).
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "envbox/install/generation.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <ctime>
 #include <set>
 #include <string_view>
 
-#include "create_steps.hpp"
 #include "envbox/env/known_good.hpp"
-#include "envbox/env/venv.hpp"
+#include "envbox/index/url.hpp"
 #include "envbox/pep/name.hpp"
-#include "envbox/util/error.hpp"
-#include "envbox/util/fs.hpp"
 #include "envbox/util/json.hpp"
 #include "envbox/util/own_tree.hpp"
 
 namespace fs = std::filesystem;
 
-namespace envbox::ops::create_steps {
+namespace envbox::install {
 
-std::string direct_url_json(const install::Item& item, const fs::path& lock_dir) {
+std::string direct_url_json(const Item& item, const fs::path& lock_dir) {
     if (const auto& v = item.package->vcs; item.local && v) {  // PEP 610's VCS URL
         Json vcs = {{"commit_id", v->commit_id}, {"vcs", "git"}};
         if (v->requested_revision) vcs["requested_revision"] = *v->requested_revision;
@@ -57,9 +48,10 @@ int next_generation_number(const fs::path& edir) {
     return number;
 }
 
-env::Generation next_generation(const fs::path& edir, const std::string& digest,
-                                const fs::path& lock_path, const install::Target& target,
-                                const CreateOptions& opt) {
+// shape: the environment's folder and name, and what the generation records.
+env::Generation next_generation(const fs::path& edir, const std::string& env,
+                                const std::string& digest, const fs::path& lock_path,
+                                const Target& target, LinkMode link_mode) {
     env::Generation gen;
     gen.number = next_generation_number(edir);
     gen.path = edir / env::generation_dir_name(gen.number);
@@ -69,12 +61,12 @@ env::Generation next_generation(const fs::path& edir, const std::string& digest,
     gen.python = target.interpreter->executable.string();
     gen.python_version = target.interpreter->full_version;
     gen.platform = target.platform;
-    gen.environment = opt.env;
-    gen.link_mode = link_mode_name(opt.link_mode);
+    gen.environment = env;
+    gen.link_mode = link_mode_name(link_mode);
     return gen;
 }
 
-std::vector<env::InstallRequest> install_requests(const std::vector<install::Item>& items,
+std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items,
                                                   const lock::Manifest* manifest,
                                                   env::Generation& gen) {
     std::set<std::string> roots;
@@ -103,39 +95,4 @@ std::vector<env::InstallRequest> install_requests(const std::vector<install::Ite
     return requests;
 }
 
-std::optional<std::string> link_project_dir(const fs::path& project_root, const std::string& env,
-                                            const fs::path& edir) {
-    const fs::path link_dir = project_root / ".envbox";
-    // `.envbox` may come with the repository: a committed link there is refused, and every
-    // name below is made relative to the folder's own descriptor (the link rule).
-    UniqueFd dir;
-    try {
-        dir = make_own_dir(project_root, ".envbox");
-    } catch (const Error& e) {
-        return "cannot create " + link_dir.string() + ": " + e.what();
-    }
-    struct stat st {};
-    if (::fstatat(dir.get(), ".gitignore", &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        const std::string tmp = ".gitignore.tmp." + std::to_string(::getpid());
-        UniqueFd f(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-        const bool ok = f && write_all_fd(f.get(), "*\n", 2) &&
-                        ::renameat(dir.get(), tmp.c_str(), dir.get(), ".gitignore") == 0;
-        if (!ok) {
-            std::string why =
-                "cannot write " + (link_dir / ".gitignore").string() + ": " + std::strerror(errno);
-            ::unlinkat(dir.get(), tmp.c_str(), 0);
-            return why;
-        }
-    }
-    const std::string tmp = "." + env + ".tmp";
-    ::unlinkat(dir.get(), tmp.c_str(), 0);
-    if (::symlinkat((edir / "current").c_str(), dir.get(), tmp.c_str()) != 0 ||
-        ::renameat(dir.get(), tmp.c_str(), dir.get(), env.c_str()) != 0) {
-        std::string why = "cannot link " + (link_dir / env).string() + ": " + std::strerror(errno);
-        ::unlinkat(dir.get(), tmp.c_str(), 0);
-        return why;
-    }
-    return std::nullopt;
-}
-
-}  // namespace envbox::ops::create_steps
+}  // namespace envbox::install

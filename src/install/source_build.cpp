@@ -1,6 +1,8 @@
-// create's source builds: each package the lock installs from its sdist is built once, in a
-// build environment made from the PEP 751 lock the main lock names for it, and kept in the
-// store under a key of every input (install/built.hpp); contracts in create_steps.hpp.
+// Source builds: each package a lock installs from its sdist, a folder or a git commit is built
+// once, in a build environment made from the PEP 751 lock the main lock names for it, and kept
+// in the store under a key of every input (install/built.hpp); contracts in source_build.hpp.
+#include "envbox/install/source_build.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,25 +12,27 @@
 #include <random>
 #include <set>
 
-#include "create_steps.hpp"
+#include "envbox/env/build.hpp"
 #include "envbox/install/build.hpp"
 #include "envbox/install/built.hpp"
+#include "envbox/install/generation.hpp"
 #include "envbox/install/git.hpp"
 #include "envbox/install/local.hpp"
 #include "envbox/install/sdist.hpp"
 #include "envbox/pep/digest.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/pep/name.hpp"
+#include "envbox/store/home.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
 #include "envbox/util/kv.hpp"
 #include "envbox/util/own_tree.hpp"
 #include "envbox/util/printable.hpp"
 #include "envbox/util/sha256.hpp"
-#include "settings.hpp"
 
 namespace fs = std::filesystem;
 
-namespace envbox::ops::create_steps {
+namespace envbox::install {
 namespace {
 
 struct BuildEntry {
@@ -67,14 +71,14 @@ lock::LockFile read_build_lock(const lock::LockFile& lock, const BuildEntry& ent
 // architecture and C library as the interpreter reports them. Not the target's platform tag:
 // an environment created from a manifest (manylinux_2_28) and one from its lock alone (this
 // machine's tag) build the same wheel here.
-std::string build_host(const install::Target& target) {
+std::string build_host(const Target& target) {
     const env::Interpreter& i = *target.interpreter;
     return "linux " + target.machine() + (i.glibc.empty() ? " libc unknown" : " glibc " + i.glibc) +
            (i.abiflags.empty() ? "" : " abiflags " + i.abiflags);
 }
 
 // "NAME VERSION SHA256" of each runtime wheel a build sees, sorted: its part of the key.
-std::vector<std::string> runtime_key(const std::vector<install::Item>& runtime) {
+std::vector<std::string> runtime_key(const std::vector<Item>& runtime) {
     std::vector<std::string> out;
     for (const auto& item : runtime)
         out.push_back(item.package->name + " " +
@@ -95,11 +99,10 @@ struct BuildEnv {
 // and platform in the home's cache (a generation like any environment's), then reused. Made
 // under its lock held exclusively, then held shared for the build (gc may remove it between:
 // then it is made again).
-// shape: the context, store and target, the two sets of wheels, and how to fetch them.
-BuildEnv build_environment(const Context& ctx, store::Store& store, const install::Target& target,
-                           const lock::LockFile& build_lock,
-                           const std::vector<install::Item>& runtime,
-                           const install::FetchPlan& plan) {
+// shape: where builds run, the store and target, the two sets of wheels, how to fetch them.
+BuildEnv build_environment(const BuildSite& site, store::Store& store, const Target& target,
+                           const lock::LockFile& build_lock, const std::vector<Item>& runtime,
+                           const FetchPlan& plan) {
     std::string inputs = build_lock.text + "\n--target " + target.interpreter->executable.string() +
                          " " + target.python_full_version + " " + build_host(target);
     std::set<std::string> runtime_names;
@@ -108,9 +111,9 @@ BuildEnv build_environment(const Context& ctx, store::Store& store, const instal
     for (const auto& item : runtime)
         runtime_names.insert(item.package->name);
     const std::string digest = to_hex(sha256(inputs));
-    const store::Home home(ctx.home);
+    const store::Home home(site.home);
     const fs::path edir = home.cache() / "build-envs" / digest.substr(0, 32);
-    make_own_dir_at_path(ctx.home, home.locks());  // a first `lock` in a new home builds too
+    make_own_dir_at_path(site.home, home.locks());  // a first `lock` in a new home builds too
     const fs::path lock_path = home.locks() / ("build-env-" + digest.substr(0, 32) + ".lock");
     const auto current = [&]() -> std::optional<fs::path> {
         if (auto cur = env::current_generation(edir); cur && cur->lock_digest == digest)
@@ -120,23 +123,22 @@ BuildEnv build_environment(const Context& ctx, store::Store& store, const instal
     for (;;) {
         {
             FileLock held(lock_path);
-            make_own_dir_at_path(ctx.home, edir);
+            make_own_dir_at_path(site.home, edir);
             if (!current()) {
-                std::vector<install::Item> items;
-                for (auto& item : install::select_items(build_lock.pylock, target, build_lock.path))
+                std::vector<Item> items;
+                for (auto& item : select_items(build_lock.pylock, target, build_lock.path))
                     if (!runtime_names.count(item.package->name)) items.push_back(std::move(item));
                 items.insert(items.end(), runtime.begin(), runtime.end());
-                install::FetchPlan p = plan;
+                FetchPlan p = plan;
                 p.lock_dir = build_lock.path.parent_path();
                 p.bytecode = {};  // a build environment runs its backend once: no bytecode
-                install::fetch_into_store(store, items, p, *ctx.progress);
-                CreateOptions opt;
-                opt.env = "build";
-                env::Generation gen = next_generation(edir, digest, build_lock.path, target, opt);
+                fetch_into_store(store, items, p, *site.progress);
+                env::Generation gen = next_generation(edir, "build", digest, build_lock.path,
+                                                      target, LinkMode::hardlink);
                 env::build_generation(store, *target.interpreter, gen, edir,
                                       install_requests(items, nullptr, gen),
                                       {"build environment " + build_lock.path.filename().string(),
-                                       build_lock.text, opt.link_mode, ctx.jobs});
+                                       build_lock.text, LinkMode::hardlink, site.jobs});
             }
         }
         FileLock in_use = FileLock::shared(lock_path);
@@ -145,7 +147,7 @@ BuildEnv build_environment(const Context& ctx, store::Store& store, const instal
 }
 
 // What the backend made must be the locked package, for the target.
-void check_built(const SdistToBuild& sdist, const fs::path& wheel, const install::Target& target) {
+void check_built(const SdistToBuild& sdist, const fs::path& wheel, const Target& target) {
     auto w = pep::WheelFilename::parse(wheel.filename().string());
     const std::string what =
         "building " + sdist.filename + ": the backend made " + wheel.filename().string() + ", ";
@@ -162,10 +164,9 @@ void check_built(const SdistToBuild& sdist, const fs::path& wheel, const install
 // What the build of `sdist` sees of the environment's own wheels: the items of its
 // `dependencies` and, through the lock's `dependencies`, theirs (for this target). A named
 // package the lock does not install here, or one itself built from an sdist, is refused.
-std::vector<install::Item> runtime_items(const std::vector<install::Item>& items,
-                                         const SdistToBuild& sdist, const fs::path& lock_path,
-                                         const std::string& platform) {
-    std::map<std::string, const install::Item*> by_name;
+std::vector<Item> runtime_items(const std::vector<Item>& items, const SdistToBuild& sdist,
+                                const fs::path& lock_path, const std::string& platform) {
+    std::map<std::string, const Item*> by_name;
     for (const auto& item : items)
         by_name[item.package->name] = &item;
     std::vector<std::string> todo = sdist.settings.dependencies;
@@ -178,9 +179,9 @@ std::vector<install::Item> runtime_items(const std::vector<install::Item>& items
                                                       "install on " +
                                                       platform);
     std::set<std::string> seen(todo.begin(), todo.end());
-    std::vector<install::Item> out;
+    std::vector<Item> out;
     while (!todo.empty()) {
-        const install::Item& item = *by_name.at(todo.back());
+        const Item& item = *by_name.at(todo.back());
         todo.pop_back();
         if (item.sdist || item.local)
             throw Error(ErrorCode::invalid_input, lock_path.string() + ": the build of " +
@@ -197,31 +198,30 @@ std::vector<install::Item> runtime_items(const std::vector<install::Item>& items
 }
 
 // The wheel an artifact carried for `sdist`, checked as a build's output is, its key as a key.
-install::BuiltRecord received_build(const SdistToBuild& sdist, const install::Target& target,
-                                    const install::FetchPlan& plan) {
-    const install::BuiltRecord* sent = nullptr;
+BuiltRecord received_build(const SdistToBuild& sdist, const Target& target, const FetchPlan& plan) {
+    const BuiltRecord* sent = nullptr;
     const std::string key = sdist.local ? "local " + sdist.name : sdist.sha256;
-    if (const auto* all = plan.received_builds)
-        if (auto it = all->find(key); it != all->end()) sent = &it->second;
+    if (plan.received)
+        if (auto it = plan.received->builds.find(key); it != plan.received->builds.end())
+            sent = &it->second;
     if (!sent)
         throw Error(ErrorCode::integrity,
                     sdist.name +
                         " is built from its sdist, and no built wheel came with what was "
                         "received: create it from its lock where builds may run");
-    const install::BuiltRecord& built = *sent;
+    const BuiltRecord& built = *sent;
     if (built.filename.find('/') != std::string::npos)
         throw Error(ErrorCode::integrity, "the wheel received for " + sdist.filename +
                                               " is named '" + printable(built.filename) + "'");
     check_built(sdist, built.filename, target);
-    if (!install::is_build_key_text(
-            built.key_text, sdist.local ? install::built_from(built.key_text) : sdist.sha256))
+    if (!is_build_key_text(built.key_text, sdist.local ? built_from(built.key_text) : sdist.sha256))
         throw Error(ErrorCode::integrity, "the build key received with " + built.filename +
                                               " does not read as the key of a build of " +
                                               sdist.filename);
     return built;
 }
 
-void adopt(install::Item& item, const install::BuiltRecord& built) {
+void adopt(Item& item, const BuiltRecord& built) {
     item.sha256 = built.wheel_sha256;
     item.filename = built.filename;
 }
@@ -243,12 +243,11 @@ std::string work_folder_name(const std::string& prefix, const std::string& sha25
     return prefix + "-" + sha256.substr(0, 16) + "-" + std::to_string(::getpid()) + "-" + tail;
 }
 
-// shape: the context, store and target of a build, what to build, in which environment.
-install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
-                                 const install::Target& target, const SdistToBuild& sdist,
-                                 const lock::LockFile& build_lock, const std::string& build_sha,
-                                 const install::FetchPlan& plan) {
-    install::BuildKey key;
+// shape: where builds run, the store and target, what to build, in which environment.
+BuiltRecord build_sdist(const BuildSite& site, store::Store& store, const Target& target,
+                        const SdistToBuild& sdist, const lock::LockFile& build_lock,
+                        const std::string& build_sha, const FetchPlan& plan) {
+    BuildKey key;
     key.sdist_sha256 = sdist.sha256;
     key.build_env = build_sha;
     key.python = "cpython " + target.python_full_version;
@@ -259,29 +258,27 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     // A received environment installs what it received: a node never builds, nor asks its
     // compilers (its toolchain is not the one that built).
     if (plan.received) return received_build(sdist, target, plan);
-    key.toolchain = install::toolchain(sdist.settings.variables, ctx.home);
-    if (auto built = install::find_built_wheel(store, key)) return *built;
-    const BuildEnv env = build_environment(ctx, store, target, build_lock, sdist.runtime, plan);
+    key.toolchain = toolchain(sdist.settings.variables, site.home);
+    if (auto built = find_built_wheel(store, key)) return *built;
+    const BuildEnv env = build_environment(site, store, target, build_lock, sdist.runtime, plan);
     const fs::path python = env.path / "bin" / "python";
-    const store::Home home(ctx.home);
-    install::BuildRequest r;
-    make_own_dir_at_path(ctx.home, home.tmp());
+    const store::Home home(site.home);
+    BuildRequest r;
+    make_own_dir_at_path(site.home, home.tmp());
     std::optional<RemoveOwnTree> archive;  // a git commit's tree, as an sdist
     if (sdist.vcs) {
         const std::string prefix = sdist.name + "-" + sdist.vcs->commit_id.substr(0, 12);
         archive.emplace(home.tmp(), home.tmp() / work_folder_name("git", sdist.sha256));
         fs::create_directory(archive->path);
         r.sdist = archive->path / (prefix + ".tar.gz");
-        const auto trusted = plan.git_credential_urls.find(sdist.name);
+        const auto trusted = site.git_credential_urls.find(sdist.name);
         const std::string url = sdist.vcs->url.value_or("");
-        install::git_archive(
-            git_access(
-                ctx, sdist.name, plan.offline,
-                trusted != plan.git_credential_urls.end() && trusted->second == url ? url : ""),
-            url, sdist.vcs->commit_id, sdist.vcs->subdirectory, prefix, r.sdist);
+        const bool send = trusted != site.git_credential_urls.end() && trusted->second == url;
+        git_archive(site.git.access(sdist.name, plan.offline, send ? url : ""), url,
+                    sdist.vcs->commit_id, sdist.vcs->subdirectory, prefix, r.sdist);
     } else if (sdist.tree.empty()) {
-        r.sdist = install::locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http,
-                                        plan.offline);
+        r.sdist =
+            locate_sdist(sdist.request, plan.lock_dir, plan.downloads, plan.http, plan.offline);
     }
     r.tree = sdist.tree;
     r.tree_skip = sdist.tree_skip;
@@ -290,29 +287,23 @@ install::BuiltRecord build_sdist(const Context& ctx, store::Store& store,
     r.work = home.tmp() / work_folder_name("build", sdist.sha256);
     r.python = python;
     r.variables = sdist.settings.variables;
-    r.read_only = ctx.home;
-    ctx.progress->phase("Building " + sdist.filename, 0);
-    const install::BuiltWheel built = install::build_wheel(r);  // a failure keeps its log
+    r.read_only = site.home;
+    site.progress->phase("Building " + sdist.filename, 0);
+    const BuiltWheel built = build_wheel(r);  // a failure keeps its log
     check_built(sdist, built.wheel, target);
-    install::BuiltRecord record = install::store_built_wheel(store, key, built.wheel);
+    BuiltRecord record = store_built_wheel(store, key, built.wheel);
     remove_own_tree(home.tmp(), r.work);
     return record;
 }
 
-fs::path manifests_dir(const Context& ctx, const lock::LockFile& lock) {
-    return ctx.project_root.empty() ? lock.path.parent_path() : ctx.project_root / "manifests";
-}
-
-void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
-                         const lock::LockFile& lock,
-                         const std::map<std::string, install::BuiltRecord>* received) {
-    const fs::path manifests = manifests_dir(ctx, lock);
+void prepare_local_items(std::vector<Item>& items, const lock::LockFile& lock,
+                         const fs::path& manifests,
+                         const std::map<std::string, BuiltRecord>* received) {
     for (auto& item : items) {
         if (!item.local) continue;
         const auto& v = item.package->vcs;
         if (v)  // a lock is hostile input, a received one too
-            if (auto bad = install::vcs_problem(v->type, v->url.value_or(""), v->commit_id,
-                                                v->subdirectory))
+            if (auto bad = vcs_problem(v->type, v->url.value_or(""), v->commit_id, v->subdirectory))
                 throw Error(ErrorCode::invalid_input,
                             lock.path.string() + ":" + std::to_string(item.package->line) + ": " +
                                 item.package->name + "'s [packages.vcs]: " + *bad);
@@ -329,20 +320,20 @@ void prepare_local_items(const Context& ctx, std::vector<install::Item>& items,
             item.filename = item.package->name;
             continue;
         }
-        item.tree = install::locked_tree(lock.path.parent_path(), item.package->directory->path,
-                                         manifests.parent_path(), item.package->name);
-        item.sha256 = item.editable ? install::editable_digest(item.tree)
-                                    : install::tree_digest(item.tree, manifests);
+        item.tree = locked_tree(lock.path.parent_path(), item.package->directory->path,
+                                manifests.parent_path(), item.package->name);
+        item.sha256 =
+            item.editable ? editable_digest(item.tree) : tree_digest(item.tree, manifests);
         item.filename = item.package->name;
     }
 }
 
-std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store& store,
-                                               std::vector<install::Item>& items,
-                                               const install::Target& target,
-                                               const lock::LockFile& lock,
-                                               const install::FetchPlan& plan) {
-    std::vector<install::BuiltRecord> received;
+// shape: where builds run, the store and target, the items and their lock, how to fetch.
+std::vector<BuiltRecord> build_sdists(const BuildSite& site, store::Store& store,
+                                      std::vector<Item>& items, const Target& target,
+                                      const lock::LockFile& lock, const fs::path& manifests,
+                                      const FetchPlan& plan) {
+    std::vector<BuiltRecord> received;
     const std::map<std::string, BuildEntry> entries = build_entries(lock);
     auto settings = lock::read_build_settings(
         lock.tool ? lock.tool->build_settings : std::vector<std::string>{}, lock.path.string());
@@ -358,12 +349,12 @@ std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store&
                                    " " + item.package->vcs->commit_id.substr(0, 12) + ")"
                              : item.package->name + " (" + item.tree.string() + ")";
         sdist.sha256 = item.sha256;
-        sdist.request = install::artifact_request(item, plan.indexes);
+        sdist.request = artifact_request(item, plan.indexes);
         sdist.vcs = item.package->vcs ? &*item.package->vcs : nullptr;
         sdist.local = item.local;
         if (item.local && !sdist.vcs) {
             sdist.tree = item.tree;
-            sdist.tree_skip = manifests_dir(ctx, lock);
+            sdist.tree_skip = manifests;
             sdist.editable = item.editable;
         }
         if (auto it = settings->find(item.package->name); it != settings->end())
@@ -376,9 +367,9 @@ std::vector<install::BuiltRecord> build_sdists(const Context& ctx, store::Store&
         const BuildEntry& entry = entries.at(item.package->name);
         const lock::LockFile build_lock = read_build_lock(lock, entry);
         sdist.runtime = runtime_items(items, sdist, lock.path, target.platform);
-        adopt(item, build_sdist(ctx, store, target, sdist, build_lock, entry.sha256, plan));
+        adopt(item, build_sdist(site, store, target, sdist, build_lock, entry.sha256, plan));
     }
     return received;
 }
 
-}  // namespace envbox::ops::create_steps
+}  // namespace envbox::install

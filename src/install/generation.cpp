@@ -82,7 +82,8 @@ std::vector<env::InstallRequest> install_requests(const std::vector<Item>& items
         env::InstallRequest r;
         r.wheel = &*item.wheel;
         r.requested = !manifest || roots.count(item.package->name) > 0;
-        if (item.direct || item.local)
+        // A folder received as a wheel (no tree on this machine) records no direct URL.
+        if (item.direct || (item.local && (item.package->vcs || !item.tree.empty())))
             r.direct_url = direct_url_json(item, fs::path(gen.lock_source).parent_path());
         r.preferred = preferred.count(item.package->name) > 0;
         for (const auto& b : item.bytecode)

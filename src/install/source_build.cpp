@@ -312,6 +312,7 @@ void prepare_local_items(std::vector<Item>& items, const lock::LockFile& lock,
             const auto sent = received->find("local " + item.package->name);
             item.sha256 = sent == received->end() ? "none" : sent->second.wheel_sha256;
             item.filename = item.package->name;
+            item.editable = false;  // a regular wheel of the tree, built where it was pushed
             continue;
         }
         if (v) {

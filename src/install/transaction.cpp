@@ -2,6 +2,7 @@
 #include "envbox/install/transaction.hpp"
 
 #include "envbox/install/generation.hpp"
+#include "envbox/install/local.hpp"
 #include "envbox/store/home.hpp"
 
 namespace fs = std::filesystem;
@@ -51,6 +52,26 @@ env::BuildReport Transaction::execute(store::Store& store, env::Generation& gen,
     const std::vector<env::InstallRequest> requests = install_requests(items_, manifest, gen);
     options_.site.progress->phase("Installing", requests.size());
     return env::build_generation(store, *target_.interpreter, gen, edir, requests, build);
+}
+
+std::map<std::string, ShippedWheel> Transaction::build_editables(store::Store& store) {
+    // The editables as folders, beside the lock's wheels a build may see (its runtime).
+    std::vector<Item> items;
+    for (const auto& item : items_) {
+        if (item.local && item.editable) {
+            Item regular = item;
+            regular.editable = false;
+            regular.sha256 = tree_digest(item.tree, options_.manifests);
+            items.push_back(std::move(regular));
+        } else if (!item.local && !item.sdist) {
+            items.push_back(item);
+        }
+    }
+    build_sdists(options_.site, store, items, target_, lock_, options_.manifests, plan_);
+    std::map<std::string, ShippedWheel> out;
+    for (const auto& item : items)
+        if (item.local) out[item.package->name] = {item.filename, item.sha256};
+    return out;
 }
 
 }  // namespace envbox::install

@@ -45,74 +45,6 @@ std::map<std::string, LockedFile> locked_files(const lock::Pylock& pylock) {
     return out;
 }
 
-namespace {
-
-// Where the wheel of local package `p` (built from `built_from`) came from, sent with it: the
-// git source and commit, or the folder and the commit of the checkout it is part of. A folder
-// that changed since the build, or a checkout with changes not committed, is refused: what is
-// shipped is a reviewed commit's code.
-std::string source_provenance(const Context& ctx, const std::string& env, const lock::Package& p,
-                              const std::string& built_from, const fs::path& lock_path) {
-    if (p.vcs)
-        return "git " + p.vcs->url.value_or("") + " " + p.vcs->commit_id + " " +
-               p.vcs->subdirectory.value_or("-");
-    const fs::path root =
-        ctx.project_root.empty() ? lock_path.parent_path().parent_path() : ctx.project_root;
-    const fs::path manifests = root / "manifests";
-    const fs::path tree = install::locked_tree(manifests, p.directory->path, root, p.name);
-    if (install::tree_digest(tree, manifests) != built_from)
-        throw Error(ErrorCode::invalid_input, p.name + " (" + tree.string() + ") changed since " +
-                                                  env + " was built from it: `envbox create " +
-                                                  env + "`, then push again");
-    const std::string state =
-        install::git_tree_state(git_settings(ctx).access(p.name, true), tree, manifests);
-    if (state.ends_with(" dirty"))
-        throw Error(ErrorCode::invalid_input,
-                    p.name + " (" + tree.string() +
-                        ") has changes that are not committed (`git "
-                        "status`): commit them so that what is shipped is a commit's code, then "
-                        "`envbox create " +
-                        env + "` and push again");
-    return "directory " + p.directory->path + " " + state;
-}
-
-// The packages of `pylock` built from a folder or a git commit, by name; an editable one is
-// refused: what is shipped must not depend on a folder of this machine.
-std::map<std::string, const lock::Package*> local_packages(const lock::Pylock& pylock,
-                                                           const std::string& env) {
-    std::map<std::string, const lock::Package*> out;
-    for (const auto& p : pylock.packages) {
-        if (p.directory && p.directory->editable)
-            throw Error(ErrorCode::invalid_input,
-                        env + " installs " + p.name + " editable from " + p.directory->path +
-                            " (your checkout, not a wheel): what is shipped must not depend on "
-                            "a folder of this machine; give it editable = false in the "
-                            "environment you push or pack, and create it again");
-        if (p.directory || p.vcs) out[p.name] = &p;
-    }
-    return out;
-}
-
-// `w`, the wheel local package `p` installs, as sent: built from the record's source, the
-// record's key with where the source came from (`source_provenance`) as its provenance.
-// shape: the context, the environment and its package, the store's records, the lock, the wheel.
-void sent_as_built(const Context& ctx, const std::string& env, const lock::Package& p,
-                   const std::map<std::string, install::BuiltRecord>& built,
-                   const fs::path& lock_path, BundleWheel& w) {
-    const auto record = built.find(w.sha256);
-    if (record == built.end())
-        throw Error(ErrorCode::integrity,
-                    env + " installs " + w.filename + ", built from " + w.name +
-                        "'s source, and the store keeps no record of that build: create " + env +
-                        " again (`envbox create " + env + " --force`)");
-    w.built_from = install::built_from(record->second.key_text);
-    w.build_key = record->second.key_text + "source " +
-                  kv::percent_encode(source_provenance(ctx, env, p, w.built_from, lock_path)) +
-                  "\n";
-}
-
-}  // namespace
-
 Bundle current_bundle(const Context& ctx, const std::string& env) {
     check_env_name(env);
     const fs::path edir = env_dir(ctx, env);
@@ -146,7 +78,10 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         if (p.archive)
             if (auto sha = p.archive->sha256()) by_sha[*sha] = &*p.archive;
     }
-    const std::map<std::string, const lock::Package*> local = local_packages(b.pylock, env);
+    const std::map<std::string, const lock::Package*> local = local_packages(b.pylock);
+    // An editable project ships as a regular wheel of its tree, built now (before the records
+    // are read, which then hold its build).
+    const auto shipped = shipped_editables(ctx, env, *gen, b.lock_text, local);
     std::map<std::string, install::BuiltRecord> built;  // read once, when the lock builds
     if (!sdist_of.empty() || !local.empty()) built = install::built_records(store::Store(ctx.home));
     for (const auto& pkg : gen->packages) {
@@ -157,6 +92,10 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
         w.sha256 = pkg.wheel_sha256;
         auto it = by_sha.find(w.sha256);
         if (auto l = local.find(w.name); l != local.end()) {  // the wheel its build made here
+            if (auto e = shipped.find(w.name); e != shipped.end()) {
+                w.filename = e->second.filename;
+                w.sha256 = e->second.sha256;
+            }
             sent_as_built(ctx, env, *l->second, built, gen->lock_source, w);
             b.wheels.push_back(std::move(w));
             continue;
@@ -186,15 +125,6 @@ Bundle current_bundle(const Context& ctx, const std::string& env) {
 }
 
 namespace {
-
-// The manifest's indexes (for the credentials and CA of a refetch), when the project has one.
-std::vector<resolve::IndexConfig> project_indexes(const Context& ctx, const std::string& env) {
-    if (ctx.project_root.empty()) return {};
-    const fs::path m = ctx.project().manifest(env);
-    std::error_code ec;
-    if (!fs::exists(m, ec)) return {};
-    return index_configs(read_manifest(m), m, ctx.settings);
-}
 
 index::ArtifactRequest refetch_request(const BundleWheel& w,
                                        const std::vector<resolve::IndexConfig>& indexes,

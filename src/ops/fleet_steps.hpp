@@ -13,8 +13,10 @@
 #include "envbox/env/generation.hpp"
 #include "envbox/index/oci.hpp"
 #include "envbox/install/built.hpp"
+#include "envbox/install/transaction.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/ops/fleet.hpp"
+#include "envbox/resolve/index_source.hpp"
 #include "envbox/util/fs.hpp"
 #include "envbox/util/own_tree.hpp"
 
@@ -58,6 +60,34 @@ struct Bundle {
 /// installed wheel is matched to the lock's entry of that sha256 (its size, URL or path), or,
 /// for a package the lock builds from its sdist, to the store's record of that build.
 Bundle current_bundle(const Context& ctx, const std::string& env);
+
+// ---- the team's own code (fleet_local.cpp) --------------------------------------------------
+
+/// The manifest's indexes (for the credentials and CA of a refetch or a build), when the project
+/// has one.
+std::vector<resolve::IndexConfig> project_indexes(const Context& ctx, const std::string& env);
+
+/// The packages of `pylock` built from a folder or a git commit, by name.
+std::map<std::string, const lock::Package*> local_packages(const lock::Pylock& pylock);
+
+/// What is shipped of each editable package of `local` (the checkout itself, never shipped as
+/// such): a regular wheel of its tree as it is now, built by an install::Transaction of the
+/// generation `gen` of `env` (its lock `lock_text`, read where it was made, beside its build
+/// locks), by package name. None when no package is editable.
+std::map<std::string, install::ShippedWheel> shipped_editables(
+    const Context& ctx, const std::string& env, const env::Generation& gen,
+    const std::string& lock_text, const std::map<std::string, const lock::Package*>& local);
+
+/// `w`, the wheel local package `p` installs, as sent: built from the record's source (`built`,
+/// the store's build records by wheel sha256), the record's key with where the source came from
+/// as its provenance: the git source and commit, or the folder and the commit of the checkout it
+/// is part of. A folder that changed since the build, or a checkout with changes not committed,
+/// is refused (invalid_input, naming the package and the folder): what is shipped is a reviewed
+/// commit's code.
+// shape: the context, the environment and its package, the store's records, the lock, the wheel.
+void sent_as_built(const Context& ctx, const std::string& env, const lock::Package& p,
+                   const std::map<std::string, install::BuiltRecord>& built,
+                   const std::filesystem::path& lock_path, BundleWheel& w);
 
 /// Sets each wheel's `path` to bytes that are its sha256 (`install::locate_wheels`: the store's
 /// kept archive, cache/downloads/, the lock's path, or its URL again with the manifest's index

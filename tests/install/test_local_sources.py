@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "support"), os.path.join(HERE, "..", "..", "tools")]
@@ -304,24 +305,41 @@ class LocalSources(unittest.TestCase):
             f.write("wheels/\n.envbox/\n")
         git("add", "-A")
         git("commit", "-q", "-m", "start")
-        # An editable project is the checkout itself: never shipped.
+        import tarfile
+        from urllib.parse import unquote  # the key's text, percent-encoded in the builds list
+        # An editable project is the checkout itself: it ships as a regular wheel of the
+        # commit's tree, built at pack, never as the editable link.
         self.write_manifest()
         self.project.run("create", "train")
         packed = os.path.join(self.tmp, "train.tar")
-        r = self.project.run("pack", "train", "--output", packed, check=False)
-        self.assertEqual(r.returncode, 3, r.stderr)
-        self.assertIn("mylab editable", r.stderr)
+        self.project.run("pack", "train", "--output", packed)
+        with tarfile.open(packed) as t:
+            builds = unquote(unquote(t.extractfile("builds").read().decode()))
+            shipped = [n for n in t.getnames() if n.startswith("wheels/mylab-")]
+        self.assertIn(f"\nsource directory .. commit {git('rev-parse', 'HEAD')} clean\n", builds)
+        self.assertEqual(len(shipped), 1, shipped)
+        with tarfile.open(packed) as t:
+            with zipfile.ZipFile(t.extractfile(shipped[0])) as z:
+                names = z.namelist()
+        self.assertIn("mylab/train.py", names)  # the code itself, no .pth to a checkout
+        self.assertFalse([n for n in names if n.endswith(".pth")], names)
+        first = envboxtest.Project(self.tmp, root=os.path.join(self.tmp, "node1", "proj"),
+                                   home=os.path.join(self.tmp, "node1", "home"))
+        first.run("unpack", packed, "train")
+        out = first.run("run", "train", "--", "python", "-c",
+                        "import mylab.train; mylab.train.main(); print(mylab.__file__)")
+        said, where = out.stdout.splitlines()
+        self.assertEqual(said, "train v1")
+        self.assertTrue(os.path.realpath(where).startswith(os.path.realpath(first.home)), where)
         # Built (not editable), the project and the library ship as wheels of the commit.
         self.write_manifest(sources='mylab = { path = ".." }\ntokenizer = { path = "../libs/tokenizer" }\n')
         git("add", "-A")
         git("commit", "-q", "-m", "locked")
         self.project.run("create", "train")
         self.project.run("pack", "train", "--output", packed)
-        import tarfile
         with tarfile.open(packed) as t:
             builds = t.extractfile("builds").read().decode()
         head = git("rev-parse", "HEAD")
-        from urllib.parse import unquote  # the key's text, percent-encoded in the builds list
         self.assertIn(f"\nsource directory .. commit {head} clean\n", unquote(unquote(builds)))
         # A node: another home, no checkout of the project at all.
         node = envboxtest.Project(self.tmp, root=os.path.join(self.tmp, "node", "proj"),

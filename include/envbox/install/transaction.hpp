@@ -13,6 +13,7 @@
 ///   execute(store, gen, edir, …)        link the generation, stamp it, switch `current`
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ struct TransactionOptions {
     bool elf_facts = false;                    ///< keep each wheel's ELF facts (FetchPlan)
 };
 
+/// A wheel built for shipping (`Transaction::build_editables`).
+struct ShippedWheel {
+    std::string filename, sha256;
+};
+
 class Transaction {
   public:
     /// Selects one item per package of `lock` for `target` (install::select_items; an sdist the
@@ -73,6 +79,12 @@ class Transaction {
     env::BuildReport execute(store::Store& store, env::Generation& gen,
                              const std::filesystem::path& edir, const lock::Manifest* manifest,
                              const env::BuildOptions& build);
+
+    /// For push and pack, which ship a reviewed commit's code and never an editable link: each
+    /// editable item built as a regular wheel of its tree as it is now (as a path dependency is
+    /// built, keyed by install::tree_digest; the store's when built before), by package name.
+    /// Nothing else is built or fetched.
+    std::map<std::string, ShippedWheel> build_editables(store::Store& store);
 
   private:
     const lock::LockFile& lock_;

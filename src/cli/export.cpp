@@ -57,7 +57,8 @@ void register_export(CLI::App& app, GlobalOptions& global) {
                   "Of a lock for several platforms, the requirements of this one (a platform "
                   "or its machine: aarch64)");
     c->add_option("--wheels", cmd->wheels,
-                  "Also write the wheels envbox built from the lock's sdists (ENV's current "
+                  "Also write the wheels envbox built from the lock's sdists, folders and git "
+                  "commits (ENV's current "
                   "generation) into DIR, and point the requirements file at them (--find-links, "
                   "their hashes), so pip installs them instead of building");
     c->callback([&global, cmd] { run_export(global, *cmd); });

@@ -122,14 +122,21 @@ bool is_flat_directory(const std::string& url, const std::string& name) {
     return !fs::exists(index::file_url_path(url + "/" + name + "/") / "index.html", ec);
 }
 
-// `name==version`, `name @ URL` for a direct archive, or the path of a local one.
-std::string requirement_of(const lock::Package& p, const std::string& source,
-                           const fs::path& base) {
-    if (p.vcs || p.directory)
-        throw Error(ErrorCode::invalid_input, source + ":" + std::to_string(p.line) + ": " +
-                                                  p.name + " is locked as " +
-                                                  (p.vcs ? "a VCS checkout" : "a local directory") +
-                                                  ", which a hashed requirements file cannot pin");
+// `name==version`, `name @ URL` for a direct archive, or the path of a local one. A folder or a
+// git commit is pinned only as the wheel envbox built from it (`built_here`, --wheels).
+std::string requirement_of(const lock::Package& p, const std::string& source, const fs::path& base,
+                           bool built_here) {
+    const bool editable = p.directory && p.directory->editable;
+    if ((p.vcs || p.directory) && (!built_here || editable))
+        throw Error(ErrorCode::invalid_input,
+                    source + ":" + std::to_string(p.line) + ": " + p.name + " is locked as " +
+                        (p.vcs      ? "a git commit"
+                         : editable ? "an editable folder (your checkout)"
+                                    : "a local folder") +
+                        ", which a hashed requirements file cannot pin" +
+                        (editable ? "; `envbox pack` or `push` ships it as a wheel of its commit"
+                                  : "; --wheels DIR writes the wheel envbox built from it and "
+                                    "pins that"));
     if (p.archive && p.wheels.empty() && !p.sdist) {
         if (!p.archive->url) {
             if (!p.archive->path)
@@ -163,7 +170,7 @@ std::string requirements_txt(const lock::Pylock& lock, const std::string& source
             if (std::find(list.begin(), list.end(), url) == list.end()) list.push_back(url);
         }
         one_line(p.name, source, p, "name");
-        body += requirement_of(p, source, base);
+        body += requirement_of(p, source, base, built.hashes.count(p.name) > 0);
         if (p.marker) body += " ; " + marker_text(*p.marker, source, p);
         const auto it = built.hashes.find(p.name);
         for (const auto& h : package_hashes(p, source, it == built.hashes.end() ? "" : it->second))
@@ -189,7 +196,8 @@ BuiltWheelLinks write_built_wheels(const Context& ctx, const std::string& env,
     std::map<std::string, const lock::Package*> from_sdist;
     std::set<std::string> locked;
     for (const auto& p : lock.packages) {
-        if (p.sdist) from_sdist[p.name] = &p;
+        // Built here: from its sdist, or from a folder or a git commit (never an editable link).
+        if (p.sdist || p.vcs || (p.directory && !p.directory->editable)) from_sdist[p.name] = &p;
         for (const auto& w : p.wheels)
             if (auto sha = w.sha256()) locked.insert(*sha);
     }
@@ -219,7 +227,7 @@ BuiltWheelLinks write_built_wheels(const Context& ctx, const std::string& env,
         if (kept) fs::copy_file(*kept, tmp, ec);
         if (ec || to_hex(sha256_file(tmp)) != pkg.wheel_sha256)
             throw Error(ErrorCode::integrity, "the store's archive of " + pkg.filename +
-                                                  " (built from " + pkg.name + "'s sdist) is " +
+                                                  " (built from " + pkg.name + "'s source) is " +
                                                   (ec ? "missing: " + ec.message() : "damaged") +
                                                   "; run `envbox create " + env + " --force`");
         fs::rename(tmp, dest);
@@ -231,7 +239,7 @@ BuiltWheelLinks write_built_wheels(const Context& ctx, const std::string& env,
         throw Error(ErrorCode::invalid_input,
                     env +
                         "'s current generation is not of its lock (a package built from its "
-                        "sdist is missing or of another version): run `envbox create " +
+                        "source is missing or of another version): run `envbox create " +
                         env + "` first");
     return out;
 }

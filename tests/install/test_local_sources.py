@@ -151,6 +151,29 @@ class LocalSources(unittest.TestCase):
         write(os.path.join(self.project.root, "libs", "tokenizer", "__pycache__", "x.pyc"), "x")
         out = self.project.run("create", "train").stdout
         self.assertEqual(self.builds(), 2, out)
+        # Exported for pip, a folder is pinned only as the wheel built from it (--wheels), and
+        # pip installs that wheel in hash-checking mode.
+        r = self.project.run("export", "train", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("tokenizer is locked as a local folder", r.stderr)
+        self.assertIn("--wheels DIR", r.stderr)
+        wheels = os.path.join(self.tmp, "exported")
+        req = os.path.join(self.tmp, "requirements.txt")
+        self.project.run("export", "train", "--wheels", wheels, "-o", req)
+        with open(req) as f:
+            text = f.read()
+        self.assertIn("\ntokenizer==", text)
+        self.assertIn("--find-links " + wheels, text)
+        venv = os.path.join(self.tmp, "venv-export")
+        subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True)
+        pip = next(w for w in DEBIAN_WHEELS if os.path.basename(w).startswith("pip-"))
+        subprocess.run([os.path.join(venv, "bin", "python"), f"{pip}/pip", "install", "-q",
+                        "--no-index", "--require-hashes", "-r", req], check=True,
+                       capture_output=True)
+        out = subprocess.run([os.path.join(venv, "bin", "python"), "-c",
+                              "import tokenizer; print(tokenizer.VOCAB)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        self.assertEqual(out, "2")
 
     def test_a_folder_named_in_a_requirement_is_a_local_source(self):
         # pip's forms: a relative path (from the manifest's folder) and a file:// URL.

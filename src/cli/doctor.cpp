@@ -22,6 +22,7 @@ Json json_report(const ops::DoctorReport& r) {
     for (const auto& x : r.indexes)
         indexes.push_back(Json{{"name", x.name},
                                {"url", x.url},
+                               {"mirror", x.via},
                                {"ok", x.ok},
                                {"status", x.status},
                                {"environments", x.environments}});
@@ -86,7 +87,8 @@ void print_text(const ops::DoctorReport& r) {
     }
     if (!r.indexes.empty()) std::printf("indexes:\n");
     for (const auto& i : r.indexes)
-        std::printf("  %s  %s  %s\n", i.name.c_str(), i.url.c_str(), i.status.c_str());
+        std::printf("  %s  %s%s  %s\n", i.name.c_str(), i.url.c_str(),
+                    i.via.empty() ? "" : (" (mirror: " + i.via + ")").c_str(), i.status.c_str());
 }
 
 // `doctor ENV`: the link check of ENV's current generation on this machine.

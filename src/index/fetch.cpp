@@ -61,7 +61,27 @@ fs::path download_artifact(HttpClient& http, const ArtifactRequest& request,
         req.max_bytes = *request.size;
         req.max_bytes_what = "the lock's size";
     }
-    if (!fs::exists(path, ec)) http.download(req, path, /*resumable=*/true);
+    if (!fs::exists(path, ec)) {
+        try {
+            http.download(req, path, /*resumable=*/true);
+        } catch (const Error& e) {
+            // A mirror that is down or lacks the file: the lock's own URL, with no credentials
+            // (they are the mirror's), and both named if that fails too.
+            if (request.fallback.empty() || e.code() != ErrorCode::network) throw;
+            fs::remove(path, ec);
+            req.url = request.fallback;
+            req.username = req.password = std::nullopt;
+            req.credential_origin.clear();
+            try {
+                http.download(req, path, /*resumable=*/true);
+            } catch (const Error& again) {
+                if (again.code() != ErrorCode::network) throw;
+                throw Error(ErrorCode::network,
+                            request.display + ": the mirror " + request.via + " sets failed (" +
+                                e.what() + "), and so did the lock's URL (" + again.what() + ")");
+            }
+        }
+    }
     if (request.size) {
         auto got = fs::file_size(path, ec);
         if (!ec && got != *request.size) {

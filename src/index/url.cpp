@@ -90,4 +90,33 @@ std::optional<std::string> resolve_url(std::string_view base, std::string_view r
     return std::string(out.p);
 }
 
+namespace {
+
+// Where the path of `url` starts (after `scheme://authority`); npos without "://".
+std::size_t path_start(const std::string& url) {
+    const auto scheme = url.find("://");
+    if (scheme == std::string::npos) return std::string::npos;
+    const auto slash = url.find('/', scheme + 3);
+    return slash == std::string::npos ? url.size() : slash;
+}
+
+}  // namespace
+
+std::string rebase_url(const std::string& url, const std::string& from, const std::string& to) {
+    std::string base = from, target = to;
+    const std::size_t base_root = path_start(from), target_root = path_start(to);
+    if (base_root == std::string::npos || target_root == std::string::npos) return url;
+    for (;;) {
+        if (url.size() > base.size() && url.compare(0, base.size(), base) == 0 &&
+            url[base.size()] == '/')
+            return target + url.substr(base.size());
+        const auto cut = base.rfind('/'), target_cut = target.rfind('/');
+        if (cut == std::string::npos || cut < base_root || target_cut == std::string::npos ||
+            target_cut < target_root)
+            return url;
+        base.resize(cut);
+        target.resize(target_cut);
+    }
+}
+
 }  // namespace envbox::index

@@ -1,6 +1,7 @@
 // Where a selected item's archive comes from: its lock entry (path or URL, sha256, size) and
 // its index's credentials and CA (contracts in install/fetch.hpp).
 
+#include "envbox/index/url.hpp"
 #include "envbox/install/fetch.hpp"
 
 namespace envbox::install {
@@ -18,13 +19,20 @@ index::ArtifactRequest artifact_request(const std::string& display, const lock::
         std::string url = *index;
         while (!url.empty() && url.back() == '/')
             url.pop_back();
-        for (const auto& c : indexes)
-            if (c.url == url) {
-                req.ca = c.ca;
-                req.username = c.username;
-                req.password = c.password;
-                req.index_url = c.url;
+        for (const auto& c : indexes) {
+            const bool mirrored = !c.canonical.empty() && c.canonical == url;
+            if (c.url != url && !mirrored) continue;
+            req.ca = c.ca;
+            req.username = c.username;
+            req.password = c.password;
+            req.index_url = c.url;
+            // A lock names the canonical index; this machine fetches through its mirror first.
+            if (mirrored && file.url && !file.path) {
+                req.location = index::rebase_url(*file.url, c.canonical, c.url);
+                req.fallback = *file.url;
+                req.via = c.mirror_variable;
             }
+        }
     }
     return req;
 }

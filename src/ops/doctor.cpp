@@ -76,7 +76,7 @@ std::string file_url_path(const std::string& url) {
 
 // Tries one index: HTTP(S) by fetching its base page (any answer is reachable: an index may
 // refuse a listing it does not serve), `file://` as a path that exists and can be read.
-void try_index(index::HttpClient& http, const lock::IndexSpec& i, DoctorReport::Index& out) {
+void try_index(index::HttpClient& http, const resolve::IndexConfig& i, DoctorReport::Index& out) {
     if (i.url.starts_with("file://")) {
         const std::string path = file_url_path(i.url);
         std::error_code ec;
@@ -143,12 +143,13 @@ void check_project(const Context& ctx, DoctorReport& r) {
             // a link planted in the home: every command on this environment refuses it
         }
         std::optional<lock::Manifest> m;
+        std::vector<resolve::IndexConfig> indexes;  // as this machine reaches them (its mirrors)
         try {
             // Read as lock and create read it: a manifest they refuse (an index URL with a
             // password, a bad mirror variable) is this environment's problem, and none of its
             // indexes is asked.
             m = read_manifest(path);
-            (void)index_configs(*m, path, ctx.settings);
+            indexes = index_configs(*m, path, ctx.settings);
         } catch (const Error& e) {
             env.ok = false;
             env.problem = e.message();
@@ -171,15 +172,17 @@ void check_project(const Context& ctx, DoctorReport& r) {
                 r.problems.push_back("the NVIDIA driver cannot run " + env.name + ": " + *why);
             }
         }
-        for (const auto& i : m->indexes) {
+        for (const auto& i : indexes) {
             auto [it, fresh] = by_url.try_emplace(i.url, r.indexes.size());
             if (fresh) {
                 DoctorReport::Index out;
                 out.name = i.name;
                 out.url = index::redact_url(i.url);
+                out.via = i.mirror_variable;
                 try_index(http, i, out);
                 if (!out.ok)
-                    r.problems.push_back("index " + out.name + " " + out.url + " " + out.status);
+                    r.problems.push_back("index " + out.name + i.mirror_note() + " " + out.url +
+                                         " " + out.status);
                 r.indexes.push_back(std::move(out));
             }
             auto& named = r.indexes[it->second].environments;

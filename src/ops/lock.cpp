@@ -121,7 +121,7 @@ lock::TargetPackages target_packages(const LockTarget& lt, resolve::TargetResolu
         } else if (auto d = lt.direct.find(pin.name); d != lt.direct.end()) {
             p.archive = d->second.archive;  // a direct reference: no index
         } else {
-            auto chosen = t.index->chosen(pin.name, pin.version);
+            auto chosen = t.index->locked(pin.name, pin.version);  // never a mirror's URL
             auto [digest, size] = t.index->digest_and_size(pin.name, pin.version);
             p.index = chosen.index_url;
             lock::LockedWheel w;

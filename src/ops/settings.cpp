@@ -36,9 +36,13 @@ std::vector<resolve::IndexConfig> index_configs(const lock::Manifest& m,
             check(mirror,
                   index_variable_name(i.name, "URL") + " (the mirror of index " + i.name + ")");
             c.url = mirror;
+            c.canonical = i.url;
+            c.mirror_variable = index_variable_name(i.name, "URL");
         }
-        while (!c.url.empty() && c.url.back() == '/')
-            c.url.pop_back();
+        for (auto* u : {&c.url, &c.canonical})
+            while (!u->empty() && u->back() == '/')
+                u->pop_back();
+        if (c.canonical == c.url) c.canonical.clear(), c.mirror_variable.clear();
         c.explicit_ = i.explicit_;
         c.ignore_error_codes = i.ignore_error_codes;
         c.exclude_newer = i.exclude_newer;

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "envbox/index/fetch.hpp"
+#include "envbox/index/url.hpp"
 #include "envbox/pep/filename.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/fs.hpp"
@@ -241,13 +242,19 @@ std::optional<Result<index::ProjectPage>> IndexSource::fetch_http_page(const Ind
         req.headers = {kAccept};
         req.cache = true;
         req.max_bytes_what = "an index page";
-        r = http_.get(req);
+        try {
+            r = http_.get(req);
+        } catch (const Error& e) {  // which mirror was asked, when one was
+            if (ix.mirror_variable.empty() || e.code() != ErrorCode::network) throw;
+            throw Error(ErrorCode::network,
+                        "index " + ix.name + ix.mirror_note() + ": " + e.what());
+        }
     }
     if (means_not_here(ix, r.status)) return std::nullopt;
     if (r.status != 200)
         throw Error(ErrorCode::network,
-                    "index " + ix.name + " answered HTTP " + std::to_string(r.status) + " for " +
-                        index::redact_url(page_url) +
+                    "index " + ix.name + ix.mirror_note() + " answered HTTP " +
+                        std::to_string(r.status) + " for " + index::redact_url(page_url) +
                         (r.status == 401 || r.status == 403
                              ? " (if it answers so for projects it does not have, give it "
                                "ignore-error-codes = [" +
@@ -439,6 +446,15 @@ ChosenWheel IndexSource::chosen(const std::string& name, const pep::Version& ver
     auto p = project_future(name).get();
     if (!v.wheel) return {*v.sdist, p->index_name, p->index_url, /*sdist=*/true};
     return {*v.wheel, p->index_name, p->index_url};
+}
+
+ChosenWheel IndexSource::locked(const std::string& name, const pep::Version& version) {
+    ChosenWheel c = chosen(name, version);
+    if (const IndexConfig* ix = index_named(c.index_name); ix && !ix->canonical.empty()) {
+        c.file.url = index::rebase_url(c.file.url, ix->url, ix->canonical);
+        c.index_url = ix->canonical;
+    }
+    return c;
 }
 
 bool IndexSource::may_build(const std::string& name) const {

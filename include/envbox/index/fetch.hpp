@@ -24,6 +24,10 @@ struct ArtifactRequest {
     /// The URL of the index they belong to: they are sent only to its origin (scheme, host,
     /// port), never to a file the lock places on another host.
     std::string index_url = {};
+    /// Through a mirror: the lock's own URL (the canonical index's), fetched when `location` (the
+    /// file on the mirror) cannot be; `via` names the mirror's variable for messages. Either
+    /// source is good: the bytes are checked against `sha256` wherever they came from.
+    std::string fallback = {}, via = {};
 };
 
 /// The local file `request.location` names (a path, relative ones against `base_dir`, or a

@@ -30,4 +30,14 @@ std::string strip_userinfo(std::string_view url);
 /// limit): such a link names nothing envbox could fetch.
 std::optional<std::string> resolve_url(std::string_view base, std::string_view ref);
 
+/// `url`, a file an index at `from` serves, as the index at `to` would serve it: the longest
+/// leading part of `from` (whole path segments, never less than its origin) that `url` lies
+/// under is replaced by `to` shortened by as many segments (`http://m/pypi/simple` →
+/// `https://pypi.org/simple` takes `http://m/pypi/packages/x.whl` to
+/// `https://pypi.org/packages/x.whl`). A mirror and its canonical index share their layout below
+/// that part; `url` is returned as it is when it lies elsewhere (another host: a CDN) or `to` has
+/// fewer segments to give. Compared as written (no decoding); `from` and `to` have no trailing
+/// slash.
+std::string rebase_url(const std::string& url, const std::string& from, const std::string& to);
+
 }  // namespace envbox::index

@@ -26,7 +26,10 @@ struct DoctorReport {
     /// of its base page, a `file://` one as a path that exists and is readable.
     struct Index {
         std::string name;
-        std::string url;  ///< userinfo redacted (`***@`)
+        std::string url;  ///< the URL this machine uses, userinfo redacted (`***@`)
+        /// The mirror variable that set `url` instead of the manifest's (ENVBOX_INDEX_<NAME>_URL);
+        /// empty: the manifest's own URL.
+        std::string via;
         bool ok = false;
         std::string status;                     ///< "reachable (HTTP 200)", "NOT reachable: …"
         std::vector<std::string> environments;  ///< the manifests that name it

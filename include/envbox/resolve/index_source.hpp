@@ -43,6 +43,16 @@ struct IndexConfig {
     std::vector<int> ignore_error_codes;
     /// False: the lock's exclude-newer does not apply to this index's files.
     bool exclude_newer = true;
+    /// Set when this machine's mirror variable (`mirror_variable`, ENVBOX_INDEX_<NAME>_URL)
+    /// replaced the manifest's URL (`canonical`, without the trailing slash) by `url`: the lock
+    /// names the canonical index and its files as it would serve them (index::rebase_url), so
+    /// its bytes do not depend on the mirror; create fetches through the mirror first.
+    std::string canonical, mirror_variable;
+    /// " (through the mirror ENVBOX_INDEX_<NAME>_URL sets)", or "" without one: what every
+    /// error about this index adds.
+    std::string mirror_note() const {
+        return mirror_variable.empty() ? "" : " (through the mirror " + mirror_variable + " sets)";
+    }
 };
 
 /// The file the lock will name for one package version, and where it came from: its wheel
@@ -125,6 +135,9 @@ class IndexSource : public PackageSource {
 
     /// The wheel chosen for name==version (after `versions(name)`).
     ChosenWheel chosen(const std::string& name, const pep::Version& version);
+    /// The same as the lock names it: through a mirror, the canonical index's URL and the file's
+    /// URL as that index would serve it (IndexConfig::canonical).
+    ChosenWheel locked(const std::string& name, const pep::Version& version);
     /// Its sha256 and size, downloading the wheel when the index gave no sha256. The size is
     /// always known: from the index page, else from the range requests that read its
     /// METADATA (or what an earlier lock of the same sha256 learnt), else a HEAD, else the

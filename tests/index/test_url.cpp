@@ -129,3 +129,28 @@ TEST_CASE("url: page links resolved by CURLU keep the trust rules", "[index][url
     REQUIRE(json);
     CHECK(json->files.at(0).url == "https://h/p/demo-1.0-py3-none-any.whl");
 }
+
+TEST_CASE("rebase_url: a mirror's file as its canonical index would serve it, and back",
+          "[index][url]") {
+    using envbox::index::rebase_url;
+    // Below the index URL itself, and below the part the file shares with it.
+    CHECK(rebase_url("http://m:8080/simple/x/x-1.whl", "http://m:8080/simple",
+                     "https://pypi.org/simple") == "https://pypi.org/simple/x/x-1.whl");
+    CHECK(rebase_url("http://m/pypi/packages/ab/x-1.whl", "http://m/pypi/simple",
+                     "https://pypi.org/simple") == "https://pypi.org/packages/ab/x-1.whl");
+    CHECK(rebase_url("http://127.0.0.1:1/files/pypi/x-1.whl", "http://127.0.0.1:1/pypi",
+                     "https://pypi.example/simple") == "https://pypi.example/files/pypi/x-1.whl");
+    // And back, onto another mirror of the same layout.
+    CHECK(rebase_url("https://pypi.example/files/pypi/x-1.whl", "https://pypi.example/simple",
+                     "http://127.0.0.1:2/pypi") == "http://127.0.0.1:2/files/pypi/x-1.whl");
+    // A file on another host (a CDN), or a canonical URL with too few segments to give: as is.
+    CHECK(rebase_url("https://files.example/x-1.whl", "http://m/simple",
+                     "https://pypi.org/simple") == "https://files.example/x-1.whl");
+    CHECK(rebase_url("http://m/a/b/files/x-1.whl", "http://m/a/b/simple", "https://pypi.org") ==
+          "http://m/a/b/files/x-1.whl");
+    // A name that only starts like the index's last segment is not below it.
+    CHECK(rebase_url("http://m/simple2/x-1.whl", "http://m/simple", "https://p/simple") ==
+          "https://p/simple2/x-1.whl");
+    CHECK(rebase_url("file:///srv/mirror/files/x-1.whl", "file:///srv/mirror/simple",
+                     "https://pypi.org/simple") == "https://pypi.org/files/x-1.whl");
+}

@@ -90,9 +90,10 @@ struct CreateFrom {
     bool plain_http = false;
     std::string ca, link_mode;
     bool no_compile = false;
-    bool update_lock = false;      ///< --update-lock: the artifact's lock over the project's
-    std::string lock;              ///< --lock FILE: the reviewed lock the artifact's must be
-    bool ignore_bytecode = false;  ///< --ignore-bytecode: compile here
+    bool update_lock = false;        ///< --update-lock: the artifact's lock over the project's
+    std::string lock;                ///< --lock FILE: the reviewed lock the artifact's must be
+    bool ignore_bytecode = false;    ///< --ignore-bytecode: compile here
+    bool allow_cuda_change = false;  ///< --allow-cuda-change: another CUDA line on purpose
 };
 void create_from_registry(const GlobalOptions& global, const CreateFrom& from);
 

@@ -18,10 +18,11 @@ struct CreateCommand {
     std::string lock;       ///< --lock, may be empty
     std::string link_mode;  ///< --link-mode, may be empty
     bool locked = false, frozen = false, offline = false, no_wait = false;
-    bool force = false;       ///< --force / --reinstall
-    bool no_compile = false;  ///< --no-compile
-    std::string target;       ///< --target, may be empty
-    CreateFrom from;          ///< --from REF (with --plain-http, --ca): pull instead
+    bool force = false;              ///< --force / --reinstall
+    bool no_compile = false;         ///< --no-compile
+    bool allow_cuda_change = false;  ///< --allow-cuda-change
+    std::string target;              ///< --target, may be empty
+    CreateFrom from;                 ///< --from REF (with --plain-http, --ca): pull instead
 };
 
 void print_json(const CreateCommand& cmd, const ops::CreateResult& r) {
@@ -124,6 +125,7 @@ void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
         CreateFrom from = cmd.from;
         from.env = cmd.env;
         from.link_mode = cmd.link_mode;
+        from.allow_cuda_change = cmd.allow_cuda_change;
         from.no_compile = cmd.no_compile;
         from.lock = cmd.lock;  // --lock FILE with --from: the reviewed lock
         return create_from_registry(global, from);
@@ -138,6 +140,7 @@ void run_create(const GlobalOptions& global, const CreateCommand& cmd) {
     opt.locked = cmd.locked;
     opt.frozen = cmd.frozen;
     opt.force = cmd.force;
+    opt.allow_cuda_change = cmd.allow_cuda_change;
     if (cmd.no_compile) opt.compile = false;
     opt.target = cmd.target;
     if (cmd.link_mode == "reflink")
@@ -185,6 +188,9 @@ void register_create(CLI::App& app, GlobalOptions& global) {
     c->add_flag("--no-compile", cmd->no_compile,
                 "Link no .pyc files (default: every module gets its bytecode, compiled once "
                 "per store; the manifest's [install] compile = false does the same)");
+    c->add_flag("--allow-cuda-change", cmd->allow_cuda_change,
+                "Let a lock move ENV to another CUDA line (a teammate's merged lock, a new "
+                "artifact); refused otherwise, with the change list");
     c->add_option("--target", cmd->target,
                   "Build for this platform of the manifest's `platforms` (a tag, or its "
                   "machine: aarch64) instead of this machine's");

@@ -9,6 +9,7 @@
 #include "cli/progress.hpp"
 #include "envbox/util/error.hpp"
 #include "envbox/util/json.hpp"
+#include "envbox/util/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -58,9 +59,10 @@ void add_registry_flags(CLI::App* c, RegistryFlags& flags) {
 struct ReceiveFlags {
     std::string link_mode;
     bool no_compile = false;
-    std::string lock;              ///< --lock FILE: the reviewed lock
-    bool update_lock = false;      ///< --update-lock
-    bool ignore_bytecode = false;  ///< --ignore-bytecode
+    std::string lock;                ///< --lock FILE: the reviewed lock
+    bool update_lock = false;        ///< --update-lock
+    bool ignore_bytecode = false;    ///< --ignore-bytecode
+    bool allow_cuda_change = false;  ///< --allow-cuda-change
 };
 
 void add_receive_flags(CLI::App* c, ReceiveFlags& flags) {
@@ -75,6 +77,9 @@ void add_receive_flags(CLI::App* c, ReceiveFlags& flags) {
     c->add_flag("--ignore-bytecode", flags.ignore_bytecode,
                 "Take none of the artifact's .pyc files and compile here (run no code the "
                 "reviewed lock does not pin)");
+    c->add_flag("--allow-cuda-change", flags.allow_cuda_change,
+                "Let the artifact's lock move an existing ENV to another CUDA line (refused "
+                "otherwise, with the change list)");
 }
 
 ops::ReceiveOptions receive_options(const std::string& env, const ReceiveFlags& flags) {
@@ -88,6 +93,7 @@ ops::ReceiveOptions receive_options(const std::string& env, const ReceiveFlags& 
     if (!flags.lock.empty()) o.trusted_lock = fs::absolute(flags.lock);
     o.update_lock = flags.update_lock;
     o.ignore_bytecode = flags.ignore_bytecode;
+    o.allow_cuda_change = flags.allow_cuda_change;
     if (o.trusted_lock && o.update_lock)
         throw Error(ErrorCode::usage, "--lock FILE and --update-lock contradict each other");
     return o;
@@ -212,6 +218,9 @@ void run_pull(const GlobalOptions& global, const PullCommand& cmd) {
     ops::PullOptions o;
     o.ref = cmd.ref;
     o.receive = receive_options(cmd.env, cmd.receive);
+    o.receive.retry = "envbox pull " + shell_word(cmd.ref) +
+                      (cmd.env.empty() ? "" : " " + cmd.env) +
+                      (cmd.receive.update_lock ? " --update-lock" : "");
     o.access = registry_access(cmd.registry);
     ops::ReceiveResult r = ops::pull(ctx, o);
     progress.clear();
@@ -266,6 +275,8 @@ void run_unpack(const GlobalOptions& global, const UnpackCommand& cmd) {
     ops::UnpackOptions o;
     o.archive = cmd.file;
     o.receive = receive_options(cmd.env, cmd.receive);
+    o.receive.retry =
+        "envbox unpack " + shell_word(cmd.file) + (cmd.env.empty() ? "" : " " + cmd.env);
     ops::ReceiveResult r = ops::unpack(ctx, o);
     progress.clear();
     report_received(global, "Unpacked", cmd.file, r);
@@ -278,8 +289,8 @@ void create_from_registry(const GlobalOptions& global, const CreateFrom& from) {
     cmd.ref = from.ref;
     cmd.env = from.env;
     cmd.registry = {from.plain_http, from.ca};
-    cmd.receive = {from.link_mode, from.no_compile, from.lock, from.update_lock,
-                   from.ignore_bytecode};
+    cmd.receive = {from.link_mode,   from.no_compile,      from.lock,
+                   from.update_lock, from.ignore_bytecode, from.allow_cuda_change};
     run_pull(global, cmd);
 }
 

@@ -113,31 +113,7 @@ void check_cuda_coherence(const std::vector<install::Item>& items, const lock::M
                     "really meant, which the lock records)");
 }
 
-namespace {
-
-// Run's sync never moves an environment to another CUDA line: only an explicit create does.
-void refuse_cuda_change(const CreateOptions& opt, const fs::path& edir,
-                        const std::vector<install::Item>& items, const fs::path& lock_path) {
-    auto cur = env::current_generation(edir);
-    const auto text = cur ? env::read_generation_lock(cur->path) : std::nullopt;
-    const auto was =
-        text ? lock_identity(*text, cur->path / ".envbox" / "pylock.toml") : std::nullopt;
-    if (!was) return;
-    std::vector<std::pair<std::string, std::string>> now;
-    for (const auto& item : items)
-        if (item.package->version)
-            now.emplace_back(item.package->name, item.package->version->str());
-    auto change = env::cuda_change(*was, env::cuda_identity(now));
-    if (!change) return;
-    throw Error(ErrorCode::invalid_input,
-                opt.env + ": " + *change + " in " + lock_path.string() + "\nrun does not move " +
-                    opt.env + " (generation " + std::to_string(cur->number) +
-                    ") to another CUDA line: `envbox create " + opt.env +
-                    "` does it on purpose; `envbox run --frozen " + opt.env +
-                    " …` runs generation " + std::to_string(cur->number) + " as it is");
-}
-
-}  // namespace
+namespace {}  // namespace
 
 EnvLocks lock_environment(const Context& ctx, const CreateOptions& opt, const fs::path& edir) {
     Progress& progress = *ctx.progress;
@@ -325,7 +301,12 @@ CreateResult create(const Context& ctx, const CreateOptions& opt, const Received
         result.seconds = whole.total();
         return result;
     }
-    if (opt.keep_cuda_line) refuse_cuda_change(opt, edir, items, in.lock_path);
+    std::vector<std::pair<std::string, std::string>> now;  // another CUDA line only on purpose
+    for (const auto& item : items)
+        if (item.package->version)
+            now.emplace_back(item.package->name, item.package->version->str());
+    if (auto moved = check_cuda_move(opt, edir, now, in.lock.text, in.lock_path))
+        progress.note("! " + *moved + ": " + opt.env + " moves to it on purpose");
     if (opt.on_build) opt.on_build();
     if (!ctx.project_root.empty())
         write_file_atomic(edir.parent_path() / "project", ctx.project_root.string() + "\n", 0644,

@@ -2,22 +2,18 @@
 
 #include <regex>
 
+#include "envbox/env/generation.hpp"
 #include "envbox/lock/pylock.hpp"
 #include "envbox/ops/context.hpp"
+#include "envbox/ops/diff.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/fs.hpp"
+#include "envbox/util/own_tree.hpp"
+#include "envbox/util/sha256.hpp"
 
 namespace fs = std::filesystem;
 
 namespace envbox::ops {
-
-std::string shell_word(const std::string& text) {
-    static const std::regex plain(R"([A-Za-z0-9_@%+=:,./-]+)");
-    if (std::regex_match(text, plain)) return text;
-    std::string out = "'";
-    for (char c : text)
-        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
 
 namespace {
 
@@ -146,6 +142,70 @@ Error with_separate_environment_hint(const Error& e, const std::string& env,
     for (const auto& line : e.context())
         hinted.add_context(line);
     return hinted;
+}
+
+namespace {
+
+constexpr const char* kApproved = "cuda-move";  // in the environment's folder
+
+// The change list between two locks' texts, as `lock` prints it.
+std::string change_list(const std::string& before, const std::string& after,
+                        const fs::path& lock_path) {
+    std::string out;
+    LockView old;
+    try {
+        old = lock_view(before, lock_path.string());
+    } catch (const Error&) {  // a generation's lock that no longer reads: every package is new
+    }
+    for (const auto& c : version_changes(diff(old, lock_view(after, lock_path.string()))))
+        out += c.before.empty()  ? "+ " + c.name + " " + c.after + "\n"
+               : c.after.empty() ? "- " + c.name + " " + c.before + "\n"
+                                 : "~ " + c.name + " " + c.before + " → " + c.after + "\n";
+    return out;
+}
+
+}  // namespace
+
+void approve_cuda_move(const fs::path& home, const fs::path& edir, const std::string& lock_text) {
+    (void)make_own_dir_at_path(home, edir);  // never through a link planted in the home
+    write_file_atomic(edir / kApproved, to_hex(sha256(lock_text)) + "\n", 0644, Durability::none);
+}
+
+// shape: the options, the environment's folder, what it would install, from which lock.
+std::optional<std::string> check_cuda_move(
+    const CreateOptions& opt, const fs::path& edir,
+    const std::vector<std::pair<std::string, std::string>>& now, const std::string& lock_text,
+    const fs::path& lock_path) {
+    const auto cur = env::current_generation(edir);
+    const auto before = cur ? env::read_generation_lock(cur->path) : std::nullopt;
+    const auto was =
+        before ? lock_identity(*before, cur->path / ".envbox" / "pylock.toml") : std::nullopt;
+    if (!was) return std::nullopt;  // a new environment is not a move
+    auto change = env::cuda_change(*was, env::cuda_identity(now));
+    if (!change) return std::nullopt;
+    const std::string gen = "generation " + std::to_string(cur->number);
+    if (opt.keep_cuda_line)  // run's sync
+        throw Error(ErrorCode::invalid_input,
+                    opt.env + ": " + *change + " in " + lock_path.string() +
+                        "\nrun does not move " + opt.env + " (" + gen +
+                        ") to another CUDA line: `envbox create " + opt.env +
+                        " --allow-cuda-change` does it on purpose; `envbox run --frozen " +
+                        opt.env + " …` runs " + gen + " as it is");
+    if (opt.allow_cuda_change) return change;
+    std::error_code ec;
+    if (fs::is_regular_file(fs::symlink_status(edir / kApproved, ec)) &&
+        read_input_file(edir / kApproved) == to_hex(sha256(lock_text)) + "\n")
+        return change;
+    const std::string retry = opt.retry.empty() ? "envbox create " + opt.env : opt.retry;
+    throw Error(ErrorCode::invalid_input,
+                opt.env + ": ! " + *change + " in " + lock_path.string() + "\n" +
+                    change_list(*before, lock_text, lock_path) + "refusing to move " + opt.env +
+                    " (" + gen +
+                    ") to another CUDA line: every job on it would run on the new line, with new "
+                    "compile caches\nto move it on purpose: " +
+                    retry + " --allow-cuda-change\nto keep it: put back the lock " + gen +
+                    " was built from (`git checkout -- " + lock_path.filename().string() +
+                    "` in manifests/, or `envbox diff " + opt.env + "` to review)");
 }
 
 }  // namespace envbox::ops

@@ -6,18 +6,18 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "envbox/env/cuda.hpp"
 #include "envbox/lock/manifest.hpp"
 #include "envbox/lock/writer.hpp"
+#include "envbox/ops/create.hpp"
 #include "envbox/ops/lock.hpp"
 #include "envbox/util/error.hpp"
+#include "envbox/util/text.hpp"
 
 namespace envbox::ops {
-
-/// `text` as one shell word for a command envbox prints for the user to copy: as it is when it
-/// holds only characters no shell treats specially, else single-quoted.
-std::string shell_word(const std::string& text);
 
 /// The `envbox init` command that makes an environment of its own for CUDA `line` (none: a
 /// CPU-only one, `train-cpu`, without --cuda) beside `env`:
@@ -61,5 +61,27 @@ std::optional<std::string> check_cuda_line(const LockOptions& opt, const lock::M
 Error with_separate_environment_hint(const Error& e, const std::string& env,
                                      const lock::Manifest& m,
                                      const std::filesystem::path& project_root);
+
+/// The CUDA line of `edir`'s current generation against the lock `lock_text` (at `lock_path`)
+/// whose selection for this machine is `now` (name, version): create's check that an
+/// environment moves to another line only on purpose, on every path that builds one (`git pull
+/// && envbox create`, `pull --update-lock`, `unpack`, run's sync). No current generation, or the
+/// same line: nothing. A move is allowed with `opt.allow_cuda_change`, or when this machine's
+/// `lock --allow-cuda-change` wrote these very bytes (`approve_cuda_move`), and then returned
+/// ("CUDA 12.8 → 13.0 (…)") for the caller to show; run's sync (`opt.keep_cuda_line`) never
+/// moves. Otherwise refused (invalid_input): the change, the change list, the command to repeat
+/// with --allow-cuda-change (`opt.retry`, else `envbox create ENV`) and how to keep the
+/// generation as it is.
+// shape: the options, the environment's folder, what it would install, from which lock.
+std::optional<std::string> check_cuda_move(
+    const CreateOptions& opt, const std::filesystem::path& edir,
+    const std::vector<std::pair<std::string, std::string>>& now, const std::string& lock_text,
+    const std::filesystem::path& lock_path);
+
+/// Records that `lock --allow-cuda-change` wrote `lock_text` for the environment in `edir` (on
+/// this machine, under `home`): a `create` of these bytes then moves the line without the flag,
+/// a lock of other bytes (a teammate's, merged) does not.
+void approve_cuda_move(const std::filesystem::path& home, const std::filesystem::path& edir,
+                       const std::string& lock_text);
 
 }  // namespace envbox::ops

@@ -329,6 +329,8 @@ void build_received(const Context& ctx, const ReceiveOptions& opt, const Receive
     co.offline = true;
     co.link_mode = opt.link_mode;
     co.compile = opt.compile;
+    co.allow_cuda_change = opt.allow_cuda_change;
+    co.retry = opt.retry;
     std::error_code ec;
     auto remove_layers = [&] {
         for (const auto& [key, file] : received.artifact.bytecode)

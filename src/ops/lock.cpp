@@ -380,6 +380,8 @@ void write_lock(LockResult& result, LockTargets& targets, const Context& ctx,
     result.changed = text != previous;
     if (result.changed) {
         write_file_atomic(result.lock_path, text, 0644, Durability::fsync);
+        // A move this machine made on purpose: its create of these bytes needs no flag again.
+        if (result.cuda_change) approve_cuda_move(ctx.home, env_dir(ctx, opt.env), text);
         result.changes = changes_between(previous, text, result.lock_path);
         for (const auto& gone :
              remove_stale_build_locks(previous, result.lock_path, opt.env, build_locks))

@@ -148,6 +148,46 @@ class Incident(unittest.TestCase):
         self.e("create", "train-cu128")
         self.assertEqual(self.e("run", "train-cu128", "--", "python", "-c", PROBE).stdout, "2.12.0+cu130\n")
 
+    def test_a_teammates_lock_moves_the_line_only_on_purpose_on_every_deploy_path(self):
+        # A teammate moves train-cu128 to CUDA 13 on purpose, in a clone, and commits it.
+        mate, mate_home = os.path.join(self.case, "mate"), os.path.join(self.case, "mate-home")
+        git(self.case, "clone", "-q", self.proj, mate)
+        manifest = os.path.join(mate, "manifests", "train-cu128.toml")
+        with open(manifest) as f:
+            text = f.read().replace("12.8", "13.0").replace("cu128", "cu130")
+        with open(manifest, "w") as f:
+            f.write(text)
+        envbox("lock", "train-cu128", "--allow-cuda-change", home=mate_home, cwd=mate)
+        git(mate, "commit", "-qam", "train on CUDA 13")
+        # A new environment on the teammate's machine is no move.
+        envbox("create", "train-cu128", home=mate_home, cwd=mate)
+        packed = os.path.join(self.case, "train.tar")
+        envbox("pack", "train-cu128", "--output", packed, home=mate_home, cwd=mate)
+
+        # `git pull && envbox create`: the change list with its CUDA headline, and the flag.
+        git(self.proj, "pull", "-q", mate)
+        r = self.e("create", "train-cu128", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("train-cu128: ! CUDA 12.8 → 13.0 (torch 2.11.0+cu128 → 2.12.0+cu130)", r.stderr)
+        self.assertIn("~ torch 2.11.0+cu128 → 2.12.0+cu130", r.stderr.splitlines())
+        self.assertIn("to move it on purpose: envbox create train-cu128 --allow-cuda-change", r.stderr)
+        self.assertEqual(self.generation(), "gen-1")
+        # unpack of the teammate's artifact into the existing environment: the same.
+        r = self.e("unpack", packed, "train-cu128", check=False)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("! CUDA 12.8 → 13.0", r.stderr)
+        self.assertIn(f"envbox unpack {packed} train-cu128 --allow-cuda-change", r.stderr)
+        self.assertEqual(self.generation(), "gen-1")
+        self.assertEqual(self.e("run", "--frozen", "train-cu128", "--", "python", "-c", PROBE).stdout,
+                         "2.11.0+cu128\n")
+        # Each accepted with the flag.
+        r = self.e("unpack", packed, "train-cu128", "--allow-cuda-change")
+        self.assertIn("! CUDA 12.8 → 13.0", r.stderr)
+        self.assertEqual(self.e("run", "train-cu128", "--", "python", "-c", PROBE).stdout, "2.12.0+cu130\n")
+        self.e("rollback", "train-cu128")
+        self.e("create", "train-cu128", "--allow-cuda-change")
+        self.assertEqual(self.e("run", "train-cu128", "--", "python", "-c", PROBE).stdout, "2.12.0+cu130\n")
+
     def test_mixing_lines_points_at_an_environment_of_its_own(self):
         r = self.e("add", "train-cu128", "nvidia-cublas==13.0.0.19", check=False)
         self.assertEqual(r.returncode, 3, r.stderr)

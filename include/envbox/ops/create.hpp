@@ -38,6 +38,13 @@ struct CreateOptions {
     /// `--target`: the platform to build for (one of the manifest's `platforms`, or its
     /// machine), instead of this machine's; empty: this machine's (install::create_target).
     std::string target;
+    /// --allow-cuda-change: a lock that moves the environment off its current generation's CUDA
+    /// line (or torch label) is built; without it that is refused, naming the change, unless
+    /// this machine's `lock --allow-cuda-change` wrote those bytes (check_cuda_move).
+    bool allow_cuda_change = false;
+    /// The command that refusal tells to repeat with --allow-cuda-change (`envbox pull REF
+    /// ENV`); empty: `envbox create ENV`.
+    std::string retry;
     /// Set by run's sync: a lock that would move the environment off its current generation's
     /// CUDA line (or torch label) is refused (invalid_input) naming the change and the command
     /// that makes it on purpose, before anything is fetched or built.

@@ -78,6 +78,10 @@ struct ReceiveOptions {
     /// --ignore-bytecode: link none of the artifact's `.pyc` files; this node compiles its own
     /// (a node that runs no code the reviewed lock does not pin; docs/SECURITY.md).
     bool ignore_bytecode = false;
+    /// --allow-cuda-change: the artifact's lock may move an existing environment to another
+    /// CUDA line (CreateOptions::allow_cuda_change); `retry` is the command that says so.
+    bool allow_cuda_change = false;
+    std::string retry;
 };
 
 struct ReceiveResult {

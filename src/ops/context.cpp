@@ -119,7 +119,7 @@ std::vector<std::string> project_environments(const Context& ctx) {
     }
     // This project's folders only (another project's planted link is not this one's problem);
     // a link among them is named, and refused when it is checked.
-    const fs::path rel = fs::path("envs") / project_key(ctx.project_root);
+    const fs::path rel = fs::path("envs") / project_key(ctx);
     if (UniqueFd project = open_own_dir(ctx.home, rel))
         for (const auto& e : list_own_dir(project.get(), ctx.home / rel))
             if (e.type == OwnEntry::Type::folder || e.type == OwnEntry::Type::link) add(e.name);
@@ -144,7 +144,7 @@ void require_known_environment(const Context& ctx, const std::string& env) {
         require_environment_files(ctx, env);
 }
 
-std::string project_key(const fs::path& root) {
+std::string path_key(const fs::path& root) {
     std::string name = root.filename().string();
     if (name.empty()) name = "root";
     for (auto& c : name)
@@ -154,7 +154,7 @@ std::string project_key(const fs::path& root) {
 }
 
 fs::path env_dir(const Context& ctx, const std::string& env) {
-    fs::path dir = store::Home(ctx.home).env(project_key(ctx.project_root), env);
+    fs::path dir = store::Home(ctx.home).env(project_key(ctx), env);
     // envs/ and envs/<key>/ are envbox's own folders: a link planted at either is refused
     // before any command reads or writes through it (the link rule, docs/SECURITY.md).
     require_no_link_below(ctx.home, dir);

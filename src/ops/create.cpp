@@ -270,6 +270,9 @@ CreateResult create(const Context& ctx, const CreateOptions& opt, const Received
     Progress& progress = *ctx.progress;
     const store::Home home(ctx.home);
 
+    if (!ctx.project_root.empty())  // whose environments these are, said before they exist
+        if (auto k = project_key_of(ctx.home, ctx.project_root); !k.note.empty())
+            progress.note(k.note);
     const Inputs in = read_inputs(ctx, opt, received ? &received->lock_text : nullptr);
     const lock::Manifest* manifest = in.manifest ? &*in.manifest : nullptr;
     const install::Target target = install::create_target(

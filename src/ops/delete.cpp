@@ -71,7 +71,7 @@ DeleteResult delete_environment(const Context& ctx, const DeleteOptions& opt) {
     check_env_name(opt.env);
     const fs::path edir = env_dir(ctx, opt.env);
     const store::Home home(ctx.home);
-    const fs::path caches = home.compile_cache(project_key(ctx.project_root), opt.env);
+    const fs::path caches = home.compile_cache(project_key(ctx), opt.env);
     const fs::path lock_path = env_lock_path(ctx, opt.env);
     require_no_link_below(ctx.home, caches);
     std::error_code ec;

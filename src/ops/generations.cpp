@@ -45,7 +45,7 @@ fs::path store_lock_path(const Context& ctx) {
 }
 
 fs::path env_lock_path(const Context& ctx, const std::string& env) {
-    return store::Home(ctx.home).env_lock(project_key(ctx.project_root), env);
+    return store::Home(ctx.home).env_lock(project_key(ctx), env);
 }
 
 store::CheckResult verify_store(const Context& ctx, bool deep) {

@@ -410,6 +410,7 @@ InitResult init(const Context& ctx, const InitOptions& opt) {
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorCode::generic, "cannot create " + dir.string() + ": " + ec.message());
     write_new_file(r.manifest, r.text);
+    (void)ensure_project_identity(ctx.project_root);  // its environments follow it when moved
     r.gitattributes = ctx.project_root / ".gitattributes";
     r.lock_diff = add_lock_diff_attribute(r.gitattributes, r.lock_diff_problem);
     return r;

@@ -43,7 +43,7 @@ std::vector<int> pinned_of(const fs::path& env_dir, const std::vector<env::Gener
 
 std::vector<EnvSummary> list_environments(const Context& ctx, bool all) {
     std::vector<EnvSummary> out;
-    const std::string mine = ctx.project_root.empty() ? "" : project_key(ctx.project_root);
+    const std::string mine = ctx.project_root.empty() ? "" : project_key(ctx);
     for (const auto& e : environment_dirs(ctx.home)) {
         if (!all && !mine.empty() && e.project_key != mine) continue;
         EnvSummary s;
@@ -113,7 +113,7 @@ EnvDetails show_environment(const Context& ctx, const std::string& env) {
     d.current = env::current_generation(d.path);
     d.lock = lock_agreement(ctx, env);
     d.pinned = pinned_of(d.path, d.generations);
-    d.compile_cache = store::Home(ctx.home).compile_cache(project_key(ctx.project_root), env);
+    d.compile_cache = store::Home(ctx.home).compile_cache(project_key(ctx), env);
     d.compile_cache_bytes = tally_own_files(ctx.home, d.compile_cache).bytes;
     if (!d.current) return d;
     const auto records = install::built_records(store::Store(ctx.home));

@@ -421,6 +421,9 @@ LockResult lock(const Context& ctx, const LockOptions& opt) {
             return result;
         }
     const lock::Manifest m = read_manifest(manifest_path);
+    // Committed with the lock: the environments follow the project when it moves.
+    if (ensure_project_identity(ctx.project_root))
+        ctx.progress->note("wrote manifests/.envbox-project (the project's identity: commit it)");
     LockTargets targets{manifest_targets(m, manifest_path), {}};
     Previous previous = read_previous(opt, m, manifest_path, result.lock_path, fresh.lock);
     const resolve::Options ropt = resolution_options(ctx, m, previous);

@@ -133,8 +133,7 @@ void add_compile_caches(const Context& ctx, const std::string& env,
                 wanted.emplace_back(v, c.folder);
     if (!lines.empty()) wanted.emplace_back("CUDA_CACHE_PATH", "cuda");
     if (wanted.empty()) return;
-    const fs::path env_caches =
-        store::Home(ctx.home).compile_cache(project_key(ctx.project_root), env);
+    const fs::path env_caches = store::Home(ctx.home).compile_cache(project_key(ctx), env);
     const fs::path dir = env_caches / compile_build(packages, lines);
     for (const auto& [variable, folder] : wanted) {
         if (base.count(variable)) {

@@ -81,8 +81,36 @@ void check_home_layout(const std::filesystem::path& home);
 /// The nearest directory from `start` upward that holds `manifests/`; empty when none.
 std::filesystem::path find_project_root(const std::filesystem::path& start);
 
-/// The key a project's environments are stored under: "<dir name>-<12 hex of sha256(path)>".
-std::string project_key(const std::filesystem::path& project_root);
+/// The key of a checkout by its path: "<dir name>-<12 hex of sha256(path)>".
+std::string path_key(const std::filesystem::path& project_root);
+
+/// Where a project's environments live (`envs/<key>/`), and why, when not by its path.
+struct ProjectKey {
+    std::string key;
+    /// Said once by create: "the environments of OLD (moved here) …", or that another checkout
+    /// of the project, still on this machine, has them and this one gets its own. Empty: none.
+    std::string note;
+};
+
+/// The key a project's environments, pins, history and compile caches are stored under. By the
+/// project's identity (`manifests/.envbox-project`, written by init and lock and committed
+/// with the manifests: "<name>-<12 hex>"), so a moved or cloned-again checkout keeps them —
+/// unless this checkout already has environments by its path (made before it had an identity:
+/// a generation's venv names its own path, so they stay), or another checkout of the same
+/// project, still present here, has them (`envs/<key>/project` names it): then this one is
+/// keyed by its path, and told so. A checkout that finds its project's environments recorded
+/// at a path that no longer holds the project (moved) records itself there. Without an
+/// identity: by its path (`path_key`).
+ProjectKey project_key_of(const std::filesystem::path& home,
+                          const std::filesystem::path& project_root);
+
+/// `project_key_of(ctx.home, ctx.project_root).key`.
+std::string project_key(const Context& ctx);
+
+/// Gives the project at `project_root` an identity when it has none: `manifests/.envbox-project`
+/// ("envbox-project 1", then "id" and "name" lines: 32 random hex digits and the folder's
+/// name), to commit. Returns whether it wrote one.
+bool ensure_project_identity(const std::filesystem::path& project_root);
 
 /// `home/envs/<project key>/<env>`.
 std::filesystem::path env_dir(const Context& ctx, const std::string& env);

@@ -1,11 +1,18 @@
-"""One reviewed lock, two sites: the manifest names an index by its canonical URL, and each site
+"""One reviewed lock, every site and checkout.
+
+Mirrors: the manifest names an index by its canonical URL, and each site
 reaches it through its own mirror (`ENVBOX_INDEX_<NAME>_URL`), two real HTTP servers on
 127.0.0.1 serving the same simple index. The lock names the canonical index and its files as it
 would serve them, never a mirror, so its bytes are the same at either site; a lock made at site
 A creates at site B with A stopped; `doctor` checks the URL each index really uses and names the
-variable that set it; an error names the mirror in effect."""
+variable that set it; an error names the mirror in effect.
+
+Moved checkouts: a project has an identity (`manifests/.envbox-project`, written by init), so a
+checkout moved with `mv` keeps its environments, pins and history, and a second clone on the same
+machine gets environments of its own, told why."""
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -100,6 +107,67 @@ class Mirrors(unittest.TestCase):
                    env={VARIABLE: self.dead + "/pypi"})
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertIn(f"index pypi (through the mirror {VARIABLE} sets)", r.stderr)
+
+
+def git(cwd, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+                          cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+class MovedCheckouts(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="envbox-moved-")
+        www = os.path.join(cls.tmp, "www")
+        indexworld.write_indexes(www, {"pypi": [pkg("demo-lib", "1.0", ["idna>=3"]),
+                                                pkg("idna", "3.10")]})
+        cls.server = indexworld.Server(www)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        keep_or_remove(cls.tmp)
+
+    def test_a_moved_checkout_keeps_its_environments_and_a_second_clone_gets_its_own(self):
+        home = os.path.join(self.tmp, "home")
+        first = os.path.join(self.tmp, "lab")
+        os.makedirs(first)
+        git(first, "init", "-q")
+        envbox("init", "app", "--default-index", self.server.url + "/pypi", home=home, cwd=first)
+        identity = os.path.join(first, "manifests", ".envbox-project")
+        with open(identity) as f:
+            self.assertRegex(f.read(), r"^envbox-project 1\nid [0-9a-f]{32}\nname lab\n$")
+        envbox("add", "app", "demo-lib", home=home, cwd=first)
+        envbox("pin", "app", "1", home=home, cwd=first)
+        git(first, "add", "-A")
+        git(first, "commit", "-qm", "app")
+
+        def listed(cwd):
+            import json
+            return json.loads(envbox("list", "--json", home=home, cwd=cwd).stdout)
+
+        before = listed(first)
+        self.assertEqual([e["name"] for e in before], ["app"], before)
+        # Moved: the same environments, pins and history; nothing is built again.
+        moved = os.path.join(self.tmp, "lab-moved")
+        os.rename(first, moved)
+        after = listed(moved)
+        self.assertEqual([(e["name"], e["current"], e["pinned"]) for e in after],
+                         [("app", 1, [1])], after)
+        r = envbox("create", "app", home=home, cwd=moved)
+        self.assertIn("up to date", r.stdout + r.stderr)
+        self.assertEqual(os.path.basename(envboxtest.current_generation(home, "app")), "gen-1")
+        out = envbox("run", "app", "--", "python", "-c", "import demo_lib; print(demo_lib.__version__)",
+                     home=home, cwd=moved)
+        self.assertEqual(out.stdout.strip(), "1.0")
+        # A second clone, while the moved checkout is still here: environments of its own, and
+        # it is told whose the others are.
+        clone = os.path.join(self.tmp, "lab-clone")
+        git(self.tmp, "clone", "-q", moved, clone)
+        r = envbox("create", "app", home=home, cwd=clone)
+        self.assertIn(f"another checkout of this project, {moved}, has its environments", r.stderr)
+        self.assertEqual([e["pinned"] for e in listed(clone)], [[]])
+        self.assertEqual([e["pinned"] for e in listed(moved)], [[1]])
 
 
 if __name__ == "__main__":

@@ -214,6 +214,12 @@ AttemptResult result_of(CURLcode rc, const Easy& e, long status, const Collected
     if (rc != CURLE_OK)
         r.curl_error =
             std::string(curl_easy_strerror(rc)) + (e.errbuf[0] ? std::string(": ") + e.errbuf : "");
+    // OpenSSL's words for a server that answered a TLS hello in plain HTTP.
+    if (rc == CURLE_SSL_CONNECT_ERROR &&
+        r.curl_error.find("wrong version number") != std::string::npos)
+        r.curl_error +=
+            " (the server answered in plain HTTP: give its URL as http://, or "
+            "--plain-http for a registry)";
     r.status = status;
     if (got.fd >= 0) r.resumed_from = got.offset;
     if (auto it = got.headers.find("content-range"); it != got.headers.end())

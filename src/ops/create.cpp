@@ -47,8 +47,12 @@ std::optional<lock::LockFile> relock_if_stale(const Context& ctx, const CreateOp
     Freshness f = opt.freshness ? *opt.freshness : freshness(in.manifest_path, in.lock_path);
     if (!f.needs_lock()) return std::move(f.lock);
     if (opt.locked) throw locked_refusal(opt.env, f.reasons);
-    for (const auto& r : f.reasons)
-        ctx.progress->note(r + "; locking first");
+    if (!f.reasons.empty())  // one line: the first reason, and how many more
+        ctx.progress->note(f.reasons.front() +
+                           (f.reasons.size() > 1
+                                ? " (and " + std::to_string(f.reasons.size() - 1) + " more)"
+                                : "") +
+                           "; locking first");
     LockOptions lo;
     lo.env = opt.env;
     lo.offline = opt.offline;

@@ -527,6 +527,12 @@ class PlainRegistry(Push):
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertIn("not found in the registry", r.stderr)
 
+    def test_a_plain_http_registry_without_the_flag_says_which_flag(self):
+        self.build("one")
+        r = self.push("one", self.ref(self.repo()), check=False, flags=[])
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("--plain-http", r.stderr)
+
     def test_a_bad_reference_is_a_usage_error(self):
         r = self.pull("no-registry-here", check=False)
         self.assertEqual(r.returncode, 2, r.stderr)

@@ -491,8 +491,8 @@ class OptionChecks(unittest.TestCase):
         r = self.w.envbox("run", "t", "python", "-c", "import sys; sys.stderr.write('job\\n')")
         self.assertEqual(r.stderr, "job\n", "run leaves the workload's stderr to the workload")
         self.assertIn("no NVIDIA driver", self.w.envbox("-v", "run", "t", "true").stderr)
-        self.w.lock("t", torch_shaped("2.11.0+cu126"))
-        self.assertIn("no NVIDIA driver", self.w.envbox("create", "t").stderr)
+        self.w.lock("t", torch_shaped("2.11.0+cu126"))  # another line: on purpose
+        self.assertIn("no NVIDIA driver", self.w.envbox("create", "t", "--allow-cuda-change").stderr)
 
 
 if __name__ == "__main__":

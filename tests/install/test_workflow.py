@@ -1161,8 +1161,8 @@ class DayOne(unittest.TestCase):
         e("delete", "infer-cu130")
         self.assertNotIn("infer-cu130", e("list").stdout)
         self.assertEqual(sorted(os.listdir(os.path.join(proj, "manifests"))),
-                         ["infer-cu130.toml", "pylock.infer-cu130.toml", "pylock.train-cu128.toml",
-                          "train-cu128.toml"])
+                         [".envbox-project", "infer-cu130.toml", "pylock.infer-cu130.toml",
+                          "pylock.train-cu128.toml", "train-cu128.toml"])
         # Mirrors given by flags are refused when they are not URLs, before anything is written.
         r = e("init", "x", "--default-index", "pypi.example/simple", check=False)
         self.assertEqual(r.returncode, 2, r.stderr)

@@ -496,6 +496,17 @@ _INSTALL_VALUES = {"-r", "--requirement", "-c", "--constraint", "-e", "--editabl
 
 def _refuse_change(command, args):
     """The refusal of `pip COMMAND ARGS`, naming the envbox command that does it."""
+    if command == "install" and any(a in ("-U", "--upgrade") for a in args):
+        names, _files = _install_arguments(args)
+        plain = [n for n in names if not n.startswith("-e ")]
+        upgrades = " ".join("--upgrade-package " + shlex.quote(re.split(r"[\s\[<>=!~;@]", n, 1)[0])
+                            for n in plain) or "--upgrade"
+        return _Refused(
+            "pip cannot upgrade %s: it is an envbox environment, built from its lock and changed "
+            "only by envbox. Run instead (outside `envbox run`):\n    envbox lock %s %s && "
+            "envbox create %s\n(or `envbox add %s %s` for a package it does not have yet)"
+            % (ENV, ENV, upgrades, ENV, ENV,
+               " ".join(shlex.quote(n) for n in plain) if plain else "PACKAGE..."))
     if command in ("install", "uninstall"):
         names, files = _install_arguments(args)
         what = " ".join(w if w.startswith("-e ") else shlex.quote(w) for w in names) \

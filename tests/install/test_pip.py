@@ -235,7 +235,10 @@ class Refusals(unittest.TestCase):
         gen = self.w.current("demo")
         cases = [
             (("run", "demo", "--", "pip", "install", "x"), "envbox add demo x"),
-            (("run", "demo", "--", "pip3", "install", "-U", "x", "y>=2"), "envbox add demo x 'y>=2'"),
+            (("run", "demo", "--", "pip3", "install", "-U", "x", "y>=2"),
+             "envbox lock demo --upgrade-package x --upgrade-package y && envbox create demo"),
+            (("run", "demo", "--", "pip", "install", "--upgrade", "torch"),
+             "envbox lock demo --upgrade-package torch && envbox create demo"),
             (("run", "demo", "--", "python", "-m", "pip", "install", self.intruder), "envbox add demo " + self.intruder),
             (("run", "demo", "--", minor_script(gen), "install", "-r", "requirements.txt"),
              "envbox add demo PACKAGE...   (the requirements in requirements.txt)"),

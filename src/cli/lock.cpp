@@ -29,6 +29,20 @@ struct LockCommand {
 
 // --check: says whether the lock is stale (with --json: one line
 // {"environment", "lock", "stale", "reasons"}); true when it is.
+// What makes a stale lock of `env` fit again: `envbox lock ENV`, unless the manifest's `cuda`
+// changed (`reasons`), which that command refuses: then the flag that moves the line on purpose
+// and the undo of the edit.
+std::string stale_advice(const std::string& env, const std::vector<std::string>& reasons) {
+    for (const auto& why : reasons)
+        if (why.starts_with("cuda changed:"))
+            return "the manifest moves " + env +
+                   " to another CUDA line, which `envbox lock` refuses: `envbox lock " + env +
+                   " --allow-cuda-change` makes the move on purpose, `git checkout -- "
+                   "manifests/" +
+                   env + ".toml` puts back the edit";
+    return "`envbox lock " + env + "` updates it";
+}
+
 bool report_check(const GlobalOptions& global, const std::string& env, const ops::LockResult& r) {
     if (global.json) {
         Json reasons = Json::array();
@@ -43,6 +57,7 @@ bool report_check(const GlobalOptions& global, const std::string& env, const ops
         std::fprintf(stderr, "%s: the lock is stale:\n", env.c_str());
         for (const auto& why : r.reasons)
             std::fprintf(stderr, "  %s\n", why.c_str());
+        std::fprintf(stderr, "%s\n", stale_advice(env, r.reasons).c_str());
     } else if (global.verbosity >= 0) {
         std::fprintf(stderr, "%s: the lock is up to date\n", env.c_str());
     }
@@ -53,6 +68,7 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
     ConsoleProgress progress(global.verbosity, stderr_is_tty());
     ops::Context ctx = make_context(global, progress);
     std::vector<std::string> stale;
+    bool moved_line = false;  // a manifest's CUDA line edited: `envbox lock` alone refuses
     for (const auto& env : cmd.envs) {
         ops::LockOptions opt;
         opt.env = env;
@@ -71,12 +87,16 @@ void run_lock(const GlobalOptions& global, const LockCommand& cmd) {
             report_lock(global, env, r);
         else if (report_check(global, env, r))
             stale.push_back(env);
+        if (cmd.check &&
+            stale_advice(env, r.reasons).find("--allow-cuda-change") != std::string::npos)
+            moved_line = true;
         // A note, not staleness: CI without generations checks the lock against the manifest.
         if (cmd.check) note_lock_agreement(global, ops::lock_agreement(ctx, env));
     }
     if (!stale.empty())
         throw Error(ErrorCode::invalid_input, counted(stale.size(), "stale lock", "stale locks") +
-                                                  "; run `envbox lock` to update");
+                                                  (moved_line ? "; what updates each is said above"
+                                                              : "; run `envbox lock` to update"));
 }
 
 }  // namespace
@@ -116,9 +136,8 @@ void note_if_stale(const GlobalOptions& global, const ops::Context& ctx, const s
         const ops::Freshness f = ops::freshness(manifest, ctx.project().lock(env));
         const auto& reasons = f.reasons;
         if (f.state == ops::Freshness::State::stale)
-            std::fprintf(stderr,
-                         "note: the lock of %s is stale (%s); `envbox lock %s` updates it\n",
-                         env.c_str(), reasons.front().c_str(), env.c_str());
+            std::fprintf(stderr, "note: the lock of %s is stale (%s); %s\n", env.c_str(),
+                         reasons.front().c_str(), stale_advice(env, reasons).c_str());
     } catch (const Error&) {
         // the command itself reports what is wrong with the manifest or the lock
     }

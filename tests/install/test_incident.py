@@ -111,6 +111,12 @@ class Incident(unittest.TestCase):
         text = self.read("train-cu128.toml").replace("12.8", "13.0").replace("cu128", "cu130")
         with open(self.path("train-cu128.toml"), "w") as f:
             f.write(text)
+        # What says the lock is stale offers the flag and the undo, never the command that refuses.
+        for argv in (("lock", "--check", "train-cu128"), ("tree", "train-cu128")):
+            r = self.e(*argv, check=False)
+            self.assertIn("envbox lock train-cu128 --allow-cuda-change", r.stderr, argv)
+            self.assertIn("git checkout -- manifests/train-cu128.toml", r.stderr, argv)
+            self.assertNotIn("run `envbox lock` to update", r.stderr, argv)
         r = self.e("lock", "train-cu128", check=False)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("train-cu128: CUDA 12.8 → 13.0 (torch 2.11.0+cu128 → 2.12.0+cu130)", r.stderr)

@@ -144,13 +144,16 @@ void require_known_environment(const Context& ctx, const std::string& env) {
         require_environment_files(ctx, env);
 }
 
-std::string path_key(const fs::path& root) {
-    std::string name = root.filename().string();
+std::string key_part(std::string name) {
     if (name.empty()) name = "root";
     for (auto& c : name)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
             c = '_';
-    return name + "-" + to_hex(sha256(root.string())).substr(0, 12);
+    return name;
+}
+
+std::string path_key(const fs::path& root) {
+    return key_part(root.filename().string()) + "-" + to_hex(sha256(root.string())).substr(0, 12);
 }
 
 fs::path env_dir(const Context& ctx, const std::string& env) {

@@ -312,7 +312,7 @@ CreateResult create(const Context& ctx, const CreateOptions& opt, const Received
     for (const auto& item : items)
         if (item.package->version)
             now.emplace_back(item.package->name, item.package->version->str());
-    if (auto moved = check_cuda_move(opt, edir, now, in.lock.text, in.lock_path))
+    if (auto moved = check_cuda_move(opt, ctx.home, edir, now, in.lock.text, in.lock_path))
         progress.note("! " + *moved + ": " + opt.env + " moves to it on purpose");
     if (opt.on_build) opt.on_build();
     if (!ctx.project_root.empty())

@@ -167,13 +167,14 @@ std::string change_list(const std::string& before, const std::string& after,
 }  // namespace
 
 void approve_cuda_move(const fs::path& home, const fs::path& edir, const std::string& lock_text) {
-    (void)make_own_dir_at_path(home, edir);  // never through a link planted in the home
-    write_file_atomic(edir / kApproved, to_hex(sha256(lock_text)) + "\n", 0644, Durability::none);
+    // Never through a link planted in the home (the link rule, docs/SECURITY.md).
+    const UniqueFd dir = make_own_dir_at_path(home, edir);
+    replace_own_file(dir.get(), edir / kApproved, to_hex(sha256(lock_text)) + "\n");
 }
 
-// shape: the options, the environment's folder, what it would install, from which lock.
+// shape: the options, the home and environment's folder, what it would install, from which lock.
 std::optional<std::string> check_cuda_move(
-    const CreateOptions& opt, const fs::path& edir,
+    const CreateOptions& opt, const fs::path& home, const fs::path& edir,
     const std::vector<std::pair<std::string, std::string>>& now, const std::string& lock_text,
     const fs::path& lock_path) {
     const auto cur = env::current_generation(edir);
@@ -192,10 +193,10 @@ std::optional<std::string> check_cuda_move(
                         " --allow-cuda-change` does it on purpose; `envbox run --frozen " +
                         opt.env + " …` runs " + gen + " as it is");
     if (opt.allow_cuda_change) return change;
-    std::error_code ec;
-    if (fs::is_regular_file(fs::symlink_status(edir / kApproved, ec)) &&
-        read_input_file(edir / kApproved) == to_hex(sha256(lock_text)) + "\n")
-        return change;
+    // This machine's own `lock --allow-cuda-change` of these bytes (an own file: no link, 4 KiB).
+    if (const UniqueFd dir = open_own_dir_at_path(home, edir))
+        if (read_own_file(dir.get(), edir / kApproved, 4096) == to_hex(sha256(lock_text)) + "\n")
+            return change;
     const std::string retry = opt.retry.empty() ? "envbox create " + opt.env : opt.retry;
     throw Error(ErrorCode::invalid_input,
                 opt.env + ": ! " + *change + " in " + lock_path.string() + "\n" +

@@ -62,9 +62,10 @@ Error with_separate_environment_hint(const Error& e, const std::string& env,
                                      const lock::Manifest& m,
                                      const std::filesystem::path& project_root);
 
-/// The CUDA line of `edir`'s current generation against the lock `lock_text` (at `lock_path`)
-/// whose selection for this machine is `now` (name, version): create's check that an
-/// environment moves to another line only on purpose, on every path that builds one (`git pull
+/// The CUDA line of `edir`'s current generation (an environment's folder under `home`) against the
+/// lock `lock_text` (at `lock_path`) whose selection for this machine is `now` (name, version):
+/// create's check that an environment moves to another line only on purpose, on every path that
+/// builds one (`git pull
 /// && envbox create`, `pull --update-lock`, `unpack`, run's sync). No current generation, or the
 /// same line: nothing. A move is allowed with `opt.allow_cuda_change`, or when this machine's
 /// `lock --allow-cuda-change` wrote these very bytes (`approve_cuda_move`), and then returned
@@ -72,9 +73,9 @@ Error with_separate_environment_hint(const Error& e, const std::string& env,
 /// moves. Otherwise refused (invalid_input): the change, the change list, the command to repeat
 /// with --allow-cuda-change (`opt.retry`, else `envbox create ENV`) and how to keep the
 /// generation as it is.
-// shape: the options, the environment's folder, what it would install, from which lock.
+// shape: the options, the home and environment's folder, what it would install, from which lock.
 std::optional<std::string> check_cuda_move(
-    const CreateOptions& opt, const std::filesystem::path& edir,
+    const CreateOptions& opt, const std::filesystem::path& home, const std::filesystem::path& edir,
     const std::vector<std::pair<std::string, std::string>>& now, const std::string& lock_text,
     const std::filesystem::path& lock_path);
 

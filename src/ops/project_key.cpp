@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <random>
 
 #include "envbox/ops/context.hpp"
@@ -31,14 +30,10 @@ bool is_hex32(const std::string& s) {
     return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-// A folder name as a key's readable part: letters, digits, '-', '_', '.'; others '_'.
+// An identity's name as a key's readable part (hostile: at most 64 bytes), as a path's is.
 std::string key_name(std::string name) {
-    if (name.empty()) name = "root";
     if (name.size() > 64) name.resize(64);
-    for (auto& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
-            c = '_';
-    return name;
+    return key_part(name);
 }
 
 // The file `name` of the folder `dir`, never through a link, at most `limit` bytes; none when
@@ -79,9 +74,12 @@ std::optional<Identity> read_identity(const fs::path& root) {
     return out;
 }
 
-// The project root recorded in `envs/<key>/project` (written by create), never through a link.
+// The project root recorded in `envs/<key>/project` (written by create), never through a link
+// (a planted one is refused, as every command refuses it).
 std::string recorded_root(const fs::path& home, const std::string& key) {
-    auto text = read_plain(store::Home(home).envs() / key, "project", 4096);
+    const fs::path dir = store::Home(home).envs() / key;
+    const UniqueFd fd = open_own_dir_at_path(home, dir);
+    auto text = fd ? read_own_file(fd.get(), dir / "project", 4096) : std::nullopt;
     if (!text) return {};
     while (!text->empty() && text->back() == '\n')
         text->pop_back();

@@ -29,13 +29,18 @@ CANONICAL = "https://pypi.example.invalid/simple"
 VARIABLE = "ENVBOX_INDEX_PYPI_URL"
 
 
+def write_index(tmp):
+    """tmp/www: one simple index, `pypi`, of demo-lib 1.0 (needing idna) and idna 3.10."""
+    www = os.path.join(tmp, "www")
+    indexworld.write_indexes(www, {"pypi": [pkg("demo-lib", "1.0", ["idna>=3"]), pkg("idna", "3.10")]})
+    return www
+
+
 class Mirrors(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="envbox-mirrors-")
-        www = os.path.join(cls.tmp, "www")
-        indexworld.write_indexes(www, {"pypi": [pkg("demo-lib", "1.0", ["idna>=3"]),
-                                                pkg("idna", "3.10")]})
+        www = write_index(cls.tmp)
         cls.site_a = indexworld.Server(www)
         cls.site_b = indexworld.Server(www)
         # A port nothing answers on: a server started and stopped.
@@ -118,9 +123,7 @@ class MovedCheckouts(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="envbox-moved-")
-        www = os.path.join(cls.tmp, "www")
-        indexworld.write_indexes(www, {"pypi": [pkg("demo-lib", "1.0", ["idna>=3"]),
-                                                pkg("idna", "3.10")]})
+        www = write_index(cls.tmp)
         cls.server = indexworld.Server(www)
 
     @classmethod

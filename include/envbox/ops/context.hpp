@@ -81,6 +81,10 @@ void check_home_layout(const std::filesystem::path& home);
 /// The nearest directory from `start` upward that holds `manifests/`; empty when none.
 std::filesystem::path find_project_root(const std::filesystem::path& start);
 
+/// `name` as a project key's readable part: letters, digits, '-', '_', '.'; others '_';
+/// "root" for none.
+std::string key_part(std::string name);
+
 /// The key of a checkout by its path: "<dir name>-<12 hex of sha256(path)>".
 std::string path_key(const std::filesystem::path& project_root);
 
